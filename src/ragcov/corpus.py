@@ -1,0 +1,252 @@
+"""The corpus: chunks with stable string ids.
+
+Chunk ids are what every other file refers to, so they must not depend on list
+positions: ids given in the input are kept; chunks cut from plain-text files get
+``<document>#<n>``. Each chunk's content hash is recorded so a changed corpus is
+detected (the corpus hash covers ids and content, in order).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragcov.errors import InputFormatError, RagcovError
+from ragcov.io import first_key, iter_jsonl, read_text, text_hash
+
+ID_KEYS = ("id", "_id", "chunk_id")
+TEXT_KEYS = ("text", "content", "page_content")
+DOC_KEYS = ("doc_id", "document_id", "source")
+TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
+
+DEFAULT_CHUNK_SIZE = 1000
+DEFAULT_CHUNK_OVERLAP = 100
+
+
+@dataclass(slots=True)
+class Chunk:
+    """One retrievable unit. ``position`` is its index within its document."""
+
+    id: str
+    text: str
+    doc_id: str
+    position: int = 0
+    title: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    hash: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.hash:
+            self.hash = text_hash(self.text)
+
+
+class Corpus(Sequence[Chunk]):
+    """An ordered, id-indexed collection of chunks.
+
+    ``chunking`` describes how the chunks were made (it is part of the retriever
+    fingerprint and of the embedding-cache key).
+    """
+
+    def __init__(self, chunks: Iterable[Chunk], chunking: dict[str, Any] | None = None,
+                 source: str | None = None) -> None:
+        self.chunks: list[Chunk] = list(chunks)
+        self.chunking: dict[str, Any] = dict(chunking or {"method": "given"})
+        self.source = source
+        index: dict[str, int] = {}
+        dupes: list[str] = []
+        for i, chunk in enumerate(self.chunks):
+            if chunk.id in index:
+                dupes.append(chunk.id)
+            index[chunk.id] = i
+        if dupes:
+            shown = ", ".join(sorted(set(dupes))[:20])
+            more = "" if len(set(dupes)) <= 20 else f" (and {len(set(dupes)) - 20} more)"
+            where = f"{source}: " if source else ""
+            raise RagcovError(f"{where}duplicate chunk ids: {shown}{more}")
+        self._index = index
+        self._hash: str | None = None
+
+    # Sequence protocol -------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self.chunks[i]
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return iter(self.chunks)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._index
+
+    # Lookups -----------------------------------------------------------------
+    @property
+    def ids(self) -> list[str]:
+        return [c.id for c in self.chunks]
+
+    @property
+    def texts(self) -> list[str]:
+        return [c.text for c in self.chunks]
+
+    def index_of(self, chunk_id: str) -> int:
+        return self._index[chunk_id]
+
+    def get(self, chunk_id: str) -> Chunk:
+        return self.chunks[self._index[chunk_id]]
+
+    def unknown(self, chunk_ids: Iterable[str]) -> list[str]:
+        """The ids among ``chunk_ids`` that are not in this corpus, in first-seen order."""
+        return list(dict.fromkeys(c for c in chunk_ids if c not in self._index))
+
+    @property
+    def hash(self) -> str:
+        """A digest of ids and contents in order: equal hashes mean the same corpus."""
+        if self._hash is None:
+            h = hashlib.sha256()
+            for c in self.chunks:
+                h.update(c.id.encode("utf-8"))
+                h.update(b"\0")
+                h.update(c.hash.encode("ascii"))
+                h.update(b"\n")
+            self._hash = h.hexdigest()[:24]
+        return self._hash
+
+    def documents(self) -> dict[str, list[Chunk]]:
+        docs: dict[str, list[Chunk]] = {}
+        for c in self.chunks:
+            docs.setdefault(c.doc_id, []).append(c)
+        return docs
+
+    def __repr__(self) -> str:
+        return f"Corpus({len(self)} chunks, {len(self.documents())} documents, hash={self.hash})"
+
+    # Constructors --------------------------------------------------------------
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Iterable[tuple[str, str]] | dict[str, str],
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+        titles: dict[str, str] | None = None,
+        source: str | None = None,
+    ) -> Corpus:
+        """Chunk whole documents ``(doc_id, text)`` into ``<doc_id>#<n>`` chunks."""
+        items = documents.items() if isinstance(documents, dict) else documents
+        splitter = make_splitter(chunk_size, chunk_overlap)
+        chunks: list[Chunk] = []
+        for doc_id, text in items:
+            for n, piece in enumerate(splitter.chunks(text)):
+                chunks.append(Chunk(id=f"{doc_id}#{n}", text=piece, doc_id=doc_id, position=n,
+                                    title=(titles or {}).get(doc_id)))
+        return cls(chunks, chunking=chunking_descriptor(chunk_size, chunk_overlap), source=source)
+
+
+def chunking_descriptor(chunk_size: int, chunk_overlap: int) -> dict[str, Any]:
+    return {"method": "semantic-text-splitter", "unit": "characters",
+            "size": chunk_size, "overlap": chunk_overlap}
+
+
+def make_splitter(chunk_size: int, chunk_overlap: int):
+    """A character-budget splitter that prefers paragraph, sentence, then word boundaries.
+
+    semantic-text-splitter is a maintained Rust library with no heavy dependencies;
+    it packs the largest semantic units that fit, so chunks end on natural breaks.
+    """
+    if chunk_size < 1:
+        raise RagcovError(f"chunk size must be at least 1, got {chunk_size}")
+    if not 0 <= chunk_overlap < chunk_size:
+        raise RagcovError(
+            f"chunk overlap must be at least 0 and less than the chunk size ({chunk_size}), "
+            f"got {chunk_overlap}"
+        )
+    from semantic_text_splitter import MarkdownSplitter
+
+    return MarkdownSplitter(chunk_size, overlap=chunk_overlap, trim=True)
+
+
+def read_chunks_jsonl(path: str | os.PathLike[str]) -> Corpus:
+    """Chunks given one per JSONL line (BEIR ``corpus.jsonl`` included)."""
+    chunks: list[Chunk] = []
+    positions: dict[str, int] = {}
+    for lineno, obj in iter_jsonl(path):
+        cid = first_key(obj, ID_KEYS)
+        if cid is None:
+            raise InputFormatError(path, lineno, f"no chunk id (expected one of {', '.join(ID_KEYS)})")
+        text = first_key(obj, TEXT_KEYS)
+        if not isinstance(text, str):
+            raise InputFormatError(path, lineno, f"no chunk text (expected one of {', '.join(TEXT_KEYS)})")
+        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        doc = first_key(obj, DOC_KEYS)
+        if doc is None:
+            doc = first_key(metadata, DOC_KEYS)
+        doc_id = str(doc) if doc is not None else str(cid)
+        pos = obj.get("position")
+        if not isinstance(pos, int):
+            pos = positions.get(doc_id, 0)
+        positions[doc_id] = pos + 1
+        title = obj.get("title") or None
+        chunks.append(Chunk(id=str(cid), text=text, doc_id=doc_id, position=pos,
+                            title=str(title) if title else None, metadata=metadata))
+    return Corpus(chunks, chunking={"method": "given"}, source=str(path))
+
+
+def read_text_folder(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
+                     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP) -> Corpus:
+    """Every .txt/.md file under ``path`` is a document, chunked; its relative path is its id."""
+    root = Path(path)
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
+    docs = [(f.relative_to(root).as_posix(), read_text(f)) for f in files]
+    return Corpus.from_documents(docs, chunk_size, chunk_overlap, source=str(path))
+
+
+def read_documents_jsonl(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
+                        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP) -> Corpus:
+    """Whole documents one per JSONL line (same keys as chunks), chunked here."""
+    docs: list[tuple[str, str]] = []
+    titles: dict[str, str] = {}
+    for lineno, obj in iter_jsonl(path):
+        doc = first_key(obj, DOC_KEYS) or first_key(obj, ID_KEYS)
+        if doc is None:
+            raise InputFormatError(path, lineno, "no document id (expected one of "
+                                   f"{', '.join(DOC_KEYS + ID_KEYS)})")
+        text = first_key(obj, TEXT_KEYS)
+        if not isinstance(text, str):
+            raise InputFormatError(path, lineno, f"no document text (expected one of {', '.join(TEXT_KEYS)})")
+        docs.append((str(doc), text))
+        if obj.get("title"):
+            titles[str(doc)] = str(obj["title"])
+    return Corpus.from_documents(docs, chunk_size, chunk_overlap, titles=titles, source=str(path))
+
+
+def load_corpus(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
+                chunk_overlap: int = DEFAULT_CHUNK_OVERLAP, split: bool = False) -> Corpus:
+    """Load a corpus from a chunks JSONL file, a BEIR folder, a text folder or one text file.
+
+    ``split=True`` reads a JSONL file as whole documents and chunks them.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise RagcovError(f"{p}: no such file or directory")
+    if p.is_dir():
+        if (p / "corpus.jsonl").is_file():
+            corpus = read_chunks_jsonl(p / "corpus.jsonl")
+        else:
+            corpus = read_text_folder(p, chunk_size, chunk_overlap)
+    elif p.suffix.lower() in (".jsonl", ".ndjson"):
+        corpus = (read_documents_jsonl(p, chunk_size, chunk_overlap) if split
+                  else read_chunks_jsonl(p))
+    elif p.suffix.lower() in TEXT_SUFFIXES:
+        corpus = Corpus.from_documents([(p.name, read_text(p))], chunk_size, chunk_overlap,
+                                       source=str(p))
+    else:
+        raise RagcovError(
+            f"{p}: unsupported corpus (expected a .jsonl of chunks, a BEIR folder with "
+            "corpus.jsonl, or a folder of .txt/.md files)"
+        )
+    if len(corpus) == 0:
+        raise RagcovError(f"{p}: the corpus is empty (no chunks); chunk coverage is undefined")
+    return corpus

@@ -1,0 +1,326 @@
+"""CoverageData: the SQLite data file (``.ragcov``).
+
+One file holds what a coverage report needs and nothing it could recompute: the
+run's settings (k, retriever fingerprint, corpus hash), the corpus's chunks (id,
+document, position, content hash, text for the HTML report), the queries and the
+hits with rank and score. Like coverage.py's data file it carries a schema
+version and refuses to mix incompatible data.
+
+Atomicity: a new file is built under a temporary name and renamed into place;
+additions to an existing file happen in a single SQLite transaction, so a crash
+leaves either the old file or the new one, never half of a run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragcov.errors import RagcovError
+from ragcov.io import atomic_path
+
+if TYPE_CHECKING:
+    from ragcov.corpus import Corpus
+    from ragcov.matrix import CoverageMatrix
+    from ragcov.run import Run
+
+# Version of the data-file schema.
+#   1: meta, chunks, queries, hits (rank, score).
+FORMAT_VERSION = 1
+DEFAULT_DATA_FILE = ".ragcov"
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE chunks (
+    idx INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL,
+    position INTEGER NOT NULL, hash TEXT NOT NULL, title TEXT, text TEXT
+);
+CREATE TABLE queries (
+    idx INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL, context TEXT
+);
+CREATE TABLE hits (
+    query_idx INTEGER NOT NULL, chunk_idx INTEGER NOT NULL, rank INTEGER NOT NULL, score REAL,
+    PRIMARY KEY (query_idx, rank)
+);
+"""
+
+
+@dataclass(frozen=True)
+class Meta:
+    format: int
+    ragcov_version: str
+    k: int
+    retriever: dict[str, Any]
+    corpus_hash: str
+    created: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "ragcov_version": self.ragcov_version, "k": self.k,
+                "retriever": self.retriever, "corpus_hash": self.corpus_hash,
+                "created": self.created}
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(str(path), isolation_level=None)
+    con.execute("PRAGMA foreign_keys = OFF")
+    return con
+
+
+def _create_schema(con: sqlite3.Connection) -> None:
+    for stmt in SCHEMA.strip().split(";"):
+        if stmt.strip():
+            con.execute(stmt)
+
+
+def _retriever_key(fp: dict[str, Any]) -> str:
+    """The retriever identity compared across files, canonical JSON."""
+    return json.dumps(fp, sort_keys=True)
+
+
+class CoverageData:
+    """A handle on one data file. Reading is lazy; writes are atomic."""
+
+    def __init__(self, path: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> None:
+        self.path = Path(path)
+
+    # ---------------------------------------------------------------- reading
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def _open(self) -> sqlite3.Connection:
+        if not self.path.is_file():
+            raise RagcovError(f"{self.path}: no data file (run 'ragcov run' first)")
+        try:
+            con = _connect(self.path)
+            rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as exc:
+            raise RagcovError(f"{self.path}: not a ragcov data file ({exc})") from exc
+        fmt = int(rows.get("format", "0"))
+        if fmt > FORMAT_VERSION:
+            con.close()
+            raise RagcovError(
+                f"{self.path}: data file format {fmt} is newer than this ragcov understands "
+                f"(format {FORMAT_VERSION}); upgrade ragcov"
+            )
+        if fmt < 1:
+            con.close()
+            raise RagcovError(f"{self.path}: not a ragcov data file (no format version)")
+        return con
+
+    def meta(self) -> Meta:
+        with closing(self._open()) as con:
+            return _read_meta(con, self.path)
+
+    def query_ids(self) -> set[str]:
+        with closing(self._open()) as con:
+            return {r[0] for r in con.execute("SELECT id FROM queries")}
+
+    def chunk_texts(self) -> dict[str, str]:
+        with closing(self._open()) as con:
+            return {cid: text or "" for cid, text in con.execute("SELECT id, text FROM chunks")}
+
+    def matrix(self) -> CoverageMatrix:
+        """The sparse hit matrix of everything recorded."""
+        import numpy as np
+
+        from ragcov.matrix import CoverageMatrix
+
+        with closing(self._open()) as con:
+            meta = _read_meta(con, self.path)
+            chunk_rows = con.execute(
+                "SELECT id, doc_id, title FROM chunks ORDER BY idx").fetchall()
+            query_rows = con.execute(
+                "SELECT idx, id, text, context FROM queries ORDER BY idx").fetchall()
+            hit_rows = con.execute(
+                "SELECT query_idx, chunk_idx, rank, score FROM hits").fetchall()
+        qpos = {qidx: i for i, (qidx, *_rest) in enumerate(query_rows)}
+        if hit_rows:
+            arr = np.array([(qpos[q], c, r, np.nan if s is None else s)
+                            for q, c, r, s in hit_rows], dtype=np.float64)
+            rows, cols = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64)
+            ranks, scores = arr[:, 2].astype(np.int32), arr[:, 3]
+        else:
+            rows = cols = np.zeros(0, dtype=np.int64)
+            ranks, scores = np.zeros(0, dtype=np.int32), np.zeros(0)
+        return CoverageMatrix.from_triples(
+            rows, cols, ranks, scores,
+            query_ids=[r[1] for r in query_rows], query_texts=[r[2] for r in query_rows],
+            chunk_ids=[r[0] for r in chunk_rows], doc_ids=[r[1] for r in chunk_rows],
+            k=meta.k, meta=meta.as_dict(),
+            query_context=[r[3] for r in query_rows],
+        )
+
+    # ---------------------------------------------------------------- writing
+    def write(self, corpus: Corpus, run: Run, append: bool = False,
+              context: dict[str, str] | None = None) -> int:
+        """Record ``run`` over ``corpus``; returns how many queries were added.
+
+        Without ``append`` the file is replaced. With it, the file must have been
+        made with the same k, corpus and retriever, and queries already recorded
+        are kept as they were.
+        """
+        _check_run_against_corpus(run, corpus)
+        if append and self.exists():
+            return self._append(corpus, run, context or {})
+        meta = {
+            "format": str(FORMAT_VERSION),
+            "ragcov_version": _version(),
+            "k": str(run.k),
+            "retriever": _retriever_key(run.retriever),
+            "corpus_hash": corpus.hash,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        with atomic_path(self.path) as tmp:
+            tmp.unlink()
+            with closing(_connect(tmp)) as con:
+                con.execute("BEGIN")
+                _create_schema(con)
+                con.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+                con.executemany(
+                    "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    ((i, c.id, c.doc_id, c.position, c.hash, c.title, c.text)
+                     for i, c in enumerate(corpus)),
+                )
+                added = _insert_queries(con, corpus, run, set(), 0, context or {})
+                con.execute("COMMIT")
+        return added
+
+    def _append(self, corpus: Corpus, run: Run, context: dict[str, str]) -> int:
+        with closing(self._open()) as con:
+            meta = _read_meta(con, self.path)
+            _check_compatible(meta, run.k, corpus.hash, run.retriever, str(self.path), "this run")
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                existing = {r[0] for r in con.execute("SELECT id FROM queries")}
+                start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
+                added = _insert_queries(con, corpus, run, existing, start, context)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        return added
+
+
+def _version() -> str:
+    from ragcov import __version__
+
+    return __version__
+
+
+def _read_meta(con: sqlite3.Connection, path: Path) -> Meta:
+    rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
+    try:
+        return Meta(format=int(rows["format"]), ragcov_version=rows["ragcov_version"],
+                    k=int(rows["k"]), retriever=json.loads(rows["retriever"]),
+                    corpus_hash=rows["corpus_hash"], created=rows["created"])
+    except (KeyError, ValueError) as exc:
+        raise RagcovError(f"{path}: damaged meta table ({exc})") from exc
+
+
+def _check_run_against_corpus(run: Run, corpus: Corpus) -> None:
+    unknown = corpus.unknown(run.chunk_ids())
+    if unknown:
+        shown = ", ".join(unknown[:20]) + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else "")
+        raise RagcovError(f"{len(unknown)} retrieved chunk id(s) are not in the corpus: {shown}")
+
+
+def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing: set[str],
+                    start: int, context: dict[str, str]) -> int:
+    added = 0
+    for qid, text in run.queries.items():
+        if qid in existing:
+            continue
+        qidx = start + added
+        con.execute("INSERT INTO queries VALUES (?, ?, ?, ?)", (qidx, qid, text, context.get(qid)))
+        con.executemany(
+            "INSERT INTO hits VALUES (?, ?, ?, ?)",
+            ((qidx, corpus.index_of(cid), rank, score)
+             for rank, (cid, score) in enumerate(run.results.get(qid, []), start=1)),
+        )
+        existing.add(qid)
+        added += 1
+    return added
+
+
+def _check_compatible(meta: Meta, k: int, corpus_hash: str, retriever: dict[str, Any],
+                      where: str, other: str) -> None:
+    problems = []
+    if meta.k != k:
+        problems.append(f"k differs ({meta.k} in {where}, {k} in {other})")
+    if meta.corpus_hash != corpus_hash:
+        problems.append(f"the corpus differs (hash {meta.corpus_hash} in {where}, "
+                        f"{corpus_hash} in {other})")
+    if _retriever_key(meta.retriever) != _retriever_key(retriever):
+        problems.append(f"the retriever differs ({_retriever_key(meta.retriever)} in {where}, "
+                        f"{_retriever_key(retriever)} in {other})")
+    if problems:
+        raise RagcovError(f"cannot mix coverage data: {'; '.join(problems)}")
+
+
+def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]) -> int:
+    """Merge data files from sharded runs into ``out``; returns the number of queries.
+
+    All inputs must share k, corpus and retriever. A query id recorded in several
+    files must have the same text and hits in each (the same query run twice by
+    one deterministic system); anything else is a conflict, not a silent merge.
+    """
+    if not paths:
+        raise RagcovError("combine needs at least one data file")
+    datas = [CoverageData(p) for p in paths]
+    metas = [d.meta() for d in datas]
+    first = metas[0]
+    for d, m in zip(datas[1:], metas[1:]):
+        _check_compatible(first, m.k, m.corpus_hash, m.retriever, str(datas[0].path), str(d.path))
+    out_path = Path(out)
+    with atomic_path(out_path) as tmp:
+        tmp.unlink()
+        with closing(_connect(tmp)) as con:
+            con.execute("BEGIN")
+            _create_schema(con)
+            meta = first.as_dict()
+            meta["retriever"] = _retriever_key(first.retriever)
+            meta["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            meta["ragcov_version"] = _version()
+            con.executemany("INSERT INTO meta VALUES (?, ?)", ((k, str(v)) for k, v in meta.items()))
+            seen: dict[str, tuple[str, list[tuple[int, int, float | None]]]] = {}
+            next_idx = 0
+            for n, d in enumerate(datas):
+                with closing(d._open()) as src:
+                    if n == 0:
+                        con.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                        src.execute("SELECT * FROM chunks ORDER BY idx"))
+                    hits: dict[int, list[tuple[int, int, float | None]]] = {}
+                    for q, c, r, s in src.execute(
+                            "SELECT query_idx, chunk_idx, rank, score FROM hits ORDER BY query_idx, rank"):
+                        hits.setdefault(q, []).append((c, r, s))
+                    for qidx, qid, text, ctx in src.execute(
+                            "SELECT idx, id, text, context FROM queries ORDER BY idx"):
+                        qhits = hits.get(qidx, [])
+                        if qid in seen:
+                            if seen[qid][0] != text or [h[:2] for h in seen[qid][1]] != [h[:2] for h in qhits]:
+                                raise RagcovError(
+                                    f"cannot combine: query {qid!r} has different text or hits in "
+                                    f"{d.path} than in an earlier file"
+                                )
+                            continue
+                        seen[qid] = (text, qhits)
+                        con.execute("INSERT INTO queries VALUES (?, ?, ?, ?)", (next_idx, qid, text, ctx))
+                        con.executemany("INSERT INTO hits VALUES (?, ?, ?, ?)",
+                                        ((next_idx, c, r, s) for c, r, s in qhits))
+                        next_idx += 1
+            con.execute("COMMIT")
+    return next_idx
+
+
+def recorded_ids(path: str | os.PathLike[str]) -> set[str]:
+    d = CoverageData(path)
+    return d.query_ids() if d.exists() else set()
+
+

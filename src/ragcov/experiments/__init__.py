@@ -1,0 +1,1 @@
+"""Dataset loaders and the runners that reproduce the paper's research questions."""

@@ -1,0 +1,189 @@
+"""The numbers of METHOD §2–3, all computed from a CoverageMatrix.
+
+Conventions, chosen so every value is defined:
+
+* CC of a corpus with no chunks is an error (never a division by zero).
+* Normalised entropy ``H / log(N)``: ``support="retrieved"`` takes N = distinct
+  chunks retrieved, ``support="corpus"`` takes N = |C|. With no hits, or N = 1,
+  there is no spread to measure and the value is 0.
+* Gini of the chunk frequencies ``f_c``: ``over="retrieved"`` uses the chunks
+  retrieved at least once, ``over="corpus"`` all chunks with zeros. No hits: 0.
+* Mean pairwise Jaccard over all pairs i < j (pairs that share nothing count as
+  0; two empty result lists count as 0). Fewer than two queries: 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from ragcov.errors import RagcovError
+from ragcov.matrix import CoverageMatrix
+
+Support = Literal["retrieved", "corpus"]
+
+
+def chunk_coverage(m: CoverageMatrix) -> float:
+    """CC(T) = |union of R_k(q)| / |C|."""
+    if m.n_chunks == 0:
+        raise RagcovError("chunk coverage is undefined for an empty corpus")
+    return float(np.count_nonzero(m.covered())) / m.n_chunks
+
+
+def coverage_of_counts(frequencies: np.ndarray) -> float:
+    if frequencies.size == 0:
+        raise RagcovError("chunk coverage is undefined for an empty corpus")
+    return float(np.count_nonzero(frequencies)) / frequencies.size
+
+
+def normalized_entropy(frequencies: np.ndarray, support: Support = "retrieved") -> float:
+    f = np.asarray(frequencies, dtype=np.float64)
+    total = f.sum()
+    n = np.count_nonzero(f) if support == "retrieved" else f.size
+    if support not in ("retrieved", "corpus"):
+        raise RagcovError(f"entropy support must be 'retrieved' or 'corpus', got {support!r}")
+    if total <= 0 or n <= 1:
+        return 0.0
+    p = f[f > 0] / total
+    return float(-(p * np.log(p)).sum() / np.log(n))
+
+
+def gini(frequencies: np.ndarray, over: Support = "retrieved") -> float:
+    if over not in ("retrieved", "corpus"):
+        raise RagcovError(f"gini must be over 'retrieved' or 'corpus', got {over!r}")
+    f = np.asarray(frequencies, dtype=np.float64)
+    if over == "retrieved":
+        f = f[f > 0]
+    n = f.size
+    if n == 0 or f.sum() <= 0:
+        return 0.0
+    x = np.sort(f)
+    i = np.arange(1, n + 1)
+    return float((2.0 * (i * x).sum()) / (n * x.sum()) - (n + 1.0) / n)
+
+
+def _intersections(hits: sp.csr_matrix) -> sp.csr_matrix:
+    h = hits.astype(np.int32)
+    return (h @ h.T).tocsr()
+
+
+def mean_pairwise_jaccard(m: CoverageMatrix | sp.csr_matrix) -> float:
+    """Mean Jaccard of R_k(q_i), R_k(q_j) over i < j, from one sparse product."""
+    hits = m.hits if isinstance(m, CoverageMatrix) else m
+    n = hits.shape[0]
+    if n < 2:
+        return 0.0
+    sizes = np.asarray(hits.sum(axis=1)).ravel().astype(np.float64)
+    inter = sp.triu(_intersections(hits), k=1).tocoo()
+    if inter.nnz == 0:
+        return 0.0
+    union = sizes[inter.row] + sizes[inter.col] - inter.data
+    jac = np.divide(inter.data, union, out=np.zeros_like(union), where=union > 0)
+    return float(jac.sum() / (n * (n - 1) / 2.0))
+
+
+def per_document(m: CoverageMatrix) -> dict[str, tuple[int, int]]:
+    """doc id -> (chunks, covered chunks), in first-seen document order."""
+    covered = m.covered()
+    docs, inverse = _doc_codes(m.doc_ids)
+    n_chunks = np.bincount(inverse, minlength=len(docs))
+    n_cov = np.bincount(inverse, weights=covered, minlength=len(docs)).astype(np.int64)
+    return {d: (int(n), int(c)) for d, n, c in zip(docs, n_chunks, n_cov)}
+
+
+def _doc_codes(doc_ids: np.ndarray) -> tuple[list[str], np.ndarray]:
+    codes: dict[str, int] = {}
+    inverse = np.fromiter((codes.setdefault(d, len(codes)) for d in doc_ids), dtype=np.int64,
+                          count=len(doc_ids))
+    return list(codes), inverse
+
+
+@dataclass(frozen=True)
+class RedundantTest:
+    query_id: str
+    unique_chunks: int          # chunks no other test retrieved
+    most_similar: str | None    # the other test with the highest Jaccard
+    jaccard: float              # that Jaccard
+    reasons: tuple[str, ...]    # "no-unique-contribution", "near-duplicate"
+
+
+def unique_contributions(m: CoverageMatrix) -> np.ndarray:
+    """Per query, how many of its chunks no other query retrieved."""
+    freq = m.chunk_frequencies()
+    only = sp.csr_matrix((freq == 1).astype(np.int32).reshape(1, -1))
+    return np.asarray(m.hits.astype(np.int32).multiply(only).sum(axis=1)).ravel()
+
+
+def nearest_neighbours(m: CoverageMatrix) -> tuple[np.ndarray, np.ndarray]:
+    """Per query, the other query with the highest Jaccard (-1 if none) and that Jaccard."""
+    n = m.n_queries
+    best = np.full(n, -1, dtype=np.int64)
+    best_j = np.zeros(n)
+    if n < 2:
+        return best, best_j
+    sizes = np.asarray(m.hits.sum(axis=1)).ravel().astype(np.float64)
+    inter = _intersections(m.hits).tocoo()
+    off = inter.row != inter.col
+    r, c, d = inter.row[off], inter.col[off], inter.data[off].astype(np.float64)
+    union = sizes[r] + sizes[c] - d
+    jac = np.divide(d, union, out=np.zeros_like(d), where=union > 0)
+    # Highest Jaccard per row, ties to the earlier query.
+    order = np.lexsort((c, -jac, r))
+    r, c, jac = r[order], c[order], jac[order]
+    first = np.ones(len(r), dtype=bool)
+    first[1:] = r[1:] != r[:-1]
+    best[r[first]] = c[first]
+    best_j[r[first]] = jac[first]
+    return best, best_j
+
+
+def redundant_tests(m: CoverageMatrix, jaccard_threshold: float = 0.8) -> list[RedundantTest]:
+    """Tests that add nothing the rest of the suite does not already cover.
+
+    A test is listed when it retrieves no chunk that another test does not also
+    retrieve (no unique contribution), or when its retrieved set has Jaccard ≥
+    ``jaccard_threshold`` with another test's (near duplicate). Both reasons are
+    named.
+    """
+    unique = unique_contributions(m)
+    best, best_j = nearest_neighbours(m)
+    out = []
+    for i, qid in enumerate(m.query_ids):
+        reasons = []
+        if unique[i] == 0 and m.n_queries > 1:
+            reasons.append("no-unique-contribution")
+        if best[i] >= 0 and best_j[i] >= jaccard_threshold:
+            reasons.append("near-duplicate")
+        if reasons:
+            out.append(RedundantTest(qid, int(unique[i]),
+                                     m.query_ids[best[i]] if best[i] >= 0 else None,
+                                     float(best_j[i]), tuple(reasons)))
+    return out
+
+
+def chunk_to_queries(m: CoverageMatrix) -> dict[str, list[str]]:
+    """Chunk id -> ids of the queries that retrieved it (covered chunks only)."""
+    out = {}
+    for j, rows in enumerate(m.queries_for_chunk()):
+        if rows:
+            out[m.chunk_ids[j]] = [m.query_ids[r] for r in rows]
+    return out
+
+
+def coverage_curve(m: CoverageMatrix, order: Sequence[int] | np.ndarray) -> np.ndarray:
+    """CC after each of the first n queries of ``order`` (n = 1..len(order))."""
+    if m.n_chunks == 0:
+        raise RagcovError("chunk coverage is undefined for an empty corpus")
+    order = np.asarray(order, dtype=np.int64)
+    if order.size == 0:
+        return np.zeros(0)
+    sub = m.hits[order].tocoo()
+    # The first position at which each chunk is reached, then a running count.
+    first = np.full(m.n_chunks, order.size, dtype=np.int64)
+    np.minimum.at(first, sub.col, sub.row)
+    reached = np.bincount(first[first < order.size], minlength=order.size)
+    return np.cumsum(reached) / m.n_chunks

@@ -1,0 +1,89 @@
+"""The per-document table (text, markdown, total), as ``coverage report`` prints lines."""
+
+from __future__ import annotations
+
+from ragcov.errors import RagcovError
+from ragcov.results import CoverageSummary, DocumentNumbers, display_percent
+
+SORT_KEYS = ("name", "chunks", "covered", "missing", "cover")
+
+
+def _rows(summary: CoverageSummary, skip_covered: bool, sort: str | None) -> list[DocumentNumbers]:
+    docs = list(summary.documents)
+    if skip_covered:
+        docs = [d for d in docs if d.missing]
+    if sort:
+        key = sort.lower().lstrip("-")
+        reverse = sort.startswith("-")
+        if key not in SORT_KEYS:
+            raise RagcovError(f"cannot sort by {sort!r}: expected one of {', '.join(SORT_KEYS)}")
+        keyfun = {
+            "name": lambda d: d.doc_id,
+            "chunks": lambda d: d.chunks,
+            "covered": lambda d: d.covered,
+            "missing": lambda d: d.missing,
+            "cover": lambda d: d.coverage,
+        }[key]
+        docs.sort(key=keyfun, reverse=reverse)
+    return docs
+
+
+def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool = False,
+                 skip_covered: bool = False, sort: str | None = None, precision: int = 0) -> str:
+    if fmt == "total":
+        return display_percent(summary.coverage, precision)
+    if fmt not in ("text", "markdown"):
+        raise RagcovError(f"unknown format {fmt!r}: expected text, markdown or total")
+    header = ["Document", "Chunks", "Covered", "Missing", "Cover"]
+    if show_missing:
+        header.append("Missing chunks")
+    body: list[list[str]] = []
+    for d in _rows(summary, skip_covered, sort):
+        row = [d.doc_id, str(d.chunks), str(d.covered), str(d.missing),
+               display_percent(d.coverage, precision) + "%"]
+        if show_missing:
+            row.append(", ".join(d.missing_chunks))
+        body.append(row)
+    total = ["TOTAL", str(summary.chunks), str(summary.covered), str(summary.missing),
+             display_percent(summary.coverage, precision) + "%"]
+    if show_missing:
+        total.append("")
+    if fmt == "markdown":
+        return _markdown(header, body, total)
+    return _text(header, body, total)
+
+
+def _text(header: list[str], body: list[list[str]], total: list[str]) -> str:
+    widths = [max(len(r[i]) for r in [header, total, *body]) for i in range(len(header))]
+
+    def line(r: list[str]) -> str:
+        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:5], widths[1:5])]
+        if len(r) > 5:
+            cells.append(r[5])
+        return "   ".join(cells).rstrip()
+
+    rule = "-" * len(line(header))
+    return "\n".join([line(header), rule, *[line(r) for r in body], rule, line(total)])
+
+
+def _markdown(header: list[str], body: list[list[str]], total: list[str]) -> str:
+    def esc(cell: str) -> str:
+        return cell.replace("|", "\\|")
+
+    lines = ["| " + " | ".join(header) + " |",
+             "| " + " | ".join(["---"] + ["---:"] * 4 + (["---"] if len(header) > 5 else [])) + " |"]
+    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in body]
+    lines.append("| " + " | ".join(f"**{esc(c)}**" if c else "" for c in total) + " |")
+    return "\n".join(lines)
+
+
+def render_headline(summary: CoverageSummary, precision: int = 1) -> str:
+    """The numbers a reader wants first: CC and the diversity of retrieval."""
+    return "\n".join([
+        f"Chunk coverage: {display_percent(summary.coverage, precision)}% "
+        f"({summary.covered} of {summary.chunks} chunks, {summary.queries} queries)",
+        f"Normalised entropy (over {summary.entropy_support} chunks): "
+        f"{summary.normalized_entropy:.3f}",
+        f"Gini (over {summary.gini_over} chunks): {summary.gini:.3f}",
+        f"Mean pairwise Jaccard: {summary.mean_pairwise_jaccard:.3f}",
+    ])
