@@ -41,7 +41,7 @@ browser:
 # LLM tests run on their own, after the rest, so they never share the CPU with heavy steps.
 test: $(VENV)/.test-installed browser
 	$(BIN)/python -m pytest -q -m "not llm"
-	$(BIN)/python -m pytest -q -m "llm"
+	$(BIN)/python -m pytest -q -m "llm" || [ $$? -eq 5 ]
 
 test-fast: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q
