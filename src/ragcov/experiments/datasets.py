@@ -88,3 +88,92 @@ def load_finqa(path: str | os.PathLike[str]) -> Dataset:
             except (KeyError, TypeError) as exc:
                 raise RagcovError(f"{f}: record {i} is not a FinQA record (missing {exc})") from exc
     return Dataset("finqa", documents, queries, relevant_docs=relevant)
+
+
+def _convfinqa_table(table: Any) -> str:
+    """ConvFinQA tables are ``{column: {row: value}}``; render rows x columns."""
+    if isinstance(table, list):
+        return table_to_markdown(table)
+    if not isinstance(table, dict) or not table:
+        return ""
+    columns = list(table)
+    row_names: list[str] = []
+    for col in columns:
+        for row in table[col] or {}:
+            if row not in row_names:
+                row_names.append(row)
+    rows = [["", *columns]]
+    rows += [[r, *[("" if table[c].get(r) is None else table[c].get(r)) for c in columns]]
+             for r in row_names]
+    return table_to_markdown(rows)
+
+
+def load_convfinqa(path: str | os.PathLike[str]) -> Dataset:
+    """ConvFinQA: the first question of each dialogue, its page as the relevant document.
+
+    Record ids look like ``Single_TICKER/YEAR/page_N.pdf-k`` or ``Double_...pdf``;
+    the page (document) id is the part between the type prefix and the ``-k``.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "convfinqa_dataset.json"
+    data = load_json(p)
+    records = data.get("dev", data) if isinstance(data, dict) else data
+    if not isinstance(records, list):
+        raise RagcovError(f"{p}: expected a list of ConvFinQA records (or {{'dev': [...]}})")
+    documents: dict[str, str] = {}
+    queries: list[Query] = []
+    relevant: dict[str, set[str]] = {}
+    for i, rec in enumerate(records):
+        try:
+            rid = str(rec["id"])
+            doc_id = rid.split("_", 1)[1] if rid.startswith(("Single_", "Double_")) else rid
+            if ".pdf-" in doc_id:
+                doc_id = doc_id.rsplit("-", 1)[0]
+            doc = rec["doc"]
+            if doc_id not in documents:
+                documents[doc_id] = render_page(doc.get("pre_text", ""),
+                                                _convfinqa_table(doc.get("table")),
+                                                doc.get("post_text", ""))
+            question = rec["dialogue"]["conv_questions"][0].strip()
+        except (KeyError, TypeError, IndexError) as exc:
+            raise RagcovError(f"{p}: record {i} is not a ConvFinQA record ({exc!r})") from exc
+        queries.append(Query(rid, question, {"doc_id": doc_id}))
+        relevant[rid] = {doc_id}
+    return Dataset("convfinqa", documents, queries, relevant_docs=relevant)
+
+
+def load_pubmedqa(path: str | os.PathLike[str]) -> Dataset:
+    """PubMedQA PQA-L: each abstract section is a chunk (``PMID#n``), the abstract its document.
+
+    The human questions come along as a held-back pool (one relevant abstract
+    each); generation experiments ignore them.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "ori_pqal.json"
+    data = load_json(p)
+    if not isinstance(data, dict):
+        raise RagcovError(f"{p}: expected PubMedQA's {{PMID: record}} object")
+    from ragcov.corpus import Chunk
+
+    chunks: list[Chunk] = []
+    documents: dict[str, str] = {}
+    queries: list[Query] = []
+    relevant: dict[str, set[str]] = {}
+    for pmid, rec in data.items():
+        try:
+            contexts = rec["CONTEXTS"]
+            labels = rec.get("LABELS") or [None] * len(contexts)
+            question = rec["QUESTION"]
+        except (KeyError, TypeError) as exc:
+            raise RagcovError(f"{p}: record {pmid} is not a PubMedQA record ({exc!r})") from exc
+        documents[pmid] = "\n\n".join(contexts)
+        for n, (text, label) in enumerate(zip(contexts, labels)):
+            chunks.append(Chunk(id=f"{pmid}#{n}", text=text, doc_id=pmid, position=n,
+                                metadata={"section": label} if label else {}))
+        queries.append(Query(f"pqa-{pmid}", question.strip(), {"doc_id": pmid}))
+        relevant[f"pqa-{pmid}"] = {pmid}
+    corpus = Corpus(chunks, chunking={"method": "given", "unit": "abstract section"},
+                    source=str(p))
+    return Dataset("pubmedqa", documents, queries, relevant_docs=relevant, chunks=corpus)
