@@ -81,6 +81,13 @@ def run(
     chunk_size: ChunkSize = 1000,
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
+    engine: Annotated[str, typer.Option(
+        help="local (this process) or dask (shard embedding and retrieval over a Dask cluster)."
+    )] = "local",
+    scheduler: Annotated[Optional[str], typer.Option(
+        help="Dask scheduler address; default: a LocalCluster on 127.0.0.1.")] = None,
+    partitions: Annotated[Optional[int], typer.Option(
+        help="Shards for --engine dask (default: one per worker).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
 ) -> None:
     """Run a suite through a retriever and record what it retrieved."""
@@ -92,10 +99,20 @@ def run(
     from ragcov.suite import load_suite
 
     validate_k(k)
+    if engine not in ("local", "dask"):
+        raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     suite = load_suite(queries)
-    r = make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet)
-    m = measure(corpus_obj, suite, r, k=k, data_file=data_file, append=append, progress=not quiet)
+    if engine == "dask":
+        from ragcov.distributed import measure_dask
+
+        m = measure_dask(corpus_obj, suite, retriever=retriever, model=model, index=index, k=k,
+                         data_file=data_file, append=append, scheduler=scheduler,
+                         partitions=partitions, progress=not quiet)
+    else:
+        r = make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet)
+        m = measure(corpus_obj, suite, r, k=k, data_file=data_file, append=append,
+                    progress=not quiet)
     if not quiet:
         out.print(f"Wrote {data_file}: {m.n_queries} queries, k={k}, {len(corpus_obj)} chunks")
         out.print(render_headline(summarize(m)))
