@@ -11,7 +11,7 @@ import importlib
 import pkgutil
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -39,7 +39,7 @@ Split = Annotated[bool, typer.Option(
 K = Annotated[int, typer.Option("--k", "-k", help="Chunks retrieved per query (top-k).")]
 RetrieverName = Annotated[str, typer.Option(
     help="dense, bm25, module:attr (your own retriever) or an http(s) URL.")]
-Model = Annotated[Optional[str], typer.Option(
+Model = Annotated[str | None, typer.Option(
     help="Embedding model for the dense retriever: a sentence-transformers name or path.")]
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
 Precision = Annotated[int, typer.Option(help="Digits after the decimal point in percentages.")]
@@ -84,9 +84,9 @@ def run(
     engine: Annotated[str, typer.Option(
         help="local (this process) or dask (shard embedding and retrieval over a Dask cluster)."
     )] = "local",
-    scheduler: Annotated[Optional[str], typer.Option(
+    scheduler: Annotated[str | None, typer.Option(
         help="Dask scheduler address; default: a LocalCluster on 127.0.0.1.")] = None,
-    partitions: Annotated[Optional[int], typer.Option(
+    partitions: Annotated[int | None, typer.Option(
         help="Shards for --engine dask (default: one per worker).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
 ) -> None:
@@ -124,11 +124,11 @@ def report(
     show_missing: Annotated[bool, typer.Option(
         "--show-missing", "-m", help="List each document's uncovered chunk ids.")] = False,
     skip_covered: Annotated[bool, typer.Option(help="Leave out fully covered documents.")] = False,
-    sort: Annotated[Optional[str], typer.Option(
+    sort: Annotated[str | None, typer.Option(
         help="Sort by name, chunks, covered, missing or cover; prefix - to reverse.")] = None,
     precision: Precision = 0,
     format: Annotated[str, typer.Option("--format", help="text, markdown or total.")] = "text",
-    fail_under: Annotated[Optional[float], typer.Option(
+    fail_under: Annotated[float | None, typer.Option(
         help="Exit with status 2 when total chunk coverage (percent) is below this.")] = None,
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -304,7 +304,8 @@ def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]
                             "SELECT idx, id, text, context FROM queries ORDER BY idx"):
                         qhits = hits.get(qidx, [])
                         if qid in seen:
-                            if seen[qid][0] != text or [h[:2] for h in seen[qid][1]] != [h[:2] for h in qhits]:
+                            old_text, old_hits = seen[qid]
+                            if old_text != text or [h[:2] for h in old_hits] != [h[:2] for h in qhits]:
                                 raise RagcovError(
                                     f"cannot combine: query {qid!r} has different text or hits in "
                                     f"{d.path} than in an earlier file"
