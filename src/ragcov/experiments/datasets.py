@@ -177,3 +177,143 @@ def load_pubmedqa(path: str | os.PathLike[str]) -> Dataset:
     corpus = Corpus(chunks, chunking={"method": "given", "unit": "abstract section"},
                     source=str(p))
     return Dataset("pubmedqa", documents, queries, relevant_docs=relevant, chunks=corpus)
+
+
+# BEIR-style folders and qrels --------------------------------------------------------
+NAMED = ("finqa", "convfinqa", "pubmedqa")
+QRELS_CANDIDATES = ("qrels.jsonl", "qrels.tsv", "qrels.txt", "qrels.trec", "qrels/test.tsv",
+                    "qrels/dev.tsv", "qrels/train.tsv")
+
+
+def read_qrels(path: str | os.PathLike[str], corpus: Corpus,
+               query_ids: set[str] | None = None) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Relevance labels as ``(relevant_docs, relevant_chunks)``, checked against the corpus.
+
+    Accepted shapes: JSONL lines ``{"query_id", "doc_id"}`` or ``{"query_id", "chunk_id"}``
+    (an optional ``relevance``/``score`` of 0 or less means not relevant); TREC lines
+    ``QID ITER ID REL``; BEIR TSV ``query-id corpus-id score`` (a header line is skipped).
+    In the column formats an id is a chunk id when the corpus has such a chunk (BEIR
+    corpus ids are the retrievable passages) and a document id otherwise; a relevant
+    chunk also makes its document relevant. Ids that match nothing are an error, so a
+    qrels file for another corpus is never silently half-used.
+    """
+    from ragcov.errors import InputFormatError
+    from ragcov.io import first_key, iter_jsonl, read_text
+
+    p = Path(path)
+    doc_ids = {c.doc_id for c in corpus}
+    docs: dict[str, set[str]] = {}
+    chunks: dict[str, set[str]] = {}
+
+    def add(lineno: int, qid: str, item: str, rel: float, level: str | None) -> None:
+        if query_ids is not None and qid not in query_ids:
+            raise InputFormatError(p, lineno, f"unknown query id {qid!r}")
+        if rel <= 0:
+            return
+        if level == "chunk" or (level is None and item in corpus):
+            if item not in corpus:
+                raise InputFormatError(p, lineno, f"unknown chunk id {item!r}")
+            chunks.setdefault(qid, set()).add(item)
+            docs.setdefault(qid, set()).add(corpus.get(item).doc_id)
+        elif item in doc_ids:
+            docs.setdefault(qid, set()).add(item)
+        else:
+            raise InputFormatError(p, lineno, f"unknown document id {item!r}")
+
+    def number(value: object, lineno: int) -> float:
+        try:
+            return float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError) as exc:
+            raise InputFormatError(p, lineno, f"relevance {value!r} is not a number") from exc
+
+    text = read_text(p)
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    if p.suffix.lower() == ".jsonl" or first.lstrip().startswith("{"):
+        for lineno, obj in iter_jsonl(p):
+            qid = first_key(obj, ("query_id", "qid", "query-id"))
+            chunk = first_key(obj, ("chunk_id",))
+            doc = first_key(obj, ("doc_id", "document_id", "corpus_id", "corpus-id"))
+            if qid is None:
+                raise InputFormatError(p, lineno, "no query id (expected 'query_id')")
+            if (chunk is None) == (doc is None):
+                raise InputFormatError(p, lineno, "expected exactly one of 'doc_id', 'chunk_id'")
+            rel = first_key(obj, ("relevance", "score"))
+            add(lineno, str(qid), str(chunk if chunk is not None else doc),
+                1.0 if rel is None else number(rel, lineno), "chunk" if chunk is not None else "doc")
+    else:
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            parts = line.split()
+            if not parts or parts[0].startswith("#"):
+                continue
+            if lineno == 1 and parts[0].lower() in ("query-id", "query_id", "qid"):
+                continue
+            if len(parts) == 4:
+                qid, _iteration, item, rel = parts
+            elif len(parts) == 3:
+                qid, item, rel = parts
+            else:
+                raise InputFormatError(p, lineno, "expected 'QID ITER ID REL' (TREC) or "
+                                       f"'query-id corpus-id score' (BEIR), got {len(parts)} fields")
+            add(lineno, qid, item, number(rel, lineno), None)
+    return docs, chunks
+
+
+def find_qrels(folder: Path) -> Path | None:
+    for name in QRELS_CANDIDATES:
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def load_beir(path: str | os.PathLike[str], qrels: str | os.PathLike[str] | None = None) -> Dataset:
+    """A BEIR-style folder: ``corpus.jsonl`` (the chunks), ``queries.jsonl``, optional qrels.
+
+    Corpus lines are chunks as given (``_id``/``id``, ``text``, optional ``title`` and
+    ``doc_id``); they are not re-chunked. Qrels are looked for as ``qrels.jsonl``,
+    ``qrels.tsv``, ``qrels.txt``, ``qrels.trec`` or BEIR's ``qrels/test.tsv`` unless
+    ``qrels`` names a file.
+    """
+    from ragcov.corpus import read_chunks_jsonl
+    from ragcov.suite import load_suite
+
+    folder = Path(path)
+    if not folder.is_dir():
+        raise RagcovError(f"{folder}: not a folder (a BEIR folder holds corpus.jsonl and "
+                          "queries.jsonl)")
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        if not (folder / name).is_file():
+            raise RagcovError(f"{folder}: no {name} (a BEIR folder holds corpus.jsonl and "
+                              "queries.jsonl)")
+    corpus = read_chunks_jsonl(folder / "corpus.jsonl")
+    if len(corpus) == 0:
+        raise RagcovError(f"{folder / 'corpus.jsonl'}: the corpus is empty")
+    suite = load_suite(folder / "queries.jsonl")
+    documents: dict[str, str] = {}
+    for c in corpus:
+        documents[c.doc_id] = (documents[c.doc_id] + "\n\n" + c.text) if c.doc_id in documents \
+            else c.text
+    qrels_path = Path(qrels) if qrels is not None else find_qrels(folder)
+    docs: dict[str, set[str]] = {}
+    chunks: dict[str, set[str]] = {}
+    if qrels_path is not None:
+        docs, chunks = read_qrels(qrels_path, corpus, set(suite.ids))
+    return Dataset(folder.name or "beir", documents, list(suite), relevant_docs=docs,
+                   relevant_chunks=chunks, chunks=corpus)
+
+
+def load_dataset(spec: str | os.PathLike[str], data: str | os.PathLike[str] | None = None) -> Dataset:
+    """``finqa``/``convfinqa``/``pubmedqa`` read from ``data``, or a BEIR folder path."""
+    name = str(spec)
+    loaders = {"finqa": load_finqa, "convfinqa": load_convfinqa, "pubmedqa": load_pubmedqa}
+    if name in loaders:
+        if data is None:
+            raise RagcovError(f"--dataset {name} needs --data: where its files are "
+                              f"(e.g. a folder holding the {name} files)")
+        if not Path(data).exists():
+            raise RagcovError(f"{data}: no such file or directory")
+        return loaders[name](data)
+    p = Path(name)
+    if p.is_dir():
+        return load_beir(p)
+    raise RagcovError(f"unknown dataset {name!r}: expected {', '.join(NAMED)} or the path of a "
+                      "BEIR-style folder (corpus.jsonl, queries.jsonl)")
