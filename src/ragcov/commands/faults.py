@@ -1,0 +1,113 @@
+"""``ragcov faults``: failing queries -> faults -> APFD of given orders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragcov.cli import DataFile, app, err, out
+from ragcov.errors import RagcovError
+
+SHOW = 8   # members / chunks listed per fault in the table
+
+
+def _short(items: list[str] | tuple[str, ...], limit: int = SHOW) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f", … (+{len(items) - limit})" if len(items) > limit else "")
+
+
+@app.command()
+def faults(
+    data_file: DataFile = Path(".ragcov"),
+    qrels: Annotated[Path | None, typer.Option(
+        help="Relevance labels: JSONL {query_id, doc_id|chunk_id}, TREC or BEIR qrels.")] = None,
+    qrels_level: Annotated[str | None, typer.Option(
+        help="doc or chunk: what the ids of TREC/BEIR qrels name (JSONL says it itself).")] = None,
+    scores: Annotated[Path | None, typer.Option(
+        help="Per-query scores (.csv/.jsonl/.json) with a query id or query text column.")] = None,
+    metric: Annotated[str | None, typer.Option(
+        help="With --qrels: hit (default) or context_relevance. With --scores: the column.")] = None,
+    fail_below: Annotated[float | None, typer.Option(
+        help="A query fails when the metric is below this (default: at its minimum, <= 0).")]
+    = None,
+    tau: Annotated[float, typer.Option(
+        help="Two failures share a fault when the Jaccard of their retrieved sets exceeds this.")]
+    = 0.8,
+    clustering: Annotated[str, typer.Option(
+        help="components (connected components) or leader (no chaining).")] = "components",
+    order: Annotated[list[Path] | None, typer.Option(
+        "--order", help="An order.json from 'ragcov select' (repeatable); its APFD is reported.")]
+    = None,
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Write the faults as JSON here.")] = None,
+) -> None:
+    """Group failing queries into faults and score orderings by APFD."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ragcov.data import CoverageData
+    from ragcov.faults import (
+        analyse,
+        label_failures,
+        load_order,
+        load_scores,
+        order_names,
+        score_failures,
+    )
+    from ragcov.io import write_json_atomic
+    from ragcov.qrels import load_qrels
+
+    if (qrels is None) == (scores is None):
+        raise RagcovError("give either --qrels or --scores (with --metric)")
+    if scores is not None and not metric:
+        raise RagcovError("--scores needs --metric NAME (the column holding the metric)")
+    if qrels_level is not None and qrels_level not in ("doc", "chunk"):
+        raise RagcovError(f"--qrels-level must be doc or chunk, got {qrels_level!r}")
+
+    m = CoverageData(data_file).matrix()
+    if qrels is not None:
+        labels = load_qrels(qrels, qrels_level)  # type: ignore[arg-type]
+        if labels.level == "chunk":
+            unknown = {c for items in labels.relevant.values() for c in items} - set(m.chunk_ids)
+            if unknown:
+                err.print(f"warning: {len(unknown)} relevant chunk ids are not in the data "
+                          f"file's corpus (first: {sorted(unknown)[0]})", markup=False)
+        failures = label_failures(m, labels, metric or "hit", fail_below)
+    else:
+        failures = score_failures(m, load_scores(scores, metric), fail_below)  # type: ignore[arg-type]
+    paths = list(order or [])
+    orders = {name: load_order(p, m) for name, p in zip(order_names(paths), paths)}
+    report = analyse(m, failures, tau, clustering, orders)
+
+    rule = f"< {fail_below:g}" if fail_below is not None else "at its minimum (<= 0)"
+    out.print(f"{len(failures.query_ids)} queries, {failures.n_labelled} with a {failures.metric} "
+              f"value; {len(failures.rows)} fail ({failures.metric} {rule}); "
+              f"{len(report.faults)} faults (Jaccard > {tau:g}, {clustering})", markup=False)
+    if failures.unlabelled:
+        err.print(f"note: {len(failures.unlabelled)} queries have no {failures.metric} value and "
+                  f"are left out of the failures (first: {failures.unlabelled[0]})", markup=False)
+    if failures.unmatched:
+        err.print(f"note: {failures.unmatched} labelled/scored queries are not in the data file",
+                  markup=False)
+    if report.faults:
+        table = Table(box=None, pad_edge=False)
+        for col in ("fault", "size", "queries", "shared chunks"):
+            table.add_column(col, overflow="fold")
+        for f in report.faults:
+            table.add_row(escape(f.id), str(f.size), escape(_short(f.queries)),
+                          escape(_short(f.shared_chunks)))
+        out.print(table)
+    if report.apfd:
+        table = Table(box=None, pad_edge=False)
+        for col in ("order", "tests", "faults revealed", "APFD"):
+            table.add_column(col)
+        for name, value in report.apfd.items():
+            table.add_row(escape(name), str(report.order_sizes[name]),
+                          f"{report.revealed[name]}/{len(report.faults)}",
+                          "undefined" if value is None else f"{value:.4f}")
+        out.print(table)
+    if output is not None:
+        write_json_atomic(output, report.as_dict())
+        out.print(f"Wrote {output}")
