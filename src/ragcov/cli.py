@@ -26,7 +26,7 @@ app = typer.Typer(
     add_completion=False,
 )
 out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 # Reusable option types -------------------------------------------------------
 DataFile = Annotated[Path, typer.Option("--data-file", help="The coverage data file.")]
@@ -42,7 +42,6 @@ RetrieverName = Annotated[str, typer.Option(
 Model = Annotated[str | None, typer.Option(
     help="Embedding model for the dense retriever: a sentence-transformers name or path.")]
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
-Precision = Annotated[int, typer.Option(help="Digits after the decimal point in percentages.")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
 
 
@@ -126,7 +125,8 @@ def report(
     skip_covered: Annotated[bool, typer.Option(help="Leave out fully covered documents.")] = False,
     sort: Annotated[str | None, typer.Option(
         help="Sort by name, chunks, covered, missing or cover; prefix - to reverse.")] = None,
-    precision: Precision = 0,
+    precision: Annotated[int | None, typer.Option(
+        help="Digits after the decimal point (default 0; 2 for --format total).")] = None,
     format: Annotated[str, typer.Option("--format", help="text, markdown or total.")] = "text",
     fail_under: Annotated[float | None, typer.Option(
         help="Exit with status 2 when total chunk coverage (percent) is below this.")] = None,
@@ -135,6 +135,8 @@ def report(
     from ragcov.api import coverage_summary, fails_under
     from ragcov.report.table import render_table
 
+    if precision is None:
+        precision = 2 if format == "total" else 0
     summary = coverage_summary(data_file, jaccard=False)
     out.print(render_table(summary, format, show_missing, skip_covered, sort, precision),
               markup=False)

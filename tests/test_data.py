@@ -1,0 +1,169 @@
+"""The SQLite data file: round trips, append, combine and refusals."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ragcov.corpus import Chunk, Corpus
+from ragcov.data import FORMAT_VERSION, CoverageData, combine
+from ragcov.errors import RagcovError
+from ragcov.matrix import CoverageMatrix
+from ragcov.metrics import chunk_coverage
+from ragcov.run import Run
+
+FP = {"kind": "test", "model": "fixed"}
+
+
+def corpus(n: int = 6) -> Corpus:
+    return Corpus([Chunk(id=f"c{i}", text=f"text {i}", doc_id=f"d{i // 3}", position=i % 3)
+                   for i in range(n)])
+
+
+def run_of(results: dict[str, list[str]], k: int = 3, fp: dict | None = None) -> Run:
+    run = Run(k=k, retriever=fp or FP)
+    for qid, ids in results.items():
+        run.add(qid, f"text of {qid}", [(c, 1.0 / (r + 1)) for r, c in enumerate(ids)])
+    return run
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    data = CoverageData(tmp_path / ".ragcov")
+    c = corpus()
+    assert data.write(c, run_of({"q1": ["c2", "c0"], "q2": ["c0"]})) == 2
+    meta = data.meta()
+    assert (meta.format, meta.k, meta.retriever, meta.corpus_hash) == (FORMAT_VERSION, 3, FP, c.hash)
+    m = data.matrix()
+    assert m.query_ids == ["q1", "q2"] and m.chunk_ids == c.ids
+    assert [m.chunk_ids[j] for j in m.retrieved(0)] == ["c2", "c0"]
+    assert m.retrieved_scores(0) == pytest.approx([1.0, 0.5])
+    assert m.query_texts == ["text of q1", "text of q2"]
+    assert list(m.doc_ids) == ["d0", "d0", "d0", "d1", "d1", "d1"]
+    assert data.chunk_texts()["c4"] == "text 4"
+    assert chunk_coverage(m) == pytest.approx(2 / 6)
+
+
+def test_run_keeps_k_and_drops_repeats() -> None:
+    run = Run(k=2, retriever=FP)
+    run.add("q", "t", [("a", 3.0), ("a", 2.0), ("b", 1.0), ("c", 0.5)])
+    assert run.results["q"] == [("a", 3.0), ("b", 1.0)]
+    with pytest.raises(RagcovError, match="k must be"):
+        Run(k=0, retriever=FP)
+
+
+def test_append_keeps_recorded_queries(tmp_path: Path) -> None:
+    data = CoverageData(tmp_path / ".ragcov")
+    c = corpus()
+    data.write(c, run_of({"q1": ["c0"]}))
+    added = data.write(c, run_of({"q1": ["c5"], "q2": ["c1"]}), append=True)
+    assert added == 1
+    m = data.matrix()
+    assert m.query_ids == ["q1", "q2"]
+    assert [m.chunk_ids[j] for j in m.retrieved(0)] == ["c0"]  # the recorded one is kept
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"k": 4}, "k differs"),
+    ({"fp": {"kind": "other"}}, "the retriever differs"),
+    ({"corpus": 7}, "the corpus differs"),
+])
+def test_append_refuses_mismatch(tmp_path: Path, change: dict, message: str) -> None:
+    data = CoverageData(tmp_path / ".ragcov")
+    data.write(corpus(), run_of({"q1": ["c0"]}))
+    before = (tmp_path / ".ragcov").read_bytes()
+    with pytest.raises(RagcovError, match=message):
+        data.write(corpus(change.get("corpus", 6)),
+                   run_of({"q2": ["c1"]}, k=change.get("k", 3), fp=change.get("fp")), append=True)
+    assert (tmp_path / ".ragcov").read_bytes() == before
+
+
+def test_unknown_chunk_ids_are_an_error_and_nothing_is_written(tmp_path: Path) -> None:
+    data = CoverageData(tmp_path / ".ragcov")
+    with pytest.raises(RagcovError, match="not in the corpus: zz, yy"):
+        data.write(corpus(), run_of({"q1": ["c0", "zz", "yy"]}))
+    assert not data.exists()
+
+
+def test_failed_write_leaves_old_file_and_no_temp(tmp_path: Path, monkeypatch) -> None:
+    data = CoverageData(tmp_path / ".ragcov")
+    data.write(corpus(), run_of({"q1": ["c0"]}))
+    before = (tmp_path / ".ragcov").read_bytes()
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("ragcov.data._insert_queries", boom)
+    with pytest.raises(OSError):
+        data.write(corpus(), run_of({"q9": ["c3"]}))
+    assert (tmp_path / ".ragcov").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ragcov"]
+
+
+def test_newer_format_is_refused(tmp_path: Path) -> None:
+    data = CoverageData(tmp_path / ".ragcov")
+    data.write(corpus(), run_of({"q1": ["c0"]}))
+    con = sqlite3.connect(tmp_path / ".ragcov")
+    con.execute("UPDATE meta SET value = ? WHERE key = 'format'", (str(FORMAT_VERSION + 1),))
+    con.commit()
+    con.close()
+    with pytest.raises(RagcovError, match="newer than this ragcov understands"):
+        data.matrix()
+
+
+def test_not_a_data_file(tmp_path: Path) -> None:
+    (tmp_path / "junk").write_text("hello")
+    with pytest.raises(RagcovError, match="not a ragcov data file"):
+        CoverageData(tmp_path / "junk").meta()
+    with pytest.raises(RagcovError, match="no data file"):
+        CoverageData(tmp_path / "missing").matrix()
+
+
+def test_combine_refuses_mismatch(tmp_path: Path) -> None:
+    CoverageData(tmp_path / "a").write(corpus(), run_of({"q1": ["c0"]}))
+    CoverageData(tmp_path / "b").write(corpus(), run_of({"q2": ["c0"]}, k=5))
+    with pytest.raises(RagcovError, match="k differs"):
+        combine([tmp_path / "a", tmp_path / "b"], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_combine_refuses_conflicting_query(tmp_path: Path) -> None:
+    CoverageData(tmp_path / "a").write(corpus(), run_of({"q1": ["c0"]}))
+    CoverageData(tmp_path / "b").write(corpus(), run_of({"q1": ["c1"]}))
+    with pytest.raises(RagcovError, match="query 'q1' has different text or hits"):
+        combine([tmp_path / "a", tmp_path / "b"], tmp_path / "out")
+
+
+shards = st.lists(st.lists(st.integers(0, 5), min_size=0, max_size=3, unique=True),
+                  min_size=1, max_size=8)
+
+
+@given(shards, shards)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_combine_of_two_runs_equals_one_run_of_both(tmp_path: Path, left, right) -> None:
+    c = corpus()
+    results_a = {f"a{i}": [f"c{j}" for j in s] for i, s in enumerate(left)}
+    results_b = {f"b{i}": [f"c{j}" for j in s] for i, s in enumerate(right)}
+    folder = Path(tmp_path) / f"case{abs(hash((str(left), str(right))))}"
+    CoverageData(folder / "a").write(c, run_of(results_a))
+    CoverageData(folder / "b").write(c, run_of(results_b))
+    CoverageData(folder / "both").write(c, run_of({**results_a, **results_b}))
+    combine([folder / "a", folder / "b"], folder / "combined")
+    got = CoverageData(folder / "combined").matrix()
+    want = CoverageData(folder / "both").matrix()
+    assert got.query_ids == want.query_ids
+    assert (got.hits != want.hits).nnz == 0
+    assert (got.ranks != want.ranks).nnz == 0
+    assert chunk_coverage(got) == chunk_coverage(want)
+
+
+def test_matrix_from_run_equals_matrix_from_file(tmp_path: Path) -> None:
+    c = corpus()
+    run = run_of({"q1": ["c2", "c0"], "q2": ["c4"]})
+    data = CoverageData(tmp_path / ".ragcov")
+    data.write(c, run)
+    a, b = CoverageMatrix.from_run(run, c), data.matrix()
+    assert (a.ranks != b.ranks).nnz == 0 and a.query_ids == b.query_ids

@@ -1,0 +1,150 @@
+"""Loading corpora and suites, and the errors bad input gets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragcov.corpus import load_corpus
+from ragcov.errors import InputFormatError, RagcovError
+from ragcov.suite import load_suite
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_jsonl_chunks_with_alternative_keys(tmp_path: Path) -> None:
+    p = write(tmp_path / "c.jsonl", "\n".join([
+        json.dumps({"id": "a", "text": "alpha", "doc_id": "d1"}),
+        json.dumps({"_id": "b", "content": "beta", "document_id": "d1", "title": "T"}),
+        "",
+        json.dumps({"chunk_id": "c", "page_content": "gamma", "metadata": {"source": "d2"}}),
+        json.dumps({"id": 7, "text": "delta"}),
+    ]))
+    corpus = load_corpus(p)
+    assert corpus.ids == ["a", "b", "c", "7"]
+    assert [c.doc_id for c in corpus] == ["d1", "d1", "d2", "7"]
+    assert [c.position for c in corpus] == [0, 1, 0, 0]
+    assert corpus.get("b").title == "T"
+    assert len(corpus.get("a").hash) == 16 and corpus.get("a").hash != corpus.get("b").hash
+
+
+def test_beir_folder(tmp_path: Path) -> None:
+    write(tmp_path / "beir" / "corpus.jsonl",
+          json.dumps({"_id": "d1", "title": "One", "text": "first"}) + "\n")
+    corpus = load_corpus(tmp_path / "beir")
+    assert corpus.ids == ["d1"] and corpus[0].title == "One"
+
+
+def test_text_folder_is_chunked_with_stable_ids(tmp_path: Path) -> None:
+    body = "\n\n".join(f"Paragraph {i} " + "word " * 40 for i in range(6))
+    write(tmp_path / "docs" / "guide.md", body)
+    write(tmp_path / "docs" / "sub" / "notes.txt", "short note")
+    write(tmp_path / "docs" / "ignored.bin", "x")
+    corpus = load_corpus(tmp_path / "docs", chunk_size=300, chunk_overlap=30)
+    docs = corpus.documents()
+    assert set(docs) == {"guide.md", "sub/notes.txt"}
+    assert [c.id for c in docs["guide.md"]] == [f"guide.md#{n}" for n in range(len(docs["guide.md"]))]
+    assert len(docs["guide.md"]) > 1
+    assert all(len(c.text) <= 300 for c in corpus)
+    assert corpus.chunking == {"method": "semantic-text-splitter", "unit": "characters",
+                               "size": 300, "overlap": 30}
+    again = load_corpus(tmp_path / "docs", chunk_size=300, chunk_overlap=30)
+    assert again.hash == corpus.hash
+    assert load_corpus(tmp_path / "docs", chunk_size=200, chunk_overlap=30).hash != corpus.hash
+
+
+def test_documents_jsonl_split(tmp_path: Path) -> None:
+    p = write(tmp_path / "docs.jsonl", json.dumps({"doc_id": "page1", "text": "a " * 800}) + "\n")
+    corpus = load_corpus(p, chunk_size=500, chunk_overlap=0, split=True)
+    assert corpus.ids[0] == "page1#0" and len(corpus) >= 3
+
+
+def test_corpus_hash_changes_with_content(tmp_path: Path) -> None:
+    a = load_corpus(write(tmp_path / "a.jsonl", json.dumps({"id": "x", "text": "one"}) + "\n"))
+    b = load_corpus(write(tmp_path / "b.jsonl", json.dumps({"id": "x", "text": "two"}) + "\n"))
+    assert a.hash != b.hash
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"id": "a", "text": "ok"}\n{"id": "b", "text": \n', r"c\.jsonl:2: invalid JSON"),
+    ('{"id": "a", "text": "ok"}\n["a list"]\n', r"c\.jsonl:2: expected a JSON object"),
+    ('{"text": "no id"}\n', r"c\.jsonl:1: no chunk id"),
+    ('{"id": "a"}\n', r"c\.jsonl:1: no chunk text"),
+    ("\n\n", r"the corpus is empty"),
+])
+def test_bad_corpus_lines(tmp_path: Path, content: str, message: str) -> None:
+    with pytest.raises(RagcovError, match=message):
+        load_corpus(write(tmp_path / "c.jsonl", content))
+
+
+def test_duplicate_chunk_ids_are_listed(tmp_path: Path) -> None:
+    lines = [{"id": i, "text": str(n)} for n, i in enumerate(["a", "b", "a", "c", "b"])]
+    p = write(tmp_path / "c.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+    with pytest.raises(RagcovError, match="duplicate chunk ids: a, b"):
+        load_corpus(p)
+
+
+def test_non_utf8_names_the_file(tmp_path: Path) -> None:
+    p = write(tmp_path / "latin.jsonl", '{"id": "a", "text": "caf\xe9"}\n'.encode("latin-1"))
+    with pytest.raises(InputFormatError, match=r"latin\.jsonl: not UTF-8"):
+        load_corpus(p)
+
+
+def test_missing_and_unsupported_paths(tmp_path: Path) -> None:
+    with pytest.raises(RagcovError, match="no such file"):
+        load_corpus(tmp_path / "nope.jsonl")
+    with pytest.raises(RagcovError, match="unsupported corpus"):
+        load_corpus(write(tmp_path / "x.parquet", "x"))
+
+
+# ------------------------------------------------------------------ suites
+def test_suite_jsonl_keys_and_generated_ids(tmp_path: Path) -> None:
+    p = write(tmp_path / "q.jsonl", "\n".join(json.dumps(x) for x in [
+        {"id": "q1", "text": "first"},
+        {"query_id": "q2", "query": "second"},
+        {"question": "third"},
+        {"user_input": "fourth", "reference": "r"},
+        {"input": "third"},
+        {"_id": "q6", "question": "sixth"},
+    ]))
+    suite = load_suite(p)
+    assert suite.texts == ["first", "second", "third", "fourth", "third", "sixth"]
+    ids = suite.ids
+    assert ids[:2] == ["q1", "q2"] and ids[5] == "q6"
+    assert ids[2].startswith("q-") and ids[4] == ids[2] + "-2"
+    assert load_suite(p).ids == ids  # stable
+    assert suite[3].metadata == {"reference": "r"}
+
+
+def test_suite_csv_and_ragas_deepeval(tmp_path: Path) -> None:
+    csv_p = write(tmp_path / "q.csv", 'id,question\nq1,"What, exactly?"\nq2,Why\n')
+    assert load_suite(csv_p).texts == ["What, exactly?", "Why"]
+    ragas = write(tmp_path / "ragas.csv",
+                  "user_input,reference_contexts,reference\nHow big?,\"['ctx']\",big\n")
+    assert load_suite(ragas).texts == ["How big?"]
+    deepeval = write(tmp_path / "goldens.json", json.dumps(
+        {"goldens": [{"input": "Who?", "expected_output": "me", "context": ["c"]}]}))
+    assert load_suite(deepeval).texts == ["Who?"]
+    as_list = write(tmp_path / "list.json", json.dumps([{"input": "A?"}, {"input": "B?"}]))
+    assert load_suite(as_list).texts == ["A?", "B?"]
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("q.jsonl", '{"id": "a", "text": "ok"}\nnot json\n', r"q\.jsonl:2: invalid JSON"),
+    ("q.jsonl", '{"id": "a"}\n', r"q\.jsonl:1: no query text"),
+    ("q.csv", "id,question\nq1,a,b\n", r"q\.csv:2: expected 2 fields"),
+    ("q.jsonl", "", "the suite is empty"),
+    ("q.jsonl", '{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', "duplicate query ids: a"),
+])
+def test_bad_suites(tmp_path: Path, name: str, content: str, message: str) -> None:
+    with pytest.raises(RagcovError, match=message):
+        load_suite(write(tmp_path / name, content))
