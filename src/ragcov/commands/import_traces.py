@@ -1,0 +1,71 @@
+"""``ragcov import``: recorded retrieval traces into a data file, no retriever run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragcov.cli import (
+    ChunkOverlap,
+    ChunkSize,
+    CorpusPath,
+    DataFile,
+    Split,
+    app,
+    err,
+    load_corpus_opts,
+    out,
+)
+
+
+@app.command("import")
+def import_cmd(
+    file: Annotated[Path, typer.Argument(help="The trace file.")],
+    corpus: CorpusPath,
+    format: Annotated[str, typer.Option(
+        "--format", "-f", help="jsonl, trec, ranx, openinference or otel.")] = "jsonl",
+    k: Annotated[int | None, typer.Option(
+        "--k", "-k", help="Count the top k of each list (default: the longest list).")] = None,
+    data_file: DataFile = Path(".ragcov"),
+    ignore_unknown: Annotated[bool, typer.Option(
+        "--ignore-unknown", help="Skip and count ids not in the corpus instead of failing.")]
+    = False,
+    queries: Annotated[Path | None, typer.Option(
+        help="Query texts by id (.jsonl/.csv/.json suite) for formats that carry none.")] = None,
+    name: Annotated[str, typer.Option(
+        help="Name of the traced system, recorded as the retriever (combine compares it).")]
+    = "traces",
+    append: Annotated[bool, typer.Option(
+        help="Add to the data file (same k, corpus and name) instead of replacing it.")] = False,
+    chunk_size: ChunkSize = 1000,
+    chunk_overlap: ChunkOverlap = 100,
+    split: Split = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+) -> None:
+    """Import recorded retrievals (production traces, TREC/ranx runs) and record coverage."""
+    from ragcov.data import CoverageData
+    from ragcov.report.table import render_headline
+    from ragcov.results import summarize
+    from ragcov.traces import import_traces
+
+    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
+    texts = None
+    if queries is not None:
+        from ragcov.suite import load_suite
+
+        texts = {q.id: q.text for q in load_suite(queries)}
+    result = import_traces(file, format.lower(), corpus_obj, k=k, ignore_unknown=ignore_unknown,
+                           name=name, queries=texts)
+    data = CoverageData(data_file)
+    added = data.write(corpus_obj, result.run, append=append)
+    if result.skipped:
+        err.print(f"Skipped {result.skipped} retrieved id(s) not in the corpus "
+                  f"({len(result.unknown)} distinct)", markup=False)
+    for how, n in result.fallbacks.items():
+        err.print(f"Matched {n} retrieved entries to chunks by {how}", markup=False)
+    if not quiet:
+        out.print(f"Imported {added} queries from {file} ({format}, k={result.run.k}) "
+                  f"into {data_file}", markup=False)
+        out.print(render_headline(summarize(data.matrix())))
