@@ -87,3 +87,18 @@ def render_headline(summary: CoverageSummary, precision: int = 1) -> str:
         f"Gini (over {summary.gini_over} chunks): {summary.gini:.3f}",
         f"Mean pairwise Jaccard: {summary.mean_pairwise_jaccard:.3f}",
     ])
+
+
+def approximate_index_note(retriever: dict, recall: dict | None = None) -> str | None:
+    """The caveat a report prints when hits come from an approximate (HNSW) index.
+
+    ``retriever`` is the fingerprint recorded in the data file; ``recall`` the
+    measurement of :meth:`DenseRetriever.measure_recall` (``recall_at_k``, ``k``,
+    ``sample``) when one was recorded. Exact indexes get no note.
+    """
+    if not retriever.get("approximate"):
+        return None
+    if not recall:
+        return "results from an approximate index (recall not measured)"
+    return (f"results from an approximate index (recall@{int(recall['k'])} = "
+            f"{float(recall['recall_at_k']):.3f} on {int(recall['sample'])} sampled queries)")

@@ -93,7 +93,8 @@ def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str 
 class DenseRetriever:
     def __init__(self, corpus: Corpus, model: str | None = None, index: str = "flat",
                  batch_size: int = 64, use_cache: bool = True, device: str = "cpu",
-                 hnsw_m: int = 32, ef_search: int = 128, progress: bool = True) -> None:
+                 hnsw_m: int = 32, ef_search: int = 128, progress: bool = True,
+                 embeddings: np.ndarray | None = None, prebuilt_index: Any = None) -> None:
         if index not in INDEX_KINDS:
             raise RagcovError(f"unknown index {index!r}: expected one of {', '.join(INDEX_KINDS)}")
         try:
@@ -110,9 +111,16 @@ class DenseRetriever:
         self.encoder = load_encoder(self._source, device)
         self.chunks_embedded = 0
         self.queries_embedded = 0
-        self.embeddings = self._corpus_embeddings(use_cache)
-        self.index = self._build_index(self.embeddings)
+        # Given embeddings / a built index let sharded runs (ragcov.distributed) embed the
+        # corpus on several workers and share one index, so every shard searches the same one.
+        if embeddings is not None and embeddings.shape[0] != len(corpus):
+            raise RagcovError(f"{embeddings.shape[0]} embeddings given for {len(corpus)} chunks")
+        self.embeddings = (embeddings if embeddings is not None
+                           else self._corpus_embeddings(use_cache))
+        self.index = (prebuilt_index if prebuilt_index is not None
+                      else self._build_index(self.embeddings))
         self._ids = corpus.ids
+        self.recall: dict[str, Any] | None = None
 
     # ----------------------------------------------------------------- corpus
     def cache_key(self) -> str:
@@ -154,6 +162,7 @@ class DenseRetriever:
                               "similarity": "cosine", "chunking": self.corpus.chunking}
         if self.index_kind == "hnsw":
             fp["index_params"] = {"M": self.hnsw_m, "efSearch": self.ef_search}
+            fp["approximate"] = True
         return fp
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
@@ -168,3 +177,46 @@ class DenseRetriever:
         scores, idx = self.index.search(q, kk)
         return [[(self._ids[int(j)], float(s)) for j, s in zip(row_i, row_s) if j >= 0]
                 for row_i, row_s in zip(idx, scores)]
+
+    # ------------------------------------------------------------ approximation
+    def measure_recall(self, texts: Sequence[str] | None = None, k: int = 10, sample: int = 200,
+                       seed: int = 0) -> dict[str, Any]:
+        """Recall@k of this index against exact inner-product search on sampled queries.
+
+        An approximate (HNSW) index may miss true top-k chunks, which would make
+        chunks look uncovered that an exact search retrieves; the report states this
+        figure so CC from an approximate index is read with its error. ``texts`` are
+        the queries to sample (normally the suite); without them, a seeded sample of
+        the corpus's own chunks stands in. A flat index is exact: recall is 1.
+        """
+        n = len(self._ids)
+        kk = max(1, min(k, n))
+        rng = np.random.default_rng(seed)
+        if texts is not None and len(texts) > 0:
+            pick = np.sort(rng.choice(len(texts), size=min(sample, len(texts)), replace=False))
+            q = encode(self.encoder, [texts[int(i)] for i in pick], self.batch_size,
+                       "Embedding queries", progress=False)
+            source = "queries"
+        else:
+            pick = np.sort(rng.choice(n, size=min(sample, n), replace=False))
+            q = np.ascontiguousarray(self.embeddings[pick])
+            source = "chunks"
+        if self.index_kind == "flat":
+            value = 1.0
+        else:
+            _, approx = self.index.search(q, kk)
+            _, exact = exact_search(self.embeddings, q, kk)
+            found = [len(set(a[a >= 0].tolist()) & set(e.tolist())) for a, e in zip(approx, exact)]
+            value = float(np.sum(found) / (kk * len(q)))
+        self.recall = {"recall_at_k": value, "k": kk, "sample": int(len(q)), "source": source}
+        return self.recall
+
+
+def exact_search(embeddings: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k by inner product (faiss brute force, blocked internally): the reference."""
+    import faiss
+
+    k = max(1, min(k, embeddings.shape[0]))
+    return faiss.knn(np.ascontiguousarray(queries, dtype=np.float32),
+                     np.ascontiguousarray(embeddings, dtype=np.float32), k,
+                     metric=faiss.METRIC_INNER_PRODUCT)

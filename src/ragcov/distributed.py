@@ -1,0 +1,288 @@
+"""Sharded runs on Dask: corpus embedding and query retrieval spread over workers.
+
+Embedding the corpus and retrieving the suite are the expensive steps; the coverage
+maths afterwards is cheap and stays in one process. The work goes to an existing
+engine, ``dask.distributed`` (a ``LocalCluster`` on 127.0.0.1 when no scheduler
+address is given), and the result is the single-process result, bit for bit:
+
+* Dense corpus embeddings are computed in slices whose boundaries fall on the
+  ``ENCODE_CHUNK`` boundaries the single-process encoder uses, so each slice is
+  encoded in exactly the same batches; the slices are gathered into one array
+  (and cached as a single-process run would cache it), one index is built and
+  every worker searches that same index (an HNSW graph is built once and shipped
+  serialised, so all shards see the same approximate neighbours).
+* BM25 is built once per worker over the full corpus, so scores (which depend on
+  corpus-wide statistics) are those of one process.
+* Query shards are contiguous and start on a retrieval-batch boundary, so every
+  query is encoded and searched in the same batch as in a local run.
+
+Each shard's run is recorded as its own data file and the files are merged with
+:func:`ragcov.data.combine`, which refuses shards that disagree.
+
+Scripts that call :func:`measure_dask` without a scheduler address start worker
+processes, which re-import the main module: guard the call with
+``if __name__ == "__main__":``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import tempfile
+import threading
+import types
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragcov.corpus import Corpus
+from ragcov.data import CoverageData, combine
+from ragcov.errors import RagcovError
+from ragcov.matrix import CoverageMatrix
+from ragcov.progress import progress_bar
+from ragcov.run import Run, run_retriever, validate_k
+from ragcov.suite import Suite
+
+# Retrievers built on a worker, by run token: one build per worker per run.
+_WORKER_RETRIEVERS: dict[str, Any] = {}
+_WORKER_LOCK = threading.Lock()
+
+
+# --------------------------------------------------------------------- planning
+def aligned_slices(n: int, parts: int, unit: int) -> list[tuple[int, int]]:
+    """Split ``range(n)`` into at most ``parts`` contiguous slices starting on multiples of unit.
+
+    Alignment is what makes a shard process its items in the same batches as a
+    single process would.
+    """
+    if n <= 0:
+        return []
+    units = math.ceil(n / unit)
+    per = math.ceil(units / max(1, parts))
+    step = per * unit
+    return [(s, min(s + step, n)) for s in range(0, n, step)]
+
+
+# --------------------------------------------------------------- worker tasks
+def _embed_slice(source: str, texts: list[str], batch_size: int) -> np.ndarray:
+    from ragcov.retrievers.dense import encode, load_encoder
+
+    return encode(load_encoder(source), texts, batch_size, progress=False)
+
+
+def _worker_retriever(token: str, spec: dict[str, Any], corpus: Corpus,
+                      shared: dict[str, Any] | None) -> Any:
+    with _WORKER_LOCK:
+        r = _WORKER_RETRIEVERS.get(token)
+        if r is None:
+            r = _build_retriever(spec, corpus, shared)
+            _WORKER_RETRIEVERS[token] = r
+        return r
+
+
+def _build_retriever(spec: dict[str, Any], corpus: Corpus, shared: dict[str, Any] | None) -> Any:
+    if spec["kind"] == "dense" and shared is not None:
+        from ragcov.retrievers.dense import DenseRetriever
+
+        prebuilt = None
+        if shared.get("index_bytes") is not None:
+            import faiss
+
+            prebuilt = faiss.deserialize_index(shared["index_bytes"])
+        r = DenseRetriever(corpus, model=spec["model"], index=spec["index"], progress=False,
+                           batch_size=spec["batch_size"], embeddings=shared["embeddings"],
+                           prebuilt_index=prebuilt)
+        if prebuilt is not None:
+            prebuilt.hnsw.efSearch = r.ef_search
+        return r
+    from ragcov.retrievers import make_retriever
+
+    return make_retriever(spec["kind"], corpus, model=spec["model"], index=spec["index"],
+                          progress=False)
+
+
+def _retrieve_shard(token: str, spec: dict[str, Any], corpus: Corpus,
+                    shared: dict[str, Any] | None, queries: list[tuple[str, str]], k: int) -> Run:
+    r = _worker_retriever(token, spec, corpus, shared)
+    return run_retriever(r, queries, k, batch_size=spec["batch_size"], progress=False)
+
+
+def _worker_fingerprint(token: str, spec: dict[str, Any], corpus: Corpus,
+                        shared: dict[str, Any] | None) -> dict[str, Any]:
+    return _worker_retriever(token, spec, corpus, shared).fingerprint()
+
+
+def _forget(token: str) -> None:
+    with _WORKER_LOCK:
+        _WORKER_RETRIEVERS.pop(token, None)
+
+
+# --------------------------------------------------------------------- cluster
+@contextlib.contextmanager
+def dask_client(scheduler: str | None = None, workers: int | None = None) -> Iterator[Any]:
+    """A client of ``scheduler``, or of a LocalCluster of worker processes on 127.0.0.1."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise RagcovError("--engine dask needs dask.distributed: pip install 'ragcov[dask]'") \
+            from exc
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="30s")
+        except (OSError, TimeoutError) as exc:
+            raise RagcovError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
+        with client:
+            yield client
+        return
+    n = workers or min(os.cpu_count() or 1, 8)
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+def _n_workers(client: Any) -> int:
+    return max(1, len(client.scheduler_info().get("workers", {})))
+
+
+# ------------------------------------------------------------------------ dense
+def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int,
+                      batch_size: int, progress: bool) -> np.ndarray:
+    """The corpus embeddings: from the cache if a run made them, else embedded in shards."""
+    from ragcov.io import atomic_path
+    from ragcov.retrievers.dense import ENCODE_CHUNK, DenseRetriever, cache_dir, resolve_model
+
+    name, source = resolve_model(model)
+    key = DenseRetriever.cache_key(types.SimpleNamespace(corpus=corpus, model_name=name))
+    path = cache_dir() / "embeddings" / f"{key}.npy"
+    if path.is_file():
+        with contextlib.suppress(OSError, ValueError):
+            emb = np.load(path)
+            if emb.shape[0] == len(corpus):
+                return emb
+    # Several slices per worker so a slow worker does not hold the others up.
+    slices = aligned_slices(len(corpus), parts * 4, ENCODE_CHUNK)
+    texts = corpus.texts
+    futures = [client.submit(_embed_slice, source, texts[a:b], batch_size, pure=False)
+               for a, b in slices]
+    pieces: list[np.ndarray | None] = [None] * len(slices)
+    where = {f.key: i for i, f in enumerate(futures)}
+    from dask.distributed import as_completed
+
+    with progress_bar("Embedding corpus (dask)", total=len(corpus), enabled=progress) as advance:
+        for fut in as_completed(futures):
+            i = where[fut.key]
+            pieces[i] = fut.result()
+            advance(slices[i][1] - slices[i][0])
+    emb = np.concatenate([p for p in pieces if p is not None], axis=0)
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, emb)
+    return emb
+
+
+# -------------------------------------------------------------------------- API
+def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
+                 model: str | None = None, index: str = "flat", k: int = 5,
+                 data_file: str | os.PathLike[str] = ".ragcov", append: bool = False,
+                 scheduler: str | None = None, partitions: int | None = None,
+                 progress: bool = True, batch_size: int = 64,
+                 recall_sample: int = 200) -> CoverageMatrix:
+    """Like :func:`ragcov.api.measure`, with embedding and retrieval sharded on Dask.
+
+    ``partitions`` is the number of query shards (default: one per worker); each
+    becomes a data file of its own, and the shards are combined into
+    ``data_file``. With an HNSW index, recall@k against exact search is measured
+    on ``recall_sample`` queries of the suite and recorded in the data file.
+    """
+    validate_k(k)
+    if len(suite) == 0:
+        raise RagcovError("the suite is empty (no queries)")
+    if partitions is not None and partitions < 1:
+        raise RagcovError(f"--partitions must be at least 1, got {partitions}")
+    if retriever == "dense":
+        from ragcov.retrievers.dense import INDEX_KINDS
+
+        if index not in INDEX_KINDS:
+            raise RagcovError(f"unknown index {index!r}: expected one of {', '.join(INDEX_KINDS)}")
+    data = CoverageData(data_file)
+    todo = [(q.id, q.text) for q in suite]
+    if append and data.exists():
+        done = data.query_ids()
+        todo = [(qid, text) for qid, text in todo if qid not in done]
+    spec = {"kind": retriever, "model": model, "index": index, "batch_size": batch_size}
+    token = uuid.uuid4().hex
+    recall: dict[str, Any] | None = None
+    with dask_client(scheduler, partitions) as client:
+        parts = partitions or _n_workers(client)
+        shared_f = None
+        if retriever == "dense":
+            from ragcov.retrievers.dense import DenseRetriever
+
+            emb = _dense_embeddings(client, corpus, model, parts, batch_size, progress)
+            local = DenseRetriever(corpus, model=model, index=index, batch_size=batch_size,
+                                   embeddings=emb, progress=False)
+            fingerprint = local.fingerprint()
+            shared: dict[str, Any] = {"embeddings": emb, "index_bytes": None}
+            if index == "hnsw":
+                import faiss
+
+                shared["index_bytes"] = faiss.serialize_index(local.index)
+                recall = local.measure_recall(suite.texts, k=k, sample=recall_sample)
+            shared_f = client.scatter(shared, broadcast=True, hash=False)
+            del local
+        corpus_f = client.scatter(corpus, broadcast=True, hash=False)
+        if retriever != "dense":
+            fingerprint = client.submit(_worker_fingerprint, token, spec, corpus_f, shared_f,
+                                        pure=False).result()
+        try:
+            runs = _retrieve(client, token, spec, corpus_f, shared_f, todo, k, parts, progress)
+        finally:
+            with contextlib.suppress(Exception):
+                client.run(_forget, token)
+    _record(data, corpus, runs, Run(k=k, retriever=fingerprint), append)
+    if recall is not None:
+        from ragcov.approx import record_recall
+
+        record_recall(data.path, recall)
+    return data.matrix()
+
+
+def _retrieve(client: Any, token: str, spec: dict[str, Any], corpus_f: Any, shared_f: Any,
+              todo: list[tuple[str, str]], k: int, parts: int, progress: bool) -> list[Run]:
+    from dask.distributed import as_completed
+
+    slices = aligned_slices(len(todo), parts, spec["batch_size"])
+    futures = [client.submit(_retrieve_shard, token, spec, corpus_f, shared_f, todo[a:b], k,
+                             pure=False) for a, b in slices]
+    where = {f.key: i for i, f in enumerate(futures)}
+    runs: list[Run | None] = [None] * len(futures)
+    with progress_bar("Retrieving (dask)", total=len(todo), enabled=progress) as advance:
+        for fut in as_completed(futures):
+            i = where[fut.key]
+            runs[i] = fut.result()
+            advance(slices[i][1] - slices[i][0])
+    return [r for r in runs if r is not None]
+
+
+def _record(data: CoverageData, corpus: Corpus, runs: Sequence[Run], empty: Run,
+            append: bool) -> None:
+    """Write each shard to its own data file, then combine them (after the existing file)."""
+    if not runs:
+        # Nothing new to retrieve: still check the file matches this configuration.
+        data.write(corpus, empty, append=append)
+        return
+    target = data.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".ragcov-shards-", dir=target.parent) as tmp:
+        shard_paths: list[Path] = []
+        for i, run in enumerate(runs):
+            p = Path(tmp) / f"shard-{i:05d}.ragcov"
+            CoverageData(p).write(corpus, run)
+            shard_paths.append(p)
+        inputs = ([target] if append and data.exists() else []) + shard_paths
+        combine(inputs, target)
