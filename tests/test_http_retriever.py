@@ -109,7 +109,7 @@ class Server:
 def server(city_corpus) -> Iterator[Server]:
     chunks = [{"id": c.id, "text": c.text} for c in city_corpus]
     srv = Server(chunks)
-    thread = threading.Thread(target=srv.httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=srv.httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield srv
     srv.httpd.shutdown()
