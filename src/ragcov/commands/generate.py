@@ -1,0 +1,164 @@
+"""``ragcov generate``: write new test questions aimed at chunks nobody retrieves yet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ragcov.cli import (
+    ChunkOverlap,
+    ChunkSize,
+    CorpusPath,
+    DataFile,
+    Index,
+    K,
+    RetrieverName,
+    Split,
+    app,
+    err,
+    load_corpus_opts,
+    out,
+)
+from ragcov.errors import RagcovError
+
+
+def chunk_vectors(retriever: Any, corpus: Any) -> Any:
+    """Vectors for the isolation policy: the retriever's own embeddings, else TF-IDF."""
+    vectors = getattr(retriever, "embeddings", None)
+    if vectors is not None and getattr(vectors, "shape", (0,))[0] == len(corpus):
+        return vectors
+    from ragcov.generation.terms import TermStats
+
+    return TermStats(corpus.texts).matrix()
+
+
+@app.command()
+def generate(
+    corpus: CorpusPath,
+    generator: Annotated[str, typer.Option(
+        help="openai (any OpenAI-compatible endpoint), llama-cpp (a GGUF in process) or "
+        "extractive (no LLM).")] = "extractive",
+    budget: Annotated[int, typer.Option(help="Questions to add to the suite.")] = 20,
+    queries: Annotated[Path | None, typer.Option(
+        help="A seed suite whose coverage generation starts from.")] = None,
+    data_file: DataFile = Path(".ragcov"),
+    output: Annotated[Path, typer.Option(
+        "-o", "--output", help="The generated suite with provenance (JSON lines); rerun the "
+        "same command to resume.")] = Path("generated.jsonl"),
+    model: Annotated[str | None, typer.Option(
+        help="openai: the served model's name; llama-cpp: a GGUF file (default: Gemma 3 270M).")]
+    = None,
+    base_url: Annotated[str | None, typer.Option(
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")] = None,
+    api_key_env: Annotated[str, typer.Option(
+        help="Name of the environment variable holding the API key.")] = "OPENAI_API_KEY",
+    mode: Annotated[str | None, typer.Option(
+        help="chat or completion (default: chat for openai, completion for llama-cpp).")] = None,
+    prompt: Annotated[Path | None, typer.Option(
+        help="Your own Jinja2 prompt template (sees {{ passage }} and {{ passages }}).")] = None,
+    target: Annotated[float | None, typer.Option(
+        help="Stop once chunk coverage reaches this percentage.")] = None,
+    strategy: Annotated[str, typer.Option(
+        help="coverage (aim at uncovered chunks), random (any chunk) or overlap (covered "
+        "chunks).")] = "coverage",
+    policy: Annotated[str, typer.Option(
+        help="Which uncovered chunk next: order, isolated or random.")] = "order",
+    targets_per_call: Annotated[int, typer.Option(help="Target chunks per question.")] = 1,
+    patience: Annotated[int, typer.Option(
+        help="Stop after this many attempts in a row without coverage gain (0: never).")] = 10,
+    max_attempts: Annotated[int, typer.Option(
+        help="Attempts at one uncovered chunk before giving it up.")] = 2,
+    max_calls: Annotated[int | None, typer.Option(
+        help="Generator calls at most (default: 5 x budget).")] = None,
+    retriever: RetrieverName = "dense",
+    embedding_model: Annotated[str | None, typer.Option(
+        help="Embedding model for the dense retriever.")] = None,
+    k: K = 5,
+    index: Index = "flat",
+    chunk_size: ChunkSize = 1000,
+    chunk_overlap: ChunkOverlap = 100,
+    split: Split = False,
+    seed: Annotated[int, typer.Option(help="Seed for target draws and LLM sampling.")] = 0,
+    temperature: Annotated[float, typer.Option(help="LLM sampling temperature.")] = 0.7,
+    max_tokens: Annotated[int, typer.Option(help="Tokens per LLM answer at most.")] = 48,
+    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.")] = 60.0,
+    retries: Annotated[int, typer.Option(
+        help="Retries of a failed HTTP request (timeouts, 429, 5xx, malformed replies).")] = 4,
+    ragas: Annotated[Path | None, typer.Option(
+        help="Also write the suite as a RAGAS test set (JSON).")] = None,
+    deepeval: Annotated[Path | None, typer.Option(
+        help="Also write the suite as DeepEval goldens (JSON).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary.")] = False,
+) -> None:
+    """Generate questions aimed at uncovered chunks; each is checked against the retriever."""
+    from ragcov.generation import LoopConfig, make_generator, run_generation
+    from ragcov.generation.export import write_deepeval, write_ragas
+    from ragcov.retrievers import make_retriever
+    from ragcov.run import validate_k
+    from ragcov.suite import load_suite
+
+    validate_k(k)
+    config = LoopConfig(budget=budget, strategy=strategy, policy=policy,
+                        target_cc=None if target is None else target / 100.0,
+                        targets_per_call=targets_per_call, patience=patience,
+                        max_attempts=max_attempts, seed=seed, max_calls=max_calls)
+    config.check()
+    from ragcov.generation.targets import validate
+
+    validate(strategy, policy, targets_per_call, max_attempts)
+    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
+    seed_suite = load_suite(queries) if queries is not None else None
+    gen = make_generator(generator, corpus_obj.texts, model=model, base_url=base_url,
+                         api_key_env=api_key_env, mode=mode, prompt=prompt,
+                         max_tokens=max_tokens, temperature=temperature, timeout=timeout,
+                         retries=retries)
+    r = make_retriever(retriever, corpus_obj, model=embedding_model, index=index,
+                       progress=not quiet)
+    vectors = (chunk_vectors(r, corpus_obj)
+               if strategy == "coverage" and policy == "isolated" else None)
+
+    def show(rec: dict[str, Any]) -> None:
+        if "reason" in rec:
+            out.print(f"  #{rec['seq']:>4} rejected ({rec['reason']})", markup=False)
+        else:
+            mark = "hit " if rec["hit_target"] else "miss"
+            out.print(f"  #{rec['seq']:>4} {mark} +{rec['gain']} CC {rec['cc_after'] * 100:5.1f}%"
+                      f"  {rec['text']}", markup=False)
+
+    summary = run_generation(corpus_obj, r, gen, k, output, data_file, config,
+                             seed_suite=seed_suite, vectors=vectors,
+                             on_step=None if quiet else show)
+    if ragas is not None:
+        write_ragas(ragas, summary.records, corpus_obj)
+    if deepeval is not None:
+        write_deepeval(deepeval, summary.records, corpus_obj)
+    _print_summary(summary)
+
+
+def _print_summary(s: Any) -> None:
+    rej = sum(s.rejected.values())
+    reasons = ", ".join(f"{n} {why}" for why, n in s.rejected.most_common())
+    out.print(f"Generated {s.accepted} questions into {s.out} "
+              f"({s.resumed} found from an earlier run, {s.new} new); data file {s.data_file}",
+              markup=False)
+    out.print(f"Generator {s.generator} ({s.model}): {s.calls} calls, "
+              f"{s.prompt_tokens + s.completion_tokens} tokens ({s.prompt_tokens} prompt, "
+              f"{s.completion_tokens} completion); rejected {rej}"
+              + (f" ({reasons})" if reasons else ""), markup=False)
+    hit_rate = f"{s.hits / s.accepted * 100:.0f}%" if s.accepted else "-"
+    out.print(f"Reached their target: {s.hits}/{s.accepted} ({hit_rate}); chunk coverage "
+              f"{s.cc_start * 100:.1f}% -> {s.cc_end * 100:.1f}% of {s.chunks} chunks",
+              markup=False)
+    out.print(f"Stopped: {s.stop_reason}; longest stretch without gain: "
+              f"{s.longest_no_gain} attempts", markup=False)
+    if s.never_reached:
+        shown = ", ".join(s.never_reached[:20])
+        more = f" (and {len(s.never_reached) - 20} more)" if len(s.never_reached) > 20 else ""
+        (err if s.plateau else out).print(
+            f"{'Plateau: ' if s.plateau else ''}{len(s.never_reached)} targeted chunk(s) never "
+            f"reached: {shown}{more}", markup=False)
+
+
+__all__ = ["generate", "RagcovError"]

@@ -1,0 +1,19 @@
+"""Coverage-guided test generation (METHOD §5): questions aimed at uncovered chunks."""
+
+from ragcov.generation.generators import (
+    ExtractiveGenerator,
+    Generation,
+    GenerationError,
+    LlamaCppGenerator,
+    OpenAIGenerator,
+    default_gguf,
+    make_generator,
+)
+from ragcov.generation.loop import GenerationSummary, LoopConfig, run_generation
+from ragcov.generation.targets import POLICIES, STRATEGIES, TargetPicker
+
+__all__ = [
+    "POLICIES", "STRATEGIES", "ExtractiveGenerator", "Generation", "GenerationError",
+    "GenerationSummary", "LlamaCppGenerator", "LoopConfig", "OpenAIGenerator", "TargetPicker",
+    "default_gguf", "make_generator", "run_generation",
+]

@@ -1,0 +1,62 @@
+"""The append-only logs that make generation resumable.
+
+Each accepted question is one JSON line in the output file, written with one
+``write`` and made durable with ``fsync`` before the next LLM call; rejected
+outputs go to a sibling ``.rejected.jsonl`` the same way. A kill can only cut
+the line being written: on reading back, an unfinished last line (no newline)
+is that in-flight record and is dropped from the file; a broken line anywhere
+else is damage and is reported, not skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ragcov.errors import InputFormatError
+
+
+def rejected_path(out: Path) -> Path:
+    return out.with_name(f"{out.stem}.rejected.jsonl")
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Records already written; truncates an unfinished last line left by a kill."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    complete = data.rfind(b"\n") + 1
+    if complete < len(data):
+        with open(path, "r+b") as f:
+            f.truncate(complete)
+            f.flush()
+            os.fsync(f.fileno())
+        data = data[:complete]
+    records = []
+    for lineno, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(path, lineno, f"invalid JSON ({exc.msg})") from exc
+        if not isinstance(obj, dict) or "seq" not in obj:
+            raise InputFormatError(path, lineno, "not a ragcov generation record")
+        records.append(obj)
+    return records
+
+
+def append_record(path: Path, record: dict[str, Any]) -> None:
+    """Append one line and make it durable before returning."""
+    line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(line)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)

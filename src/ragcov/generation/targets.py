@@ -1,0 +1,114 @@
+"""Which chunk(s) the next question should aim at.
+
+``coverage`` aims at chunks no query has retrieved yet, with a policy for which
+one: ``order`` (corpus order, the simplest reproducible walk), ``isolated`` (the
+uncovered chunk least similar to anything covered, so its question is least
+likely to land on covered ground) or ``random``. A chunk that was aimed at
+``max_attempts`` times without being reached is given up (a plateau, reported).
+The baselines are what peers do: ``random`` (any chunk, as RAGAS/DeepEval seed)
+and ``overlap`` (chunks already covered).
+
+Draws use a generator seeded by (seed, step), so a resumed run picks exactly
+what an uninterrupted one would have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from ragcov.errors import RagcovError
+
+STRATEGIES = ("coverage", "random", "overlap")
+POLICIES = ("order", "isolated", "random")
+
+
+def validate(strategy: str, policy: str, targets_per_call: int = 1, max_attempts: int = 1) -> None:
+    """Refuse unknown strategies and impossible settings before any work starts."""
+    if strategy not in STRATEGIES:
+        raise RagcovError(f"unknown strategy {strategy!r}: expected {', '.join(STRATEGIES)}")
+    if policy not in POLICIES:
+        raise RagcovError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
+    if targets_per_call < 1:
+        raise RagcovError("--targets-per-call must be at least 1")
+    if max_attempts < 1:
+        raise RagcovError("--max-attempts must be at least 1")
+
+
+class TargetPicker:
+    def __init__(self, doc_ids: Sequence[str], strategy: str = "coverage", policy: str = "order",
+                 targets_per_call: int = 1, max_attempts: int = 2, seed: int = 0,
+                 vectors: np.ndarray | sp.spmatrix | None = None) -> None:
+        validate(strategy, policy, targets_per_call, max_attempts)
+        if strategy == "coverage" and policy == "isolated" and vectors is None:
+            raise RagcovError("the isolated policy needs chunk vectors")
+        self.doc_ids = np.asarray(list(doc_ids), dtype=object)
+        self.n = len(self.doc_ids)
+        self.strategy = strategy
+        self.policy = policy
+        self.m = targets_per_call
+        self.max_attempts = max_attempts
+        self.seed = seed
+        self.vectors = vectors
+        self._maxsim = np.full(self.n, -np.inf)
+        self._seen_covered = np.zeros(self.n, dtype=bool)
+
+    def candidates(self, covered: np.ndarray, attempts: np.ndarray) -> np.ndarray:
+        """Boolean mask of the chunks this strategy may aim at now."""
+        if self.strategy == "coverage":
+            return ~covered & (attempts < self.max_attempts)
+        fresh = attempts == 0
+        if self.strategy == "overlap":
+            pool = covered & fresh
+            return pool if pool.any() else (covered if covered.any() else fresh)
+        return fresh if fresh.any() else np.ones(self.n, dtype=bool)
+
+    def pick(self, covered: np.ndarray, attempts: np.ndarray, step: int) -> list[int] | None:
+        """Chunk columns to aim at (first = main target); None when nothing is left."""
+        pool = self.candidates(covered, attempts)
+        if not pool.any():
+            return None
+        rng = np.random.default_rng([self.seed, step])
+        first = self._first(pool, covered, rng)
+        chosen = [first]
+        if self.m > 1:
+            chosen += self._companions(first, pool, covered, rng)
+        return chosen
+
+    def _first(self, pool: np.ndarray, covered: np.ndarray, rng: np.random.Generator) -> int:
+        idx = np.flatnonzero(pool)
+        if self.strategy != "coverage" or self.policy == "random":
+            return int(rng.choice(idx))
+        if self.policy == "order":
+            return int(idx[0])
+        self._update_isolation(covered)
+        sims = self._maxsim[idx]
+        return int(idx[np.argmin(sims)])  # argmin keeps the first of ties: corpus order
+
+    def _update_isolation(self, covered: np.ndarray) -> None:
+        new = np.flatnonzero(covered & ~self._seen_covered)
+        if new.size == 0:
+            return
+        v = self.vectors
+        assert v is not None
+        block = v @ v[new].T
+        block = block.toarray() if sp.issparse(block) else np.asarray(block)
+        self._maxsim = np.maximum(self._maxsim, block.max(axis=1))
+        self._seen_covered[new] = True
+
+    def _companions(self, first: int, pool: np.ndarray, covered: np.ndarray,
+                    rng: np.random.Generator) -> list[int]:
+        """Further targets for one call: same document first (nearest position), then any."""
+        others = pool.copy()
+        others[first] = False
+        same = np.flatnonzero(others & (self.doc_ids == self.doc_ids[first]))
+        same = same[np.argsort(np.abs(same - first), kind="stable")]
+        chosen = [int(c) for c in same[: self.m - 1]]
+        others[chosen] = False
+        while len(chosen) < self.m - 1 and others.any():
+            nxt = self._first(others, covered, rng)
+            chosen.append(nxt)
+            others[nxt] = False
+        return chosen
