@@ -68,7 +68,9 @@ class Settings:
         root = Path(config.invocation_params.dir)
         corpus = config.getoption("ragcov_corpus") or config.getini("ragcov_corpus")
         self.corpus: Path | None = root / corpus if corpus else None
-        k = config.getoption("ragcov_k") or config.getini("ragcov_k") or DEFAULT_K
+        k = config.getoption("ragcov_k")
+        if k is None:
+            k = config.getini("ragcov_k") or DEFAULT_K
         try:
             self.k = int(k)
         except ValueError:

@@ -1,0 +1,266 @@
+"""The pytest plugin, run over a toy RAG project with pytester (a real nested pytest)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+# pytester's in-process runs drop the modules a nested run imports, and numpy cannot be
+# loaded twice in one process: import everything the plugin uses here, once.
+import ragcov.api
+import ragcov.report.html
+import ragcov.report.jsonreport
+import ragcov.report.table
+import ragcov.retrievers.bm25  # noqa: F401
+from ragcov.data import CoverageData
+
+pytest_plugins = ["pytester"]
+
+CHUNKS = [
+    {"id": "paris", "doc_id": "europe", "text": "Paris is the capital of France and sits on the Seine."},
+    {"id": "berlin", "doc_id": "europe", "text": "Berlin is Germany's capital and its largest city."},
+    {"id": "madrid", "doc_id": "europe", "text": "Madrid, the Spanish capital, lies in the centre of Spain."},
+    {"id": "tokyo", "doc_id": "asia", "text": "Tokyo is the capital of Japan and a huge metropolis."},
+    {"id": "photosynthesis", "doc_id": "biology",
+     "text": "Photosynthesis lets plants turn sunlight, water and carbon dioxide into sugar."},
+    {"id": "mitochondria", "doc_id": "biology",
+     "text": "Mitochondria produce most of the chemical energy that powers a cell."},
+    {"id": "interest", "doc_id": "finance",
+     "text": "Interest expense rose in 2009 because the company issued new long-term debt."},
+    {"id": "dividends", "doc_id": "finance",
+     "text": "The board declared quarterly dividends of $0.25 per share."},
+]
+
+# Each question shares its rare words with exactly one chunk, so BM25's top 1 is that
+# chunk: with k=1 the suite covers paris, photosynthesis and dividends, 3 of 8 = 37.5%.
+# Each also shares one common word (capital, cell, company) with another chunk, which
+# BM25 ranks second.
+TOY_TESTS = '''
+import pytest
+
+QUESTIONS = {
+    "Which capital sits on the river Seine, Paris?": "paris",
+    "How does photosynthesis in a cell turn sunlight into sugar?": "photosynthesis",
+    "What quarterly dividends per share did the company declare?": "dividends",
+}
+
+@pytest.mark.parametrize("question", sorted(QUESTIONS))
+def test_top_chunk(ragcov_retriever, question):
+    assert ragcov_retriever(question)[0][0] == QUESTIONS[question]
+
+def test_same_question_again(ragcov_retriever):
+    # Asked by another test too: one query in the data, not two.
+    question = "Which capital sits on the river Seine, Paris?"
+    ids = [cid for cid, _ in ragcov_retriever.retrieve([question], 1)[0]]
+    assert ids == ["paris"]
+'''
+
+
+@pytest.fixture
+def toy(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
+    pytester.makepyfile(test_toy=TOY_TESTS)
+    return pytester
+
+
+def ragcov_args(*extra: str, k: str = "1") -> list[str]:
+    return ["-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus", "corpus.jsonl",
+            "--ragcov-retriever", "bm25", "--ragcov-k", k, *extra]
+
+
+def recorded(path: Path) -> list[tuple[str, str, str | None]]:
+    with sqlite3.connect(path) as con:
+        return con.execute("SELECT id, text, context FROM queries ORDER BY idx").fetchall()
+
+
+def test_passes_above_the_threshold_and_records_node_ids(toy: pytest.Pytester):
+    result = toy.runpytest(*ragcov_args("--ragcov-fail-under", "37"))
+    result.assert_outcomes(passed=4)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([
+        "*- ragcov: chunk coverage -*",
+        "TOTAL * 8 * 3 * 5 * 38%",
+        "Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)",
+        "Required chunk coverage of 37% reached. Total chunk coverage: 37.50%",
+    ])
+    rows = recorded(toy.path / ".ragcov")
+    assert len(rows) == 3  # the repeated question is one query
+    for qid, text, context in rows:
+        assert qid.startswith("q-") and len(qid) == 14
+        assert context.startswith("test_toy.py::test_top_chunk[")
+        assert text in context
+    m = CoverageData(toy.path / ".ragcov").matrix()
+    assert sorted(m.chunk_ids[j] for j in m.covered().nonzero()[0]) == [
+        "dividends", "paris", "photosynthesis"]
+    assert m.k == 1
+
+
+def test_fails_below_the_threshold(toy: pytest.Pytester):
+    result = toy.runpytest(*ragcov_args("--ragcov-fail-under", "40"))
+    result.assert_outcomes(passed=4)  # every test passed; the coverage did not
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["FAIL Required chunk coverage of 40% not reached. Total chunk coverage: 37.50%"])
+
+
+def test_records_at_the_session_k_and_returns_what_the_test_asked(toy: pytest.Pytester):
+    # At k=2 each question reaches a second chunk, though the tests still see top 1.
+    result = toy.runpytest(*ragcov_args("--ragcov-report", "term-missing", k="2"))
+    result.assert_outcomes(passed=4)
+    m = CoverageData(toy.path / ".ragcov").matrix()
+    assert m.k == 2
+    assert all(len(m.retrieved(i)) == 2 for i in range(m.n_queries))
+    second = {m.chunk_ids[m.retrieved(i)[1]] for i in range(m.n_queries)}
+    assert {"mitochondria", "interest"} <= second
+    result.stdout.fnmatch_lines(["Document * Missing chunks", "europe * 3 *"])
+
+
+def test_is_inert_without_the_flag(pytester: pytest.Pytester):
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
+    pytester.makepyfile(test_plain='''
+from ragcov.pytest_plugin import record
+
+class Fixed:
+    def retrieve(self, texts, k):
+        return [[("paris", 1.0)] for _ in texts]
+
+def test_record_is_identity_when_off(ragcov_recorder):
+    r = Fixed()
+    assert record(r) is r and ragcov_recorder(r) is r
+
+def test_fixture_needs_a_corpus(ragcov_retriever):
+    pass
+''')
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*ragcov_retriever needs a corpus*"])
+    result.stdout.no_fnmatch_line("*chunk coverage*")
+    assert not (pytester.path / ".ragcov").exists()
+    # With a corpus but without --ragcov the fixture works and records nothing.
+    pytester.makepyfile(test_plain='''
+def test_fixture_works(ragcov_retriever):
+    assert ragcov_retriever("the Seine river")[0][0] == "paris"
+''')
+    result = pytester.runpytest("-p", "no:cacheprovider", "--ragcov-corpus", "corpus.jsonl",
+                                "--ragcov-retriever", "bm25")
+    result.assert_outcomes(passed=1)
+    result.stdout.no_fnmatch_line("*chunk coverage*")
+    result.stdout.no_fnmatch_line("*ragcov data*")
+    assert not (pytester.path / ".ragcov").exists()
+
+
+def test_records_a_wrapped_retriever_and_writes_the_reports(pytester: pytest.Pytester):
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
+    pytester.makeconftest('''
+import pytest
+
+class TwoCapitals:
+    """A team's own retriever: always the same two chunks."""
+    def fingerprint(self):
+        return {"kind": "toy", "version": 1}
+    def retrieve(self, texts, k):
+        return [[("berlin", 0.9), ("tokyo", 0.5)][:k] for _ in texts]
+
+@pytest.fixture
+def retriever(ragcov_recorder):
+    return ragcov_recorder(TwoCapitals())
+''')
+    pytester.makepyfile(test_mine='''
+from ragcov.pytest_plugin import record
+
+def test_one(retriever):
+    assert retriever.retrieve(["<b>capitals</b>"], 1) == [[("berlin", 0.9)]]
+
+def test_two():
+    from conftest import TwoCapitals
+    r = record(TwoCapitals())
+    assert [c for c, _ in r("big cities")] == ["berlin", "tokyo"]
+''')
+    result = pytester.runpytest("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+                                "corpus.jsonl", "--ragcov-k", "2", "--ragcov-report", "json",
+                                "--ragcov-report", "html:site", "--ragcov-data-file", "cov.db")
+    result.assert_outcomes(passed=2)
+    report = json.loads((pytester.path / "ragcov.json").read_text(encoding="utf-8"))
+    assert report["totals"]["covered_chunks"] == 2
+    assert report["totals"]["chunk_coverage"] == pytest.approx(2 / 8)
+    assert report["meta"]["retriever"] == {"kind": "toy", "version": 1}
+    contexts = {text: ctx for _, text, ctx in recorded(pytester.path / "cov.db")}
+    assert contexts == {"<b>capitals</b>": "test_mine.py::test_one",
+                        "big cities": "test_mine.py::test_two"}
+    page = (pytester.path / "site" / "index.html").read_text(encoding="utf-8")
+    assert ">25%<" in page
+    assert "<b>capitals" not in (pytester.path / "site" / "queries.html").read_text("utf-8")
+
+
+def test_ids_outside_the_corpus_fail_the_test_that_retrieved_them(pytester: pytest.Pytester):
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
+    pytester.makepyfile(test_bad='''
+from ragcov.pytest_plugin import record
+
+class Stale:
+    def retrieve(self, texts, k):
+        return [[("paris", 1.0), ("atlantis", 0.5)] for _ in texts]
+
+def test_stale_index():
+    record(Stale()).retrieve(["lost city"], 2)
+''')
+    result = pytester.runpytest("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+                                "corpus.jsonl")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*not in the ragcov corpus*atlantis*"])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--ragcov"], "*--ragcov needs --ragcov-corpus*"),
+    (["--ragcov", "--ragcov-corpus", "nowhere.jsonl"], "*nowhere.jsonl: no such file*"),
+    (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-report", "xml"],
+     "*--ragcov-report must be one of*"),
+    (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-fail-under", "120"],
+     "*must be a percentage*"),
+    (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-k", "0"], "*at least 1*"),
+])
+def test_bad_options_are_usage_errors(toy: pytest.Pytester, args: list[str], message: str):
+    result = toy.runpytest("-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert not (toy.path / ".ragcov").exists()
+
+
+@pytest.mark.slow  # three Python processes: about 15 s on two busy cores
+def test_xdist_workers_files_are_combined_and_deduplicated(toy: pytest.Pytester):
+    pytest.importorskip("xdist")
+    # --dist each runs every test on both workers: both record the same three queries,
+    # and the combined file must hold each once.
+    result = toy.runpytest_subprocess(*ragcov_args("-n", "2", "--dist", "each",
+                                                   "--ragcov-fail-under", "37"))
+    result.assert_outcomes(passed=8)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])
+    assert len(recorded(toy.path / ".ragcov")) == 3
+    assert sorted(p.name for p in toy.path.glob(".ragcov*")) == [".ragcov"]
+
+
+@pytest.mark.slow
+def test_dense_retriever_fixture(pytester: pytest.Pytester, minilm_path: str):
+    from ragcov.retrievers.dense import load_encoder, resolve_model
+
+    load_encoder(resolve_model(None)[1])  # torch too must load in this process, not the nested run
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
+    pytester.makepyfile(test_dense='''
+def test_france(ragcov_retriever):
+    assert ragcov_retriever("What is the capital of France?")[0][0] == "paris"
+
+def test_cells(ragcov_retriever):
+    assert ragcov_retriever("Which organelle powers the cell?")[0][0] == "mitochondria"
+''')
+    result = pytester.runpytest("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+                                "corpus.jsonl", "--ragcov-k", "1", "--ragcov-fail-under", "25")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["Required chunk coverage of 25% reached. "
+                                 "Total chunk coverage: 25.00%"])
+    meta = CoverageData(pytester.path / ".ragcov").meta()
+    assert meta.retriever["kind"] == "dense"
