@@ -195,6 +195,24 @@ def test_two():
     assert "<b>capitals" not in (pytester.path / "site" / "queries.html").read_text("utf-8")
 
 
+def test_records_a_plain_function_through_the_adapters(pytester: pytest.Pytester):
+    pytest.importorskip("ragcov.retrievers.adapters")
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
+    pytester.makepyfile(test_fn='''
+from ragcov.pytest_plugin import record
+
+def search(query, k):
+    return ["tokyo", "madrid"][:k]
+
+def test_function():
+    assert [c for c, _ in record(search)("far east", 2)] == ["tokyo", "madrid"]
+''')
+    result = pytester.runpytest("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+                                "corpus.jsonl", "--ragcov-k", "2")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["Chunk coverage: 25.0% (2 of 8 chunks, 1 queries)"])
+
+
 def test_ids_outside_the_corpus_fail_the_test_that_retrieved_them(pytester: pytest.Pytester):
     pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
     pytester.makepyfile(test_bad='''
