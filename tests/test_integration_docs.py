@@ -13,8 +13,10 @@ Each page runs in its own empty folder, top to bottom, as a reader would.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -72,9 +74,16 @@ def test_page_examples_run(page: Path, tmp_path: Path):
             commands = [line[2:] for line in lines if line.startswith("$ ")]
             expected = [line.strip() for line in lines
                         if line.strip() and not line.startswith("$ ")]
-            proc = subprocess.run(["bash", "-e", "-c", "\n".join(commands)], cwd=tmp_path,
-                                  env=env, capture_output=True, text=True, timeout=600)
-            output = proc.stdout + proc.stderr
+            # Its own session, so a server the block started is stopped even if it fails.
+            proc = subprocess.Popen(["bash", "-e", "-c", "\n".join(commands)], cwd=tmp_path,
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, start_new_session=True)
+            try:
+                stdout, stderr = proc.communicate(timeout=600)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+            output = stdout + stderr
             assert proc.returncode == 0, f"{where} failed:\n{output}"
             for line in expected:
                 assert line in output, f"{where}: expected {line!r} in:\n{output}"
