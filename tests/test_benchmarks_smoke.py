@@ -1,0 +1,43 @@
+"""The one benchmark command runs and prints its table (no timing is asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "run"
+
+
+def test_tiny_run_prints_a_table_and_writes_json(tmp_path):
+    out = tmp_path / "rows.json"
+    proc = subprocess.run([sys.executable, str(RUN), "--tiny", "--only", "metrics,index",
+                           "--markdown", "--json", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("ragcov benchmarks (tiny); command: benchmarks/run --tiny")
+    assert lines[1] == ("| Benchmark | ragcov s | baseline s | ratio | aim | peak MiB | note |")
+    body = [ln for ln in lines[3:] if ln.startswith("| ")]
+    rows = json.loads(out.read_text())
+    assert len(body) == len(rows) == 3  # metrics: 1 row; index (one size): search + build
+    assert [r["bench"] for r in rows] == ["metrics", "index", "index"]
+    metrics = rows[0]
+    assert metrics["seconds"] > 0 and metrics["baseline_seconds"] > 0
+    assert metrics["ratio"] == metrics["baseline_seconds"] / metrics["seconds"]
+    assert "0.2M hits" in metrics["name"] and metrics["peak_mib"] > 0
+    search = rows[1]
+    assert 0.0 <= search["recall"] <= 1.0 and search["n"] == 5_000
+    assert f"| {search['name']} |" in proc.stdout
+
+
+def test_modes_and_names_are_checked(tmp_path):
+    proc = subprocess.run([sys.executable, str(RUN), "--only", "nonsense"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "unknown benchmark" in proc.stderr
+    # A model-loading benchmark is listed, not run, in the tiny mode.
+    proc = subprocess.run([sys.executable, str(RUN), "--tiny", "--only", "embedding"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0
+    assert "embedding: not run with --tiny" in proc.stdout
