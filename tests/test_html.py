@@ -358,3 +358,10 @@ def test_report_in_headless_chromium(browser, data_file: Path, tmp_path: Path):
         browser.switch_to.alert.text  # noqa: B018
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
+
+
+def test_the_docs_example_runs(tmp_path: Path):
+    from test_pytest_plugin import DOCS, run_doc_examples
+
+    assert run_doc_examples(DOCS / "html.md", tmp_path) == 1
+    assert (tmp_path / "ragcov-html" / document_filename("europe")).is_file()

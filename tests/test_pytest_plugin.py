@@ -282,3 +282,45 @@ def test_cells(ragcov_retriever):
                                  "Total chunk coverage: 25.00%"])
     meta = CoverageData(pytester.path / ".ragcov").meta()
     assert meta.retriever["kind"] == "dense"
+
+
+def run_doc_examples(page: Path, workdir: Path) -> int:
+    """Run a docs page as a reader would (the conventions of tests/test_integration_docs.py):
+    ``<!-- file: NAME -->`` blocks are written out, ``<!-- skip -->`` blocks are not run,
+    ``console`` blocks run their ``$`` lines and must print their other lines."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    block = re.compile(r"(?:<!--\s*(?P<marker>[^>]*?)\s*-->\s*\n)?```(?P<lang>[\w-]*)\n"
+                       r"(?P<body>.*?)```", re.DOTALL)
+    env = dict(os.environ, HF_HUB_OFFLINE="1",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    ran = 0
+    for n, m in enumerate(block.finditer(page.read_text(encoding="utf-8")), start=1):
+        marker, lang, body = m.group("marker") or "", m.group("lang"), m.group("body")
+        if marker.startswith("skip"):
+            continue
+        if marker.startswith("file:"):
+            (workdir / marker[5:].strip()).write_text(body, encoding="utf-8")
+        elif lang == "console":
+            lines = body.splitlines()
+            commands = [line[2:] for line in lines if line.startswith("$ ")]
+            proc = subprocess.run(["bash", "-e", "-c", "\n".join(commands)], cwd=workdir,
+                                  env=env, capture_output=True, text=True, timeout=600)
+            output = proc.stdout + proc.stderr
+            assert proc.returncode == 0, f"{page.name} block {n}:\n{output}"
+            for line in lines:
+                if line.strip() and not line.startswith("$ "):
+                    assert line.strip() in output, f"{page.name} block {n}: {line!r} in\n{output}"
+            ran += 1
+    return ran
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+@pytest.mark.slow  # five pytest and ragcov processes
+def test_the_docs_examples_run(tmp_path: Path):
+    assert run_doc_examples(DOCS / "pytest-plugin.md", tmp_path) == 4
