@@ -147,11 +147,11 @@ def test_rq3_end_to_end_agrees_with_an_independent_recount(tmp_path: Path,
         line = next(x for x in doc["improvements"]
                     if x["failure"] == "hit" and x["tau"] == tau and x["order"] == "coverage")
         assert line["vs_random"] == pytest.approx((cov - rnd) / rnd)
-    # context_relevance < 0.5: fewer than half the retrieved chunks from the relevant page.
+    # context_relevance < 0.4: fewer than 40% of the retrieved chunks from the relevant page.
     cr_fail = sum(
         1 for r, q in enumerate(m.query_ids)
-        if sum(m.doc_ids[c] in relevant[q] for c in sets[r]) / max(len(sets[r]), 1) < 0.5)
-    cr = next(x for x in doc["explain"] if x["failure"] == "context_relevance<0.5")
+        if sum(m.doc_ids[c] in relevant[q] for c in sets[r]) / max(len(sets[r]), 1) < 0.4)
+    cr = next(x for x in doc["explain"] if x["failure"] == "context_relevance<0.4")
     assert cr["failing"] == cr_fail
     assert "+10% to +25%" in result.markdown
     assert doc["budgets"] == [20]

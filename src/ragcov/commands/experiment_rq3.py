@@ -32,7 +32,7 @@ def rq3(
     = "0.6,0.7,0.8,0.9",
     metrics: Annotated[str, typer.Option(
         help="Failure definitions from the labels: hit (fails at 0) and/or "
-        "context_relevance<X (fails below X), comma-separated.")] = "hit,context_relevance<0.5",
+        "context_relevance<X (fails below X), comma-separated.")] = "hit,context_relevance<0.4",
     budgets: Annotated[str, typer.Option(
         help="Budgeted suites as fractions of the pool (NAPFD of the first B tests).")]
     = "0.1,0.25,0.5",

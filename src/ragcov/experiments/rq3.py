@@ -70,7 +70,7 @@ PAPER_IMPROVEMENT = (0.10, 0.25)          # coverage over random, METHOD §6
 BASELINES = ("coverage", "random", "overlap")
 RESEARCH = ("coverage-reset", "coverage-lowconf", "interleave", "dissimilar", "lowconf")
 DEFAULT_TAUS = (0.6, 0.7, 0.8, 0.9)
-DEFAULT_METRICS = ("hit", "context_relevance<0.5")
+DEFAULT_METRICS = ("hit", "context_relevance<0.4")
 DEFAULT_BUDGETS = (0.1, 0.25, 0.5)
 SEGMENTS = 5
 
@@ -87,7 +87,7 @@ class FailureDef:
 
 
 def parse_failure_defs(text: str) -> list[FailureDef]:
-    """``hit,context_relevance<0.5``: a metric name, optionally ``<X`` for --fail-below."""
+    """``hit,context_relevance<0.4``: a metric name, optionally ``<X`` for --fail-below."""
     defs = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -102,7 +102,7 @@ def parse_failure_defs(text: str) -> list[FailureDef]:
             raise RagcovError(f"bad threshold in {part!r}: expected NAME<NUMBER") from exc
         defs.append(FailureDef(name, fb))
     if not defs:
-        raise RagcovError("give at least one failure metric (hit, context_relevance<0.5)")
+        raise RagcovError("give at least one failure metric (hit, context_relevance<0.4)")
     return defs
 
 
