@@ -42,8 +42,9 @@ class Run:
         self.queries[query_id] = text
         self.results[query_id] = kept
 
-    def chunk_ids(self) -> set[str]:
-        return {cid for ranked in self.results.values() for cid, _ in ranked}
+    def chunk_ids(self) -> list[str]:
+        """Distinct retrieved chunk ids in first-seen order (so error messages are stable)."""
+        return list(dict.fromkeys(cid for ranked in self.results.values() for cid, _ in ranked))
 
     def __len__(self) -> int:
         return len(self.queries)
