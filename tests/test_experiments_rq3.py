@@ -142,11 +142,11 @@ def test_rq3_end_to_end_agrees_with_an_independent_recount(tmp_path: Path,
         tf = [min(order.index(r) for r in g) + 1 for g in groups]
         expected = 1 - sum(tf) / (len(order) * len(groups)) + 1 / (2 * len(order))
         runs = doc["runs"][f"hit|tau={tau:g}"]
-        assert runs["random"]["all"][0] == pytest.approx(expected)
+        assert runs["random"]["all"][0] == pytest.approx(expected, abs=1e-6)  # stored to 6 places
         cov, rnd = np.mean(runs["coverage"]["all"]), np.mean(runs["random"]["all"])
         line = next(x for x in doc["improvements"]
                     if x["failure"] == "hit" and x["tau"] == tau and x["order"] == "coverage")
-        assert line["vs_random"] == pytest.approx((cov - rnd) / rnd)
+        assert line["vs_random"] == pytest.approx((cov - rnd) / rnd, abs=1e-5)
     # context_relevance < 0.4: fewer than 40% of the retrieved chunks from the relevant page.
     cr_fail = sum(
         1 for r, q in enumerate(m.query_ids)

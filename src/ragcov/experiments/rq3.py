@@ -377,7 +377,9 @@ def run_rq3(setup: ExperimentSetup, repeats: int = 30, taus: Sequence[float] = D
                 if tau == _main_tau(taus) and faults:
                     tf = np.stack([first_reveals(o, fault_of, len(faults)) for o in runs])
                     curves.setdefault(fd.name, {})[name] = _detection_curve(tf, n)
-            raw[f"{fd.name}|tau={tau:g}"] = per_order
+            raw[f"{fd.name}|tau={tau:g}"] = {
+                name: {b: [None if v is None else round(v, 6) for v in vals]
+                       for b, vals in per.items()} for name, per in per_order.items()}
             for budget in ["all", *map(str, budget_sizes)]:
                 rand = _summary(per_order["random"][budget])
                 for name in orders:
