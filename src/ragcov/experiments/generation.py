@@ -63,7 +63,7 @@ def slice_corpus(corpus: Corpus, docs: int | None) -> Corpus:
                   chunking=dict(corpus.chunking, documents=docs), source=corpus.source)
 
 
-def tests_to(curve: list[float], level: float) -> int | None:
+def questions_to(curve: list[float], level: float) -> int | None:
     """How many questions it took to reach ``level`` CC (None: never within the budget)."""
     for i, cc in enumerate(curve, start=1):
         if cc >= level - 1e-12:
@@ -87,7 +87,7 @@ def run_stats(summary: Any, budget: int, thresholds: list[float]) -> dict[str, A
         "curve": curve,
     }
     for t in thresholds:
-        row[f"to_{t:g}"] = tests_to(curve, t / 100.0)
+        row[f"to_{t:g}"] = questions_to(curve, t / 100.0)
     return row
 
 

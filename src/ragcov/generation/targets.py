@@ -61,8 +61,10 @@ class TargetPicker:
             return ~covered & (attempts < self.max_attempts)
         fresh = attempts == 0
         if self.strategy == "overlap":
-            pool = covered & fresh
-            return pool if pool.any() else (covered if covered.any() else fresh)
+            if not covered.any():
+                return fresh if fresh.any() else np.ones(self.n, dtype=bool)
+            # covered chunks aimed at least often: fresh ones first, then round and round
+            return covered & (attempts == attempts[covered].min())
         return fresh if fresh.any() else np.ones(self.n, dtype=bool)
 
     def pick(self, covered: np.ndarray, attempts: np.ndarray, step: int) -> list[int] | None:
