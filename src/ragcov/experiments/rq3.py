@@ -264,7 +264,8 @@ def _summary(values: list[float | None]) -> dict[str, Any]:
     v = np.array([x for x in values if x is not None], dtype=np.float64)
     if v.size == 0:
         return {"mean": None, "sd": None, "median": None, "min": None, "max": None, "runs": 0}
-    return {"mean": float(v.mean()), "sd": float(v.std(ddof=1)) if v.size > 1 else 0.0,
+    spread = v.size > 1 and np.ptp(v) > 0          # identical runs: sd exactly 0, not 1e-17
+    return {"mean": float(v.mean()), "sd": float(v.std(ddof=1)) if spread else 0.0,
             "median": float(np.median(v)), "min": float(v.min()), "max": float(v.max()),
             "runs": int(v.size)}
 
