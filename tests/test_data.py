@@ -167,3 +167,14 @@ def test_matrix_from_run_equals_matrix_from_file(tmp_path: Path) -> None:
     data.write(c, run)
     a, b = CoverageMatrix.from_run(run, c), data.matrix()
     assert (a.ranks != b.ranks).nnz == 0 and a.query_ids == b.query_ids
+
+
+def test_written_files_get_the_usual_mode(tmp_path: Path) -> None:
+    import os
+
+    from ragcov.io import write_text_atomic
+
+    write_text_atomic(tmp_path / "report.json", "{}")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "report.json").stat().st_mode & 0o777 == 0o666 & ~umask

@@ -99,12 +99,20 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
+    # mkstemp makes the file private (0600); give it the mode a plain open() would.
+    os.chmod(tmp_path, 0o666 & ~_umask())
     try:
         yield tmp_path
         os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def write_text_atomic(target: str | os.PathLike[str], text: str) -> None:

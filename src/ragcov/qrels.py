@@ -21,6 +21,7 @@ them as failures.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -57,6 +58,9 @@ class Qrels:
         return len(self.relevant)
 
 
+Judgement = tuple[int, str, str, float, "Level | None"]
+
+
 def _relevance(value: object, path: object, line: int) -> float:
     try:
         return float(value)  # type: ignore[arg-type]
@@ -64,49 +68,39 @@ def _relevance(value: object, path: object, line: int) -> float:
         raise InputFormatError(path, line, f"relevance {value!r} is not a number") from exc
 
 
-def _add(relevant: dict[str, set[str]], qid: str, item: str | None, rel: float) -> None:
-    items = relevant.setdefault(qid, set())
-    if item is not None and rel > 0:
-        items.add(item)
+def iter_judgements(path: str | os.PathLike[str]) -> Iterator[Judgement]:
+    """Every judgement in a qrels file: ``(line, query id, item id, relevance, level)``.
 
-
-def _read_jsonl(path: Path, level: Level | None) -> Qrels:
-    relevant: dict[str, set[str]] = {}
-    found: Level | None = None
-    for lineno, obj in iter_jsonl(path):
-        qid = first_key(obj, QUERY_KEYS)
-        if qid is None:
-            raise InputFormatError(path, lineno, "no query id (expected 'query_id')")
-        chunk = first_key(obj, CHUNK_KEYS)
-        doc = first_key(obj, DOC_KEYS)
-        if chunk is not None and doc is not None:
-            raise InputFormatError(path, lineno, "give 'doc_id' or 'chunk_id', not both")
-        if chunk is None and doc is None:
-            raise InputFormatError(path, lineno, "no 'doc_id' or 'chunk_id'")
-        this: Level = "chunk" if chunk is not None else "doc"
-        if found is None:
-            found = this
-        elif this != found:
-            raise InputFormatError(path, lineno, f"mixes {this}-level and {found}-level labels")
-        rel_value = first_key(obj, REL_KEYS)
-        rel = 1.0 if rel_value is None else _relevance(rel_value, path, lineno)
-        _add(relevant, str(qid), str(chunk if chunk is not None else doc), rel)
-    if found is None:
-        raise RagcovError(f"{path}: no relevance labels")
-    if level is not None and level != found:
-        raise RagcovError(f"{path}: holds {found}-level labels, but {level}-level were asked for")
-    return Qrels(found, relevant, source=str(path))
-
-
-def _read_columns(path: Path, level: Level) -> Qrels:
-    """TREC (``qid iter docid rel``) or BEIR TSV (``query-id corpus-id score``)."""
-    relevant: dict[str, set[str]] = {}
-    lines = read_text(path).splitlines()
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
+    ``level`` is what a JSONL line says (``doc`` or ``chunk``) and None for the
+    column formats, whose ids the caller must interpret. Malformed lines raise
+    with file and line number.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise RagcovError(f"{p}: no such file")
+    text = read_text(p)
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    if p.suffix.lower() in (".jsonl", ".json") or first.lstrip().startswith("{"):
+        for lineno, obj in iter_jsonl(p):
+            qid = first_key(obj, QUERY_KEYS)
+            if qid is None:
+                raise InputFormatError(p, lineno, "no query id (expected 'query_id')")
+            chunk = first_key(obj, CHUNK_KEYS)
+            doc = first_key(obj, DOC_KEYS)
+            if (chunk is None) == (doc is None):
+                raise InputFormatError(p, lineno, "expected exactly one of 'doc_id', 'chunk_id'")
+            rel_value = first_key(obj, REL_KEYS)
+            rel = 1.0 if rel_value is None else _relevance(rel_value, p, lineno)
+            if chunk is not None:
+                yield lineno, str(qid), str(chunk), rel, "chunk"
+            else:
+                yield lineno, str(qid), str(doc), rel, "doc"
+        return
+    for lineno, line in enumerate(text.splitlines(), start=1):
         parts = line.split()
-        if lineno == 1 and parts and parts[0].lower() in ("query-id", "query_id", "qid"):
+        if not parts or parts[0].startswith("#"):
+            continue
+        if lineno == 1 and parts[0].lower() in ("query-id", "query_id", "qid"):
             continue  # BEIR header
         if len(parts) == 4:
             qid, _iteration, item, rel = parts
@@ -114,25 +108,34 @@ def _read_columns(path: Path, level: Level) -> Qrels:
             qid, item, rel = parts
         else:
             raise InputFormatError(
-                path, lineno, f"expected 'QUERY_ID 0 DOC_ID RELEVANCE' (TREC) or "
+                p, lineno, f"expected 'QUERY_ID 0 DOC_ID RELEVANCE' (TREC) or "
                 f"'query-id corpus-id score' (BEIR), got {len(parts)} fields")
-        _add(relevant, qid, item, _relevance(rel, path, lineno))
-    if not relevant:
-        raise RagcovError(f"{path}: no relevance labels")
-    return Qrels(level, relevant, source=str(path))
+        yield lineno, qid, item, _relevance(rel, p, lineno), None
 
 
 def load_qrels(path: str | os.PathLike[str], level: Level | None = None) -> Qrels:
-    """Read JSONL, TREC or BEIR qrels; ``level`` is required for the two column formats."""
-    p = Path(path)
-    if not p.is_file():
-        raise RagcovError(f"{p}: no such file")
+    """Read JSONL, TREC or BEIR qrels; the column formats are ``level`` (default doc)."""
     if level is not None and level not in LEVELS:
         raise RagcovError(f"qrels level must be 'doc' or 'chunk', got {level!r}")
-    first = next((ln for ln in read_text(p).splitlines() if ln.strip()), "")
-    if p.suffix.lower() in (".jsonl", ".json") or first.lstrip().startswith("{"):
-        return _read_jsonl(p, level)
-    return _read_columns(p, level or "doc")
+    relevant: dict[str, set[str]] = {}
+    found: Level | None = None
+    for lineno, qid, item, rel, line_level in iter_judgements(path):
+        if line_level is not None:
+            if found is None:
+                found = line_level
+            elif line_level != found:
+                raise InputFormatError(path, lineno,
+                                       f"mixes {line_level}-level and {found}-level labels")
+        items = relevant.setdefault(qid, set())
+        if rel > 0:
+            items.add(item)
+    if not relevant:
+        raise RagcovError(f"{path}: no relevance labels")
+    if found is None:
+        return Qrels(level or "doc", relevant, source=str(path))
+    if level is not None and level != found:
+        raise RagcovError(f"{path}: holds {found}-level labels, but {level}-level were asked for")
+    return Qrels(found, relevant, source=str(path))
 
 
 def write_qrels_jsonl(path: str | os.PathLike[str], qrels: Qrels) -> None:

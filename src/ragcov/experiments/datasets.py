@@ -198,18 +198,17 @@ def read_qrels(path: str | os.PathLike[str], corpus: Corpus,
     qrels file for another corpus is never silently half-used.
     """
     from ragcov.errors import InputFormatError
-    from ragcov.io import first_key, iter_jsonl, read_text
+    from ragcov.qrels import iter_judgements
 
     p = Path(path)
     doc_ids = {c.doc_id for c in corpus}
     docs: dict[str, set[str]] = {}
     chunks: dict[str, set[str]] = {}
-
-    def add(lineno: int, qid: str, item: str, rel: float, level: str | None) -> None:
+    for lineno, qid, item, rel, level in iter_judgements(p):
         if query_ids is not None and qid not in query_ids:
             raise InputFormatError(p, lineno, f"unknown query id {qid!r}")
         if rel <= 0:
-            return
+            continue
         if level == "chunk" or (level is None and item in corpus):
             if item not in corpus:
                 raise InputFormatError(p, lineno, f"unknown chunk id {item!r}")
@@ -219,42 +218,6 @@ def read_qrels(path: str | os.PathLike[str], corpus: Corpus,
             docs.setdefault(qid, set()).add(item)
         else:
             raise InputFormatError(p, lineno, f"unknown document id {item!r}")
-
-    def number(value: object, lineno: int) -> float:
-        try:
-            return float(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError) as exc:
-            raise InputFormatError(p, lineno, f"relevance {value!r} is not a number") from exc
-
-    text = read_text(p)
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
-    if p.suffix.lower() == ".jsonl" or first.lstrip().startswith("{"):
-        for lineno, obj in iter_jsonl(p):
-            qid = first_key(obj, ("query_id", "qid", "query-id"))
-            chunk = first_key(obj, ("chunk_id",))
-            doc = first_key(obj, ("doc_id", "document_id", "corpus_id", "corpus-id"))
-            if qid is None:
-                raise InputFormatError(p, lineno, "no query id (expected 'query_id')")
-            if (chunk is None) == (doc is None):
-                raise InputFormatError(p, lineno, "expected exactly one of 'doc_id', 'chunk_id'")
-            rel = first_key(obj, ("relevance", "score"))
-            add(lineno, str(qid), str(chunk if chunk is not None else doc),
-                1.0 if rel is None else number(rel, lineno), "chunk" if chunk is not None else "doc")
-    else:
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            parts = line.split()
-            if not parts or parts[0].startswith("#"):
-                continue
-            if lineno == 1 and parts[0].lower() in ("query-id", "query_id", "qid"):
-                continue
-            if len(parts) == 4:
-                qid, _iteration, item, rel = parts
-            elif len(parts) == 3:
-                qid, item, rel = parts
-            else:
-                raise InputFormatError(p, lineno, "expected 'QID ITER ID REL' (TREC) or "
-                                       f"'query-id corpus-id score' (BEIR), got {len(parts)} fields")
-            add(lineno, qid, item, number(rel, lineno), None)
     return docs, chunks
 
 
