@@ -86,3 +86,27 @@ def test_demo_runs_offline(tmp_path: Path, monkeypatch, capsys) -> None:
     out = capsys.readouterr().out
     assert "TOTAL" in out and "Chunk coverage:" in out and "300 queries" in out
     assert (tmp_path / "ragcov-demo" / ".ragcov").exists()
+
+
+def test_hnsw_run_records_recall_and_report_says_approximate(
+        tmp_path: Path, city_corpus_file: Path, monkeypatch, capsys) -> None:
+    from ragcov.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps({"question": q}) + "\n" for q in
+                                              ["Tokyo facts", "plant sugar", "dividends"]))
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--corpus", str(city_corpus_file), "--queries", "q.jsonl", "--k", "2",
+              "--index", "hnsw", "-q"])
+    assert exc.value.code in (0, None)
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["report"])
+    out = capsys.readouterr().out
+    # Eight chunks: the HNSW graph is exhaustive, so recall against exact search is 1.
+    assert "Note: results from an approximate index (recall@2 = 1.000 on 3 sampled queries)" in out
+    with pytest.raises(SystemExit):
+        main(["json", "-o", "-"])
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert meta["retriever"]["approximate"] is True
+    assert meta["index_recall"]["recall_at_k"] == 1.0

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("dask.distributed")
 
-from ragcov.api import measure  # noqa: E402
+from ragcov.api import INDEX_RECALL, measure  # noqa: E402
 from ragcov.corpus import Chunk, Corpus  # noqa: E402
 from ragcov.data import CoverageData  # noqa: E402
 from ragcov.distributed import aligned_slices, measure_dask  # noqa: E402
@@ -166,7 +166,6 @@ def test_dense_on_local_cluster_matches_single_process(cluster_address, tmp_path
                                                        monkeypatch):
     import faiss
 
-    from ragcov.approx import read_recall
     from ragcov.retrievers.dense import ENCODE_CHUNK, DenseRetriever
 
     # A multi-threaded HNSW build inserts in a racy order; one thread makes both the
@@ -194,9 +193,9 @@ def test_dense_on_local_cluster_matches_single_process(cluster_address, tmp_path
     np.testing.assert_array_equal(dask_emb, r.embeddings)
     assert_same(local, sharded)
     if index == "flat":
-        assert read_recall(sharded) is None
+        assert CoverageData(sharded).annotation(INDEX_RECALL) is None
     else:
         assert CoverageData(sharded).meta().retriever["approximate"] is True
-        rec = read_recall(sharded)
+        rec = CoverageData(sharded).annotation(INDEX_RECALL)
         assert rec is not None and rec["sample"] == min(200, len(suite)) and rec["k"] == 5
         assert 0.0 <= rec["recall_at_k"] <= 1.0

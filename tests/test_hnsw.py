@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragcov.approx import read_recall, record_recall
+from ragcov.api import INDEX_RECALL
 from ragcov.corpus import Chunk, Corpus
 from ragcov.data import CoverageData
 from ragcov.report.table import approximate_index_note
@@ -52,9 +52,10 @@ def test_recall_round_trips_through_the_data_file(city_corpus, tmp_path):
     run = Run(k=2, retriever={"kind": "dense", "index": "hnsw", "approximate": True})
     run.add("q1", "capital of France", [("paris", 0.9), ("berlin", 0.5)])
     CoverageData(path).write(city_corpus, run)
-    assert read_recall(path) is None
-    record_recall(path, {"recall_at_k": 0.75, "k": 2, "sample": 4, "source": "queries"})
-    assert read_recall(path) == {"recall_at_k": 0.75, "k": 2, "sample": 4, "source": "queries"}
+    assert CoverageData(path).annotation(INDEX_RECALL) is None
+    recall = {"recall_at_k": 0.75, "k": 2, "sample": 4, "source": "queries"}
+    CoverageData(path).annotate(INDEX_RECALL, recall)
+    assert CoverageData(path).annotation(INDEX_RECALL) == recall
     # The data file still reads as before.
     assert CoverageData(path).matrix().query_ids == ["q1"]
     assert CoverageData(path).meta().retriever["approximate"] is True

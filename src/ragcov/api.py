@@ -13,6 +13,9 @@ from ragcov.results import CoverageSummary, display_percent, summarize
 from ragcov.run import Run, run_retriever, validate_k
 from ragcov.suite import Suite
 
+# Annotation key of the measured recall of an approximate index.
+INDEX_RECALL = "index_recall"
+
 
 def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
             data_file: str | os.PathLike[str] | None = None, append: bool = False,
@@ -36,6 +39,8 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     if data is None:
         return CoverageMatrix.from_run(run, corpus)
     data.write(corpus, run, append=append)
+    if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
+        data.annotate(INDEX_RECALL, retriever.measure_recall(suite.texts, k=k))
     return data.matrix()
 
 

@@ -51,6 +51,15 @@ def load_corpus_opts(corpus: Path, chunk_size: int, chunk_overlap: int, split: b
     return load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split)
 
 
+def approximate_note(data_file: Path) -> str | None:
+    from ragcov.api import INDEX_RECALL
+    from ragcov.data import CoverageData
+    from ragcov.report.table import approximate_index_note
+
+    data = CoverageData(data_file)
+    return approximate_index_note(data.meta().retriever, data.annotation(INDEX_RECALL))
+
+
 @app.callback()
 def _main(ctx: typer.Context) -> None:
     """Apply [tool.ragcov] / ragcov.toml settings as defaults for every command."""
@@ -140,6 +149,9 @@ def report(
     summary = coverage_summary(data_file, jaccard=False)
     out.print(render_table(summary, format, show_missing, skip_covered, sort, precision),
               markup=False)
+    note = approximate_note(data_file)
+    if note and format != "total":
+        out.print(f"Note: {note}", markup=False)
     if fail_under is not None and fails_under(summary.coverage, fail_under, precision):
         err.print(f"Coverage failure: total of {summary.coverage * 100:.{precision}f}% "
                   f"is less than fail-under={fail_under:g}")

@@ -118,6 +118,25 @@ class CoverageData:
         with closing(self._open()) as con:
             return _read_meta(con, self.path)
 
+    def annotation(self, key: str) -> Any:
+        """A JSON value stored beside the meta (e.g. ``index_recall``), or None."""
+        with closing(self._open()) as con:
+            row = con.execute("SELECT value FROM meta WHERE key = ?", (f"x:{key}",)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def annotate(self, key: str, value: Any) -> None:
+        """Store a JSON value beside the meta, in one transaction.
+
+        Annotations are facts about a recording that must not take part in the
+        compatibility checks of ``--append`` and ``combine`` (the fingerprint must
+        stay identical across runs; a measured recall varies with its sample).
+        """
+        with closing(self._open()) as con:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                        (f"x:{key}", json.dumps(value, sort_keys=True)))
+            con.execute("COMMIT")
+
     def query_ids(self) -> set[str]:
         with closing(self._open()) as con:
             return {r[0] for r in con.execute("SELECT id FROM queries")}
@@ -134,6 +153,8 @@ class CoverageData:
 
         with closing(self._open()) as con:
             meta = _read_meta(con, self.path)
+            annotations = {key[2:]: json.loads(value) for key, value in con.execute(
+                "SELECT key, value FROM meta WHERE key LIKE 'x:%'")}
             chunk_rows = con.execute(
                 "SELECT id, doc_id, title FROM chunks ORDER BY idx").fetchall()
             query_rows = con.execute(
@@ -153,7 +174,7 @@ class CoverageData:
             rows, cols, ranks, scores,
             query_ids=[r[1] for r in query_rows], query_texts=[r[2] for r in query_rows],
             chunk_ids=[r[0] for r in chunk_rows], doc_ids=[r[1] for r in chunk_rows],
-            k=meta.k, meta=meta.as_dict(),
+            k=meta.k, meta={**meta.as_dict(), **annotations},
             query_context=[r[3] for r in query_rows],
         )
 

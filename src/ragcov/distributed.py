@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from ragcov.api import INDEX_RECALL
 from ragcov.corpus import Corpus
 from ragcov.data import CoverageData, combine
 from ragcov.errors import RagcovError
@@ -246,9 +247,7 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
                 client.run(_forget, token)
     _record(data, corpus, runs, Run(k=k, retriever=fingerprint), append)
     if recall is not None:
-        from ragcov.approx import record_recall
-
-        record_recall(data.path, recall)
+        data.annotate(INDEX_RECALL, recall)
     return data.matrix()
 
 

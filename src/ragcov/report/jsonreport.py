@@ -28,6 +28,8 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
     meta_out = {"format": FORMAT_VERSION, "ragcov_version": meta.get("ragcov_version"),
                 "k": m.k, "retriever": meta.get("retriever", {}),
                 "corpus_hash": meta.get("corpus_hash"), "created": meta.get("created")}
+    if meta.get("index_recall") is not None:
+        meta_out["index_recall"] = meta["index_recall"]
     if meta_out["ragcov_version"] is None:
         from ragcov import __version__
 
