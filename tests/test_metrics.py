@@ -151,6 +151,7 @@ def test_jaccard_matches_pairwise_loop(data) -> None:
             pairs.append(len(a & b) / len(a | b) if a | b else 0.0)
     expected = sum(pairs) / len(pairs) if pairs else 0.0
     assert mean_pairwise_jaccard(m) == pytest.approx(expected)
+    assert mean_pairwise_jaccard(m, block=3) == pytest.approx(expected)  # row blocks agree
 
 
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=40))

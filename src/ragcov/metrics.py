@@ -71,19 +71,28 @@ def _intersections(hits: sp.csr_matrix) -> sp.csr_matrix:
     return (h @ h.T).tocsr()
 
 
-def mean_pairwise_jaccard(m: CoverageMatrix | sp.csr_matrix) -> float:
-    """Mean Jaccard of R_k(q_i), R_k(q_j) over i < j, from one sparse product."""
+def mean_pairwise_jaccard(m: CoverageMatrix | sp.csr_matrix, block: int = 4096) -> float:
+    """Mean Jaccard of R_k(q_i), R_k(q_j) over i < j, from sparse products.
+
+    Rows are taken ``block`` at a time (``H[block] @ Hᵀ``), so memory is bounded by
+    one block's co-retrieval pairs even when popular chunks make ``H Hᵀ`` huge.
+    """
     hits = m.hits if isinstance(m, CoverageMatrix) else m
     n = hits.shape[0]
     if n < 2:
         return 0.0
-    sizes = np.asarray(hits.sum(axis=1)).ravel().astype(np.float64)
-    inter = sp.triu(_intersections(hits), k=1).tocoo()
-    if inter.nnz == 0:
-        return 0.0
-    union = sizes[inter.row] + sizes[inter.col] - inter.data
-    jac = np.divide(inter.data, union, out=np.zeros_like(union), where=union > 0)
-    return float(jac.sum() / (n * (n - 1) / 2.0))
+    h = hits.astype(np.int32).tocsr()
+    ht = h.T.tocsr()
+    sizes = np.asarray(h.sum(axis=1)).ravel().astype(np.float64)
+    total = 0.0
+    for start in range(0, n, block):
+        inter = (h[start:start + block] @ ht).tocoo()
+        rows = inter.row + start
+        upper = inter.col > rows
+        r, c, d = rows[upper], inter.col[upper], inter.data[upper].astype(np.float64)
+        union = sizes[r] + sizes[c] - d
+        total += float(np.divide(d, union, out=np.zeros_like(d), where=union > 0).sum())
+    return total / (n * (n - 1) / 2.0)
 
 
 def per_document(m: CoverageMatrix) -> dict[str, tuple[int, int]]:
