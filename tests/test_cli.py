@@ -10,15 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcov.cli import main
-
-
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    captured = capsys.readouterr()
-    code = exc.value.code if isinstance(exc.value.code, int) else (0 if exc.value.code is None else 1)
-    return code, captured.out, captured.err
+from helpers import cli
 
 
 @pytest.fixture

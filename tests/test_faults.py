@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragcov.cli import main
+from helpers import cli
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.faults import (
     apfd,
@@ -322,12 +322,6 @@ def test_load_order(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------- the CLI
 
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    captured = capsys.readouterr()
-    code = exc.value.code if isinstance(exc.value.code, int) else (0 if exc.value.code is None else 1)
-    return code, captured.out, captured.err
 
 
 QUERIES = [

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcov.cli import main
+from helpers import cli
 from ragcov.corpus import load_corpus
 from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
@@ -224,12 +224,6 @@ def test_curve_from_an_order_is_worked_by_hand(data_file: Path):
         curve_from_order(m, ["q1", "nope"], "bad")
 
 
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    captured = capsys.readouterr()
-    code = exc.value.code if isinstance(exc.value.code, int) else (0 if exc.value.code is None else 1)
-    return code, captured.out, captured.err
 
 
 def test_cli_draws_the_curve_of_an_order_file(data_file: Path, tmp_path: Path, capsys):

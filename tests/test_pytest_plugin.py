@@ -15,24 +15,12 @@ import ragcov.report.html
 import ragcov.report.jsonreport
 import ragcov.report.table
 import ragcov.retrievers.bm25  # noqa: F401
+from conftest import CITY_CHUNKS
 from ragcov.data import CoverageData
 
 pytest_plugins = ["pytester"]
 
-CHUNKS = [
-    {"id": "paris", "doc_id": "europe", "text": "Paris is the capital of France and sits on the Seine."},
-    {"id": "berlin", "doc_id": "europe", "text": "Berlin is Germany's capital and its largest city."},
-    {"id": "madrid", "doc_id": "europe", "text": "Madrid, the Spanish capital, lies in the centre of Spain."},
-    {"id": "tokyo", "doc_id": "asia", "text": "Tokyo is the capital of Japan and a huge metropolis."},
-    {"id": "photosynthesis", "doc_id": "biology",
-     "text": "Photosynthesis lets plants turn sunlight, water and carbon dioxide into sugar."},
-    {"id": "mitochondria", "doc_id": "biology",
-     "text": "Mitochondria produce most of the chemical energy that powers a cell."},
-    {"id": "interest", "doc_id": "finance",
-     "text": "Interest expense rose in 2009 because the company issued new long-term debt."},
-    {"id": "dividends", "doc_id": "finance",
-     "text": "The board declared quarterly dividends of $0.25 per share."},
-]
+CHUNKS = CITY_CHUNKS
 
 # Each question shares its rare words with exactly one chunk, so BM25's top 1 is that
 # chunk: with k=1 the suite covers paris, photosynthesis and dividends, 3 of 8 = 37.5%.
