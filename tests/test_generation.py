@@ -343,3 +343,11 @@ def test_sigkill_midway_then_rerun_loses_nothing(datasets_dir: Path, tmp_path: P
     assert len({normalize(r["text"]) for r in after}) == budget
     assert [r["seq"] for r in after] == sorted({r["seq"] for r in after})
     assert CoverageData(tmp_path / "d.ragcov").query_ids() == {r["id"] for r in after}
+
+
+def test_full_coverage_stops_as_complete_not_plateau(city_corpus: Corpus, tmp_path: Path) -> None:
+    corpus, retriever, gen = _cities(city_corpus)
+    s = run_generation(corpus, retriever, gen, 2, tmp_path / "g.jsonl", tmp_path / "d.ragcov",
+                       LoopConfig(budget=20))
+    assert s.stop_reason == "complete" and not s.plateau
+    assert s.cc_end == 1.0 and s.never_reached == [] and s.accepted < 20

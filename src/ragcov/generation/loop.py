@@ -28,7 +28,7 @@ from ragcov.generation.targets import TargetPicker
 from ragcov.run import Run, validate_k
 from ragcov.suite import Suite
 
-STOP_REASONS = ("budget", "target", "plateau", "exhausted", "call limit")
+STOP_REASONS = ("budget", "target", "complete", "plateau", "exhausted", "call limit")
 
 
 @dataclass
@@ -186,6 +186,9 @@ def run_generation(corpus: Corpus, retriever: Any, generator: Any, k: int, out: 
             break
         if config.target_cc is not None and cc >= config.target_cc - 1e-12:
             summary.stop_reason = "target"
+            break
+        if n and covered.all():
+            summary.stop_reason = "complete"
             break
         if config.patience and no_gain >= config.patience:
             summary.stop_reason = "plateau"
