@@ -156,3 +156,12 @@ def test_installed_entry_point(tmp_path: Path) -> None:
     proc = subprocess.run([str(exe), "report", "--data-file", str(tmp_path / "none")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "no data file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("module", ["ragcov", "ragcov.cli"])
+def test_python_dash_m_has_every_command(module: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for command in ("run", "report", "select", "generate", "faults", "html", "import", "experiment"):
+        assert command in proc.stdout

@@ -233,7 +233,8 @@ def _load_command_modules() -> None:
         importlib.import_module(f"{pkg.__name__}.{info.name}")
 
 
-_load_command_modules()
+if __name__ != "__main__":
+    _load_command_modules()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -248,4 +249,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Run as ``python -m ragcov.cli`` this file is ``__main__``, a second copy of the
+    # module; the commands registered themselves on ``ragcov.cli.app``, so run that.
+    from ragcov.cli import main as registered_main
+
+    registered_main()

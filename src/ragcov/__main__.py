@@ -1,0 +1,5 @@
+"""``python -m ragcov``: the same as the ``ragcov`` command."""
+
+from ragcov.cli import main
+
+main()
