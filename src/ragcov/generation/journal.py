@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragcov.errors import InputFormatError
+from ragcov.io import iter_jsonl
 
 
 def rejected_path(out: Path) -> Path:
@@ -33,16 +34,9 @@ def read_records(path: Path) -> list[dict[str, Any]]:
             f.truncate(complete)
             f.flush()
             os.fsync(f.fileno())
-        data = data[:complete]
     records = []
-    for lineno, line in enumerate(data.decode("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputFormatError(path, lineno, f"invalid JSON ({exc.msg})") from exc
-        if not isinstance(obj, dict) or "seq" not in obj:
+    for lineno, obj in iter_jsonl(path):
+        if "seq" not in obj:
             raise InputFormatError(path, lineno, "not a ragcov generation record")
         records.append(obj)
     return records
