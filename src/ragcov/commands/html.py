@@ -42,7 +42,8 @@ def html(
     curves = [curve_from_order_file(m, load_json(p), str(p)) for p in order or []]
     if greedy:
         g = greedy_curve(m)
-        if g is not None:
+        # An order file from `ragcov select --strategy coverage` already draws this line.
+        if g is not None and all(c.values != g.values for c in curves):
             curves.append(g)
     if curves:
         # The suite as recorded is the baseline an ordering is judged against.

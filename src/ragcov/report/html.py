@@ -85,15 +85,12 @@ def curve_from_order_file(m: CoverageMatrix, doc: Any, source: str) -> Curve:
 
 
 def greedy_curve(m: CoverageMatrix) -> Curve | None:
-    """The coverage-greedy ordering's curve, when the selection module is installed."""
-    try:
-        from ragcov.selection import select  # type: ignore[attr-defined]
-    except ImportError:
-        return None
+    """The coverage-greedy ordering's curve (None for an empty suite)."""
+    from ragcov.selection import select
+
     if m.n_queries == 0:
         return None
-    sel = select(m, "coverage")
-    return Curve("coverage-greedy", [float(v) for v in sel.curve])
+    return Curve("coverage-greedy", [float(v) for v in select(m, "coverage").curve])
 
 
 def recorded_curve(m: CoverageMatrix) -> Curve:
