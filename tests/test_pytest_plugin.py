@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-# pytester's in-process runs drop the modules a nested run imports, and numpy cannot be
-# loaded twice in one process: import everything the plugin uses here, once.
+# The nested pytest runs in a subprocess (runpytest_subprocess): the pytester fixture
+# drops, at teardown, every module imported during the test, and numpy or torch cannot
+# be loaded twice in one process. Import here, once, what this module itself uses.
 import ragcov.api
 import ragcov.report.html
 import ragcov.report.jsonreport
@@ -122,7 +123,7 @@ def test_record_is_identity_when_off(ragcov_recorder):
 def test_fixture_needs_a_corpus(ragcov_retriever):
     pass
 ''')
-    result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*ragcov_retriever needs a corpus*"])
     result.stdout.no_fnmatch_line("*chunk coverage*")
@@ -132,7 +133,7 @@ def test_fixture_needs_a_corpus(ragcov_retriever):
 def test_fixture_works(ragcov_retriever):
     assert ragcov_retriever("the Seine river")[0][0] == "paris"
 ''')
-    result = pytester.runpytest("-p", "no:cacheprovider", "--ragcov-corpus", "corpus.jsonl",
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov-corpus", "corpus.jsonl",
                                 "--ragcov-retriever", "bm25")
     result.assert_outcomes(passed=1)
     result.stdout.no_fnmatch_line("*chunk coverage*")
@@ -167,7 +168,7 @@ def test_two():
     r = record(TwoCapitals())
     assert [c for c, _ in r("big cities")] == ["berlin", "tokyo"]
 ''')
-    result = pytester.runpytest("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
                                 "corpus.jsonl", "--ragcov-k", "2", "--ragcov-report", "json",
                                 "--ragcov-report", "html:site", "--ragcov-data-file", "cov.db")
     result.assert_outcomes(passed=2)
@@ -195,7 +196,7 @@ def search(query, k):
 def test_function():
     assert [c for c, _ in record(search)("far east", 2)] == ["tokyo", "madrid"]
 ''')
-    result = pytester.runpytest("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
                                 "corpus.jsonl", "--ragcov-k", "2")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["Chunk coverage: 25.0% (2 of 8 chunks, 1 queries)"])
@@ -213,7 +214,7 @@ class Stale:
 def test_stale_index():
     record(Stale()).retrieve(["lost city"], 2)
 ''')
-    result = pytester.runpytest("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
                                 "corpus.jsonl")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*not in the ragcov corpus*atlantis*"])
@@ -251,18 +252,15 @@ def test_xdist_workers_files_are_combined_and_deduplicated(toy: pytest.Pytester)
 
 @pytest.mark.slow
 def test_dense_retriever_fixture(pytester: pytest.Pytester, minilm_path: str):
-    from ragcov.retrievers.dense import load_encoder, resolve_model
-
-    load_encoder(resolve_model(None)[1])  # torch too must load in this process, not the nested run
     pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
-    pytester.makepyfile(test_dense='''
+    pytester.makepyfile(test_toy_dense='''
 def test_france(ragcov_retriever):
     assert ragcov_retriever("What is the capital of France?")[0][0] == "paris"
 
 def test_cells(ragcov_retriever):
     assert ragcov_retriever("Which organelle powers the cell?")[0][0] == "mitochondria"
 ''')
-    result = pytester.runpytest("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
                                 "corpus.jsonl", "--ragcov-k", "1", "--ragcov-fail-under", "25")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.OK
