@@ -110,3 +110,16 @@ def test_hnsw_run_records_recall_and_report_says_approximate(
     meta = json.loads(capsys.readouterr().out)["meta"]
     assert meta["retriever"]["approximate"] is True
     assert meta["index_recall"]["recall_at_k"] == 1.0
+
+
+def test_index_command_caches_the_corpus(tmp_path: Path, city_corpus_file: Path, monkeypatch,
+                                         capsys) -> None:
+    from ragcov.cli import main
+
+    monkeypatch.setenv("RAGCOV_CACHE_DIR", str(tmp_path / "cache"))
+    for expected in ("8 chunks embedded", "8 chunks already cached"):
+        with pytest.raises(SystemExit) as exc:
+            main(["index", "--corpus", str(city_corpus_file)])
+        assert exc.value.code in (0, None)
+        assert expected in capsys.readouterr().out
+    assert len(list((tmp_path / "cache" / "embeddings").glob("*.npy"))) == 1
