@@ -178,3 +178,14 @@ def test_written_files_get_the_usual_mode(tmp_path: Path) -> None:
     umask = os.umask(0)
     os.umask(umask)
     assert (tmp_path / "report.json").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_missing_scores_round_trip_as_none(tmp_path: Path) -> None:
+    run = Run(k=2, retriever=FP)
+    run.add("q1", "traced query", [("c3", None), ("c1", None)])
+    run.add("q2", "scored query", [("c0", 0.5)])
+    data = CoverageData(tmp_path / ".ragcov")
+    data.write(corpus(), run)
+    m = data.matrix()
+    assert [m.chunk_ids[j] for j in m.retrieved(0)] == ["c3", "c1"]
+    assert m.retrieved_scores(0) == [None, None] and m.retrieved_scores(1) == [0.5]

@@ -159,17 +159,17 @@ class CoverageData:
                 "SELECT id, doc_id, title FROM chunks ORDER BY idx").fetchall()
             query_rows = con.execute(
                 "SELECT idx, id, text, context FROM queries ORDER BY idx").fetchall()
-            hit_rows = con.execute(
-                "SELECT query_idx, chunk_idx, rank, score FROM hits").fetchall()
-        qpos = {qidx: i for i, (qidx, *_rest) in enumerate(query_rows)}
-        if hit_rows:
-            arr = np.array([(qpos[q], c, r, np.nan if s is None else s)
-                            for q, c, r, s in hit_rows], dtype=np.float64)
-            rows, cols = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64)
-            ranks, scores = arr[:, 2].astype(np.int32), arr[:, 3]
-        else:
-            rows = cols = np.zeros(0, dtype=np.int64)
-            ranks, scores = np.zeros(0, dtype=np.int32), np.zeros(0)
+            # Straight into a structured array: no Python tuple per hit survives.
+            hits = np.fromiter(
+                con.execute("SELECT query_idx, chunk_idx, rank, COALESCE(score, 0.0), "
+                            "score IS NULL FROM hits"),
+                dtype=[("q", np.int64), ("c", np.int64), ("r", np.int32), ("s", np.float64),
+                       ("null", np.bool_)])
+        qidx = np.array([r[0] for r in query_rows], dtype=np.int64)
+        position = np.zeros(int(qidx.max()) + 1 if qidx.size else 0, dtype=np.int64)
+        position[qidx] = np.arange(qidx.size)
+        rows, cols, ranks = position[hits["q"]], hits["c"], hits["r"]
+        scores = np.where(hits["null"], np.nan, hits["s"])
         return CoverageMatrix.from_triples(
             rows, cols, ranks, scores,
             query_ids=[r[1] for r in query_rows], query_texts=[r[2] for r in query_rows],
