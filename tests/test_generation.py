@@ -155,7 +155,7 @@ def _cities(city_corpus: Corpus) -> tuple[Corpus, BM25Retriever, ExtractiveGener
 def test_loop_records_provenance_and_data_file(city_corpus: Corpus, tmp_path: Path) -> None:
     corpus, retriever, gen = _cities(city_corpus)
     out, data = tmp_path / "gen.jsonl", tmp_path / "cov.ragcov"
-    s = run_generation(corpus, retriever, gen, 1, out, data, LoopConfig(budget=5))
+    s = run_generation(corpus, retriever, gen, 1, out, data, LoopConfig(budget=5, policy="order"))
     recs = read_records(out)
     assert s.accepted == len(recs) == 5 and s.stop_reason == "budget"
     for key in ("id", "text", "targets", "strategy", "generator", "model", "template_hash",

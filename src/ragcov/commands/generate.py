@@ -24,16 +24,6 @@ from ragcov.cli import (
 from ragcov.errors import RagcovError
 
 
-def chunk_vectors(retriever: Any, corpus: Any) -> Any:
-    """Vectors for the isolation policy: the retriever's own embeddings, else TF-IDF."""
-    vectors = getattr(retriever, "embeddings", None)
-    if vectors is not None and getattr(vectors, "shape", (0,))[0] == len(corpus):
-        return vectors
-    from ragcov.generation.terms import TermStats
-
-    return TermStats(corpus.texts).matrix()
-
-
 @app.command()
 def generate(
     corpus: CorpusPath,
@@ -64,7 +54,8 @@ def generate(
         help="coverage (aim at uncovered chunks), random (any chunk) or overlap (covered "
         "chunks).")] = "coverage",
     policy: Annotated[str, typer.Option(
-        help="Which uncovered chunk next: order, isolated or random.")] = "order",
+        help="Which uncovered chunk next: isolated (least similar to anything covered; "
+        "measured best), order (corpus order) or random.")] = "isolated",
     targets_per_call: Annotated[int, typer.Option(help="Target chunks per question.")] = 1,
     patience: Annotated[int, typer.Option(
         help="Stop after this many attempts in a row without coverage gain (0: never).")] = 10,
@@ -116,8 +107,6 @@ def generate(
                          retries=retries)
     r = make_retriever(retriever, corpus_obj, model=embedding_model, index=index,
                        progress=not quiet)
-    vectors = (chunk_vectors(r, corpus_obj)
-               if strategy == "coverage" and policy == "isolated" else None)
 
     def show(rec: dict[str, Any]) -> None:
         if "reason" in rec:
@@ -128,7 +117,7 @@ def generate(
                       f"  {rec['text']}", markup=False)
 
     summary = run_generation(corpus_obj, r, gen, k, output, data_file, config,
-                             seed_suite=seed_suite, vectors=vectors,
+                             seed_suite=seed_suite,
                              on_step=None if quiet else show)
     if ragas is not None:
         write_ragas(ragas, summary.records, corpus_obj)

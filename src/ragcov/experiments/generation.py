@@ -106,9 +106,9 @@ def run_generation_experiment(setup: ExperimentSetup, generator: str, budget: in
                               generator_options: dict[str, Any] | None = None,
                               out_dir: Path | None = None, console: Any = None
                               ) -> GenerationResult:
-    from ragcov.commands.generate import chunk_vectors
     from ragcov.experiments.datasets import load_dataset
     from ragcov.generation import LoopConfig, make_generator, run_generation
+    from ragcov.generation.targets import chunk_vectors
     from ragcov.metrics import chunk_coverage
     from ragcov.retrievers import make_retriever
     from ragcov.run import run_retriever, validate_k

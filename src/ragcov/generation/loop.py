@@ -24,7 +24,7 @@ from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
 from ragcov.generation.cleaning import clean, normalize, rejection
 from ragcov.generation.journal import append_record, read_records, rejected_path
-from ragcov.generation.targets import TargetPicker
+from ragcov.generation.targets import TargetPicker, chunk_vectors
 from ragcov.run import Run, validate_k
 from ragcov.suite import Suite
 
@@ -35,7 +35,7 @@ STOP_REASONS = ("budget", "target", "complete", "plateau", "exhausted", "call li
 class LoopConfig:
     budget: int
     strategy: str = "coverage"
-    policy: str = "order"
+    policy: str = "isolated"
     target_cc: float | None = None          # a fraction in (0, 1]
     targets_per_call: int = 1
     patience: int = 0                       # 0: never stop for a plateau
@@ -128,6 +128,8 @@ def run_generation(corpus: Corpus, retriever: Any, generator: Any, k: int, out: 
     out, data_file = Path(out), Path(data_file)
     if out.suffix.lower() not in (".jsonl", ".ndjson"):
         raise RagcovError(f"{out}: the generated suite is written as JSON lines (.jsonl)")
+    if vectors is None and config.strategy == "coverage" and config.policy == "isolated":
+        vectors = chunk_vectors(retriever, corpus)
     picker = TargetPicker([c.doc_id for c in corpus], config.strategy,
                           config.policy, config.targets_per_call, config.max_attempts,
                           config.seed, vectors)

@@ -15,6 +15,7 @@ what an uninterrupted one would have.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -114,3 +115,13 @@ class TargetPicker:
             chosen.append(nxt)
             others[nxt] = False
         return chosen
+
+
+def chunk_vectors(retriever: Any, corpus: Any) -> Any:
+    """Vectors for the isolation policy: the retriever's own embeddings, else TF-IDF."""
+    vectors = getattr(retriever, "embeddings", None)
+    if vectors is not None and getattr(vectors, "shape", (0,))[0] == len(corpus):
+        return vectors
+    from ragcov.generation.terms import TermStats
+
+    return TermStats(corpus.texts).matrix()
