@@ -189,3 +189,36 @@ def test_missing_scores_round_trip_as_none(tmp_path: Path) -> None:
     m = data.matrix()
     assert [m.chunk_ids[j] for j in m.retrieved(0)] == ["c3", "c1"]
     assert m.retrieved_scores(0) == [None, None] and m.retrieved_scores(1) == [0.5]
+
+
+def test_append_refuses_a_recorded_id_with_new_text(tmp_path: Path) -> None:
+    data = CoverageData(tmp_path / ".ragcov")
+    data.write(corpus(), run_of({"q1": ["c0"]}))
+    before = (tmp_path / ".ragcov").read_bytes()
+    clash = Run(k=3, retriever=FP)
+    clash.add("q2", "new", [("c1", 1.0)])
+    clash.add("q1", "a different question", [("c2", 1.0)])
+    with pytest.raises(RagcovError, match="'q1' is already recorded with a different text"):
+        data.write(corpus(), clash, append=True)
+    assert (tmp_path / ".ragcov").read_bytes() == before  # q2 was rolled back too
+
+
+def test_measure_append_checks_the_file_before_retrieving(tmp_path: Path) -> None:
+    from ragcov.api import measure
+    from ragcov.suite import Suite
+
+    class Counting:
+        calls = 0
+
+        def fingerprint(self) -> dict:
+            return {"kind": "counting"}
+
+        def retrieve(self, texts, k):
+            Counting.calls += 1
+            return [[("c0", 1.0)] for _ in texts]
+
+    data = CoverageData(tmp_path / ".ragcov")
+    data.write(corpus(), run_of({"q1": ["c0"]}))
+    with pytest.raises(RagcovError, match="the retriever differs"):
+        measure(corpus(), Suite.from_texts(["x"]), Counting(), k=3, data_file=data.path, append=True)
+    assert Counting.calls == 0

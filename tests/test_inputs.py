@@ -148,3 +148,17 @@ def test_suite_csv_and_ragas_deepeval(tmp_path: Path) -> None:
 def test_bad_suites(tmp_path: Path, name: str, content: str, message: str) -> None:
     with pytest.raises(RagcovError, match=message):
         load_suite(write(tmp_path / name, content))
+
+
+def test_jsonl_strings_may_hold_unicode_line_separators(tmp_path: Path) -> None:
+    text = "first\u2028second\u2029third\x85fourth"
+    p = write(tmp_path / "c.jsonl", json.dumps({"id": "a", "text": text}, ensure_ascii=False)
+              + "\r\n" + json.dumps({"id": "b", "text": "plain"}) + "\n")
+    corpus = load_corpus(p)
+    assert corpus.get("a").text == text and corpus.ids == ["a", "b"]
+
+
+def test_csv_quoted_fields_keep_their_newlines(tmp_path: Path) -> None:
+    p = write(tmp_path / "q.csv", 'id,question\nq1,"line one\nline two"\nq2,plain\n')
+    suite = load_suite(p)
+    assert suite.texts == ["line one\nline two", "plain"]

@@ -31,6 +31,8 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     todo = [(q.id, q.text) for q in suite]
     data = CoverageData(data_file) if data_file is not None else None
     if data is not None and append and data.exists():
+        # Refuse an incompatible file before any retrieval work, not after it.
+        data.check_compatible(k, corpus.hash, retriever.fingerprint())
         done = data.query_ids()
         todo = [(qid, text) for qid, text in todo if qid not in done]
     run = Run(k=k, retriever=retriever.fingerprint())

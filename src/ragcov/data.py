@@ -118,6 +118,10 @@ class CoverageData:
         with closing(self._open()) as con:
             return _read_meta(con, self.path)
 
+    def check_compatible(self, k: int, corpus_hash: str, retriever: dict[str, Any]) -> None:
+        """Raise unless a run with these settings may be appended to this file."""
+        _check_compatible(self.meta(), k, corpus_hash, retriever, str(self.path), "this run")
+
     def annotation(self, key: str) -> Any:
         """A JSON value stored beside the meta (e.g. ``index_recall``), or None."""
         with closing(self._open()) as con:
@@ -209,7 +213,7 @@ class CoverageData:
                     ((i, c.id, c.doc_id, c.position, c.hash, c.title, c.text)
                      for i, c in enumerate(corpus)),
                 )
-                added = _insert_queries(con, corpus, run, set(), 0, context or {})
+                added = _insert_queries(con, corpus, run, {}, 0, context or {})
                 con.execute("COMMIT")
         return added
 
@@ -219,7 +223,7 @@ class CoverageData:
             _check_compatible(meta, run.k, corpus.hash, run.retriever, str(self.path), "this run")
             con.execute("BEGIN IMMEDIATE")
             try:
-                existing = {r[0] for r in con.execute("SELECT id FROM queries")}
+                existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
                 start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
                 added = _insert_queries(con, corpus, run, existing, start, context)
                 con.execute("COMMIT")
@@ -252,11 +256,17 @@ def _check_run_against_corpus(run: Run, corpus: Corpus) -> None:
         raise RagcovError(f"{len(unknown)} retrieved chunk id(s) are not in the corpus: {shown}")
 
 
-def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing: set[str],
+def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing: dict[str, str],
                     start: int, context: dict[str, str]) -> int:
+    """Insert the run's queries not yet recorded; a recorded id must keep its text."""
     added = 0
     for qid, text in run.queries.items():
         if qid in existing:
+            if existing[qid] != text:
+                raise RagcovError(
+                    f"query id {qid!r} is already recorded with a different text "
+                    f"({existing[qid][:60]!r}); use a new id or a new data file"
+                )
             continue
         qidx = start + added
         con.execute("INSERT INTO queries VALUES (?, ?, ?, ?)", (qidx, qid, text, context.get(qid)))
@@ -265,7 +275,7 @@ def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing:
             ((qidx, corpus.index_of(cid), rank, score)
              for rank, (cid, score) in enumerate(run.results.get(qid, []), start=1)),
         )
-        existing.add(qid)
+        existing[qid] = text
         added += 1
     return added
 

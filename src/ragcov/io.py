@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -33,7 +34,10 @@ def read_text(path: str | os.PathLike[str]) -> str:
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; blank lines are allowed."""
     text = read_text(path)
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # Split on newlines only: str.splitlines() would also break at U+2028, U+2029 and
+    # U+0085, which JSON writers leave raw inside strings.
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
         if not line.strip():
             continue
         try:
@@ -48,7 +52,7 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
 def iter_csv(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, row) for a CSV file with a header row."""
     text = read_text(path)
-    reader = csv.reader(text.splitlines())
+    reader = csv.reader(io.StringIO(text, newline=""))  # keeps newlines in quoted fields
     try:
         header = next(reader)
     except StopIteration:
@@ -91,6 +95,15 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def _read_umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+_UMASK = _read_umask()  # read once, at import: os.umask() is process-wide
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Give a temporary path beside ``target``; rename it into place only on success."""
@@ -100,19 +113,16 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     os.close(fd)
     tmp_path = Path(tmp)
     # mkstemp makes the file private (0600); give it the mode a plain open() would.
-    os.chmod(tmp_path, 0o666 & ~_umask())
+    os.chmod(tmp_path, 0o666 & ~_UMASK)
     try:
         yield tmp_path
+        if tmp_path.is_file():  # durable before it replaces the old file
+            with open(tmp_path, "rb+") as fh:
+                os.fsync(fh.fileno())
         os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 def write_text_atomic(target: str | os.PathLike[str], text: str) -> None:
