@@ -165,3 +165,20 @@ def test_python_dash_m_has_every_command(module: str) -> None:
     assert proc.returncode == 0, proc.stderr
     for command in ("run", "report", "select", "generate", "faults", "html", "import", "experiment"):
         assert command in proc.stdout
+
+
+def test_flat_settings_with_several_meanings_stay_with_their_command() -> None:
+    from ragcov.config import default_map
+    from ragcov.errors import RagcovError
+
+    commands = {"report": ["format", "k"], "import": ["format", "k"], "run": ["model", "k"],
+                "generate": ["model", "k"], "json": ["output"]}
+    got = default_map({"format": "markdown", "model": "my-encoder", "k": 3,
+                       "generate": {"model": "my-llm"}}, commands)
+    assert got["report"] == {"format": "markdown", "k": 3}
+    assert got["import"] == {"k": 3}
+    assert got["run"] == {"model": "my-encoder", "k": 3}
+    assert got["generate"] == {"model": "my-llm", "k": 3}
+    with pytest.raises(RagcovError, match="output differs from command to command"):
+        default_map({"output": "x.json"}, commands)
+    assert default_map({"json": {"output": "x.json"}}, commands) == {"json": {"output": "x.json"}}

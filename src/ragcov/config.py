@@ -44,6 +44,18 @@ def _load(path: Path) -> dict[str, Any]:
         raise RagcovError(f"{path}: invalid TOML ({exc})") from exc
 
 
+# Options whose meaning differs between commands (``--format`` of ``report`` is not
+# ``--format`` of ``import``; ``--model`` of ``run`` is an embedding model, of
+# ``generate`` an LLM) apply as flat keys only to the commands named here; anywhere
+# else they belong in that command's own table.
+FLAT_SCOPE: dict[str, frozenset[str]] = {
+    "format": frozenset({"report"}),
+    "model": frozenset({"run", "index"}),
+    "output": frozenset(),
+    "directory": frozenset({"html"}),
+}
+
+
 def default_map(settings: dict[str, Any], commands: dict[str, Iterable[str]],
                 source: Path | str = "config") -> dict[str, dict[str, Any]]:
     """Turn settings into click's per-command ``default_map``.
@@ -56,6 +68,10 @@ def default_map(settings: dict[str, Any], commands: dict[str, Iterable[str]],
     if unknown:
         raise RagcovError(f"{source}: unknown setting(s) {', '.join(unknown)}; "
                           f"known: {', '.join(sorted(known))}")
+    unscoped = sorted(k for k in flat if k in FLAT_SCOPE and not FLAT_SCOPE[k])
+    if unscoped:
+        raise RagcovError(f"{source}: {', '.join(unscoped)} differs from command to command; "
+                          "set it in a command's own table, e.g. [tool.ragcov.json]")
     out: dict[str, dict[str, Any]] = {}
     for command, names in commands.items():
         names = set(names)
@@ -66,7 +82,8 @@ def default_map(settings: dict[str, Any], commands: dict[str, Iterable[str]],
         bad = sorted(set(own) - names)
         if bad:
             raise RagcovError(f"{source}: [{command}] has unknown setting(s) {', '.join(bad)}")
-        merged = {k: v for k, v in flat.items() if k in names}
+        merged = {k: v for k, v in flat.items()
+                  if k in names and command in FLAT_SCOPE.get(k, frozenset({command}))}
         merged.update(own)
         if merged:
             out[command] = merged
