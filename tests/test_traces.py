@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragcov.cli import main
+from helpers import cli
 from ragcov.data import CoverageData
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.matrix import CoverageMatrix
@@ -338,13 +338,6 @@ def test_unknown_format_and_missing_file(tmp_path, city_corpus):
 
 
 # --------------------------------------------------------------------- CLI
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as info:
-        main(list(args))
-    captured = capsys.readouterr()
-    return int(info.value.code or 0), captured.out, captured.err
-
-
 def test_cli_import_writes_data_file_and_refuses_unknown(tmp_path, city_corpus_file, capsys):
     f = write(tmp_path / "run.trec", "q1 Q0 paris 1 0.9 s\nq1 Q0 berlin 2 0.8 s\n"
                                      "q2 Q0 tokyo 1 0.5 s\n")
@@ -377,6 +370,18 @@ def test_cli_import_writes_data_file_and_refuses_unknown(tmp_path, city_corpus_f
                        str(city_corpus_file), "--data-file", str(data2), "--k", "1")
     assert code == 0 and "Skipped" not in err
     assert CoverageData(data2).matrix().k == 1
+
+
+def test_cli_import_append_keeps_the_files_k(tmp_path, city_corpus_file, capsys):
+    data = tmp_path / "cov.ragcov"
+    first = write(tmp_path / "a.trec", "q1 Q0 paris 1 0.9 s\nq1 Q0 berlin 2 0.8 s\n")
+    later = write(tmp_path / "b.trec", "q2 Q0 tokyo 1 0.5 s\n")  # a shorter list
+    for f in (first, later):
+        code, _, err = cli(capsys, "import", "-f", "trec", str(f), "--corpus",
+                           str(city_corpus_file), "--data-file", str(data), "--append")
+        assert code == 0, err
+    m = CoverageData(data).matrix()
+    assert m.k == 2 and m.query_ids == ["q1", "q2"]
 
 
 def test_cli_import_malformed_line_exits_1_with_location(tmp_path, city_corpus_file, capsys):

@@ -56,9 +56,11 @@ def import_cmd(
         from ragcov.suite import load_suite
 
         texts = {q.id: q.text for q in load_suite(queries)}
+    data = CoverageData(data_file)
+    if k is None and append and data.exists():
+        k = data.meta().k  # the file's k, not this batch's longest list
     result = import_traces(file, format.lower(), corpus_obj, k=k, ignore_unknown=ignore_unknown,
                            name=name, queries=texts)
-    data = CoverageData(data_file)
     added = data.write(corpus_obj, result.run, append=append)
     if result.skipped:
         err.print(f"Skipped {result.skipped} retrieved id(s) not in the corpus "
