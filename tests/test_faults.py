@@ -417,3 +417,10 @@ def test_faults_cli_errors_write_nothing(capsys, tmp_path: Path, monkeypatch,
     doc = json.loads(Path("f.json").read_text())
     assert doc["failures"] == [] and doc["apfd"] == {"o": None}
     assert not math.isnan(doc["labelled"])
+
+
+def test_scores_row_with_blank_id_and_no_text_is_an_error(tmp_path: Path) -> None:
+    p = tmp_path / "scores.csv"
+    p.write_text("query_id,groundedness\nq1,0.5\n,0.0\n")
+    with pytest.raises(InputFormatError, match=r"scores\.csv:3: no query id or query text"):
+        load_scores(p, "groundedness")

@@ -143,6 +143,7 @@ def report(
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
     from ragcov.api import coverage_summary, fails_under
     from ragcov.report.table import render_table
+    from ragcov.results import display_percent
 
     if precision is None:
         precision = 2 if format == "total" else 0
@@ -153,7 +154,7 @@ def report(
     if note and format != "total":
         out.print(f"Note: {note}", markup=False)
     if fail_under is not None and fails_under(summary.coverage, fail_under, precision):
-        err.print(f"Coverage failure: total of {summary.coverage * 100:.{precision}f}% "
+        err.print(f"Coverage failure: total of {display_percent(summary.coverage, precision)}% "
                   f"is less than fail-under={fail_under:g}")
         raise typer.Exit(2)
 

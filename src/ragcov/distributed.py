@@ -140,7 +140,9 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
         with client:
             yield client
         return
-    n = workers or min(os.cpu_count() or 1, 8)
+    # Partitions are work units, not processes: never start more workers than cores.
+    cores = min(os.cpu_count() or 1, 8)
+    n = min(workers, cores) if workers else cores
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:

@@ -141,16 +141,18 @@ def load_scores(path: str | os.PathLike[str], metric: str) -> Scores:
                 raise InputFormatError(p, lineno, f"{metric} = {raw!r} is not a number") from exc
         qid = first_key(row, ID_KEYS)
         text = first_key(row, TEXT_KEYS)
+        qid = str(qid).strip() if qid is not None and str(qid).strip() else None
+        text = str(text).strip() if text is not None and str(text).strip() else None
         if qid is None and text is None:
-            raise InputFormatError(p, lineno, "no query id or query text column "
+            raise InputFormatError(p, lineno, "no query id or query text "
                                    f"(expected one of {', '.join(ID_KEYS + TEXT_KEYS)})")
         if math.isnan(value):
             scores.missing += 1
             continue
-        if qid is not None and str(qid).strip():
-            scores.by_id[str(qid).strip()] = value
+        if qid is not None:
+            scores.by_id[qid] = value
         else:
-            scores.by_text[str(text).strip()] = value
+            scores.by_text[str(text)] = value
     return scores
 
 

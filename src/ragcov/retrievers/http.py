@@ -248,8 +248,9 @@ class HTTPRetriever:
             except ImportError as exc:  # pragma: no cover - depends on installed extras
                 raise RagcovError(
                     "the HTTP retriever needs httpx: pip install 'ragcov[integrations]'") from exc
+            # No redirects: a custom key header would follow them to another host.
             self._client = httpx.Client(timeout=self.timeout, headers=self._headers,
-                                        follow_redirects=True)
+                                        follow_redirects=False)
         return self._client
 
     def _clean(self, text: str) -> str:
