@@ -110,7 +110,8 @@ def test_beir_jsonl_qrels_doc_and_chunk(beir: Path):
                                         {"query_id": "q2", "chunk_id": "b1"},
                                         {"query_id": "q3", "doc_id": "c1", "relevance": 0}])
     ds = load_beir(beir)
-    assert ds.relevant_docs == {"q1": {"A"}, "q2": {"B"}}
+    # q3 is judged (relevance 0): labelled with nothing relevant, not unlabelled.
+    assert ds.relevant_docs == {"q1": {"A"}, "q2": {"B"}, "q3": set()}
     assert ds.relevant_chunks == {"q2": {"b1"}}
 
 
@@ -120,7 +121,7 @@ def test_beir_trec_and_tsv_qrels(beir: Path):
         "query-id\tcorpus-id\tscore\nq1\ta2\t1\nq2\tB\t2\nq3\tc1\t0\n", "utf-8")
     ds = load_beir(beir)
     assert ds.relevant_chunks == {"q1": {"a2"}}             # a2 is a chunk id
-    assert ds.relevant_docs == {"q1": {"A"}, "q2": {"B"}}   # B only names a document
+    assert ds.relevant_docs == {"q1": {"A"}, "q2": {"B"}, "q3": set()}  # B names a document
     trec = beir / "run.qrels"
     trec.write_text("q3 0 c1 1\nq1 0 a1 1\n", "utf-8")
     docs, chunks = read_qrels(trec, ds.corpus(), {"q1", "q2", "q3"})

@@ -208,6 +208,9 @@ def read_qrels(path: str | os.PathLike[str], corpus: Corpus,
         if query_ids is not None and qid not in query_ids:
             raise InputFormatError(p, lineno, f"unknown query id {qid!r}")
         if rel <= 0:
+            # Judged, but not relevant: the query is labelled (with nothing relevant),
+            # as ragcov.qrels.load_qrels has it, not unlabelled.
+            docs.setdefault(qid, set())
             continue
         if level == "chunk" or (level is None and item in corpus):
             if item not in corpus:
