@@ -222,3 +222,14 @@ def test_measure_append_checks_the_file_before_retrieving(tmp_path: Path) -> Non
     with pytest.raises(RagcovError, match="the retriever differs"):
         measure(corpus(), Suite.from_texts(["x"]), Counting(), k=3, data_file=data.path, append=True)
     assert Counting.calls == 0
+
+
+def test_combine_keeps_annotations(tmp_path: Path) -> None:
+    a = CoverageData(tmp_path / "a")
+    a.write(corpus(), run_of({"q1": ["c0"]}))
+    a.annotate("index_recall", {"recall_at_k": 0.9, "k": 3, "sample": 1})
+    CoverageData(tmp_path / "b").write(corpus(), run_of({"q2": ["c1"]}))
+    combine([tmp_path / "a", tmp_path / "b"], tmp_path / "out")
+    out = CoverageData(tmp_path / "out")
+    assert out.annotation("index_recall") == {"recall_at_k": 0.9, "k": 3, "sample": 1}
+    assert out.matrix().meta["index_recall"]["recall_at_k"] == 0.9

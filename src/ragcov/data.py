@@ -327,6 +327,9 @@ def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]
                     if n == 0:
                         con.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
                                         src.execute("SELECT * FROM chunks ORDER BY idx"))
+                        # Annotations (e.g. a measured index recall) of the first file.
+                        con.executemany("INSERT INTO meta VALUES (?, ?)", src.execute(
+                            "SELECT key, value FROM meta WHERE key LIKE 'x:%'"))
                     hits: dict[int, list[tuple[int, int, float | None]]] = {}
                     for q, c, r, s in src.execute(
                             "SELECT query_idx, chunk_idx, rank, score FROM hits ORDER BY query_idx, rank"):
