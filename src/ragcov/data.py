@@ -352,10 +352,3 @@ def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]
                         next_idx += 1
             con.execute("COMMIT")
     return next_idx
-
-
-def recorded_ids(path: str | os.PathLike[str]) -> set[str]:
-    d = CoverageData(path)
-    return d.query_ids() if d.exists() else set()
-
-

@@ -376,12 +376,6 @@ def failure_rate_by_segment(order: Sequence[int] | np.ndarray, failing: np.ndarr
 
 
 # ---------------------------------------------------------------------- orders
-@dataclass(frozen=True)
-class NamedOrder:
-    name: str
-    rows: np.ndarray
-    source: str | None = None
-
 
 def load_order(path: str | os.PathLike[str], m: CoverageMatrix) -> np.ndarray:
     """Rows of an order.json (``ragcov select``'s ``{"order": [query ids], ...}``)."""

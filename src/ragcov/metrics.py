@@ -34,12 +34,6 @@ def chunk_coverage(m: CoverageMatrix) -> float:
     return float(np.count_nonzero(m.covered())) / m.n_chunks
 
 
-def coverage_of_counts(frequencies: np.ndarray) -> float:
-    if frequencies.size == 0:
-        raise RagcovError("chunk coverage is undefined for an empty corpus")
-    return float(np.count_nonzero(frequencies)) / frequencies.size
-
-
 def normalized_entropy(frequencies: np.ndarray, support: Support = "retrieved") -> float:
     f = np.asarray(frequencies, dtype=np.float64)
     total = f.sum()

@@ -136,12 +136,3 @@ def load_qrels(path: str | os.PathLike[str], level: Level | None = None) -> Qrel
     if level is not None and level != found:
         raise RagcovError(f"{path}: holds {found}-level labels, but {level}-level were asked for")
     return Qrels(found, relevant, source=str(path))
-
-
-def write_qrels_jsonl(path: str | os.PathLike[str], qrels: Qrels) -> None:
-    """Write JSONL qrels (one relevant pair a line), e.g. from a dataset's labels."""
-    from ragcov.io import write_jsonl_atomic
-
-    key = "doc_id" if qrels.level == "doc" else "chunk_id"
-    write_jsonl_atomic(path, [{"query_id": q, key: item}
-                              for q, items in qrels.relevant.items() for item in sorted(items)])

@@ -52,9 +52,6 @@ class Selection:
         """Smallest n with CC(first n) >= pct% of CC(pool); None if the order never gets there."""
         return tests_to(self.curve, self.pool_coverage, pct)
 
-    def tests_to_table(self, targets: tuple[float, ...] = TARGETS) -> dict[str, int | None]:
-        return {f"{t:g}": self.tests_to(t) for t in targets}
-
 
 def tests_to(curve: np.ndarray, pool_coverage: float, pct: float) -> int | None:
     """Smallest n with ``curve[n-1] >= pct/100 * pool_coverage`` (0 when the target is 0).
@@ -201,11 +198,6 @@ def select(m: CoverageMatrix, strategy: str, seed: int = 0,
     pool = float(np.count_nonzero(np.diff(m.hits.tocsc().indptr))) / m.n_chunks
     sat = tests_to(curve, pool, 100) if m.n_queries else 0
     return Selection(strategy, seed, order, curve, pool, sat)
-
-
-def select_repeats(m: CoverageMatrix, strategy: str, seeds: list[int],
-                   after_saturation: str = DEFAULT_AFTER_SATURATION) -> list[Selection]:
-    return [select(m, strategy, seed=s, after_saturation=after_saturation) for s in seeds]
 
 
 def mean_curve(selections: list[Selection]) -> np.ndarray:

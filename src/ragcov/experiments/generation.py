@@ -65,10 +65,9 @@ def slice_corpus(corpus: Corpus, docs: int | None) -> Corpus:
 
 def questions_to(curve: list[float], level: float) -> int | None:
     """How many questions it took to reach ``level`` CC (None: never within the budget)."""
-    for i, cc in enumerate(curve, start=1):
-        if cc >= level - 1e-12:
-            return i
-    return None
+    from ragcov.selection import tests_to
+
+    return tests_to(curve, 1.0, level * 100)
 
 
 def run_stats(summary: Any, budget: int, thresholds: list[float]) -> dict[str, Any]:
