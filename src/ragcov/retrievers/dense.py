@@ -19,7 +19,7 @@ import numpy as np
 
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
-from ragcov.io import atomic_path
+from ragcov.io import atomic_path, cache_dir
 from ragcov.progress import progress_bar
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -66,10 +66,6 @@ def load_encoder(source: str, device: str = "cpu") -> Any:
         return SentenceTransformer(source, device=device)
     except OSError as exc:
         raise RagcovError(f"cannot load embedding model {source!r}: {exc}") from exc
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("RAGCOV_CACHE_DIR") or Path.home() / ".cache" / "ragcov")
 
 
 def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str = "Embedding",
