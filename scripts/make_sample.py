@@ -1,6 +1,6 @@
 """Rebuild the demo sample bundled in src/ragcov/data_sample from the FinQA files.
 
-    python scripts/make_sample.py ../shared/datasets/finqa
+    python scripts/make_sample.py PATH/TO/finqa   # the folder with dev_200.json, train_100.json
 
 Writes the report pages as documents (JSONL) and the questions as the suite, with
 the FinQA MIT licence notice beside them.

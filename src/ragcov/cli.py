@@ -200,16 +200,16 @@ def combine(
 def index(
     corpus: CorpusPath,
     model: Model = None,
-    index: Index = "flat",
     chunk_size: ChunkSize = 1000,
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
 ) -> None:
-    """Embed the corpus for the dense retriever and cache it (later runs reuse it)."""
-    from ragcov.retrievers.dense import DenseRetriever, cache_dir
+    """Embed the corpus for the dense retriever and cache the embeddings (runs reuse them)."""
+    from ragcov.io import cache_dir
+    from ragcov.retrievers.dense import DenseRetriever
 
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
-    r = DenseRetriever(corpus_obj, model=model, index=index)
+    r = DenseRetriever(corpus_obj, model=model)
     state = "embedded" if r.chunks_embedded else "already cached"
     out.print(f"{len(corpus_obj)} chunks {state} with {r.model_name} in {cache_dir()}")
 

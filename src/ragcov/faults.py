@@ -1,4 +1,4 @@
-"""Failures, faults and APFD (METHOD §6), all over one CoverageMatrix.
+"""Failures, faults and APFD (docs/method.md §6), all over one CoverageMatrix.
 
 * A **failure** is a query whose per-query metric is at its minimum: by default
   ``value <= 0``; with ``fail_below=X``, ``value < X``. The metric comes from

@@ -1,4 +1,4 @@
-"""The numbers of METHOD §2–3, all computed from a CoverageMatrix.
+"""The numbers of docs/method.md §2–3, all computed from a CoverageMatrix.
 
 Conventions, chosen so every value is defined:
 

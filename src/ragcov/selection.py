@@ -1,4 +1,4 @@
-"""Ordering a query pool for testing (METHOD §4): coverage-guided, random, overlap-biased.
+"""Ordering a query pool for testing (docs/method.md §4): coverage-guided, random, overlap-biased.
 
 Every strategy returns a full permutation of the pool plus its coverage curve,
 so "the first B tests" and "tests needed to reach X% of reachable coverage" are

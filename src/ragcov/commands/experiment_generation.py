@@ -1,4 +1,4 @@
-"""``ragcov experiment generation``: coverage-guided vs random and overlap seeding (METHOD §5)."""
+"""``ragcov experiment generation``: coverage-guided vs random and overlap seeding (docs/method.md §5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ragcov experiment rq3``: APFD of coverage-guided, random and overlap orders (METHOD §6)."""
+"""``ragcov experiment rq3``: APFD of coverage-guided, random and overlap orders (docs/method.md §6)."""
 
 from __future__ import annotations
 

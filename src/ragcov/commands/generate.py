@@ -62,7 +62,7 @@ def generate(
     max_attempts: Annotated[int, typer.Option(
         help="Attempts at one uncovered chunk before giving it up.")] = 2,
     max_calls: Annotated[int | None, typer.Option(
-        help="Generator calls at most (default: 5 x budget).")] = None,
+        help="Questions asked at most, accepted or rejected (default: 5 x budget).")] = None,
     retriever: RetrieverName = "dense",
     embedding_model: Annotated[str | None, typer.Option(
         help="Embedding model for the dense retriever.")] = None,

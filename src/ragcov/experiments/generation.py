@@ -1,4 +1,4 @@
-"""Coverage-guided generation vs random and overlap seeding (METHOD §5).
+"""Coverage-guided generation vs random and overlap seeding (docs/method.md §5).
 
 A slice of a dataset's documents is the corpus; its own questions are set aside
 (the scenario has none) and only serve as a reference point. Each arm runs the

@@ -1,4 +1,4 @@
-"""RQ1 (METHOD §3): does chunk coverage agree with established diversity measures?
+"""RQ1 (docs/method.md §3): does chunk coverage agree with established diversity measures?
 
 Random suites of several sizes are drawn from the pool; for each suite CC,
 normalised entropy and Gini (both over retrieved chunks and over the whole
@@ -41,7 +41,7 @@ MEASURES: tuple[tuple[str, str, int], ...] = (
 )
 PAPER = ("CC correlates positively with normalised entropy and negatively with Gini and "
          "Jaccard; all Pearson r significant (p < 0.05), r about 0.85 for larger suites")
-CHECK = ("independent check (METHOD §9): CC vs entropy r = 0.79 to 0.98, vs Jaccard "
+CHECK = ("independent check (docs/method.md §9): CC vs entropy r = 0.79 to 0.98, vs Jaccard "
          "r = -0.83 to -0.99 (entropy and Gini over retrieved chunks)")
 
 

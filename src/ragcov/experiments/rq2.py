@@ -1,4 +1,4 @@
-"""RQ2 (METHOD §4): how many fewer tests does coverage-guided selection need?
+"""RQ2 (docs/method.md §4): how many fewer tests does coverage-guided selection need?
 
 The pool is ordered three ways (coverage greedy once, random and overlap-biased
 over ``repeats`` seeds); for each the tests needed to reach 50/80/90/100% of

@@ -1,4 +1,4 @@
-"""RQ3 (METHOD §6, §9): do coverage-guided orders reveal distinct faults earlier?
+"""RQ3 (docs/method.md §6, §9): do coverage-guided orders reveal distinct faults earlier?
 
 One pool is retrieved once; every order is a permutation of its rows. Failures
 come from the dataset's relevance labels (``hit`` = 0, or ``context_relevance``
@@ -10,7 +10,7 @@ Orders compared, all oracle-free (none looks at the labels):
 
 * the paper's three: ``coverage`` (greedy, random after saturation), ``random``
   and ``overlap``, each over ``repeats`` seeds;
-* research orders, tried because the held-back check (METHOD §9) found greedy
+* research orders, tried because the held-back check (docs/method.md §9) found greedy
   defers failures: ``coverage-reset`` (the "additional" rule),
   ``coverage-lowconf`` (the same greedy gain at every step, but ties and the
   post-saturation tail go to the query whose best retrieval score is lowest:
@@ -66,7 +66,7 @@ from ragcov.metrics import coverage_curve
 from ragcov.qrels import Qrels
 from ragcov.selection import select, tests_to, tie_ranks
 
-PAPER_IMPROVEMENT = (0.10, 0.25)          # coverage over random, METHOD §6
+PAPER_IMPROVEMENT = (0.10, 0.25)          # coverage over random, docs/method.md §6
 BASELINES = ("coverage", "random", "overlap")
 RESEARCH = ("coverage-reset", "coverage-lowconf", "interleave", "dissimilar", "lowconf")
 DEFAULT_TAUS = (0.6, 0.7, 0.8, 0.9)

@@ -1,4 +1,4 @@
-"""Coverage-guided test generation (METHOD §5): questions aimed at uncovered chunks."""
+"""Coverage-guided test generation (docs/method.md §5): questions aimed at uncovered chunks."""
 
 from ragcov.generation.generators import (
     ExtractiveGenerator,

@@ -1,4 +1,4 @@
-"""The coverage-guided generation loop (METHOD §5), checkpointed after every question.
+"""The coverage-guided generation loop (docs/method.md §5), checkpointed after every question.
 
 One step: pick target chunk(s), ask the generator for a question they answer,
 clean it and maybe reject it, run it through the retriever, note whether it
