@@ -42,6 +42,7 @@ from scipy.sparse.csgraph import connected_components
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.io import first_key, iter_csv, iter_jsonl, load_json
 from ragcov.matrix import CoverageMatrix
+from ragcov.metrics import jaccard_pairs
 from ragcov.qrels import Qrels
 
 Clustering = Literal["components", "leader"]
@@ -244,20 +245,18 @@ class Fault:
 def jaccard_graph(hits: sp.csr_matrix, tau: float) -> sp.csr_matrix:
     """Boolean adjacency of rows whose retrieved sets have Jaccard > tau (no self loops).
 
-    Only pairs that share a chunk can exceed tau >= 0, so the sparse product
-    ``H H^T`` (intersection sizes) is all that is computed.
+    Only pairs that share a chunk can exceed tau >= 0, so only those are computed
+    (:func:`ragcov.metrics.jaccard_pairs`).
     """
-    h = hits.astype(np.int32)
-    inter = (h @ h.T).tocoo()
-    sizes = np.diff(hits.indptr).astype(np.float64)
-    off = inter.row != inter.col
-    r, c, d = inter.row[off], inter.col[off], inter.data[off].astype(np.float64)
-    union = sizes[r] + sizes[c] - d
-    jac = np.divide(d, union, out=np.zeros_like(d), where=union > 0)
-    keep = jac > tau
+    rows, cols = [], []
+    for r, c, jac in jaccard_pairs(hits):
+        keep = jac > tau
+        rows.append(r[keep])
+        cols.append(c[keep])
+    r = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    c = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
     n = hits.shape[0]
-    return sp.csr_matrix((np.ones(int(keep.sum()), dtype=bool), (r[keep], c[keep])),
-                         shape=(n, n))
+    return sp.csr_matrix((np.ones(len(r), dtype=bool), (r, c)), shape=(n, n))
 
 
 def _check_tau(tau: float) -> None:

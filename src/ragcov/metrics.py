@@ -14,7 +14,7 @@ Conventions, chosen so every value is defined:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -60,32 +60,34 @@ def gini(frequencies: np.ndarray, over: Support = "retrieved") -> float:
     return float((2.0 * (i * x).sum()) / (n * x.sum()) - (n + 1.0) / n)
 
 
-def _intersections(hits: sp.csr_matrix) -> sp.csr_matrix:
-    h = hits.astype(np.int32)
-    return (h @ h.T).tocsr()
+def jaccard_pairs(hits: sp.csr_matrix, block: int = 4096, upper: bool = False
+                  ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``(rows, cols, Jaccard)`` of the pairs of distinct queries that share a chunk.
+
+    Pairs that share nothing have Jaccard 0 and are never materialised: each block
+    of rows is multiplied by ``Hᵀ`` (``H[block] @ Hᵀ`` = intersection sizes), so
+    memory is bounded by one block's co-retrieval pairs even when popular chunks
+    make ``H Hᵀ`` huge. ``upper`` keeps i < j only. Pairs come grouped by row.
+    """
+    h = hits.astype(np.int32).tocsr()
+    ht = h.T.tocsr()
+    sizes = np.diff(h.indptr).astype(np.float64)
+    for start in range(0, h.shape[0], block):
+        inter = (h[start:start + block] @ ht).tocoo()
+        rows = inter.row.astype(np.int64) + start
+        keep = inter.col > rows if upper else inter.col != rows
+        r, c, d = rows[keep], inter.col[keep].astype(np.int64), inter.data[keep].astype(np.float64)
+        union = sizes[r] + sizes[c] - d
+        yield r, c, np.divide(d, union, out=np.zeros_like(d), where=union > 0)
 
 
 def mean_pairwise_jaccard(m: CoverageMatrix | sp.csr_matrix, block: int = 4096) -> float:
-    """Mean Jaccard of R_k(q_i), R_k(q_j) over i < j, from sparse products.
-
-    Rows are taken ``block`` at a time (``H[block] @ Hᵀ``), so memory is bounded by
-    one block's co-retrieval pairs even when popular chunks make ``H Hᵀ`` huge.
-    """
+    """Mean Jaccard of R_k(q_i), R_k(q_j) over all pairs i < j (see :func:`jaccard_pairs`)."""
     hits = m.hits if isinstance(m, CoverageMatrix) else m
     n = hits.shape[0]
     if n < 2:
         return 0.0
-    h = hits.astype(np.int32).tocsr()
-    ht = h.T.tocsr()
-    sizes = np.asarray(h.sum(axis=1)).ravel().astype(np.float64)
-    total = 0.0
-    for start in range(0, n, block):
-        inter = (h[start:start + block] @ ht).tocoo()
-        rows = inter.row + start
-        upper = inter.col > rows
-        r, c, d = rows[upper], inter.col[upper], inter.data[upper].astype(np.float64)
-        union = sizes[r] + sizes[c] - d
-        total += float(np.divide(d, union, out=np.zeros_like(d), where=union > 0).sum())
+    total = sum(float(jac.sum()) for _r, _c, jac in jaccard_pairs(hits, block, upper=True))
     return total / (n * (n - 1) / 2.0)
 
 
@@ -126,21 +128,14 @@ def nearest_neighbours(m: CoverageMatrix) -> tuple[np.ndarray, np.ndarray]:
     n = m.n_queries
     best = np.full(n, -1, dtype=np.int64)
     best_j = np.zeros(n)
-    if n < 2:
-        return best, best_j
-    sizes = np.asarray(m.hits.sum(axis=1)).ravel().astype(np.float64)
-    inter = _intersections(m.hits).tocoo()
-    off = inter.row != inter.col
-    r, c, d = inter.row[off], inter.col[off], inter.data[off].astype(np.float64)
-    union = sizes[r] + sizes[c] - d
-    jac = np.divide(d, union, out=np.zeros_like(d), where=union > 0)
-    # Highest Jaccard per row, ties to the earlier query.
-    order = np.lexsort((c, -jac, r))
-    r, c, jac = r[order], c[order], jac[order]
-    first = np.ones(len(r), dtype=bool)
-    first[1:] = r[1:] != r[:-1]
-    best[r[first]] = c[first]
-    best_j[r[first]] = jac[first]
+    for r, c, jac in jaccard_pairs(m.hits):
+        # Highest Jaccard per row, ties to the earlier query.
+        order = np.lexsort((c, -jac, r))
+        r, c, jac = r[order], c[order], jac[order]
+        first = np.ones(len(r), dtype=bool)
+        first[1:] = r[1:] != r[:-1]
+        best[r[first]] = c[first]
+        best_j[r[first]] = jac[first]
     return best, best_j
 
 
