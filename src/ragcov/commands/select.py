@@ -75,7 +75,6 @@ def select_cmd(
                         "tests_to": {f"{t}": _within(s.tests_to(t), n) for t in TARGETS}}
                        for s in sels]
         doc["mean_curve"] = [float(v) for v in mean_curve(sels)[:n]]
-    # Validate everything before writing anything.
     write_json_atomic(output, doc)
     if suite_out is not None:
         write_jsonl_atomic(suite_out, [{"id": m.query_ids[int(r)], "text": m.query_texts[int(r)]}
