@@ -351,6 +351,9 @@ class _Session:
                 self._finish()
         except RagcovError as exc:
             self.error = f"ragcov: error: {exc}"
+        finally:
+            for p in self.worker_files:  # workers' files go, whatever happened
+                p.unlink(missing_ok=True)
         if (self.error or self.failed_under) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -362,20 +365,16 @@ class _Session:
 
         s = self.settings
         data = CoverageData(s.data_file)
-        try:
-            if self.worker_files:
-                combine(sorted(self.worker_files), s.data_file)
-            elif not self.recorder.write(s.data_file):
-                self.lines.append("ragcov: no retrievals were recorded (use the ragcov_retriever "
-                                  "fixture or wrap a retriever with ragcov.pytest_plugin.record)")
-                if s.fail_under is not None and s.fail_under > 0:
-                    self.failed_under = True
-                    self.lines.append(f"FAIL Required chunk coverage of {s.fail_under:g}% not "
-                                      "reached: nothing was recorded")
-                return
-        finally:
-            for p in self.worker_files:
-                p.unlink(missing_ok=True)
+        if self.worker_files:
+            combine(sorted(self.worker_files), s.data_file)
+        elif not self.recorder.write(s.data_file):
+            self.lines.append("ragcov: no retrievals were recorded (use the ragcov_retriever "
+                              "fixture or wrap a retriever with ragcov.pytest_plugin.record)")
+            if s.fail_under is not None and s.fail_under > 0:
+                self.failed_under = True
+                self.lines.append(f"FAIL Required chunk coverage of {s.fail_under:g}% not "
+                                  "reached: nothing was recorded")
+            return
         m = data.matrix()
         summary = summarize(m, jaccard=False)
         self.summary = summary
