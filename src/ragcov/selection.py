@@ -113,7 +113,14 @@ def _greedy(rows: list[list[int]], candidates: list[int], rank: list[int], n: in
     return picked, rest
 
 
-def _coverage_order(m: CoverageMatrix, rank: np.ndarray, after_saturation: str) -> np.ndarray:
+def coverage_order(m: CoverageMatrix, rank: np.ndarray,
+                   after_saturation: str = DEFAULT_AFTER_SATURATION) -> np.ndarray:
+    """The greedy order with ``rank`` (a permutation of the rows) breaking ties.
+
+    ``select(m, "coverage", seed)`` uses ``tie_ranks(n, seed)``; any other
+    permutation (e.g. by retrieval confidence) changes only which of several
+    equal-gain queries goes first, and the order of the saturated tail.
+    """
     n = m.n_queries
     rows = _row_lists(m)
     rank_l = rank.tolist()
@@ -189,7 +196,7 @@ def select(m: CoverageMatrix, strategy: str, seed: int = 0,
         raise RagcovError("chunk coverage is undefined for an empty corpus")
     rank = tie_ranks(m.n_queries, seed)
     if strategy == "coverage":
-        order = _coverage_order(m, rank, after_saturation)
+        order = coverage_order(m, rank, after_saturation)
     elif strategy == "overlap":
         order = _overlap_order(m, rank)
     else:

@@ -120,28 +120,12 @@ def parse_floats(text: str, what: str, low: float, high: float) -> list[float]:
 def greedy_order(m: CoverageMatrix, priority: np.ndarray) -> np.ndarray:
     """Coverage greedy (most new chunks first); ties and the saturated tail by ascending priority.
 
-    With ``priority = tie_ranks(n, seed)`` this is ``select(m, "coverage", seed)``'s
-    order; other priorities change only which of several equal-gain queries goes first.
+    ``priority`` is a permutation of the rows; with ``tie_ranks(n, seed)`` this is
+    ``select(m, "coverage", seed)``'s order.
     """
-    n = m.n_queries
-    hits = m.hits.astype(np.int32).tocsr()
-    uncovered = np.ones(m.n_chunks, dtype=np.int32)
-    remaining = np.ones(n, dtype=bool)
-    order: list[int] = []
-    while True:
-        gain = hits @ uncovered
-        gain[~remaining] = -1
-        best = int(gain.max(initial=-1))
-        if best <= 0:
-            break
-        cand = np.flatnonzero(gain == best)
-        r = int(cand[np.argmin(priority[cand])])
-        order.append(r)
-        remaining[r] = False
-        uncovered[hits.indices[hits.indptr[r]:hits.indptr[r + 1]]] = 0
-    rest = np.flatnonzero(remaining)
-    rest = rest[np.argsort(priority[rest], kind="stable")]
-    return np.concatenate([np.asarray(order, dtype=np.int64), rest.astype(np.int64)])
+    from ragcov.selection import coverage_order
+
+    return coverage_order(m, np.asarray(priority, dtype=np.int64))
 
 
 def dissimilar_order(m: CoverageMatrix, priority: np.ndarray) -> np.ndarray:
