@@ -32,7 +32,6 @@ import math
 import os
 import tempfile
 import threading
-import types
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -157,17 +156,19 @@ def _n_workers(client: Any) -> int:
 def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int,
                       batch_size: int, progress: bool) -> np.ndarray:
     """The corpus embeddings: from the cache if a run made them, else embedded in shards."""
-    from ragcov.io import atomic_path
-    from ragcov.retrievers.dense import ENCODE_CHUNK, DenseRetriever, cache_dir, resolve_model
+    from ragcov.retrievers.dense import (
+        ENCODE_CHUNK,
+        embedding_cache_path,
+        load_cached_embeddings,
+        resolve_model,
+        save_embeddings,
+    )
 
     name, source = resolve_model(model)
-    key = DenseRetriever.cache_key(types.SimpleNamespace(corpus=corpus, model_name=name))
-    path = cache_dir() / "embeddings" / f"{key}.npy"
-    if path.is_file():
-        with contextlib.suppress(OSError, ValueError):
-            emb = np.load(path)
-            if emb.shape[0] == len(corpus):
-                return emb
+    path = embedding_cache_path(corpus, name)
+    cached = load_cached_embeddings(path, len(corpus))
+    if cached is not None:
+        return cached
     # Several slices per worker so a slow worker does not hold the others up.
     slices = aligned_slices(len(corpus), parts * 4, ENCODE_CHUNK)
     texts = corpus.texts
@@ -183,8 +184,7 @@ def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int
             pieces[i] = fut.result()
             advance(slices[i][1] - slices[i][0])
     emb = np.concatenate([p for p in pieces if p is not None], axis=0)
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.save(fh, emb)
+    save_embeddings(path, emb)
     return emb
 
 

@@ -86,6 +86,29 @@ def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str 
     return out
 
 
+def embedding_cache_path(corpus: Corpus, model_name: str) -> Path:
+    """Where the corpus embeddings of ``model_name`` are cached: keyed by corpus, model, chunking."""
+    key = json.dumps({"corpus": corpus.hash, "model": model_name,
+                      "chunking": corpus.chunking, "normalized": True}, sort_keys=True)
+    return cache_dir() / "embeddings" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.npy"
+
+
+def load_cached_embeddings(path: Path, n: int) -> np.ndarray | None:
+    """The cached embeddings when present and whole; a damaged entry is simply rebuilt."""
+    if not path.is_file():
+        return None
+    try:
+        emb = np.load(path)
+    except (OSError, ValueError):
+        return None
+    return emb if emb.shape[0] == n else None
+
+
+def save_embeddings(path: Path, emb: np.ndarray) -> None:
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, emb)
+
+
 class DenseRetriever:
     def __init__(self, corpus: Corpus, model: str | None = None, index: str = "flat",
                  batch_size: int = 64, use_cache: bool = True, device: str = "cpu",
@@ -119,26 +142,17 @@ class DenseRetriever:
         self.recall: dict[str, Any] | None = None
 
     # ----------------------------------------------------------------- corpus
-    def cache_key(self) -> str:
-        key = json.dumps({"corpus": self.corpus.hash, "model": self.model_name,
-                          "chunking": self.corpus.chunking, "normalized": True}, sort_keys=True)
-        return hashlib.sha256(key.encode()).hexdigest()[:32]
-
     def _corpus_embeddings(self, use_cache: bool) -> np.ndarray:
-        path = cache_dir() / "embeddings" / f"{self.cache_key()}.npy"
-        if use_cache and path.is_file():
-            try:
-                emb = np.load(path)
-                if emb.shape[0] == len(self.corpus):
-                    return emb
-            except (OSError, ValueError):
-                pass  # a damaged cache entry is simply rebuilt
+        path = embedding_cache_path(self.corpus, self.model_name)
+        if use_cache:
+            cached = load_cached_embeddings(path, len(self.corpus))
+            if cached is not None:
+                return cached
         emb = encode(self.encoder, self.corpus.texts, self.batch_size, "Embedding corpus",
                      self.progress)
         self.chunks_embedded += len(emb)
         if use_cache:
-            with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-                np.save(fh, emb)
+            save_embeddings(path, emb)
         return emb
 
     def _build_index(self, emb: np.ndarray) -> Any:
