@@ -1,4 +1,4 @@
-"""The metrics of METHOD §2–3 against hand-worked examples and properties."""
+"""The metrics of docs/method.md §2–3 against hand-worked examples and properties."""
 
 from __future__ import annotations
 
