@@ -21,8 +21,22 @@ $(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
 	$(PIP) install --quiet -e '.[demo]'
 	touch $@
 
-# llama-cpp-python compiles llama.cpp (minutes on 2 cores); pip caches the built wheel.
-$(VENV)/.test-installed: pyproject.toml $(VENV)/.demo-installed
+# llama-cpp-python compiles llama.cpp (minutes on 2 cores). It is built portably: a native
+# build (-march=native) on a CPU that advertises AMX in a VM that does not enable it emits
+# AMX instructions and dies with SIGILL. For a faster build on a machine you trust, run
+#   make test LLAMA_CMAKE_ARGS="-DGGML_NATIVE=ON"
+# The wheel is kept in a wheelhouse keyed by version and flags, so pip's own cache (keyed by
+# source, not flags) can never hand back a build made with other flags.
+LLAMA_CPP_VERSION ?= 0.3.36
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+WHEELHOUSE := $(HOME)/.cache/ragcov/wheels/llama-$(LLAMA_CPP_VERSION)-$(shell printf '%s' '$(LLAMA_CMAKE_ARGS)' | cksum | cut -d' ' -f1)
+
+$(VENV)/.test-installed: pyproject.toml Makefile $(VENV)/.demo-installed
+	@if ! ls $(WHEELHOUSE)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+	  echo "building llama-cpp-python $(LLAMA_CPP_VERSION) ($(LLAMA_CMAKE_ARGS)); a few minutes"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel --quiet --no-deps --no-cache-dir \
+	    -w $(WHEELHOUSE) 'llama-cpp-python==$(LLAMA_CPP_VERSION)'; fi
+	$(PIP) install --quiet --find-links $(WHEELHOUSE) 'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
 	$(PIP) install --quiet -e '.[all,dev]'
 	touch $@
 

@@ -1,0 +1,72 @@
+"""One vocabulary for the fields of retrieved items and queries, and their parsers.
+
+Retrieved items reach ragcov from recorded traces, HTTP replies and users' Python
+callables. Each reader used to decide for itself which keys name an id or a score
+and what counts as one; they drifted (one took booleans as 1.0, another stored a
+list as its Python text). Every reader now asks this module, so the same item means
+the same thing on every path, and a value that cannot be an id or a score is refused
+instead of being recorded as something else.
+
+The parsers raise :class:`FieldError` with a message and no location; the caller
+knows the file and line (or the retriever) and wraps it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+# Keys that name a retrieved item's id, score and text, most specific first.
+ITEM_ID_KEYS = ("id", "chunk_id", "doc_id", "_id")
+ITEM_SCORE_KEYS = ("score", "_score", "similarity", "relevance_score")
+ITEM_TEXT_KEYS = ("text", "content", "page_content")
+
+
+class FieldError(ValueError):
+    """A value that cannot be what its field says it is."""
+
+
+def parse_id(value: Any) -> str:
+    """A chunk or query id: a non-empty string or a whole number, as text.
+
+    Lists, dicts, booleans, floats and blank strings are refused: stored as their
+    Python text they would silently become ids that match nothing.
+    """
+    if isinstance(value, bool) or value is None:
+        raise FieldError(f"{value!r} is not an id")
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, str):
+        if not value.strip():
+            raise FieldError("the id is blank")
+        return value
+    raise FieldError(f"{_short(value)} is not an id (expected a string or a whole number)")
+
+
+def parse_score(value: Any, *, text_ok: bool = False) -> float | None:
+    """A retrieval score: a finite number, or None (no score recorded).
+
+    NaN makes a ranking depend on line order and infinities are not JSON, so both
+    are refused. Numeric strings are accepted only where the format is text
+    (``text_ok``: TREC runs, CSV, loosely typed JSONL logs); a retriever that
+    returns ``"0.9"`` in JSON or Python has a bug worth hearing about.
+    """
+    if value is None or (text_ok and value == ""):
+        return None
+    if isinstance(value, bool):
+        raise FieldError(f"score {value!r} is not a number")
+    if isinstance(value, str) and not text_ok:
+        raise FieldError(f"score {value!r} is a string, not a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise FieldError(f"score {_short(value)} is not a number") from exc
+    if not math.isfinite(number):
+        raise FieldError(f"score {value!r} is not a finite number")
+    return number
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
