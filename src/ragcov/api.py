@@ -30,11 +30,11 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
         raise RagcovError("the suite is empty (no queries)")
     todo = [(q.id, q.text) for q in suite]
     data = CoverageData(data_file) if data_file is not None else None
-    if data is not None and append and data.exists():
-        # Refuse an incompatible file before any retrieval work, not after it.
-        data.check_compatible(k, corpus.hash, retriever.fingerprint())
-        done = data.query_ids()
-        todo = [(qid, text) for qid, text in todo if qid not in done]
+    # Refuse a file that cannot take this run before any retrieval work, not after it.
+    if data is not None and append:
+        todo = data.pending(todo, k, corpus.hash, retriever.fingerprint())
+    elif data is not None:
+        data.check_destination()
     run = Run(k=k, retriever=retriever.fingerprint())
     if todo:
         run_retriever(retriever, todo, k, batch_size=batch_size, progress=progress, run=run)

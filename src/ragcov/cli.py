@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 from rich.console import Console
 
@@ -100,6 +101,7 @@ def run(
 ) -> None:
     """Run a suite through a retriever and record what it retrieved."""
     from ragcov.api import measure
+    from ragcov.data import CoverageData
     from ragcov.report.table import render_headline
     from ragcov.results import summarize
     from ragcov.retrievers import make_retriever
@@ -109,6 +111,8 @@ def run(
     validate_k(k)
     if engine not in ("local", "dask"):
         raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+    # Before the corpus is embedded: a destination that cannot take the run fails now.
+    CoverageData(data_file).check_destination()
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     suite = load_suite(queries)
     if engine == "dask":
@@ -147,6 +151,8 @@ def report(
 
     if precision is None:
         precision = 2 if format == "total" else 0
+    if precision < 0:
+        raise RagcovError(f"--precision must be 0 or more, got {precision}")
     summary = coverage_summary(data_file, jaccard=False)
     out.print(render_table(summary, format, show_missing, skip_covered, sort, precision),
               markup=False)
@@ -238,15 +244,46 @@ if __name__ != "__main__":
     _load_command_modules()
 
 
+def _os_error(exc: OSError) -> str:
+    """An OSError as the line a user can act on: the file, then what went wrong."""
+    where = exc.filename if exc.filename is not None else None
+    what = exc.strerror or str(exc)
+    return f"{where}: {what}" if where is not None else what
+
+
+INTERRUPTED = "ragcov: interrupted (the data file keeps what was committed; rerun to resume)"
+
+
+def _interrupted(exc: SystemExit) -> bool:
+    """typer turns Ctrl-C into a silent exit 130; find the KeyboardInterrupt behind it."""
+    inner = exc.__context__
+    return isinstance(inner, click.exceptions.Exit) and isinstance(inner.__cause__, KeyboardInterrupt)
+
+
 def main(argv: list[str] | None = None) -> None:
+    import sqlite3
+
     try:
         app(args=argv, prog_name="ragcov")
+    except SystemExit as exc:
+        if _interrupted(exc):
+            err.print(INTERRUPTED, markup=False)
+        raise
     except RagcovError as exc:
         err.print(f"ragcov: error: {exc}", markup=False)
         sys.exit(1)
     except KeyboardInterrupt:
-        err.print("ragcov: interrupted")
+        err.print(INTERRUPTED, markup=False)
         sys.exit(130)
+    except sqlite3.Error as exc:  # a data file damaged in a way the readers did not foresee
+        err.print(f"ragcov: error: data file: {exc}", markup=False)
+        sys.exit(1)
+    except OSError as exc:
+        err.print(f"ragcov: error: {_os_error(exc)}", markup=False)
+        sys.exit(1)
+    except RecursionError:
+        err.print("ragcov: error: input nested too deeply to read", markup=False)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,13 @@ version and refuses to mix incompatible data.
 
 Atomicity: a new file is built under a temporary name and renamed into place;
 additions to an existing file happen in a single SQLite transaction, so a crash
-leaves either the old file or the new one, never half of a run.
+leaves either the old file or the new one, never half of a run. Concurrency: an
+``--append`` that finds no file publishes its new file only if none appeared in the
+meantime (a hard link never replaces), and appends otherwise; every read of the
+matrix happens in one read transaction, so it never sees half of another
+process's append. Safety: a file that is not a ragcov data file is never
+replaced, and SQLite's own errors (a damaged page, a locked file) surface as one
+line naming the file.
 """
 
 from __future__ import annotations
@@ -16,15 +22,15 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
-from contextlib import closing
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragcov.errors import RagcovError
-from ragcov.io import atomic_path
+from ragcov.io import TargetExists, atomic_path
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
@@ -67,10 +73,38 @@ class Meta:
                 "created": self.created}
 
 
+# How long a reader or writer waits for another process's transaction to finish.
+# Appends are short transactions, so a long wait means a stuck process, not load.
+BUSY_TIMEOUT_S = 60.0
+
+
 def _connect(path: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(str(path), isolation_level=None)
+    con = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_S)
     con.execute("PRAGMA foreign_keys = OFF")
     return con
+
+
+def _database_error(path: Path, exc: sqlite3.Error) -> RagcovError:
+    """SQLite's error as one line that names the file and says what to do."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        hint = (f"another process held it for over {BUSY_TIMEOUT_S:g} s; "
+                "retry when it has finished")
+    elif "malformed" in text or "not a database" in text or "corrupt" in text:
+        hint = "the file is damaged; rerun to record it again"
+    elif "readonly" in text or "read-only" in text:
+        hint = "the file or its folder is not writable"
+    else:
+        hint = "cannot use the data file"
+    return RagcovError(f"{path}: {text} ({hint})")
+
+
+@contextmanager
+def _sqlite_errors(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise _database_error(path, exc) from exc
 
 
 def _create_schema(con: sqlite3.Connection) -> None:
@@ -95,12 +129,23 @@ class CoverageData:
         return self.path.is_file()
 
     def _open(self) -> sqlite3.Connection:
+        if self.path.is_dir():
+            raise RagcovError(f"{self.path}: is a directory, not a data file")
         if not self.path.is_file():
             raise RagcovError(f"{self.path}: no data file (run 'ragcov run' first)")
         try:
             con = _connect(self.path)
+        except sqlite3.Error as exc:
+            raise _database_error(self.path, exc) from exc
+        try:
             rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.OperationalError as exc:
+            con.close()
+            if "locked" in str(exc) or "unable to open" in str(exc):
+                raise _database_error(self.path, exc) from exc
+            raise RagcovError(f"{self.path}: not a ragcov data file ({exc})") from exc
         except sqlite3.DatabaseError as exc:
+            con.close()
             raise RagcovError(f"{self.path}: not a ragcov data file ({exc})") from exc
         fmt = int(rows.get("format", "0"))
         if fmt > FORMAT_VERSION:
@@ -114,17 +159,71 @@ class CoverageData:
             raise RagcovError(f"{self.path}: not a ragcov data file (no format version)")
         return con
 
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection inside one read transaction: every statement sees one snapshot."""
+        with closing(self._open()) as con, _sqlite_errors(self.path):
+            con.execute("BEGIN")
+            try:
+                yield con
+            finally:
+                con.execute("COMMIT")
+
     def meta(self) -> Meta:
-        with closing(self._open()) as con:
+        with self._reading() as con:
             return _read_meta(con, self.path)
 
     def check_compatible(self, k: int, corpus_hash: str, retriever: dict[str, Any]) -> None:
         """Raise unless a run with these settings may be appended to this file."""
         _check_compatible(self.meta(), k, corpus_hash, retriever, str(self.path), "this run")
 
+    def check_destination(self) -> None:
+        """Raise unless this path may receive a data file: called before any work.
+
+        A file that is not a ragcov data file (a coverage.py ``.coverage``, the
+        corpus itself) is never replaced, and an unwritable folder is reported now
+        rather than after an hour of retrieval.
+        """
+        if self.path.is_dir():
+            raise RagcovError(f"{self.path}: is a directory; --data-file needs a file path")
+        if self.path.exists():
+            if not self.path.is_file():
+                raise RagcovError(f"{self.path}: is not a regular file; refusing to replace it")
+            try:
+                self.meta()
+            except RagcovError as exc:
+                raise RagcovError(
+                    f"{self.path}: exists and is not a readable ragcov data file; refusing to "
+                    f"replace it (remove it or choose another --data-file): {exc}") from exc
+        folder = self.path.parent if str(self.path.parent) else Path(".")
+        existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
+        if not existing.is_dir():
+            raise RagcovError(f"{self.path}: {existing} is not a directory")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise RagcovError(f"{self.path}: cannot write in {existing} (permission denied)")
+
+    def pending(self, queries: Iterable[tuple[str, str]], k: int, corpus_hash: str,
+                retriever: dict[str, Any]) -> list[tuple[str, str]]:
+        """The ``(id, text)`` pairs an ``--append`` still has to retrieve.
+
+        Checked before any retrieval work: the file must accept this run, and a
+        recorded query id that now comes with a different text is an error rather
+        than being silently skipped (its old hits would be reported as the new one's).
+        """
+        self.check_destination()
+        queries = list(queries)
+        if not self.exists():
+            return queries
+        self.check_compatible(k, corpus_hash, retriever)
+        recorded = self.query_texts()
+        for qid, text in queries:
+            if qid in recorded and recorded[qid] != text:
+                raise _text_conflict(qid, recorded[qid])
+        return [(qid, text) for qid, text in queries if qid not in recorded]
+
     def annotation(self, key: str) -> Any:
         """A JSON value stored beside the meta (e.g. ``index_recall``), or None."""
-        with closing(self._open()) as con:
+        with self._reading() as con:
             row = con.execute("SELECT value FROM meta WHERE key = ?", (f"x:{key}",)).fetchone()
         return json.loads(row[0]) if row else None
 
@@ -135,18 +234,22 @@ class CoverageData:
         compatibility checks of ``--append`` and ``combine`` (the fingerprint must
         stay identical across runs; a measured recall varies with its sample).
         """
-        with closing(self._open()) as con:
+        with closing(self._open()) as con, _sqlite_errors(self.path):
             con.execute("BEGIN IMMEDIATE")
             con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                         (f"x:{key}", json.dumps(value, sort_keys=True)))
             con.execute("COMMIT")
 
     def query_ids(self) -> set[str]:
-        with closing(self._open()) as con:
+        with self._reading() as con:
             return {r[0] for r in con.execute("SELECT id FROM queries")}
 
+    def query_texts(self) -> dict[str, str]:
+        with self._reading() as con:
+            return dict(con.execute("SELECT id, text FROM queries").fetchall())
+
     def chunk_texts(self) -> dict[str, str]:
-        with closing(self._open()) as con:
+        with self._reading() as con:
             return {cid: text or "" for cid, text in con.execute("SELECT id, text FROM chunks")}
 
     def matrix(self) -> CoverageMatrix:
@@ -155,7 +258,9 @@ class CoverageData:
 
         from ragcov.matrix import CoverageMatrix
 
-        with closing(self._open()) as con:
+        # One read transaction: queries and hits from the same snapshot, even while
+        # other processes append (separate reads once indexed hits of unseen queries).
+        with self._reading() as con:
             meta = _read_meta(con, self.path)
             annotations = {key[2:]: json.loads(value) for key, value in con.execute(
                 "SELECT key, value FROM meta WHERE key LIKE 'x:%'")}
@@ -194,6 +299,7 @@ class CoverageData:
         _check_run_against_corpus(run, corpus)
         if append and self.exists():
             return self._append(corpus, run, context or {})
+        self.check_destination()
         meta = {
             "format": str(FORMAT_VERSION),
             "ragcov_version": _version(),
@@ -202,23 +308,28 @@ class CoverageData:
             "corpus_hash": corpus.hash,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
-        with atomic_path(self.path) as tmp:
-            tmp.unlink()
-            with closing(_connect(tmp)) as con:
-                con.execute("BEGIN")
-                _create_schema(con)
-                con.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
-                con.executemany(
-                    "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    ((i, c.id, c.doc_id, c.position, c.hash, c.title, c.text)
-                     for i, c in enumerate(corpus)),
-                )
-                added = _insert_queries(con, corpus, run, {}, 0, context or {})
-                con.execute("COMMIT")
+        # With append and no file yet, another process may create one meanwhile: publish
+        # ours only if the path is still free, else append to theirs (nothing replaced).
+        try:
+            with atomic_path(self.path, replace=not append) as tmp, _sqlite_errors(tmp):
+                tmp.unlink()
+                with closing(_connect(tmp)) as con:
+                    con.execute("BEGIN")
+                    _create_schema(con)
+                    con.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+                    con.executemany(
+                        "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        ((i, c.id, c.doc_id, c.position, c.hash, c.title, c.text)
+                         for i, c in enumerate(corpus)),
+                    )
+                    added = _insert_queries(con, corpus, run, {}, 0, context or {})
+                    con.execute("COMMIT")
+        except TargetExists:
+            return self._append(corpus, run, context or {})
         return added
 
     def _append(self, corpus: Corpus, run: Run, context: dict[str, str]) -> int:
-        with closing(self._open()) as con:
+        with closing(self._open()) as con, _sqlite_errors(self.path):
             meta = _read_meta(con, self.path)
             _check_compatible(meta, run.k, corpus.hash, run.retriever, str(self.path), "this run")
             con.execute("BEGIN IMMEDIATE")
@@ -263,10 +374,7 @@ def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing:
     for qid, text in run.queries.items():
         if qid in existing:
             if existing[qid] != text:
-                raise RagcovError(
-                    f"query id {qid!r} is already recorded with a different text "
-                    f"({existing[qid][:60]!r}); use a new id or a new data file"
-                )
+                raise _text_conflict(qid, existing[qid])
             continue
         qidx = start + added
         con.execute("INSERT INTO queries VALUES (?, ?, ?, ?)", (qidx, qid, text, context.get(qid)))
@@ -278,6 +386,11 @@ def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing:
         existing[qid] = text
         added += 1
     return added
+
+
+def _text_conflict(qid: str, recorded: str) -> RagcovError:
+    return RagcovError(f"query id {qid!r} is already recorded with a different text "
+                       f"({recorded[:60]!r}); use a new id or a new data file")
 
 
 def _check_compatible(meta: Meta, k: int, corpus_hash: str, retriever: dict[str, Any],
@@ -310,7 +423,9 @@ def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]
     for d, m in zip(datas[1:], metas[1:]):
         _check_compatible(first, m.k, m.corpus_hash, m.retriever, str(datas[0].path), str(d.path))
     out_path = Path(out)
-    with atomic_path(out_path) as tmp:
+    if out_path.resolve() not in {d.path.resolve() for d in datas}:
+        CoverageData(out_path).check_destination()
+    with atomic_path(out_path) as tmp, _sqlite_errors(out_path):
         tmp.unlink()
         with closing(_connect(tmp)) as con:
             con.execute("BEGIN")
@@ -323,7 +438,7 @@ def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]
             seen: dict[str, tuple[str, list[tuple[int, int, float | None]]]] = {}
             next_idx = 0
             for n, d in enumerate(datas):
-                with closing(d._open()) as src:
+                with d._reading() as src:
                     if n == 0:
                         con.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
                                         src.execute("SELECT * FROM chunks ORDER BY idx"))

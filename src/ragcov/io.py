@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,10 +26,16 @@ def read_text(path: str | os.PathLike[str]) -> str:
     p = Path(path)
     if not p.exists():
         raise RagcovError(f"{p}: no such file")
+    if p.is_dir():
+        raise RagcovError(f"{p}: is a directory, not a file")
+    data = p.read_bytes()
     try:
-        return p.read_bytes().decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputFormatError(p, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputFormatError(p, line, f"not UTF-8 text ({exc.reason} at byte {exc.start}, "
+                                        f"column {column})") from exc
 
 
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -52,7 +59,9 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
 def iter_csv(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, row) for a CSV file with a header row."""
     text = read_text(path)
-    reader = csv.reader(io.StringIO(text, newline=""))  # keeps newlines in quoted fields
+    # Keeps newlines in quoted fields; strict, so an unterminated quote is an error at
+    # the end of the file instead of a field that silently swallows every row after it.
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader)
     except StopIteration:
@@ -61,12 +70,13 @@ def iter_csv(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]
         raise InputFormatError(path, 1, f"invalid CSV ({exc})") from exc
     header = [h.strip() for h in header]
     while True:
+        started = reader.line_num + 1  # where the row that may fail begins
         try:
             row = next(reader)
         except StopIteration:
             return
         except csv.Error as exc:
-            raise InputFormatError(path, reader.line_num, f"invalid CSV ({exc})") from exc
+            raise InputFormatError(path, started, f"invalid CSV ({_csv_problem(exc)})") from exc
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
@@ -74,6 +84,12 @@ def iter_csv(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]
                 path, reader.line_num, f"expected {len(header)} fields as in the header, got {len(row)}"
             )
         yield reader.line_num, dict(zip(header, row))
+
+
+def _csv_problem(exc: csv.Error) -> str:
+    if "unexpected end of data" in str(exc) or "EOF" in str(exc):
+        return "a quoted field starting on this line is never closed"
+    return str(exc)
 
 
 def load_json(path: str | os.PathLike[str]) -> Any:
@@ -109,12 +125,69 @@ def _read_umask() -> int:
 _UMASK = _read_umask()  # read once, at import: os.umask() is process-wide
 
 
+class TargetExists(FileExistsError):
+    """``atomic_path(..., replace=False)`` found the target taken when it came to publish."""
+
+
+def temp_prefix(target: Path) -> str:
+    """Temporary names carry the writer's pid, so a later run can tell a dead one's leftovers."""
+    return f".{target.name}.{os.getpid()}-"
+
+
+def remove_stale_temps(target: Path) -> int:
+    """Remove temporaries beside ``target`` left by writers that no longer run (kill -9).
+
+    Only names made by :func:`temp_prefix` whose pid is not alive on this machine are
+    touched: a concurrent writer's temporary is never removed. An old version set
+    aside (``.old``) by a writer killed between its two renames is put back when the
+    target is missing, so the previous content is never lost. Returns how many.
+    """
+    removed = 0
+    with contextlib.suppress(OSError):
+        for entry in target.parent.glob(f".{glob_escape(target.name)}.*-*.*"):
+            pid_text = entry.name[len(target.name) + 2:].split("-", 1)[0]
+            if not pid_text.isdigit() or entry.suffix not in (".tmp", ".old") or _alive(int(pid_text)):
+                continue
+            with contextlib.suppress(OSError):
+                if entry.suffix == ".old" and not os.path.lexists(target):
+                    os.replace(entry, target)
+                elif entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+                removed += 1
+    return removed
+
+
+def glob_escape(name: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # someone else's process: leave its files alone
+    return True
+
+
 @contextlib.contextmanager
-def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
-    """Give a temporary path beside ``target``; rename it into place only on success."""
+def atomic_path(target: str | os.PathLike[str], replace: bool = True) -> Iterator[Path]:
+    """Give a temporary path beside ``target``; move it into place only on success.
+
+    With ``replace=False`` the temporary is published only if ``target`` is still
+    absent at that moment (a hard link, which never replaces); otherwise
+    :class:`TargetExists` is raised and the temporary removed, so two processes
+    creating the same file never overwrite each other.
+    """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    remove_stale_temps(target)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     # mkstemp makes the file private (0600); give it the mode a plain open() would.
@@ -124,10 +197,29 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
         if tmp_path.is_file():  # durable before it replaces the old file
             with open(tmp_path, "rb+") as fh:
                 os.fsync(fh.fileno())
-        os.replace(tmp_path, target)
+        if replace:
+            os.replace(tmp_path, target)
+        else:
+            _publish_new(tmp_path, target)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def _publish_new(tmp_path: Path, target: Path) -> None:
+    try:
+        os.link(tmp_path, target)
+    except FileExistsError as exc:
+        raise TargetExists(str(target)) from exc
+    except OSError:
+        # No hard links here (some network or FAT file systems): exclusive create of
+        # the name, then the rename over our own placeholder.
+        try:
+            fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError as exc:
+            raise TargetExists(str(target)) from exc
+        os.close(fd)
+        os.replace(tmp_path, target)
 
 
 def write_text_atomic(target: str | os.PathLike[str], text: str) -> None:
@@ -136,7 +228,9 @@ def write_text_atomic(target: str | os.PathLike[str], text: str) -> None:
 
 
 def write_json_atomic(target: str | os.PathLike[str], obj: Any, indent: int | None = 2) -> None:
-    write_text_atomic(target, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
+    """Strict JSON: a NaN or infinity here is a bug upstream, never a bare ``Infinity``."""
+    write_text_atomic(target, json.dumps(obj, indent=indent, ensure_ascii=False,
+                                         allow_nan=False) + "\n")
 
 
 def write_jsonl_atomic(target: str | os.PathLike[str], records: list[dict[str, Any]]) -> None:

@@ -106,7 +106,8 @@ class CoverageMatrix:
         start, end = self.ranks.indptr[row], self.ranks.indptr[row + 1]
         order = np.argsort(self.ranks.data[start:end], kind="stable")
         vals = self.scores.data[start:end][order]
-        return [None if np.isnan(v) else float(v) for v in vals]
+        # Non-finite scores (NaN: none recorded) are not JSON numbers: report no score.
+        return [float(v) if np.isfinite(v) else None for v in vals]
 
     def chunk_frequencies(self) -> np.ndarray:
         """f_c: how many queries retrieved each chunk."""

@@ -8,6 +8,7 @@ imported traces; everything downstream works on the same object.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,13 @@ class Run:
             if cid in seen:
                 continue
             seen.add(cid)
-            kept.append((cid, None if score is None else float(score)))
+            if score is not None:
+                score = float(score)
+                # The last guard for every source: NaN breaks rankings, inf is not JSON.
+                if not math.isfinite(score):
+                    raise RagcovError(f"query {query_id!r}: chunk {cid!r} has a score that is "
+                                      f"not a finite number ({score!r})")
+            kept.append((cid, score))
             if len(kept) == self.k:
                 break
         self.queries[query_id] = text

@@ -57,6 +57,7 @@ def import_cmd(
 
         texts = {q.id: q.text for q in load_suite(queries)}
     data = CoverageData(data_file)
+    data.check_destination()
     if k is None and append and data.exists():
         k = data.meta().k  # the file's k, not this batch's longest list
     result = import_traces(file, format.lower(), corpus_obj, k=k, ignore_unknown=ignore_unknown,

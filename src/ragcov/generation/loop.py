@@ -108,8 +108,7 @@ def _ensure_data_file(data: CoverageData, corpus: Corpus, retriever: Any, k: int
 def _record_missing(data: CoverageData, corpus: Corpus, retriever: Any, k: int,
                     queries: list[tuple[str, str]]) -> None:
     """Retrieve and record queries the data file lacks (seed suite, or a crash window)."""
-    done = data.query_ids()
-    todo = [(qid, text) for qid, text in queries if qid not in done]
+    todo = data.pending(queries, k, corpus.hash, retriever.fingerprint())
     if not todo:
         return
     from ragcov.run import run_retriever

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ragcov.errors import RagcovError
+from ragcov.io import remove_stale_temps, temp_prefix
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import coverage_curve
 from ragcov.results import CoverageSummary, display_percent, summarize
@@ -277,7 +278,8 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
     ctx = _context(m, summary, chunk_texts, curves, precision, title)
     env = _environment()
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    remove_stale_temps(target)  # a build killed earlier: its half site, or the old one set aside
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent))
     try:
         _write(tmp / "index.html", env.get_template("index.html").render(page="index", **ctx))
         _write(tmp / "queries.html", env.get_template("queries.html").render(page="queries", **ctx))
@@ -305,7 +307,7 @@ def _swap(new: Path, target: Path) -> None:
     """Put ``new`` in place of ``target``: rename the old one aside first, then delete it."""
     old = None
     if target.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+        old = Path(tempfile.mkdtemp(prefix=temp_prefix(target), suffix=".old", dir=target.parent))
         old.rmdir()
         os.replace(target, old)
     try:
