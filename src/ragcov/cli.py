@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 from rich.console import Console
 
@@ -257,7 +256,7 @@ INTERRUPTED = "ragcov: interrupted (the data file keeps what was committed; reru
 def _interrupted(exc: SystemExit) -> bool:
     """typer turns Ctrl-C into a silent exit 130; find the KeyboardInterrupt behind it."""
     inner = exc.__context__
-    return isinstance(inner, click.exceptions.Exit) and isinstance(inner.__cause__, KeyboardInterrupt)
+    return isinstance(inner, typer.Exit) and isinstance(inner.__cause__, KeyboardInterrupt)
 
 
 def main(argv: list[str] | None = None) -> None:

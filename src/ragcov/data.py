@@ -202,6 +202,14 @@ class CoverageData:
         if not os.access(existing, os.W_OK | os.X_OK):
             raise RagcovError(f"{self.path}: cannot write in {existing} (permission denied)")
 
+    def check_integrity(self) -> None:
+        """Raise when SQLite finds the file damaged (``PRAGMA quick_check``: linear, no index rebuild)."""
+        with self._reading() as con:
+            problems = [row[0] for row in con.execute("PRAGMA quick_check(5)")]
+        if problems != ["ok"]:
+            raise RagcovError(f"{self.path}: database disk image is damaged ({problems[0]}); "
+                              "rerun without --append to record it again")
+
     def pending(self, queries: Iterable[tuple[str, str]], k: int, corpus_hash: str,
                 retriever: dict[str, Any]) -> list[tuple[str, str]]:
         """The ``(id, text)`` pairs an ``--append`` still has to retrieve.
@@ -215,6 +223,7 @@ class CoverageData:
         if not self.exists():
             return queries
         self.check_compatible(k, corpus_hash, retriever)
+        self.check_integrity()  # no hour of retrieval added to a file that is already broken
         recorded = self.query_texts()
         for qid, text in queries:
             if qid in recorded and recorded[qid] != text:
