@@ -25,18 +25,26 @@ the coverage of real traffic without running anything. Supported formats:
     what reached the LLM.
 ``otel``
     OpenTelemetry GenAI retrieval spans: ``gen_ai.retrieval.query.text`` and
-    ``gen_ai.retrieval.documents`` (a JSON string or structured list of
-    ``{"id", "score"}``).
+    ``gen_ai.retrieval.documents`` (a structured list or a JSON string of one;
+    its entries ``{"id", "score"}`` objects or plain ids).
 
 Ids not in the corpus are an error that lists them, unless ``ignore_unknown``,
 which skips and counts them (a corpus that changed since the traces were
 recorded). Lists are cut to k before that check: what ranked below k never
-reached the model. Malformed records are reported with file and line.
+reached the model. Malformed records are reported with file and line, never
+read as something else: ids and scores go through :mod:`ragcov.fields` (an id
+is a non-blank string or a whole number; a score a finite number, numeric text
+accepted only in the text-typed JSONL and TREC formats), an OTLP value must
+match its declared type, and a documents attribute that is not a list is
+refused rather than read as no documents. A span exported twice (same traceId
+and spanId) counts once: an identical copy is dropped and counted
+(``ImportResult.duplicate_spans``), a different one is an error naming both lines.
 """
 
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import re
 from collections.abc import Iterator
@@ -47,7 +55,15 @@ from typing import Any
 
 from ragcov.corpus import Corpus
 from ragcov.errors import InputFormatError, RagcovError
-from ragcov.io import first_key, iter_jsonl, load_json, read_text
+from ragcov.fields import (
+    ITEM_ID_KEYS,
+    ITEM_SCORE_KEYS,
+    ITEM_TEXT_KEYS,
+    FieldError,
+    parse_id,
+    parse_score,
+)
+from ragcov.io import first_key, iter_jsonl, read_text
 from ragcov.run import Run, validate_k
 
 FORMATS = ("jsonl", "trec", "ranx", "openinference", "otel")
@@ -57,9 +73,6 @@ QUERY_TEXT_KEYS = ("query", "user_input", "question", "input", "text")
 RETRIEVED_KEYS = ("retrieved", "retrieved_ids", "retrieved_context_ids", "retrieval_context_ids",
                   "doc_ids", "chunk_ids")
 CONTEXT_TEXT_KEYS = ("retrieved_contexts", "retrieval_context")
-ITEM_ID_KEYS = ("id", "chunk_id", "doc_id", "_id")
-ITEM_SCORE_KEYS = ("score", "similarity", "relevance_score")
-ITEM_TEXT_KEYS = ("text", "content", "page_content")
 SHOW_UNKNOWN = 20
 
 
@@ -89,6 +102,9 @@ class ImportResult:
     traces: int
     unknown: dict[str, int] = field(default_factory=dict)
     fallbacks: dict[str, int] = field(default_factory=dict)
+    #: Spans dropped as exact duplicates of an earlier one (same traceId and spanId,
+    #: same content): a file concatenated twice, or overlapping exports.
+    duplicate_spans: int = 0
 
     @property
     def skipped(self) -> int:
@@ -96,34 +112,37 @@ class ImportResult:
 
 
 # ------------------------------------------------------------------ helpers
-def _score(value: Any, path: Any, line: int | None, where: str) -> float | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        raise InputFormatError(path, line, f"{where}: score {value!r} is not a number")
+def _parse_id(value: Any, path: Any, line: int | None, where: str) -> str:
+    """fields.parse_id, its refusal located by file and line."""
     try:
-        return float(value)
-    except (TypeError, ValueError) as exc:
-        raise InputFormatError(path, line, f"{where}: score {value!r} is not a number") from exc
+        return parse_id(value)
+    except FieldError as exc:
+        raise InputFormatError(path, line, f"{where}: {exc}") from exc
 
 
-def _id(value: Any) -> str | None:
-    if value is None or value == "" or isinstance(value, (dict, list, bool)):
-        return None
-    return str(value)
+def _parse_score(value: Any, path: Any, line: int | None, where: str,
+                 text_ok: bool) -> float | None:
+    """fields.parse_score (finite numbers only), its refusal located by file and line."""
+    try:
+        return parse_score(value, text_ok=text_ok)
+    except FieldError as exc:
+        raise InputFormatError(path, line, f"{where}: {exc}") from exc
 
 
-def _item_from(obj: Any, path: Any, line: int | None, where: str) -> Item:
-    if isinstance(obj, (str, int)) and not isinstance(obj, bool):
-        return Item(str(obj))
-    if isinstance(obj, (list, tuple)) and len(obj) == 2 and _id(obj[0]) is not None:
-        return Item(str(obj[0]), _score(obj[1], path, line, where))
+def _item_from(obj: Any, path: Any, line: int | None, where: str, text_ok: bool) -> Item:
+    if obj is None or isinstance(obj, (str, numbers.Number)):
+        return Item(_parse_id(obj, path, line, where))
+    if isinstance(obj, (list, tuple)) and len(obj) == 2:
+        return Item(_parse_id(obj[0], path, line, where),
+                    _parse_score(obj[1], path, line, where, text_ok))
     if isinstance(obj, dict):
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else None
-        item = Item(_id(first_key(obj, ITEM_ID_KEYS)),
-                    _score(first_key(obj, ITEM_SCORE_KEYS), path, line, where),
-                    first_key(obj, ITEM_TEXT_KEYS), meta)
-        if item.id is None and not isinstance(item.content, str):
+        raw_id = first_key(obj, ITEM_ID_KEYS)
+        content = first_key(obj, ITEM_TEXT_KEYS)
+        item = Item(None if raw_id is None else _parse_id(raw_id, path, line, where),
+                    _parse_score(first_key(obj, ITEM_SCORE_KEYS), path, line, where, text_ok),
+                    content if isinstance(content, str) else None, meta)
+        if item.id is None and item.content is None:
             raise InputFormatError(path, line, f"{where}: an entry has no id "
                                    f"(expected one of {', '.join(ITEM_ID_KEYS)})")
         return item
@@ -136,7 +155,8 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Trace]:
     seen: dict[str, int] = {}
     for lineno, obj in iter_jsonl(path):
         qid_raw = first_key(obj, QUERY_ID_KEYS)
-        qid = str(qid_raw) if qid_raw is not None else f"line-{lineno}"
+        qid = (f"line-{lineno}" if qid_raw is None
+               else _parse_id(qid_raw, path, lineno, "query id"))
         if qid in seen:
             raise InputFormatError(path, lineno,
                                    f"query id {qid!r} already appeared on line {seen[qid]}")
@@ -149,14 +169,16 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Trace]:
         if retrieved is not None:
             if not isinstance(retrieved, list):
                 raise InputFormatError(path, lineno, "'retrieved' is not a list")
-            items = [_item_from(x, path, lineno, "retrieved") for x in retrieved]
+            # JSONL logs are loosely typed: a score written as "0.9" is read as a number.
+            items = [_item_from(x, path, lineno, f"retrieved[{n}]", text_ok=True)
+                     for n, x in enumerate(retrieved)]
             scores = obj.get("scores")
             if scores is not None:
                 if not isinstance(scores, list) or len(scores) != len(items):
                     raise InputFormatError(path, lineno,
                                            "'scores' is not a list as long as 'retrieved'")
-                for item, s in zip(items, scores):
-                    item.score = _score(s, path, lineno, "scores")
+                for n, (item, s) in enumerate(zip(items, scores)):
+                    item.score = _parse_score(s, path, lineno, f"scores[{n}]", text_ok=True)
         else:
             contexts = first_key(obj, CONTEXT_TEXT_KEYS)
             if contexts is None:
@@ -186,10 +208,11 @@ def read_trec(path: str | os.PathLike[str]) -> list[Trace]:
         except ValueError as exc:
             raise InputFormatError(path, lineno, f"rank {rank_s!r} is not a whole number") \
                 from exc
-        try:
-            score = float(score_s)
-        except ValueError as exc:
-            raise InputFormatError(path, lineno, f"score {score_s!r} is not a number") from exc
+        # A text format: the score column is text. NaN or an infinity is refused (NaN
+        # would make the order depend on the line order).
+        score = _parse_score(score_s, path, lineno, f"query {qid!r}, doc {doc_id!r}",
+                             text_ok=True)
+        assert score is not None  # a column of split() is never empty
         rows.setdefault(qid, []).append((score, rank, doc_id))
         first_line.setdefault(qid, lineno)
     traces = []
@@ -200,23 +223,109 @@ def read_trec(path: str | os.PathLike[str]) -> list[Trace]:
 
 
 # --------------------------------------------------------------------- ranx
+class _Entries(list[tuple[str, int, Any]]):
+    """A JSON object read by :class:`_LocatedJSON`: ``(key, line, value)`` in file order."""
+
+
+class _LocatedJSON:
+    """Decode JSON keeping the line of each key of the outer ``depth`` levels of objects.
+
+    ranx files are one JSON document, often pretty-printed; this lets a bad score
+    or a repeated id be reported at its line, and sees repeated keys, which
+    ``json.loads`` would silently collapse to the last one.
+    """
+
+    _WS = re.compile(r"[ \t\n\r]*")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.decoder = json.JSONDecoder()
+        self._pos = 0
+        self._line = 1
+
+    def line_at(self, pos: int) -> int:
+        if pos >= self._pos:
+            self._line += self.text.count("\n", self._pos, pos)
+        else:
+            self._line = self.text.count("\n", 0, pos) + 1
+        self._pos = pos
+        return self._line
+
+    def skip(self, pos: int) -> int:
+        match = self._WS.match(self.text, pos)
+        assert match is not None  # the pattern matches the empty string
+        return match.end()
+
+    def document(self, depth: int) -> Any:
+        value, pos = self.value(self.skip(0), depth)
+        pos = self.skip(pos)
+        if pos != len(self.text):
+            raise json.JSONDecodeError("Extra data", self.text, pos)
+        return value
+
+    def value(self, pos: int, depth: int) -> tuple[Any, int]:
+        text = self.text
+        if depth == 0 or not text.startswith("{", pos):
+            return self.decoder.raw_decode(text, pos)
+        entries = _Entries()
+        pos = self.skip(pos + 1)
+        if text.startswith("}", pos):
+            return entries, pos + 1
+        while True:
+            if not text.startswith('"', pos):
+                raise json.JSONDecodeError("Expecting property name enclosed in double quotes",
+                                           text, pos)
+            line = self.line_at(pos)
+            key, pos = self.decoder.raw_decode(text, pos)
+            pos = self.skip(pos)
+            if not text.startswith(":", pos):
+                raise json.JSONDecodeError("Expecting ':' delimiter", text, pos)
+            value, pos = self.value(self.skip(pos + 1), depth - 1)
+            entries.append((key, line, value))
+            pos = self.skip(pos)
+            if text.startswith(",", pos):
+                pos = self.skip(pos + 1)
+            elif text.startswith("}", pos):
+                return entries, pos + 1
+            else:
+                raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+
+
 def read_ranx(path: str | os.PathLike[str]) -> list[Trace]:
-    data = load_json(path)
-    if not isinstance(data, dict):
-        raise InputFormatError(path, None, "expected a JSON object {query_id: {doc_id: score}}")
+    located = _LocatedJSON(read_text(path))
+    try:
+        data = located.document(depth=2)
+    except json.JSONDecodeError as exc:
+        raise InputFormatError(path, exc.lineno, f"invalid JSON ({exc.msg})") from exc
+    if not isinstance(data, _Entries):
+        raise InputFormatError(path, located.line_at(located.skip(0)),
+                               "expected a JSON object {query_id: {doc_id: score}}")
     traces = []
-    for qid, docs in data.items():
-        if not isinstance(docs, dict):
-            raise InputFormatError(path, None, f"query {qid!r}: expected an object "
+    query_line: dict[str, int] = {}
+    for qid_raw, qline, docs in data:
+        qid = _parse_id(qid_raw, path, qline, "query id")
+        if qid in query_line:
+            raise InputFormatError(path, qline, f"query {qid!r} already appeared on line "
+                                   f"{query_line[qid]}")
+        query_line[qid] = qline
+        if not isinstance(docs, _Entries):
+            raise InputFormatError(path, qline, f"query {qid!r}: expected an object "
                                    "{doc_id: score}")
         scored = []
-        for n, (doc_id, score) in enumerate(docs.items()):
-            value = _score(score, path, None, f"query {qid!r}, doc {doc_id!r}")
+        doc_line: dict[str, int] = {}
+        for n, (doc_raw, dline, score) in enumerate(docs):
+            doc_id = _parse_id(doc_raw, path, dline, f"query {qid!r}, doc id")
+            where = f"query {qid!r}, doc {doc_id!r}"
+            if doc_id in doc_line:
+                raise InputFormatError(path, dline, f"{where} already appeared on line "
+                                       f"{doc_line[doc_id]}")
+            doc_line[doc_id] = dline
+            value = _parse_score(score, path, dline, where, text_ok=False)
             if value is None:
-                raise InputFormatError(path, None, f"query {qid!r}, doc {doc_id!r}: no score")
+                raise InputFormatError(path, dline, f"{where}: no score")
             scored.append((-value, n, doc_id, value))
         scored.sort()
-        traces.append(Trace(str(qid), "", [Item(d, v) for _neg, _n, d, v in scored]))
+        traces.append(Trace(qid, "", [Item(d, v) for _neg, _n, d, v in scored], qline))
     return traces
 
 
@@ -252,21 +361,88 @@ def _iter_json_values(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]
         yield line, value
 
 
+_WHOLE = re.compile(r"[+-]?\d+")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _otlp_list(value: Any, what: str) -> list[Any]:
+    """A repeated OTLP JSON field: absent or null is empty, anything but a list is refused."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise FieldError(f"{what} is {_short(value)}, not a list")
+    return value
+
+
 def _otlp_value(value: Any) -> Any:
-    """Decode an OTLP JSON AnyValue ({"stringValue": ...} and friends)."""
+    """Decode an OTLP JSON AnyValue ({"stringValue": ...} and friends).
+
+    A value that does not match its declared type raises :class:`FieldError`
+    (the caller knows the file and line); an empty or bytes value is None.
+    """
     if not isinstance(value, dict):
         return value
-    for key in ("stringValue", "boolValue", "doubleValue"):
-        if key in value:
-            return value[key]
-    if "intValue" in value:
-        return int(value["intValue"])
+    if "stringValue" in value:
+        text = value["stringValue"]
+        if not isinstance(text, str):
+            raise FieldError(f"stringValue {_short(text)} is not a string")
+        return text
+    if "boolValue" in value:
+        flag = value["boolValue"]
+        if not isinstance(flag, bool):
+            raise FieldError(f"boolValue {_short(flag)} is not true or false")
+        return flag
+    if "intValue" in value:  # int64: a JSON string of digits, or a number
+        number = value["intValue"]
+        if isinstance(number, str) and _WHOLE.fullmatch(number.strip()):
+            return int(number)
+        if isinstance(number, int) and not isinstance(number, bool):
+            return number
+        if isinstance(number, float) and number.is_integer():
+            return int(number)
+        raise FieldError(f"intValue {_short(number)} is not a whole number")
+    if "doubleValue" in value:  # a JSON number, or a string ("NaN", "Infinity", "0.5")
+        number = value["doubleValue"]
+        if not isinstance(number, bool) and isinstance(number, (int, float, str)):
+            try:
+                return float(number)
+            except ValueError:
+                pass
+        raise FieldError(f"doubleValue {_short(number)} is not a number")
     if "arrayValue" in value:
-        return [_otlp_value(v) for v in value["arrayValue"].get("values", [])]
+        array = value["arrayValue"]
+        if not isinstance(array, dict):
+            raise FieldError(f"arrayValue {_short(array)} is not an object "
+                             '{"values": [...]}')
+        return [_otlp_value(v) for v in _otlp_list(array.get("values"), "arrayValue.values")]
     if "kvlistValue" in value:
-        return {kv["key"]: _otlp_value(kv.get("value")) for kv in
-                value["kvlistValue"].get("values", [])}
+        kvlist = value["kvlistValue"]
+        if not isinstance(kvlist, dict):
+            raise FieldError(f"kvlistValue {_short(kvlist)} is not an object "
+                             '{"values": [...]}')
+        return _otlp_key_values(_otlp_list(kvlist.get("values"), "kvlistValue.values"),
+                                "kvlistValue entry")
     return None
+
+
+def _otlp_key_values(entries: list[Any], what: str) -> dict[str, Any]:
+    """OTLP KeyValue pairs ([{"key": ..., "value": {...}}]) to a dict."""
+    out: dict[str, Any] = {}
+    for kv in entries:
+        if not isinstance(kv, dict) or kv.get("key") is None:
+            raise FieldError(f"{what} {_short(kv)} has no key (expected "
+                             '{"key": "...", "value": {...}})')
+        if not isinstance(kv["key"], str):
+            raise FieldError(f"{what} {_short(kv)} has a key that is not a string")
+        try:
+            out[kv["key"]] = _otlp_value(kv.get("value"))
+        except FieldError as exc:
+            raise FieldError(f"{what} {kv['key']!r}: {exc}") from exc
+    return out
 
 
 def _flatten(obj: Any, prefix: str, out: dict[str, Any]) -> None:
@@ -294,28 +470,84 @@ def _time(value: Any) -> float | None:
     return None
 
 
+def _span_id(obj: dict[str, Any], context: dict[str, Any], keys: tuple[str, str]) -> str | None:
+    """The span's trace or span id (on the span, else in its ``context``), or None."""
+    for source in (obj, context):
+        for key in keys:
+            if source.get(key) is not None:
+                try:
+                    return parse_id(source[key])
+                except FieldError as exc:
+                    raise FieldError(f"{key}: {exc}") from exc
+    return None
+
+
 def _span_from(obj: dict[str, Any], order: int, line: int) -> Span:
+    """One span object; a malformed id or attribute raises :class:`FieldError`."""
+    context = obj.get("context") if isinstance(obj.get("context"), dict) else {}
+    trace_id = _span_id(obj, context, ("traceId", "trace_id"))
+    span_id = _span_id(obj, context, ("spanId", "span_id"))
     raw = obj.get("attributes")
     attributes: dict[str, Any] = {}
-    if isinstance(raw, list):  # OTLP: [{"key": ..., "value": {...}}]
-        nested = {kv.get("key"): _otlp_value(kv.get("value")) for kv in raw
-                  if isinstance(kv, dict)}
-        _flatten(nested, "", attributes)
-    elif isinstance(raw, dict):
-        _flatten(raw, "", attributes)
-    context = obj.get("context") if isinstance(obj.get("context"), dict) else {}
-    trace_id = first_key(obj, ("traceId", "trace_id")) or first_key(context, ("trace_id",
-                                                                                "traceId"))
-    span_id = first_key(obj, ("spanId", "span_id")) or first_key(context, ("span_id", "spanId"))
+    try:
+        if isinstance(raw, list):  # OTLP: [{"key": ..., "value": {...}}]
+            _flatten(_otlp_key_values(raw, "attribute"), "", attributes)
+        elif isinstance(raw, dict):
+            _flatten(raw, "", attributes)
+        elif raw is not None:
+            raise FieldError(f"attributes {_short(raw)} are neither a list of "
+                             "key/value pairs nor an object")
+    except FieldError as exc:
+        name = f"span {span_id!r}" if span_id is not None else "a span"
+        raise FieldError(f"{name}: {exc}") from exc
     start = _time(first_key(obj, ("startTimeUnixNano", "start_time", "startTime")))
     kind = attributes.get("openinference.span.kind") or obj.get("span_kind")
-    return Span(str(trace_id) if trace_id else None, str(span_id) if span_id else None,
-                str(obj.get("name") or ""), start, order, line,
+    return Span(trace_id, span_id, str(obj.get("name") or ""), start, order, line,
                 str(kind).upper() if kind else None, attributes)
 
 
+def _same_span(a: Span, b: Span) -> bool:
+    """The same recorded span: what the readers use is identical (NaN equals NaN)."""
+    def content(s: Span) -> str:
+        return json.dumps([s.name, s.start, s.kind, s.attributes], sort_keys=True, default=repr)
+    return content(a) == content(b)
+
+
 def read_spans(path: str | os.PathLike[str]) -> list[Span]:
+    """Every span in the file, each (traceId, spanId) once: see :func:`read_spans_counted`."""
+    return read_spans_counted(path)[0]
+
+
+def read_spans_counted(path: str | os.PathLike[str]) -> tuple[list[Span], int]:
+    """Every span in the file and how many identical duplicates were dropped.
+
+    A span exported twice (a file concatenated twice, overlapping exports) has the
+    same traceId and spanId: an identical copy is dropped, one with different
+    content is an error naming both lines.
+    """
     spans: list[Span] = []
+    first: dict[tuple[str | None, str], Span] = {}
+    dropped = 0
+
+    def add(value: dict[str, Any], line: int) -> None:
+        nonlocal dropped
+        try:
+            span = _span_from(value, len(spans), line)
+        except FieldError as exc:
+            raise InputFormatError(path, line, str(exc)) from exc
+        if span.span_id is not None:
+            key = (span.trace_id, span.span_id)
+            earlier = first.get(key)
+            if earlier is not None:
+                if _same_span(earlier, span):
+                    dropped += 1
+                    return
+                of_trace = f" of trace {span.trace_id!r}" if span.trace_id is not None else ""
+                raise InputFormatError(path, line, f"span {span.span_id!r}{of_trace} already "
+                                       f"appeared on line {earlier.line} with different "
+                                       "content")
+            first[key] = span
+        spans.append(span)
 
     def visit(value: Any, line: int) -> None:
         if isinstance(value, list):
@@ -323,15 +555,25 @@ def read_spans(path: str | os.PathLike[str]) -> list[Span]:
                 visit(v, line)
         elif isinstance(value, dict):
             if "resourceSpans" in value:
-                for rs in value.get("resourceSpans") or []:
-                    for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []:
-                        visit(ss.get("spans") or [], line)
+                try:
+                    for rs in _otlp_list(value["resourceSpans"], "resourceSpans"):
+                        if not isinstance(rs, dict):
+                            raise FieldError(f"a resourceSpans entry is {_short(rs)}, "
+                                             "not an object")
+                        scopes = first_key(rs, ("scopeSpans", "instrumentationLibrarySpans"))
+                        for ss in _otlp_list(scopes, "scopeSpans"):
+                            if not isinstance(ss, dict):
+                                raise FieldError(f"a scopeSpans entry is {_short(ss)}, "
+                                                 "not an object")
+                            visit(_otlp_list(ss.get("spans"), "spans"), line)
+                except FieldError as exc:
+                    raise InputFormatError(path, line, str(exc)) from exc
             elif isinstance(value.get("spans"), list):
                 visit(value["spans"], line)
             elif isinstance(value.get("data"), list):
                 visit(value["data"], line)
             elif "attributes" in value:
-                spans.append(_span_from(value, len(spans), line))
+                add(value, line)
             else:
                 raise InputFormatError(path, line, "not a span (no attributes), nor OTLP "
                                        "resourceSpans, nor a list of spans")
@@ -340,13 +582,33 @@ def read_spans(path: str | os.PathLike[str]) -> list[Span]:
 
     for line, value in _iter_json_values(path):
         visit(value, line)
-    return spans
+    return spans, dropped
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    return _short(value)
+
+
+def _leaf(d: dict[str, Any], key: str, where: str) -> Any:
+    """``d[key]``, refusing an object there (flattened to ``key.<sub>`` entries)."""
+    value = d.get(key)
+    if value is None and any(k.startswith(key + ".") for k in d):
+        raise FieldError(f"{where}.{key} is an object")
+    return value
 
 
 def _documents(attrs: dict[str, Any], prefix: str, path: Any, line: int | None,
                subkeys: tuple[str, str, str, str]) -> list[Item] | None:
-    """Read documents stored under ``prefix`` either flattened (``prefix.N.<sub>``)
-    or as one JSON string/list; None when the span records none."""
+    """Read documents stored under ``prefix``: flattened (``prefix.N.<sub>``, or
+    ``prefix.N`` for a plain id) or as one list, structured or a JSON string, whose
+    entries are objects or plain ids. None when the span records none; a value
+    that is not a list of documents is refused, never read as an empty list."""
     id_key, score_key, content_key, meta_key = subkeys
     value = attrs.get(prefix)
     if isinstance(value, str):
@@ -355,21 +617,50 @@ def _documents(attrs: dict[str, Any], prefix: str, path: Any, line: int | None,
         except json.JSONDecodeError as exc:
             raise InputFormatError(path, line, f"{prefix} is not valid JSON ({exc.msg})") \
                 from exc
-    if isinstance(value, list):
-        flat: dict[str, Any] = {}
-        _flatten({prefix: value}, "", flat)
-        attrs = {**attrs, **flat}
-    pattern = re.compile(rf"^{re.escape(prefix)}\.(\d+)\.(.+)$")
+        if value is None:
+            raise InputFormatError(path, line, f"{prefix} is the JSON string 'null', not a "
+                                   "list of documents")
     docs: dict[int, dict[str, Any]] = {}
+    plain: dict[int, Any] = {}
+    if value is not None:
+        if not isinstance(value, list):
+            raise InputFormatError(path, line, f"{prefix} is {_kind_of(value)}, not a list of "
+                                   "documents (ids, or objects with an id)")
+        for n, entry in enumerate(value):
+            if isinstance(entry, dict):
+                _flatten(entry, "", docs.setdefault(n, {}))
+            else:
+                plain[n] = entry
+    pattern = re.compile(rf"{re.escape(prefix)}\.(\d+)(?:\.(.+))?")
     for key, v in attrs.items():
-        m = pattern.match(key)
-        if m:
-            docs.setdefault(int(m.group(1)), {})[m.group(2)] = v
-    if not docs:
+        if not key.startswith(prefix + "."):
+            continue
+        m = pattern.fullmatch(key)
+        if m is None:  # prefix.<name>: an object flattened, not a list
+            raise InputFormatError(path, line, f"{prefix} is an object ({key!r}), not a list "
+                                   "of documents (ids, or objects with an id)")
+        n = int(m.group(1))
+        if m.group(2) is None:
+            plain.setdefault(n, v)
+        else:
+            docs.setdefault(n, {}).setdefault(m.group(2), v)
+    if not docs and not plain:
         return None if value is None else []
     items = []
-    for n in sorted(docs):
+    for n in sorted(docs.keys() | plain.keys()):
+        where = f"{prefix}.{n}"
+        if n in plain:
+            if n in docs:
+                raise InputFormatError(path, line, f"{where} is both a plain id and a "
+                                       "document object")
+            items.append(Item(_parse_id(plain[n], path, line, where)))
+            continue
         d = docs[n]
+        try:
+            raw_id = _leaf(d, id_key, where)
+            raw_score = _leaf(d, score_key, where)
+        except FieldError as exc:
+            raise InputFormatError(path, line, str(exc)) from exc
         meta = d.get(meta_key)
         if isinstance(meta, str):
             try:
@@ -381,11 +672,12 @@ def _documents(attrs: dict[str, Any], prefix: str, path: Any, line: int | None,
                       if k.startswith(meta_key + ".")}
             meta = nested or None
         content = d.get(content_key)
-        item = Item(_id(d.get(id_key)), _score(d.get(score_key), path, line, f"{prefix}.{n}"),
+        item = Item(None if raw_id is None else _parse_id(raw_id, path, line, where),
+                    _parse_score(raw_score, path, line, where, text_ok=False),
                     content if isinstance(content, str) else None, meta)
         if item.id is None and item.content is None and not (meta and first_key(
                 meta, ("id", "chunk_id"))):
-            raise InputFormatError(path, line, f"{prefix}.{n} has neither an id nor content")
+            raise InputFormatError(path, line, f"{where} has neither an id nor content")
         items.append(item)
     return items
 
@@ -408,12 +700,14 @@ def _query_text(attrs: dict[str, Any], keys: tuple[str, ...]) -> str:
     return ""
 
 
-def _traces_from_retrievals(picked: list[tuple[Span, str, list[Item]]]) -> list[Trace]:
+def _traces_from_retrievals(picked: list[tuple[Span, str, list[Item]]],
+                            path: Any) -> list[Trace]:
     """Query ids: the trace id when a trace holds one retrieval, else trace id:n."""
     per_trace: dict[str, int] = {}
     for span, _q, _items in picked:
         per_trace[span.trace_id or ""] = per_trace.get(span.trace_id or "", 0) + 1
     counters: dict[str, int] = {}
+    used: dict[str, int | None] = {}
     traces = []
     for span, query, items in picked:
         if span.trace_id is None:
@@ -423,6 +717,10 @@ def _traces_from_retrievals(picked: list[tuple[Span, str, list[Item]]]) -> list[
         else:
             counters[span.trace_id] = counters.get(span.trace_id, 0) + 1
             qid = f"{span.trace_id}:{counters[span.trace_id]}"
+        if qid in used:  # e.g. spans without a traceId sharing a spanId
+            raise InputFormatError(path, span.line, f"query id {qid!r} is already taken by the "
+                                   f"span on line {used[qid]}")
+        used[qid] = span.line
         traces.append(Trace(qid, query, items, span.line))
     return traces
 
@@ -436,10 +734,13 @@ OI_DOC = ("document.id", "document.score", "document.content", "document.metadat
 
 
 def read_openinference(path: str | os.PathLike[str]) -> list[Trace]:
-    spans = _by_time(read_spans(path))
+    return _openinference_traces(path, read_spans(path))
+
+
+def _openinference_traces(path: Any, spans: list[Span]) -> list[Trace]:
     picked: list[tuple[Span, str, list[Item]]] = []
     last_retrieval: dict[str | None, int] = {}
-    for span in spans:
+    for span in _by_time(spans):
         if span.kind == "RETRIEVER":
             items = _documents(span.attributes, "retrieval.documents", path, span.line, OI_DOC)
             query = _query_text(span.attributes, ("input.value",))
@@ -457,15 +758,19 @@ def read_openinference(path: str | os.PathLike[str]) -> list[Trace]:
             else:  # a reranker with no retriever span before it: its output is still final
                 query = _query_text(span.attributes, ("reranker.query", "input.value"))
                 picked.append((span, query, items))
-    return _traces_from_retrievals(picked)
+    return _traces_from_retrievals(picked, path)
 
 
 OTEL_DOC = ("id", "score", "content", "metadata")
 
 
 def read_otel(path: str | os.PathLike[str]) -> list[Trace]:
+    return _otel_traces(path, read_spans(path))
+
+
+def _otel_traces(path: Any, spans: list[Span]) -> list[Trace]:
     picked: list[tuple[Span, str, list[Item]]] = []
-    for span in _by_time(read_spans(path)):
+    for span in _by_time(spans):
         op = span.attributes.get("gen_ai.operation.name")
         items = _documents(span.attributes, "gen_ai.retrieval.documents", path, span.line,
                            OTEL_DOC)
@@ -473,19 +778,28 @@ def read_otel(path: str | os.PathLike[str]) -> list[Trace]:
             continue
         query = _query_text(span.attributes, ("gen_ai.retrieval.query.text", "input.value"))
         picked.append((span, query, items or []))
-    return _traces_from_retrievals(picked)
+    return _traces_from_retrievals(picked, path)
 
 
 READERS = {"jsonl": read_jsonl, "trec": read_trec, "ranx": read_ranx,
            "openinference": read_openinference, "otel": read_otel}
+SPAN_READERS = {"openinference": _openinference_traces, "otel": _otel_traces}
 
 
 def read_traces(path: str | os.PathLike[str], fmt: str) -> list[Trace]:
+    return _read_traces_counted(path, fmt)[0]
+
+
+def _read_traces_counted(path: str | os.PathLike[str], fmt: str) -> tuple[list[Trace], int]:
+    """The traces, and how many duplicate spans were dropped (span formats only)."""
     if fmt not in READERS:
         raise RagcovError(f"unknown trace format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if not Path(path).is_file():
         raise RagcovError(f"{path}: no such file")
-    return READERS[fmt](path)
+    if fmt in SPAN_READERS:
+        spans, dropped = read_spans_counted(path)
+        return SPAN_READERS[fmt](path, spans), dropped
+    return READERS[fmt](path), 0
 
 
 # ------------------------------------------------------------------- import
@@ -500,7 +814,7 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
     """
     from ragcov.retrievers.adapters import IdResolver
 
-    traces = read_traces(path, fmt)
+    traces, duplicate_spans = _read_traces_counted(path, fmt)
     if not traces:
         raise RagcovError(f"{path}: no retrievals found in this {fmt} file")
     resolver = IdResolver(corpus, f"{fmt} trace")
@@ -541,4 +855,4 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
             f"{path}: {len(ids)} retrieved id{'s' if len(ids) != 1 else ''} not in the corpus: "
             f"{shown}{more}; pass --ignore-unknown (ignore_unknown=True) to skip them"
         )
-    return ImportResult(run, len(traces), unknown, dict(resolver.fallbacks))
+    return ImportResult(run, len(traces), unknown, dict(resolver.fallbacks), duplicate_spans)

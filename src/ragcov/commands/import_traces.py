@@ -66,6 +66,9 @@ def import_cmd(
     if result.skipped:
         err.print(f"Skipped {result.skipped} retrieved id(s) not in the corpus "
                   f"({len(result.unknown)} distinct)", markup=False)
+    if result.duplicate_spans:
+        err.print(f"Dropped {result.duplicate_spans} duplicate span(s) (same traceId and spanId, "
+                  "identical content)", markup=False)
     for how, n in result.fallbacks.items():
         err.print(f"Matched {n} retrieved entries to chunks by {how}", markup=False)
     if not quiet:
