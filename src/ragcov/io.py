@@ -134,6 +134,10 @@ def temp_prefix(target: Path) -> str:
     return f".{target.name}.{os.getpid()}-"
 
 
+# A temporary file, an old version set aside, and SQLite's side files of a temporary.
+TEMP_SUFFIXES = (".tmp", ".old", ".tmp-journal", ".tmp-wal", ".tmp-shm")
+
+
 def remove_stale_temps(target: Path) -> int:
     """Remove temporaries beside ``target`` left by writers that no longer run (kill -9).
 
@@ -146,7 +150,7 @@ def remove_stale_temps(target: Path) -> int:
     with contextlib.suppress(OSError):
         for entry in target.parent.glob(f".{glob_escape(target.name)}.*-*.*"):
             pid_text = entry.name[len(target.name) + 2:].split("-", 1)[0]
-            if not pid_text.isdigit() or entry.suffix not in (".tmp", ".old") or _alive(int(pid_text)):
+            if not pid_text.isdigit() or entry.suffix not in TEMP_SUFFIXES or _alive(int(pid_text)):
                 continue
             with contextlib.suppress(OSError):
                 if entry.suffix == ".old" and not os.path.lexists(target):
