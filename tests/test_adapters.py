@@ -104,6 +104,108 @@ def test_callable_bad_returns_are_clear(city_corpus, returned, message):
         r.retrieve(["q"], 2)
 
 
+class _Hit:
+    """An object carrying its id and score as attributes."""
+
+    def __init__(self, chunk_id, score=None) -> None:
+        self.chunk_id, self.score = chunk_id, score
+
+    def __repr__(self) -> str:
+        return f"Hit({self.chunk_id!r}, {self.score!r})"
+
+
+# Each item used to be recorded as something else ("None", 0.9, 1.0, nan) or as an id
+# that matches nothing ("['paris']", "True", "  "); now each is refused, as the HTTP
+# retriever and the trace readers refuse them.
+UNUSABLE_ITEMS = [
+    ((None, 0.5), "None is not an id"),
+    (("paris", "0.9"), r"score '0\.9' is a string, not a number"),
+    (("paris", True), "score True is not a number"),
+    (("paris", False), "score False is not a number"),
+    (("paris", float("nan")), "score nan is not a finite number"),
+    (("paris", float("inf")), "score inf is not a finite number"),
+    (("paris", float("-inf")), "score -inf is not a finite number"),
+    ((["paris"], 0.5), r"\['paris'\] is not an id"),
+    (({"id": "paris"}, 0.5), r"\{'id': 'paris'\} is not an id"),
+    ((True, 0.5), "True is not an id"),
+    (("   ", 0.5), "the id is blank"),
+    ((1.5, 0.5), "1.5 is not an id"),
+    ("", "the id is blank"),
+    (None, "None is not an id"),
+    (True, "True is not an id"),
+    ({"id": ["paris"], "score": 0.9}, r"\['paris'\] is not an id"),
+    ({"chunk_id": False}, "False is not an id"),
+    ({"id": "paris", "score": "0.9"}, "is a string, not a number"),
+    ({"id": "paris", "score": float("nan")}, "not a finite number"),
+    (_Hit(["paris"], 0.9), r"\['paris'\] is not an id"),
+    (_Hit("paris", "high"), "is a string, not a number"),
+    (_Hit("paris", float("inf")), "not a finite number"),
+]
+
+
+@pytest.mark.parametrize(("item", "message"), UNUSABLE_ITEMS,
+                         ids=[repr(item)[:30] for item, _ in UNUSABLE_ITEMS])
+def test_callable_unusable_items_are_one_line_errors_naming_retriever_and_item(
+        city_corpus, item, message):
+    r = CallableRetriever(lambda q, k: [("berlin", 0.9), item], city_corpus,
+                          name="my_app.rag:search")
+    with pytest.raises(RagcovError, match=message) as info:
+        r.retrieve(["capital of France"], 2)
+    text = str(info.value)
+    assert "\n" not in text
+    assert "'my_app.rag:search'" in text
+    assert "result 2 for query 'capital of France'" in text
+    assert repr(item) in text
+
+
+def test_callable_framework_objects_with_unusable_scores_are_refused(city_corpus):
+    doc = lc_docs.Document(page_content="y", id="madrid", metadata={"score": "0.9"})
+    node = li_schema.NodeWithScore(node=li_schema.TextNode(id_="tokyo", text="x"),
+                                   score=float("nan"))
+    for item, message in [(doc, "is a string"), (node, "not a finite number")]:
+        r = CallableRetriever(lambda q, k, item=item: [item], city_corpus, name="search")
+        with pytest.raises(RagcovError, match=message) as info:
+            r.retrieve(["q"], 1)
+        assert "'search': result 1 for query 'q'" in str(info.value)
+        assert "\n" not in str(info.value)
+
+
+def test_callable_items_past_k_are_not_read(city_corpus):
+    # Only the top k are recorded, so a bad item below them is no error.
+    r = CallableRetriever(lambda q, k: [("paris", 0.9), (None, "junk")], city_corpus)
+    assert r.retrieve(["q"], 1) == [[("paris", 0.9)]]
+
+
+def test_callable_dicts_use_the_shared_keys_and_fall_back_to_content(city_corpus, recwarn):
+    paris = city_corpus.get("paris")
+    returns = [
+        {"_id": "berlin", "_score": 0.5},
+        # A document id is no chunk id: the text finds the chunk.
+        {"doc_id": "europe", "text": paris.text, "similarity": 0.25},
+    ]
+    r = CallableRetriever(lambda q, k: returns, city_corpus)
+    assert r.retrieve(["q"], 2) == [[("berlin", 0.5), ("paris", 0.25)]]
+    assert r.resolver.fallbacks == {"content hash": 1}
+
+
+def test_module_attr_retriever_with_bad_ids_is_one_line_cli_error(
+        user_module, city_corpus_file, tmp_path, capsys):
+    from ragcov.cli import main
+
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "q1", "question": "anything"}\n', encoding="utf-8")
+    with pytest.raises(SystemExit) as info:
+        main(["run", "--corpus", str(city_corpus_file), "--queries", str(queries),
+              "--retriever", f"{user_module}:none_ids", "--k", "2", "-q",
+              "--data-file", str(tmp_path / "d.ragcov")])
+    assert info.value.code == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert f"'{user_module}:none_ids'" in err and "(None, 0.5)" in err
+    assert "None is not an id" in err
+    assert not (tmp_path / "d.ragcov").exists()
+
+
 # --------------------------------------------------- LangChain, no model
 def keyword_retriever_class():
     """A LangChain retriever as users write one: subclass BaseRetriever."""
@@ -179,6 +281,51 @@ def test_langchain_unknown_ids_fail_when_recorded(city_corpus, tmp_path):
     assert not (tmp_path / "d.ragcov").exists()
 
 
+class FixedStore:
+    """A LangChain-like vector store (no invoke) returning fixed (Document, score) pairs."""
+
+    def __init__(self, pairs) -> None:
+        self.pairs = pairs
+
+    def similarity_search(self, query, k=4):
+        return [d for d, _ in self.pairs][:k]
+
+    def similarity_search_with_score(self, query, k=4):
+        return self.pairs[:k]
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda c: keyword_retriever_class()(documents=[
+        lc_docs.Document(page_content=c.get("paris").text, id="paris",
+                         metadata={"score": "0.9"})]), "is a string, not a number"),
+    (lambda c: keyword_retriever_class()(documents=[
+        lc_docs.Document(page_content=c.get("paris").text, id="paris",
+                         metadata={"score": True})]), "score True is not a number"),
+    (lambda c: FixedStore([(lc_docs.Document(page_content="x", id="paris"), float("nan"))]),
+     "score nan is not a finite number"),
+    (lambda c: FixedStore([(lc_docs.Document(page_content="no such text",
+                                             metadata={"id": ["paris"]}), 0.5)]),
+     r"metadata\['id'\]: \['paris'\] is not an id"),
+])
+def test_langchain_unusable_scores_and_ids_are_one_line_errors(city_corpus, make, message):
+    r = wrap(make(city_corpus), city_corpus)
+    assert isinstance(r, LangChainRetriever)
+    with pytest.raises(RagcovError, match=message) as info:
+        r.retrieve(["Seine capital Paris"], 1)
+    text = str(info.value)
+    assert "\n" not in text
+    assert f"'{r.name}': result 1 for query 'Seine capital Paris'" in text
+    assert "Document(" in text
+
+
+def test_langchain_unusable_metadata_id_falls_back_to_content(city_corpus, recwarn):
+    doc = lc_docs.Document(page_content=city_corpus.get("paris").text,
+                           metadata={"id": ["paris"]})
+    r = wrap(FixedStore([(doc, 0.5)]), city_corpus)
+    assert r.retrieve(["q"], 1) == [[("paris", 0.5)]]
+    assert r.resolver.fallbacks == {"content hash": 1}
+
+
 # -------------------------------------------------- LlamaIndex, no model
 def test_llamaindex_like_retriever_gets_k_and_node_ids(city_corpus):
     from llama_index.core.base.base_retriever import BaseRetriever
@@ -201,6 +348,38 @@ def test_llamaindex_like_retriever_gets_k_and_node_ids(city_corpus):
         city_corpus, "the capital of France and Germany", 3)]
     assert ranked[0][1] is not None
     assert r.fingerprint()["kind"] == "llamaindex"
+
+
+class FixedNodes:
+    """A LlamaIndex-like retriever (retrieve(query) -> NodeWithScore list)."""
+
+    def __init__(self, nodes) -> None:
+        self.nodes = nodes
+
+    def retrieve(self, query):
+        return self.nodes
+
+
+@pytest.mark.parametrize(("score", "message"), [
+    (float("nan"), "score nan is not a finite number"),
+    (float("-inf"), "score -inf is not a finite number"),
+])
+def test_llamaindex_unusable_scores_are_one_line_errors(city_corpus, score, message):
+    node = li_schema.NodeWithScore(node=li_schema.TextNode(id_="paris", text="t"), score=score)
+    r = wrap(FixedNodes([node]), city_corpus)
+    assert isinstance(r, LlamaIndexRetriever)
+    with pytest.raises(RagcovError, match=message) as info:
+        r.retrieve(["q"], 1)
+    assert "\n" not in str(info.value)
+    assert f"'{r.name}': result 1 for query 'q'" in str(info.value)
+
+
+def test_llamaindex_unusable_metadata_id_without_content_match_is_an_error(city_corpus):
+    node = li_schema.NodeWithScore(
+        node=li_schema.TextNode(id_="", text="in no corpus", metadata={"chunk_id": True}),
+        score=0.5)
+    with pytest.raises(RagcovError, match=r"metadata\['chunk_id'\]: True is not an id"):
+        wrap(FixedNodes([node]), city_corpus).retrieve(["q"], 1)
 
 
 # ------------------------------------------------------------ module:attr
@@ -232,6 +411,9 @@ def broken(corpus):
     raise ValueError("index missing")
 
 not_a_retriever = 42
+
+def none_ids(query, k):
+    return [(None, 0.5)]
 '''
 
 

@@ -93,9 +93,43 @@ def test_duplicate_chunk_ids_are_listed(tmp_path: Path) -> None:
         load_corpus(p)
 
 
+def test_duplicate_chunk_ids_name_the_lines(tmp_path: Path) -> None:
+    lines = [{"id": i, "text": str(n)} for n, i in enumerate(["a", "b", "a", "c", "b"])]
+    p = write(tmp_path / "c.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+    with pytest.raises(InputFormatError) as info:
+        load_corpus(p)
+    assert str(info.value) == (f"{p}:3: duplicate chunk ids: a, b "
+                               "(a: line 3 repeats line 1; b: line 5 repeats line 2)")
+    assert info.value.line == 3
+
+
+def test_duplicate_chunk_ids_in_a_beir_folder_name_the_line(tmp_path: Path) -> None:
+    write(tmp_path / "beir" / "corpus.jsonl", "".join(json.dumps(x) + "\n" for x in [
+        {"_id": "d1", "text": "one"}, {"_id": "d2", "text": "two"}, {"_id": 7, "text": "3"},
+        {"_id": "7", "text": "four"}]))
+    with pytest.raises(InputFormatError, match=r"corpus\.jsonl:4: duplicate chunk ids: 7 "
+                                               r"\(7: line 4 repeats line 3\)"):
+        load_corpus(tmp_path / "beir")
+
+
+@pytest.mark.parametrize("value, message", [
+    (True, "True is not an id"),
+    (["a"], r"\['a'\] is not an id"),
+    ({"x": 1}, r"\{'x': 1\} is not an id"),
+    ("  ", "the id is blank"),
+    (1.5, "1.5 is not an id"),
+])
+def test_unusable_chunk_ids_name_the_line(tmp_path: Path, value, message) -> None:
+    p = write(tmp_path / "c.jsonl", json.dumps({"id": "a", "text": "ok"}) + "\n"
+              + json.dumps({"id": value, "text": "bad"}) + "\n")
+    with pytest.raises(InputFormatError, match=r"c\.jsonl:2: chunk id: " + message):
+        load_corpus(p)
+
+
 def test_non_utf8_names_the_file(tmp_path: Path) -> None:
     p = write(tmp_path / "latin.jsonl", '{"id": "a", "text": "caf\xe9"}\n'.encode("latin-1"))
-    with pytest.raises(InputFormatError, match=r"latin\.jsonl: not UTF-8"):
+    # io.py now names the line too (e2ed563), so the file and the line are checked.
+    with pytest.raises(InputFormatError, match=r"latin\.jsonl:1: not UTF-8"):
         load_corpus(p)
 
 
@@ -148,6 +182,40 @@ def test_suite_csv_and_ragas_deepeval(tmp_path: Path) -> None:
 def test_bad_suites(tmp_path: Path, name: str, content: str, message: str) -> None:
     with pytest.raises(RagcovError, match=message):
         load_suite(write(tmp_path / name, content))
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("q.jsonl", '{"id": "a", "text": "x"}\n\n{"id": "b", "text": "y"}\n{"id": "a", "text": "z"}\n',
+     r"q\.jsonl:4: duplicate query ids: a \(a: line 4 repeats line 1\)$"),
+    ("q.csv", "id,question\nq1,x\nq2,y\nq2,z\nq1,w\n",
+     r"q\.csv:4: duplicate query ids: q2, q1 \(q2: line 4 repeats line 3; "
+     r"q1: line 5 repeats line 2\)$"),
+    ("q.json", json.dumps([{"id": "a", "input": "x"}, {"id": "b", "input": "y"},
+                           {"id": "a", "input": "z"}]),
+     r"q\.json: duplicate query ids: a \(a: item 2 repeats item 0\)$"),
+])
+def test_duplicate_query_ids_name_the_lines(tmp_path: Path, name, content, message) -> None:
+    with pytest.raises(RagcovError, match=message):
+        load_suite(write(tmp_path / name, content))
+
+
+@pytest.mark.parametrize("value, message", [
+    (True, "True is not an id"),
+    ([1], r"\[1\] is not an id"),
+    (2.5, "2.5 is not an id"),
+])
+def test_unusable_query_ids_name_the_line(tmp_path: Path, value, message) -> None:
+    p = write(tmp_path / "q.jsonl", json.dumps({"id": "a", "text": "ok"}) + "\n"
+              + json.dumps({"id": value, "text": "bad"}) + "\n")
+    with pytest.raises(InputFormatError, match=r"q\.jsonl:2: query id: " + message):
+        load_suite(p)
+
+
+def test_numeric_query_and_chunk_ids_become_text(tmp_path: Path) -> None:
+    q = write(tmp_path / "q.jsonl", json.dumps({"id": 12, "text": "twelve"}) + "\n")
+    assert load_suite(q).ids == ["12"]
+    c = write(tmp_path / "c.jsonl", json.dumps({"id": 12, "text": "twelve"}) + "\n")
+    assert load_corpus(c).ids == ["12"]
 
 
 def test_jsonl_strings_may_hold_unicode_line_separators(tmp_path: Path) -> None:

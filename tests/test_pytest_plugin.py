@@ -236,6 +236,86 @@ def test_bad_options_are_usage_errors(toy: pytest.Pytester, args: list[str], mes
     assert not (toy.path / ".ragcov").exists()
 
 
+MANY_TESTS = '''
+import pytest
+
+@pytest.mark.parametrize("n", range(40))
+def test_many(ragcov_retriever, n):
+    ragcov_retriever(f"question {n}")
+
+def test_without_the_fixture():
+    pass
+'''
+
+GOOD = json.dumps(CHUNKS[0])
+
+
+@pytest.mark.parametrize(("corpus", "message"), [
+    (f'{GOOD}\n{{"id": "b", "text": \n', "*corpus.jsonl:2: invalid JSON*"),
+    (f"{GOOD}\n{GOOD}\n", "*corpus.jsonl:2: duplicate chunk ids: paris (paris: line 2 repeats "
+                           "line 1)"),
+    ("\n", "*corpus.jsonl: the corpus is empty*"),
+])
+def test_a_bad_corpus_is_one_usage_error(pytester: pytest.Pytester, corpus: str, message: str):
+    # It used to be one error per test that used the fixture, each with its traceback.
+    (pytester.path / "corpus.jsonl").write_text(corpus, encoding="utf-8")
+    pytester.makepyfile(test_many=MANY_TESTS)
+    result = pytester.runpytest(*ragcov_args())
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --ragcov-corpus: {message}"])
+    output = result.stdout.lines + result.stderr.lines
+    assert sum("corpus.jsonl" in line for line in output) == 1, output
+    assert len([line for line in output if line.strip()]) <= 3, output
+    result.stdout.no_fnmatch_line("*test_many*")
+    assert not (pytester.path / ".ragcov").exists()
+
+
+def test_a_bad_corpus_without_the_flag_stops_the_run_once(pytester: pytest.Pytester):
+    # Without --ragcov the corpus is read only when a test asks for the fixture.
+    (pytester.path / "corpus.jsonl").write_text(f'{GOOD}\n["a list"]\n', encoding="utf-8")
+    pytester.makepyfile(test_many=MANY_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov-corpus",
+                                           "corpus.jsonl", "--ragcov-retriever", "bm25")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.lines + result.stderr.lines
+    hits = [line for line in output if "corpus.jsonl:2: expected a JSON object" in line]
+    assert len(hits) == 1, output
+    assert "--ragcov-corpus" in hits[0]
+    assert len(output) < 30, output
+    result.stdout.no_fnmatch_line("*test_many*ERROR*")
+
+
+def test_unusable_items_from_a_recorded_retriever_fail_the_test(pytester: pytest.Pytester):
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
+    pytester.makepyfile(test_bad='''
+import pytest
+from ragcov.pytest_plugin import record
+
+class Sloppy:
+    def __init__(self, item):
+        self.item = item
+    def fingerprint(self):
+        return {"kind": "sloppy"}
+    def retrieve(self, texts, k):
+        return [[("paris", 1.0), self.item] for _ in texts]
+
+@pytest.mark.parametrize("item", [(None, 0.5), ("berlin", "0.9"), ("berlin", True),
+                                  ("berlin", float("nan")), (["berlin"], 0.5)])
+def test_sloppy(item):
+    record(Sloppy(item)).retrieve(["lost city"], 2)
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+                                           "corpus.jsonl", "--ragcov-k", "2")
+    result.assert_outcomes(failed=5)
+    result.stdout.fnmatch_lines([
+        "*Sloppy: result 2 for query 'lost city': None is not an id (item: (None, 0.5))",
+        "*Sloppy: result 2 for query 'lost city': score '0.9' is a string, not a number*",
+        "*Sloppy: result 2 for query 'lost city': score True is not a number*",
+        "*Sloppy: result 2 for query 'lost city': score nan is not a finite number*",
+        "*Sloppy: result 2 for query 'lost city': ?'berlin'? is not an id*",
+    ], consecutive=False)
+
+
 @pytest.mark.slow  # three Python processes: about 15 s on two busy cores
 def test_xdist_workers_files_are_combined_and_deduplicated(toy: pytest.Pytester):
     pytest.importorskip("xdist")

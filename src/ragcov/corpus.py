@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragcov.errors import InputFormatError, RagcovError
+from ragcov.fields import FieldError, parse_id
 from ragcov.io import first_key, iter_jsonl, read_text, text_hash
 
 ID_KEYS = ("id", "_id", "chunk_id")
@@ -25,6 +26,26 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 100
+SHOW_DUPLICATES = 20  # ids listed in a duplicate-id error
+SHOW_REPEATS = 5      # of which this many with their lines
+
+
+def repeated_ids_message(kind: str, repeats: Sequence[tuple[str, int, int]],
+                         unit: str = "line") -> str:
+    """``duplicate <kind> ids: a, b (a: line 3 repeats line 1; ...)``.
+
+    ``repeats`` holds ``(id, where, first)`` for the first repeat of each id, in file
+    order; ``where`` and ``first`` are line numbers (``unit="line"``) or list
+    positions (``unit="item"``).
+    """
+    ids = [cid for cid, _, _ in repeats]
+    shown = ", ".join(ids[:SHOW_DUPLICATES])
+    more = "" if len(ids) <= SHOW_DUPLICATES else f" (and {len(ids) - SHOW_DUPLICATES} more)"
+    lines = "; ".join(f"{cid}: {unit} {where} repeats {unit} {first}"
+                      for cid, where, first in repeats[:SHOW_REPEATS])
+    if len(repeats) > SHOW_REPEATS:
+        lines += "; ..."
+    return f"duplicate {kind} ids: {shown}{more} ({lines})"
 
 
 @dataclass(slots=True)
@@ -169,13 +190,28 @@ def make_splitter(chunk_size: int, chunk_overlap: int):
 
 
 def read_chunks_jsonl(path: str | os.PathLike[str]) -> Corpus:
-    """Chunks given one per JSONL line (BEIR ``corpus.jsonl`` included)."""
+    """Chunks given one per JSONL line (BEIR ``corpus.jsonl`` included).
+
+    A repeated chunk id is an error located at the line that repeats it.
+    """
     chunks: list[Chunk] = []
     positions: dict[str, int] = {}
+    first_line: dict[str, int] = {}
+    repeats: list[tuple[str, int, int]] = []
+    repeated: set[str] = set()
     for lineno, obj in iter_jsonl(path):
-        cid = first_key(obj, ID_KEYS)
-        if cid is None:
+        raw_id = first_key(obj, ID_KEYS)
+        if raw_id is None:
             raise InputFormatError(path, lineno, f"no chunk id (expected one of {', '.join(ID_KEYS)})")
+        try:
+            cid = parse_id(raw_id)
+        except FieldError as exc:
+            raise InputFormatError(path, lineno, f"chunk id: {exc}") from None
+        if cid not in first_line:
+            first_line[cid] = lineno
+        elif cid not in repeated:
+            repeated.add(cid)
+            repeats.append((cid, lineno, first_line[cid]))
         text = first_key(obj, TEXT_KEYS)
         if not isinstance(text, str):
             raise InputFormatError(path, lineno, f"no chunk text (expected one of {', '.join(TEXT_KEYS)})")
@@ -189,8 +225,10 @@ def read_chunks_jsonl(path: str | os.PathLike[str]) -> Corpus:
             pos = positions.get(doc_id, 0)
         positions[doc_id] = pos + 1
         title = obj.get("title") or None
-        chunks.append(Chunk(id=str(cid), text=text, doc_id=doc_id, position=pos,
+        chunks.append(Chunk(id=cid, text=text, doc_id=doc_id, position=pos,
                             title=str(title) if title else None, metadata=metadata))
+    if repeats:
+        raise InputFormatError(path, repeats[0][1], repeated_ids_message("chunk", repeats))
     return Corpus(chunks, chunking={"method": "given"}, source=str(path))
 
 

@@ -14,6 +14,9 @@ Each query is recorded at the session's k whatever k a test asks for (the test s
 gets what it asked for), and gets the id ``q-<hash of its text>``: the same question
 asked by two tests, or by two pytest-xdist workers, is one query. Under xdist each
 worker writes its own data file and the controller combines them.
+
+With ``--ragcov`` the corpus is loaded at configure time, so a bad corpus is one usage
+error (file and line) before any test runs, not one error per test that retrieves.
 """
 
 from __future__ import annotations
@@ -143,7 +146,7 @@ class Recorder:
 
     def add(self, retriever: Any, text: str, ranked: Sequence[tuple[str, float | None]]) -> None:
         fp = _fingerprint(retriever)
-        ranked = [(str(cid), None if s is None else float(s)) for cid, s in ranked][: self.k]
+        ranked = _checked(retriever, text, list(ranked)[: self.k])
         self.corpus()
         assert self._known is not None
         unknown = sorted({cid for cid, _ in ranked} - self._known)
@@ -179,6 +182,30 @@ class Recorder:
             run.add(qid, text, self.results[qid])
         CoverageData(path).write(self.corpus(), run, context=self.context)
         return True
+
+
+def _checked(retriever: Any, text: str, items: list[Any]) -> list[tuple[str, float | None]]:
+    """The items as (chunk id, score), read as every ragcov reader reads them.
+
+    An id that is None, a list or a boolean, or a score that is a string, a boolean
+    or not finite, fails the test that retrieved it, naming the retriever and the item.
+    """
+    from ragcov.errors import RagcovError
+    from ragcov.fields import FieldError, parse_id, parse_score
+
+    out: list[tuple[str, float | None]] = []
+    for rank, item in enumerate(items, start=1):
+        try:
+            if isinstance(item, (str, bytes)):  # "ab" would unpack into an id and a score
+                raise TypeError(item)
+            cid, score = item
+            out.append((parse_id(cid), parse_score(score)))
+        except (TypeError, ValueError) as exc:
+            reason = str(exc) if isinstance(exc, FieldError) else "not a (chunk id, score) pair"
+            shown = " ".join(repr(item).splitlines())[:100]
+            raise RagcovError(f"{type(retriever).__qualname__}: result {rank} for query "
+                              f"{text[:60]!r}: {reason} (item: {shown})") from exc
+    return out
 
 
 class RecordingRetriever:
@@ -276,9 +303,14 @@ def ragcov_retriever(pytestconfig: pytest.Config) -> Any:
         pytest.skip("ragcov_retriever needs a corpus: --ragcov-corpus PATH "
                     "or ragcov_corpus in the ini file")
     from ragcov.corpus import load_corpus
+    from ragcov.errors import RagcovError
 
-    return PlainRetriever(make_retriever(settings.retriever, load_corpus(settings.corpus),
-                                         progress=False), settings.k)
+    try:
+        corpus = load_corpus(settings.corpus)
+    except (RagcovError, OSError) as exc:
+        # Once for the session, not an error (and a traceback) for every test using it.
+        pytest.exit(f"ragcov: --ragcov-corpus: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+    return PlainRetriever(make_retriever(settings.retriever, corpus, progress=False), settings.k)
 
 
 # ---------------------------------------------------------------------------- session
@@ -292,6 +324,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings.corpus.exists():
         raise pytest.UsageError(f"--ragcov-corpus: {settings.corpus}: no such file or folder")
     plugin = _Session(config, settings)
+    from ragcov.errors import RagcovError
+
+    try:
+        plugin.recorder.corpus()  # at the start: one usage error, not one per test
+    except (RagcovError, OSError) as exc:
+        raise pytest.UsageError(f"--ragcov-corpus: {exc}") from None
     config.pluginmanager.register(plugin, "ragcov-session")
     _active.append(plugin.recorder)
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragcov.corpus import repeated_ids_message
 from ragcov.errors import InputFormatError, RagcovError
+from ragcov.fields import FieldError, parse_id
 from ragcov.io import first_key, iter_csv, iter_jsonl, load_json, text_hash
 
 ID_KEYS = ("id", "_id", "query_id", "qid")
@@ -87,6 +89,11 @@ def _row(path: object, lineno: int | None, obj: dict[str, Any]) -> tuple[Any, st
     qid = first_key(obj, ID_KEYS)
     if isinstance(qid, str) and not qid.strip():
         qid = None
+    if qid is not None:
+        try:
+            qid = parse_id(qid)
+        except FieldError as exc:
+            raise InputFormatError(path, lineno, f"query id: {exc}") from None
     meta = {k: v for k, v in obj.items() if k not in ID_KEYS and k not in TEXT_KEYS}
     return qid, text.strip(), meta
 
@@ -101,11 +108,14 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
             return load_suite(p / "queries.jsonl")
         raise RagcovError(f"{p}: a folder of queries must hold queries.jsonl")
     suffix = p.suffix.lower()
+    unit = "line"
+    where: list[int] = []  # each row's line number, or its position in a JSON list
     if suffix in (".jsonl", ".ndjson"):
-        rows = [_row(p, n, obj) for n, obj in iter_jsonl(p)]
+        rows = [_row(p, n, obj) for n, obj in _numbered(iter_jsonl(p), where)]
     elif suffix == ".csv":
-        rows = [_row(p, n, obj) for n, obj in iter_csv(p)]
+        rows = [_row(p, n, obj) for n, obj in _numbered(iter_csv(p), where)]
     elif suffix == ".json":
+        unit = "item"
         data = load_json(p)
         if isinstance(data, dict):
             data = first_key(data, ("goldens", "test_cases", "samples", "queries", "data"))
@@ -117,8 +127,35 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
             if not isinstance(obj, dict):
                 raise InputFormatError(p, None, f"item {i} is not an object")
             rows.append(_row(f"{p} item {i}", None, obj))
+            where.append(i)
     else:
         raise RagcovError(f"{p}: unsupported query file (expected .jsonl, .csv or .json)")
     if not rows:
         raise RagcovError(f"{p}: the suite is empty (no queries)")
-    return Suite(_with_ids(rows), source=str(p))
+    queries = _with_ids(rows)
+    _check_repeats(p, queries, where, unit)
+    return Suite(queries, source=str(p))
+
+
+def _numbered(rows: Iterable[tuple[int, dict[str, Any]]], where: list[int]
+              ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Pass ``(line, row)`` pairs through, noting each line in ``where``."""
+    for lineno, obj in rows:
+        where.append(lineno)
+        yield lineno, obj
+
+
+def _check_repeats(path: Path, queries: Sequence[Query], where: Sequence[int], unit: str) -> None:
+    """A repeated query id is an error located at the line (or item) that repeats it."""
+    first: dict[str, int] = {}
+    repeats: list[tuple[str, int, int]] = []
+    repeated: set[str] = set()
+    for q, at in zip(queries, where):
+        if q.id not in first:
+            first[q.id] = at
+        elif q.id not in repeated:
+            repeated.add(q.id)
+            repeats.append((q.id, at, first[q.id]))
+    if repeats:
+        line = repeats[0][1] if unit == "line" else None
+        raise InputFormatError(path, line, repeated_ids_message("query", repeats, unit))

@@ -12,12 +12,19 @@ is looked for in a fixed order, first match in the corpus wins: the object's own
 id, then ``metadata["id"]``, then ``metadata["chunk_id"]``, then the chunk whose
 text has the same content hash. Whenever a fallback was needed a warning says
 which one, because a content match is only as good as the texts being identical.
+
+Ids and scores are read with :mod:`ragcov.fields`, as every other reader does: an
+item whose id is None, a list, a boolean or blank, or whose score is a string, a
+boolean, NaN or infinite, is refused with one line naming the retriever, the query
+and the item, instead of being recorded as something else.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import itertools
+import numbers
 import os
 import sys
 import warnings
@@ -25,6 +32,14 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragcov.errors import RagcovError
+from ragcov.fields import (
+    ITEM_ID_KEYS,
+    ITEM_SCORE_KEYS,
+    ITEM_TEXT_KEYS,
+    FieldError,
+    parse_id,
+    parse_score,
+)
 from ragcov.io import first_key, text_hash
 
 if TYPE_CHECKING:
@@ -35,7 +50,6 @@ Ranked = list[tuple[str, float | None]]
 
 ID_ATTRS = ("id", "chunk_id", "node_id", "id_")
 METADATA_ID_KEYS = ("id", "chunk_id")
-SCORE_KEYS = ("score", "similarity", "relevance_score")
 
 
 class AdapterWarning(UserWarning):
@@ -73,15 +87,25 @@ class IdResolver:
         return self._by_hash
 
     def resolve(self, own_id: Any, metadata: Any, content: Any) -> str:
-        """Return the chunk id, trying own id, metadata id/chunk_id, then content hash."""
+        """Return the chunk id, trying own id, metadata id/chunk_id, then content hash.
+
+        None and blank strings count as absent. A value that cannot be an id (a
+        list, a boolean, a float) is skipped, so the later candidates and the
+        content may still find the chunk; if nothing does, the error names it.
+        """
         candidates: list[tuple[str, Any]] = [("the item's own id", own_id)]
         meta = metadata if isinstance(metadata, dict) else {}
         candidates += [(f"metadata[{key!r}]", meta.get(key)) for key in METADATA_ID_KEYS]
         first_present: str | None = None
+        refused: list[str] = []
         for how, value in candidates:
-            if value is None or value == "":
+            if value is None or (isinstance(value, str) and not value.strip()):
                 continue
-            cid = str(value)
+            try:
+                cid = parse_id(value)
+            except FieldError as exc:
+                refused.append(f"{how}: {exc}")
+                continue
             if self.corpus is None:
                 self._note(how, candidates[0][0])
                 return cid
@@ -102,6 +126,9 @@ class IdResolver:
         if first_present is not None:
             # Not in the corpus: return it so the caller reports all unknown ids together.
             return first_present
+        if refused:
+            raise RagcovError(f"a {self.label} result has no usable chunk id: "
+                              f"{'; '.join(refused)}")
         snippet = (content[:60] + "...") if isinstance(content, str) and len(content) > 60 \
             else content
         raise RagcovError(
@@ -122,13 +149,18 @@ class IdResolver:
             )
 
 
-def _number(value: Any) -> float | None:
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError) as exc:
-        raise RagcovError(f"a retrieved score is not a number: {value!r}") from exc
+def _shown(value: Any, limit: int = 100) -> str:
+    """``repr(value)`` on one line, cut to ``limit`` characters."""
+    text = " ".join(repr(value).splitlines())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _unusable(kind: str, name: str, query: str, rank: int, item: Any,
+              exc: Exception) -> RagcovError:
+    """One line naming the retriever, the query, the item's rank and the item."""
+    reason = " ".join(str(exc).splitlines())
+    return RagcovError(f"{kind} {name!r}: result {rank} for query {_shown(query, 60)}: "
+                       f"{reason} (item: {_shown(item)})")
 
 
 def _check_lists(results: list[Ranked], texts: Sequence[str]) -> list[Ranked]:
@@ -164,38 +196,45 @@ class CallableRetriever:
                     f"{self.name} returned {type(items).__name__}; expected a list of ids, "
                     "(id, score) pairs or objects carrying an id"
                 )
-            results.append([self._item(item) for item in items][:k])
+            ranked: Ranked = []
+            # Only the top k are recorded, so only they are read.
+            for rank, item in enumerate(itertools.islice(items, k), start=1):
+                try:
+                    ranked.append(self._item(item))
+                except (FieldError, RagcovError) as exc:
+                    raise _unusable("retriever", self.name, text, rank, item, exc) from exc
+            results.append(ranked)
         return _check_lists(results, texts)
 
     def _item(self, item: Any) -> tuple[str, float | None]:
-        if isinstance(item, (str, int)) and not isinstance(item, bool):
-            return str(item), None
+        if item is None or isinstance(item, (str, bool, numbers.Number)):
+            return parse_id(item), None
         if isinstance(item, (tuple, list)):
             if len(item) != 2:
-                raise RagcovError(
-                    f"{self.name} returned {item!r}; a pair must be (chunk id, score)"
-                )
-            return str(item[0]), _number(item[1])
+                raise FieldError("a pair must be (chunk id, score)")
+            return parse_id(item[0]), parse_score(item[1])
         if isinstance(item, dict):
-            score = next((item[key] for key in SCORE_KEYS if item.get(key) is not None), None)
-            cid = first_key(item, ("id", "chunk_id", "_id"))
-            if cid is None:
-                cid = self.resolver.resolve(None, item.get("metadata"),
-                                            first_key(item, ("text", "content", "page_content")))
-            return str(cid), _number(score)
+            score = next((item[key] for key in ITEM_SCORE_KEYS if item.get(key) is not None),
+                         None)
+            own = first_key(item, ITEM_ID_KEYS)
+            if own is not None:
+                parse_id(own)  # an id that cannot be one is the retriever's bug: say so
+            cid = self.resolver.resolve(own, item.get("metadata"),
+                                        first_key(item, ITEM_TEXT_KEYS))
+            return cid, parse_score(score)
         node = getattr(item, "node", None)
         if node is not None and hasattr(item, "score"):  # LlamaIndex NodeWithScore
-            return _llamaindex_id(node, self.resolver), _number(item.score)
+            return _llamaindex_id(node, self.resolver), parse_score(item.score)
         if hasattr(item, "page_content"):  # LangChain Document
-            return _langchain_id(item, self.resolver), _number(
+            return _langchain_id(item, self.resolver), parse_score(
                 (item.metadata or {}).get("score"))
         for attr in ID_ATTRS:
             value = getattr(item, attr, None)
             if value is not None and value != "":
-                return str(value), _number(getattr(item, "score", None))
-        raise RagcovError(
-            f"{self.name} returned {type(item).__name__} items, which carry no chunk id "
-            f"(expected an id, an (id, score) pair, or an object with one of {', '.join(ID_ATTRS)})"
+                return parse_id(value), parse_score(getattr(item, "score", None))
+        raise FieldError(
+            f"{type(item).__name__} items carry no chunk id (expected an id, an (id, score) "
+            f"pair, or an object with one of {', '.join(ID_ATTRS)})"
         )
 
     def fingerprint(self) -> dict[str, Any]:
@@ -234,8 +273,14 @@ class LangChainRetriever:
             else:
                 pairs = [(d, (getattr(d, "metadata", None) or {}).get("score"))
                          for d in self.obj.invoke(text, k=k)]
-            results.append([(_langchain_id(doc, self.resolver), _number(score))
-                            for doc, score in pairs][:k])
+            ranked: Ranked = []
+            for rank, (doc, score) in enumerate(itertools.islice(pairs, k), start=1):
+                try:
+                    ranked.append((_langchain_id(doc, self.resolver), parse_score(score)))
+                except (FieldError, RagcovError) as exc:
+                    raise _unusable("LangChain retriever", self.name, text, rank, doc,
+                                    exc) from exc
+            results.append(ranked)
         return _check_lists(results, texts)
 
     def fingerprint(self) -> dict[str, Any]:
@@ -293,9 +338,14 @@ class LlamaIndexRetriever:
         retriever = self._retriever(k)
         results: list[Ranked] = []
         for text in texts:
-            nodes = retriever.retrieve(text)
-            results.append([(_llamaindex_id(n.node, self.resolver), _number(n.score))
-                            for n in nodes][:k])
+            ranked: Ranked = []
+            for rank, n in enumerate(itertools.islice(retriever.retrieve(text), k), start=1):
+                try:
+                    ranked.append((_llamaindex_id(n.node, self.resolver), parse_score(n.score)))
+                except (FieldError, RagcovError) as exc:
+                    raise _unusable("LlamaIndex retriever", self.name, text, rank, n,
+                                    exc) from exc
+            results.append(ranked)
         return _check_lists(results, texts)
 
     def fingerprint(self) -> dict[str, Any]:
