@@ -28,7 +28,7 @@ from ragcov.errors import RagcovError
 def generate(
     corpus: CorpusPath,
     generator: Annotated[str, typer.Option(
-        help="openai (any OpenAI-compatible endpoint), llama-cpp (a GGUF in process) or "
+        help="openai (any OpenAI-compatible endpoint), llama-cpp (a local GGUF, run in a child process) or "
         "extractive (no LLM).")] = "extractive",
     budget: Annotated[int, typer.Option(help="Questions to add to the suite.")] = 20,
     queries: Annotated[Path | None, typer.Option(
