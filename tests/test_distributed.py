@@ -1,4 +1,9 @@
-"""Sharded runs on a real Dask LocalCluster give exactly the single-process result."""
+"""Sharded runs on a real Dask LocalCluster give exactly the single-process result.
+
+Bit for bit when both encode under the same torch thread count (the dense path
+pins it); at another count, the same hits except at near-ties (scores within
+``NEAR_TIE``), which is all a float computation on other kernels can promise.
+"""
 
 from __future__ import annotations
 
@@ -17,12 +22,23 @@ pytest.importorskip("dask.distributed")
 from ragcov.api import INDEX_RECALL, measure  # noqa: E402
 from ragcov.corpus import Chunk, Corpus  # noqa: E402
 from ragcov.data import CoverageData  # noqa: E402
-from ragcov.distributed import aligned_slices, measure_dask  # noqa: E402
+from ragcov.distributed import (  # noqa: E402
+    _build_retriever,
+    _embed_slice,
+    aligned_slices,
+    dask_encode_threads,
+    measure_dask,
+)
 from ragcov.errors import RagcovError  # noqa: E402
 from ragcov.metrics import chunk_coverage  # noqa: E402
 from ragcov.report.jsonreport import json_report  # noqa: E402
 from ragcov.retrievers import make_retriever  # noqa: E402
+from ragcov.run import Run  # noqa: E402
 from ragcov.suite import Suite  # noqa: E402
+
+# Embeddings computed under different thread counts or kernels differ by ~1e-7 per
+# element (measured: 1.3e-7), so cosine scores by well under this.
+NEAR_TIE = 1e-6
 
 WORDS = ["capital", "France", "Germany", "energy", "cell", "plants", "debt", "dividends",
          "Japan", "Spain", "sunlight", "share"]
@@ -58,6 +74,70 @@ def assert_same(a: Path, b: Path) -> None:
     np.testing.assert_array_equal(ma.scores.data, mb.scores.data)
     assert chunk_coverage(ma) == chunk_coverage(mb)
     assert _without_times(json_report(ma)) == _without_times(json_report(mb))
+
+
+def assert_same_up_to_near_ties(a: Path, b: Path, tol: float = NEAR_TIE) -> int:
+    """What is promised between runs whose embeddings differ by float rounding only.
+
+    Each ranked list is sorted (score descending, exact ties in corpus order); a
+    chunk both runs retrieve has the same score within ``tol``; the scores rank by
+    rank agree within ``tol``; and a chunk only one run retrieves scores within
+    ``2 * tol`` of the other run's k-th score (a near-tie at the k-th place). So
+    ranks can differ only among chunks within ``2 * tol`` of each other, and the
+    covered sets only by such chunks. Returns how many queries differ at all.
+    """
+    ma, mb = CoverageData(a).matrix(), CoverageData(b).matrix()
+    assert ma.query_ids == mb.query_ids and ma.chunk_ids == mb.chunk_ids and ma.k == mb.k
+    differing = 0
+    for row in range(ma.n_queries):
+        ids_a, ids_b = ma.retrieved(row), mb.retrieved(row)
+        sc_a = np.array(ma.retrieved_scores(row), dtype=float)
+        sc_b = np.array(mb.retrieved_scores(row), dtype=float)
+        for ids, sc in ((ids_a, sc_a), (ids_b, sc_b)):
+            assert all(s > t or (s == t and i < j)
+                       for s, t, i, j in zip(sc, sc[1:], ids, ids[1:])), (row, ids, sc)
+        assert len(ids_a) == len(ids_b)
+        np.testing.assert_allclose(sc_a, sc_b, rtol=0, atol=tol)
+        score_a, score_b = dict(zip(ids_a, sc_a)), dict(zip(ids_b, sc_b))
+        for c in score_a.keys() & score_b.keys():
+            assert abs(score_a[c] - score_b[c]) <= tol, (row, c)
+        for mine, other_kth, theirs in ((score_a, sc_b[-1], score_b),
+                                        (score_b, sc_a[-1], score_a)):
+            for c in mine.keys() - theirs.keys():
+                assert abs(mine[c] - other_kth) <= 2 * tol, (row, c, mine[c], other_kth)
+        differing += ids_a != ids_b
+    return differing
+
+
+def _run_file(path: Path, corpus: Corpus, ranked: dict[str, list[tuple[str, float]]]) -> Path:
+    run = Run(k=3, retriever={"kind": "dense", "index": "flat"})
+    for qid, hits in ranked.items():
+        run.add(qid, qid, hits)
+    CoverageData(path).write(corpus, run)
+    return path
+
+
+def test_near_tie_comparison_allows_only_near_ties(city_corpus, tmp_path):
+    base = {"q1": [("paris", 0.9), ("berlin", 0.7), ("madrid", 0.5)],
+            "q2": [("tokyo", 0.8), ("interest", 0.6), ("dividends", 0.4)]}
+    a = _run_file(tmp_path / "a.ragcov", city_corpus, base)
+    assert assert_same_up_to_near_ties(a, a) == 0
+    # Rounding-level score changes, two chunks swapped at a near-tie, another chunk
+    # at a near-tie on the k-th place: all within what is promised.
+    near = {"q1": [("paris", 0.9 + 4e-7), ("berlin", 0.7), ("tokyo", 0.5 - 5e-7)],
+            "q2": [("interest", 0.8 - 3e-7), ("tokyo", 0.8 - 4e-7), ("dividends", 0.4)]}
+    base_tied = {"q1": base["q1"],
+                 "q2": [("tokyo", 0.8), ("interest", 0.8 - 9e-7), ("dividends", 0.4)]}
+    assert assert_same_up_to_near_ties(_run_file(tmp_path / "t.ragcov", city_corpus, base_tied),
+                                       _run_file(tmp_path / "n.ragcov", city_corpus, near)) == 2
+    # Real differences are refused: another chunk well below the k-th score...
+    far = {**base, "q1": [("paris", 0.9), ("berlin", 0.7), ("tokyo", 0.5 - 1e-3)]}
+    with pytest.raises(AssertionError):
+        assert_same_up_to_near_ties(a, _run_file(tmp_path / "f.ragcov", city_corpus, far))
+    # ...and a swap of chunks whose scores are far apart.
+    swap = {**base, "q2": [("interest", 0.8), ("tokyo", 0.6), ("dividends", 0.4)]}
+    with pytest.raises(AssertionError):
+        assert_same_up_to_near_ties(a, _run_file(tmp_path / "s.ragcov", city_corpus, swap))
 
 
 def test_bm25_on_local_cluster_matches_single_process(city_corpus, cluster_address, tmp_path):
@@ -166,8 +246,12 @@ def test_dense_on_local_cluster_matches_single_process(cluster_address, tmp_path
                                                        monkeypatch):
     import faiss
 
-    from ragcov.retrievers.dense import ENCODE_CHUNK, DenseRetriever
+    from ragcov.retrievers.dense import ENCODE_CHUNK, ENCODE_THREADS_ENV, DenseRetriever
 
+    # One torch thread count for every encode, here and on the workers (which were
+    # started with OMP_NUM_THREADS=1, so they get 2 only from the driver): the same
+    # texts in the same batches then give the same bits in every process.
+    monkeypatch.setenv(ENCODE_THREADS_ENV, "2")
     # A multi-threaded HNSW build inserts in a racy order; one thread makes both the
     # sharded run's graph (built in this process) and the local one the same graph.
     threads = faiss.omp_get_max_threads()
@@ -188,7 +272,7 @@ def test_dense_on_local_cluster_matches_single_process(cluster_address, tmp_path
         measure(corpus, suite, r, k=5, data_file=local, progress=False)
     finally:
         faiss.omp_set_num_threads(threads)
-    assert r.chunks_embedded == len(corpus)
+    assert r.chunks_embedded == len(corpus) and r.threads == 2
     dask_emb = np.load(next((tmp_path / "cache-dask" / "embeddings").glob("*.npy")))
     np.testing.assert_array_equal(dask_emb, r.embeddings)
     assert_same(local, sharded)
@@ -199,3 +283,84 @@ def test_dense_on_local_cluster_matches_single_process(cluster_address, tmp_path
         rec = CoverageData(sharded).annotation(INDEX_RECALL)
         assert rec is not None and rec["sample"] == min(200, len(suite)) and rec["k"] == 5
         assert 0.0 <= rec["recall_at_k"] <= 1.0
+
+
+@pytest.mark.slow
+def test_dense_at_another_thread_count_differs_only_at_near_ties(cluster_address, tmp_path,
+                                                                 monkeypatch):
+    from ragcov.retrievers.dense import DenseRetriever
+
+    # Workers at 1 thread, the local run at 2: kernels may round differently (the
+    # observed 1.3e-7 on a small last batch). Repeated texts make exact and near
+    # ties, some of them at the k-th place.
+    chunks = list(_many_chunks(300))
+    chunks += [Chunk(id=f"dup{i}", doc_id="dups", text=chunks[i % 24].text) for i in range(48)]
+    corpus = Corpus(chunks)
+    suite = Suite.from_texts([f"what about {t} number {i}" for i, t in enumerate(
+        ["lakes", "rates", "cells", "volcano", "tax", "jazz"] * 25)])
+    monkeypatch.setenv("RAGCOV_CACHE_DIR", str(tmp_path / "cache-dask"))
+    sharded = tmp_path / "dask.ragcov"
+    measure_dask(corpus, suite, "dense", k=5, data_file=sharded, scheduler=cluster_address,
+                 partitions=2, progress=False, encode_threads=1)
+    monkeypatch.setenv("RAGCOV_CACHE_DIR", str(tmp_path / "cache-local"))
+    r = DenseRetriever(corpus, progress=False, threads=2)
+    local = tmp_path / "local.ragcov"
+    measure(corpus, suite, r, k=5, data_file=local, progress=False)
+    dask_emb = np.load(next((tmp_path / "cache-dask" / "embeddings").glob("*.npy")))
+    np.testing.assert_allclose(dask_emb, r.embeddings, rtol=0, atol=NEAR_TIE)
+    assert_same_up_to_near_ties(local, sharded)
+    # The suite does meet ties at the k-th place (the 5th and 6th scores within NEAR_TIE).
+    top6, _ = r.index.search(r.embed_queries(suite.texts), 6)
+    assert np.any(top6[:, 4] - top6[:, 5] <= NEAR_TIE)
+
+
+def test_encode_threads_sent_to_workers(monkeypatch):
+    from ragcov.retrievers.dense import ENCODE_THREADS_ENV
+
+    monkeypatch.delenv(ENCODE_THREADS_ENV, raising=False)
+    torch = pytest.importorskip("torch")
+    # A remote cluster: Dask's one core per worker thread; a LocalCluster: this
+    # process's count, as a local run here would use.
+    assert dask_encode_threads(None, "tcp://127.0.0.1:8786") == 1
+    assert dask_encode_threads(None, None) == torch.get_num_threads()
+    assert dask_encode_threads(3, "tcp://127.0.0.1:8786") == 3
+    monkeypatch.setenv(ENCODE_THREADS_ENV, "2")
+    assert dask_encode_threads(None, "tcp://127.0.0.1:8786") == 2
+    assert dask_encode_threads(None, None) == 2
+    monkeypatch.setenv(ENCODE_THREADS_ENV, "many")
+    with pytest.raises(RagcovError, match=ENCODE_THREADS_ENV):
+        dask_encode_threads(None, None)
+
+
+class _ThreadRecordingEncoder:
+    """A stand-in for SentenceTransformer that notes torch's thread count when called."""
+
+    def __init__(self) -> None:
+        self.threads: list[int] = []
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return 4
+
+    def encode(self, texts, **_: object) -> np.ndarray:
+        import torch
+
+        self.threads.append(torch.get_num_threads())
+        return np.tile(np.array([1, 0, 0, 0], dtype=np.float32), (len(texts), 1))
+
+
+def test_worker_tasks_encode_under_the_sent_thread_count(city_corpus, monkeypatch):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("faiss")
+    import ragcov.retrievers.dense as dense
+
+    fake = _ThreadRecordingEncoder()
+    monkeypatch.setattr(dense, "load_encoder", lambda *_a, **_k: fake)
+    before = torch.get_num_threads()
+    want = 1 if before > 1 else 2
+    assert _embed_slice("model", ["a", "b"], 64, want).shape == (2, 4)
+    spec = {"kind": "dense", "model": None, "index": "flat", "batch_size": 64, "threads": want}
+    emb = np.tile(np.array([1, 0, 0, 0], dtype=np.float32), (len(city_corpus), 1))
+    r = _build_retriever(spec, city_corpus, {"embeddings": emb, "index_bytes": None})
+    r.retrieve(["capital"], 2)
+    assert fake.threads == [want, want]
+    assert torch.get_num_threads() == before

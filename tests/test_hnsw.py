@@ -1,4 +1,4 @@
-"""The approximate (HNSW) index: flagged as approximate, with a measured recall@k."""
+"""The dense indexes: HNSW flagged as approximate with a measured recall@k; ties; threads."""
 
 from __future__ import annotations
 
@@ -100,3 +100,74 @@ def test_measured_recall_matches_an_independent_recount():
                                                                   exact.tolist())])
     assert rec["recall_at_k"] == pytest.approx(expected)
     assert 0 < rec["recall_at_k"] < 1
+
+
+class _FixedEncoder:
+    """A stand-in for SentenceTransformer: fixed query vectors, torch's thread count noted."""
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors = vectors
+        self.threads: list[int] = []
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return 4
+
+    def encode(self, texts, **_: object) -> np.ndarray:
+        import torch
+
+        self.threads.append(torch.get_num_threads())
+        return np.array([self.vectors[t] for t in texts], dtype=np.float32)
+
+
+def _patched_dense(monkeypatch, encoder):
+    import ragcov.retrievers.dense as dense
+
+    monkeypatch.setattr(dense, "load_encoder", lambda *_a, **_k: encoder)
+    return dense
+
+
+@pytest.mark.parametrize("index", ["flat", "hnsw"])
+def test_score_ties_are_broken_by_corpus_order(monkeypatch, index):
+    pytest.importorskip("torch")
+    dense = _patched_dense(monkeypatch, _FixedEncoder({"q": [1, 0, 0, 0], "p": [0, 1, 0, 0]}))
+    # c1, c3, c4, c6 and c7 are the same vector: exact ties whatever the kernel.
+    emb = np.array([[0, 1, 0, 0], [1, 0, 0, 0], [0.5, 0.5, 0.5, 0.5], [1, 0, 0, 0],
+                    [1, 0, 0, 0], [0, 0, 1, 0], [1, 0, 0, 0], [1, 0, 0, 0]], dtype=np.float32)
+    r = dense.DenseRetriever(synthetic_corpus(8), index=index, embeddings=emb, progress=False)
+    # Earliest first among tied chunks, and the earliest win the k-th place.
+    assert [c for c, _ in r.retrieve(["q"], 3)[0]] == ["c1", "c3", "c4"]
+    assert [c for c, _ in r.retrieve(["q"], 6)[0]] == ["c1", "c3", "c4", "c6", "c7", "c2"]
+    ranked = r.retrieve(["p", "q"], 2)
+    assert [c for c, _ in ranked[0]] == ["c0", "c2"] and [s for _, s in ranked[1]] == [1.0, 1.0]
+
+
+def test_encode_pins_torch_threads_and_restores_them(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from ragcov.errors import RagcovError
+
+    dense = _patched_dense(monkeypatch, _FixedEncoder({"q": [1, 0, 0, 0]}))
+    enc = _FixedEncoder({"q": [1, 0, 0, 0]})
+    before = torch.get_num_threads()
+    other = 1 if before > 1 else 2
+    monkeypatch.delenv(dense.ENCODE_THREADS_ENV, raising=False)
+    dense.encode(enc, ["q"], progress=False)
+    dense.encode(enc, ["q"], progress=False, threads=other)
+    monkeypatch.setenv(dense.ENCODE_THREADS_ENV, "3")
+    dense.encode(enc, ["q"], progress=False)
+    assert enc.threads == [before, other, 3]
+    assert torch.get_num_threads() == before
+    # A retriever fixes its count once: the environment at construction, or its argument.
+    r = dense.DenseRetriever(synthetic_corpus(2), embeddings=unit_vectors(2, 4, 0),
+                             progress=False)
+    monkeypatch.setenv(dense.ENCODE_THREADS_ENV, "1")
+    r.retrieve(["q"], 1)
+    assert r.threads == 3 and r.encoder.threads == [3]
+    assert dense.DenseRetriever(synthetic_corpus(2), embeddings=unit_vectors(2, 4, 0),
+                                progress=False, threads=2).threads == 2
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(dense.ENCODE_THREADS_ENV, bad)
+        with pytest.raises(RagcovError, match=dense.ENCODE_THREADS_ENV):
+            dense.encode(enc, ["q"], progress=False)
+    with pytest.raises(RagcovError, match="at least 1"):
+        dense.encode(enc, ["q"], progress=False, threads=0)
+    assert torch.get_num_threads() == before

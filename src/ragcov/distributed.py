@@ -3,11 +3,15 @@
 Embedding the corpus and retrieving the suite are the expensive steps; the coverage
 maths afterwards is cheap and stays in one process. The work goes to an existing
 engine, ``dask.distributed`` (a ``LocalCluster`` on 127.0.0.1 when no scheduler
-address is given), and the result is the single-process result, bit for bit:
+address is given), and on one machine the result is the single-process result,
+bit for bit, when both encode under one torch thread count (the default with ragcov's
+own LocalCluster; docs/scale-out.md says what holds otherwise: near-ties may differ):
 
 * Dense corpus embeddings are computed in slices whose boundaries fall on the
   ``ENCODE_CHUNK`` boundaries the single-process encoder uses, so each slice is
-  encoded in exactly the same batches; the slices are gathered into one array
+  encoded in exactly the same batches, and under the same torch thread count
+  (:func:`dask_encode_threads`: the count a local run in the driver would use,
+  sent to every worker); the slices are gathered into one array
   (and cached as a single-process run would cache it), one index is built and
   every worker searches that same index (an HNSW graph is built once and shipped
   serialised, so all shards see the same approximate neighbours).
@@ -69,10 +73,10 @@ def aligned_slices(n: int, parts: int, unit: int) -> list[tuple[int, int]]:
 
 
 # --------------------------------------------------------------- worker tasks
-def _embed_slice(source: str, texts: list[str], batch_size: int) -> np.ndarray:
+def _embed_slice(source: str, texts: list[str], batch_size: int, threads: int) -> np.ndarray:
     from ragcov.retrievers.dense import encode, load_encoder
 
-    return encode(load_encoder(source), texts, batch_size, progress=False)
+    return encode(load_encoder(source), texts, batch_size, progress=False, threads=threads)
 
 
 def _worker_retriever(token: str, spec: dict[str, Any], corpus: Corpus,
@@ -96,7 +100,7 @@ def _build_retriever(spec: dict[str, Any], corpus: Corpus, shared: dict[str, Any
             prebuilt = faiss.deserialize_index(shared["index_bytes"])
         r = DenseRetriever(corpus, model=spec["model"], index=spec["index"], progress=False,
                            batch_size=spec["batch_size"], embeddings=shared["embeddings"],
-                           prebuilt_index=prebuilt)
+                           prebuilt_index=prebuilt, threads=spec["threads"])
         if prebuilt is not None:
             prebuilt.hnsw.efSearch = r.ef_search
         return r
@@ -123,9 +127,31 @@ def _forget(token: str) -> None:
 
 
 # --------------------------------------------------------------------- cluster
+def dask_encode_threads(threads: int | None = None, scheduler: str | None = None) -> int:
+    """The torch thread count every worker encodes with (the driver's too).
+
+    ``threads`` when given, else ``$RAGCOV_ENCODE_THREADS``. Otherwise, on a
+    LocalCluster of this machine, the count a local run in this process would use,
+    so a sharded run gives a local run's bits; on a remote cluster 1, Dask's own
+    one core per worker thread (other machines give other bits anyway).
+    Call it before a LocalCluster starts: starting one sets ``OMP_NUM_THREADS=1``
+    in this process's environment, which a torch imported afterwards would obey.
+    """
+    from ragcov.retrievers.dense import ENCODE_THREADS_ENV, encode_threads
+
+    if threads is None and scheduler and not os.environ.get(ENCODE_THREADS_ENV, "").strip():
+        return 1
+    return encode_threads(threads)
+
+
 @contextlib.contextmanager
-def dask_client(scheduler: str | None = None, workers: int | None = None) -> Iterator[Any]:
-    """A client of ``scheduler``, or of a LocalCluster of worker processes on 127.0.0.1."""
+def dask_client(scheduler: str | None = None, workers: int | None = None,
+                task_threads: int = 1) -> Iterator[Any]:
+    """A client of ``scheduler``, or of a LocalCluster of worker processes on 127.0.0.1.
+
+    The LocalCluster has at most one worker per ``task_threads`` cores, so workers
+    whose tasks each run ``task_threads`` torch threads do not oversubscribe the CPU.
+    """
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError as exc:
@@ -141,7 +167,8 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
         return
     # Partitions are work units, not processes: never start more workers than cores.
     cores = min(os.cpu_count() or 1, 8)
-    n = min(workers, cores) if workers else cores
+    fit = max(1, cores // max(1, task_threads))
+    n = min(workers, fit) if workers else fit
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
@@ -154,7 +181,7 @@ def _n_workers(client: Any) -> int:
 
 # ------------------------------------------------------------------------ dense
 def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int,
-                      batch_size: int, progress: bool) -> np.ndarray:
+                      batch_size: int, threads: int, progress: bool) -> np.ndarray:
     """The corpus embeddings: from the cache if a run made them, else embedded in shards."""
     from ragcov.retrievers.dense import (
         ENCODE_CHUNK,
@@ -172,7 +199,7 @@ def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int
     # Several slices per worker so a slow worker does not hold the others up.
     slices = aligned_slices(len(corpus), parts * 4, ENCODE_CHUNK)
     texts = corpus.texts
-    futures = [client.submit(_embed_slice, source, texts[a:b], batch_size, pure=False)
+    futures = [client.submit(_embed_slice, source, texts[a:b], batch_size, threads, pure=False)
                for a, b in slices]
     pieces: list[np.ndarray | None] = [None] * len(slices)
     where = {f.key: i for i, f in enumerate(futures)}
@@ -194,13 +221,15 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
                  data_file: str | os.PathLike[str] = ".ragcov", append: bool = False,
                  scheduler: str | None = None, partitions: int | None = None,
                  progress: bool = True, batch_size: int = 64,
-                 recall_sample: int = 200) -> CoverageMatrix:
+                 recall_sample: int = 200, encode_threads: int | None = None) -> CoverageMatrix:
     """Like :func:`ragcov.api.measure`, with embedding and retrieval sharded on Dask.
 
     ``partitions`` is the number of query shards (default: one per worker); each
     becomes a data file of its own, and the shards are combined into
     ``data_file``. With an HNSW index, recall@k against exact search is measured
     on ``recall_sample`` queries of the suite and recorded in the data file.
+    ``encode_threads`` is the torch thread count of every encode, on the workers
+    and in the driver (default: :func:`dask_encode_threads`).
     """
     validate_k(k)
     if len(suite) == 0:
@@ -217,18 +246,21 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
     if append and data.exists():
         done = data.query_ids()
         todo = [(qid, text) for qid, text in todo if qid not in done]
-    spec = {"kind": retriever, "model": model, "index": index, "batch_size": batch_size}
+    # Resolved before a LocalCluster starts (see dask_encode_threads) and sent to workers.
+    threads = dask_encode_threads(encode_threads, scheduler) if retriever == "dense" else 1
+    spec = {"kind": retriever, "model": model, "index": index, "batch_size": batch_size,
+            "threads": threads}
     token = uuid.uuid4().hex
     recall: dict[str, Any] | None = None
-    with dask_client(scheduler, partitions) as client:
+    with dask_client(scheduler, partitions, task_threads=threads) as client:
         parts = partitions or _n_workers(client)
         shared_f = None
         if retriever == "dense":
             from ragcov.retrievers.dense import DenseRetriever
 
-            emb = _dense_embeddings(client, corpus, model, parts, batch_size, progress)
+            emb = _dense_embeddings(client, corpus, model, parts, batch_size, threads, progress)
             local = DenseRetriever(corpus, model=model, index=index, batch_size=batch_size,
-                                   embeddings=emb, progress=False)
+                                   embeddings=emb, progress=False, threads=threads)
             fingerprint = local.fingerprint()
             shared: dict[str, Any] = {"embeddings": emb, "index_bytes": None}
             if index == "hnsw":

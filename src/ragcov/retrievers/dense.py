@@ -3,15 +3,24 @@
 Embeddings are L2-normalised so inner product is cosine similarity. The corpus
 embeddings are cached on disk, keyed by (corpus hash, model, chunking), so a
 second run over the same corpus embeds nothing but the queries.
+
+Reproducibility: an embedding's last bits depend on the batch a text is encoded
+in and may depend on torch's intra-op thread count (BLAS kernels choose how to
+split their work by it).
+Every encode here therefore runs in fixed ``ENCODE_CHUNK`` slices under a pinned
+thread count (:func:`encode_threads`), so two runs with the same count and the
+same slice boundaries (a local run and a Dask run, ``ragcov.distributed``) give
+the same bits on the same machine. Score ties are broken by corpus order.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +35,7 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _MINILM_ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
 INDEX_KINDS = ("flat", "hnsw")
 ENCODE_CHUNK = 1024
+ENCODE_THREADS_ENV = "RAGCOV_ENCODE_THREADS"
 
 
 def resolve_model(model: str | None) -> tuple[str, str]:
@@ -68,14 +78,64 @@ def load_encoder(source: str, device: str = "cpu") -> Any:
         raise RagcovError(f"cannot load embedding model {source!r}: {exc}") from exc
 
 
+def encode_threads(threads: int | None = None) -> int:
+    """The torch intra-op thread count an encode runs with.
+
+    ``threads`` when given, else ``$RAGCOV_ENCODE_THREADS``, else torch's current
+    count in this process (what a bare ``SentenceTransformer.encode`` would use).
+    The count is part of what makes embeddings reproducible: the same texts in the
+    same batches under another count may differ in their last bits.
+    """
+    if threads is None:
+        raw = os.environ.get(ENCODE_THREADS_ENV, "").strip()
+        if raw:
+            if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+                raise RagcovError(f"{ENCODE_THREADS_ENV} must be a whole number of at least 1, "
+                                  f"got {raw!r}")
+            return int(raw)
+        try:
+            import torch
+        except ImportError:  # pragma: no cover - torch comes with sentence-transformers
+            return 1
+        return max(1, int(torch.get_num_threads()))
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise RagcovError(f"the encode thread count must be a whole number of at least 1, "
+                          f"got {threads!r}")
+    return threads
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block with torch's intra-op thread count set to ``n``, then restore it."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch comes with sentence-transformers
+        yield
+        return
+    before = torch.get_num_threads()
+    if before != n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
 def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str = "Embedding",
-           progress: bool = True) -> np.ndarray:
-    """Normalised float32 embeddings, encoded a slice at a time under a progress bar."""
+           progress: bool = True, threads: int | None = None) -> np.ndarray:
+    """Normalised float32 embeddings, encoded a slice at a time under a progress bar.
+
+    Texts go to the encoder in slices of ``ENCODE_CHUNK`` counted from the first
+    text, with torch pinned to ``encode_threads(threads)`` threads: the two things,
+    besides the model and the machine, that decide an embedding's bits.
+    """
     get_dim = getattr(encoder, "get_embedding_dimension", None) or \
         encoder.get_sentence_embedding_dimension
     dim = get_dim()
     out = np.empty((len(texts), dim), dtype=np.float32)
-    with progress_bar(label, total=len(texts), enabled=progress) as advance:
+    with torch_threads(encode_threads(threads)), \
+            progress_bar(label, total=len(texts), enabled=progress) as advance:
         for start in range(0, len(texts), ENCODE_CHUNK):
             part = list(texts[start:start + ENCODE_CHUNK])
             out[start:start + len(part)] = encoder.encode(
@@ -113,7 +173,8 @@ class DenseRetriever:
     def __init__(self, corpus: Corpus, model: str | None = None, index: str = "flat",
                  batch_size: int = 64, use_cache: bool = True, device: str = "cpu",
                  hnsw_m: int = 32, ef_search: int = 128, progress: bool = True,
-                 embeddings: np.ndarray | None = None, prebuilt_index: Any = None) -> None:
+                 embeddings: np.ndarray | None = None, prebuilt_index: Any = None,
+                 threads: int | None = None) -> None:
         if index not in INDEX_KINDS:
             raise RagcovError(f"unknown index {index!r}: expected one of {', '.join(INDEX_KINDS)}")
         try:
@@ -127,6 +188,8 @@ class DenseRetriever:
         self.batch_size = batch_size
         self.progress = progress
         self.hnsw_m, self.ef_search = hnsw_m, ef_search
+        # Fixed once, so the corpus and every query batch are encoded under one thread count.
+        self.threads = encode_threads(threads)
         self.encoder = load_encoder(self._source, device)
         self.chunks_embedded = 0
         self.queries_embedded = 0
@@ -149,7 +212,7 @@ class DenseRetriever:
             if cached is not None:
                 return cached
         emb = encode(self.encoder, self.corpus.texts, self.batch_size, "Embedding corpus",
-                     self.progress)
+                     self.progress, threads=self.threads)
         self.chunks_embedded += len(emb)
         if use_cache:
             save_embeddings(path, emb)
@@ -177,7 +240,8 @@ class DenseRetriever:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         self.queries_embedded += len(texts)
-        return encode(self.encoder, texts, self.batch_size, "Embedding queries", progress=False)
+        return encode(self.encoder, texts, self.batch_size, "Embedding queries", progress=False,
+                      threads=self.threads)
 
     def retrieve(self, texts: Sequence[str], k: int) -> list[list[tuple[str, float | None]]]:
         if not texts:
@@ -185,6 +249,11 @@ class DenseRetriever:
         q = self.embed_queries(texts)
         kk = min(k, len(self._ids))
         scores, idx = self.index.search(q, kk)
+        # Ties by corpus order: faiss's flat search keeps the earliest of chunks tied at
+        # the k-th place but lists tied chunks latest first; order them earliest first.
+        order = np.lexsort((idx, -scores), axis=1)
+        scores = np.take_along_axis(scores, order, axis=1)
+        idx = np.take_along_axis(idx, order, axis=1)
         return [[(self._ids[int(j)], float(s)) for j, s in zip(row_i, row_s) if j >= 0]
                 for row_i, row_s in zip(idx, scores)]
 
@@ -205,7 +274,7 @@ class DenseRetriever:
         if texts is not None and len(texts) > 0:
             pick = np.sort(rng.choice(len(texts), size=min(sample, len(texts)), replace=False))
             q = encode(self.encoder, [texts[int(i)] for i in pick], self.batch_size,
-                       "Embedding queries", progress=False)
+                       "Embedding queries", progress=False, threads=self.threads)
             source = "queries"
         else:
             pick = np.sort(rng.choice(n, size=min(sample, n), replace=False))
