@@ -8,6 +8,7 @@ pins it); at another count, the same hits except at near-ties (scores within
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -197,6 +198,31 @@ def test_append_to_incompatible_file_is_refused_and_writes_nothing(city_corpus, 
         measure_dask(city_corpus, Suite([*suite, *[type(more[0])("new", more[0].text)]]), "bm25",
                      k=3, data_file=path, append=True, scheduler=cluster_address, progress=False)
     assert path.read_bytes() == before
+
+
+def test_append_with_a_recorded_id_and_new_text_is_refused(city_corpus, cluster_address,
+                                                           tmp_path):
+    """The same check as a local --append: a changed text is never silently skipped."""
+    suite = city_suite(10)
+    path = tmp_path / "d.ragcov"
+    measure_dask(city_corpus, suite, "bm25", k=2, data_file=path, scheduler=cluster_address,
+                 progress=False)
+    before = path.read_bytes()
+    changed = Suite([type(suite[0])(suite[0].id, "a different question")])
+    with pytest.raises(RagcovError, match="already recorded with a different text"):
+        measure_dask(city_corpus, changed, "bm25", k=2, data_file=path, append=True,
+                     scheduler=cluster_address, progress=False)
+    assert path.read_bytes() == before
+
+
+def test_own_local_cluster_leaves_thread_settings_alone(city_corpus, tmp_path, monkeypatch):
+    """Starting a LocalCluster must not leave OMP_NUM_THREADS=1 in the caller's process."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")
+    measure_dask(city_corpus, city_suite(4), "bm25", k=2, data_file=tmp_path / "d.ragcov",
+                 progress=False)
+    assert "OMP_NUM_THREADS" not in os.environ
+    assert os.environ["MKL_NUM_THREADS"] == "3"
 
 
 def test_bad_arguments(city_corpus, tmp_path):

@@ -34,18 +34,16 @@ import contextlib
 import logging
 import math
 import os
-import tempfile
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ragcov.api import INDEX_RECALL
 from ragcov.corpus import Corpus
-from ragcov.data import CoverageData, combine
+from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.progress import progress_bar
@@ -169,10 +167,26 @@ def dask_client(scheduler: str | None = None, workers: int | None = None,
     cores = min(os.cpu_count() or 1, 8)
     fit = max(1, cores // max(1, task_threads))
     n = min(workers, fit) if workers else fit
+    # Starting a LocalCluster sets OMP_NUM_THREADS=1 (and MKL's, OpenBLAS's) in this
+    # process's environment for its workers; put ours back so a torch imported later
+    # here is not silently single-threaded.
+    saved = {key: os.environ.get(key) for key in THREAD_ENV}
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
+        _restore_env(saved)
         yield client
+
+
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def _restore_env(saved: dict[str, str | None]) -> None:
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def _n_workers(client: Any) -> int:
@@ -242,10 +256,8 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
         if index not in INDEX_KINDS:
             raise RagcovError(f"unknown index {index!r}: expected one of {', '.join(INDEX_KINDS)}")
     data = CoverageData(data_file)
+    data.check_destination()  # before a cluster starts; the rest once the retriever is known
     todo = [(q.id, q.text) for q in suite]
-    if append and data.exists():
-        done = data.query_ids()
-        todo = [(qid, text) for qid, text in todo if qid not in done]
     # Resolved before a LocalCluster starts (see dask_encode_threads) and sent to workers.
     threads = dask_encode_threads(encode_threads, scheduler) if retriever == "dense" else 1
     spec = {"kind": retriever, "model": model, "index": index, "batch_size": batch_size,
@@ -274,6 +286,8 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
         if retriever != "dense":
             fingerprint = client.submit(_worker_fingerprint, token, spec, corpus_f, shared_f,
                                         pure=False).result()
+        if append:  # the same check as a local --append, before any query is retrieved
+            todo = data.pending(todo, k, corpus.hash, fingerprint)
         try:
             runs = _retrieve(client, token, spec, corpus_f, shared_f, todo, k, parts, progress)
         finally:
@@ -304,18 +318,13 @@ def _retrieve(client: Any, token: str, spec: dict[str, Any], corpus_f: Any, shar
 
 def _record(data: CoverageData, corpus: Corpus, runs: Sequence[Run], empty: Run,
             append: bool) -> None:
-    """Write each shard to its own data file, then combine them (after the existing file)."""
-    if not runs:
-        # Nothing new to retrieve: still check the file matches this configuration.
-        data.write(corpus, empty, append=append)
-        return
-    target = data.path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".ragcov-shards-", dir=target.parent) as tmp:
-        shard_paths: list[Path] = []
-        for i, run in enumerate(runs):
-            p = Path(tmp) / f"shard-{i:05d}.ragcov"
-            CoverageData(p).write(corpus, run)
-            shard_paths.append(p)
-        inputs = ([target] if append and data.exists() else []) + shard_paths
-        combine(inputs, target)
+    """Record the shards' runs, in suite order, the way a local run records its one run.
+
+    One write: an append is one transaction on the existing file (concurrent appends
+    keep each other's queries), never a whole new file combined over it.
+    """
+    merged = empty
+    for run in runs:
+        merged.queries.update(run.queries)
+        merged.results.update(run.results)
+    data.write(corpus, merged, append=append)
