@@ -22,6 +22,17 @@ ITEM_ID_KEYS = ("id", "chunk_id", "doc_id", "_id")
 ITEM_SCORE_KEYS = ("score", "_score", "similarity", "relevance_score")
 ITEM_TEXT_KEYS = ("text", "content", "page_content")
 
+# Keys that name a query's id and text in suites, traces, labels and score files, most
+# specific first: a record with both ``query_id`` and ``id`` (a log line's own id) is
+# the query ``query_id`` names.
+QUERY_ID_KEYS = ("query_id", "qid", "query-id", "id", "_id")
+QUERY_TEXT_KEYS = ("query", "question", "user_input", "input", "text")
+
+# Keys that name a chunk's id, text and document in corpus files.
+CHUNK_ID_KEYS = ("id", "_id", "chunk_id")
+CHUNK_TEXT_KEYS = ITEM_TEXT_KEYS
+CHUNK_DOC_KEYS = ("doc_id", "document_id", "source")
+
 
 class FieldError(ValueError):
     """A value that cannot be what its field says it is."""
