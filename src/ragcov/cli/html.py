@@ -7,14 +7,14 @@ from typing import Annotated
 
 import typer
 
-from ragcov.cli import DataFile, app, out
+from ragcov.cli.console import out
+from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile
 
 Precision = Annotated[int, typer.Option(help="Digits after the decimal point in percentages.")]
 
 
-@app.command()
 def html(
-    data_file: DataFile = Path(".ragcov"),
+    data_file: DataFile = DEFAULT_DATA_PATH,
     directory: Annotated[Path, typer.Option(
         "-d", "--directory", help="Where to write the site (replaced whole).")]
     = Path("ragcov-html"),

@@ -7,20 +7,18 @@ from typing import Annotated
 
 import typer
 
-from ragcov.cli import (
+from ragcov.cli.console import err, out
+from ragcov.cli.options import (
+    DEFAULT_DATA_PATH,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
     DataFile,
     Split,
-    app,
-    err,
     load_corpus_opts,
-    out,
 )
 
 
-@app.command("import")
 def import_cmd(
     file: Annotated[Path, typer.Argument(help="The trace file.")],
     corpus: CorpusPath,
@@ -28,7 +26,7 @@ def import_cmd(
         "--format", "-f", help="jsonl, trec, ranx, openinference or otel.")] = "jsonl",
     k: Annotated[int | None, typer.Option(
         "--k", "-k", help="Count the top k of each list (default: the longest list).")] = None,
-    data_file: DataFile = Path(".ragcov"),
+    data_file: DataFile = DEFAULT_DATA_PATH,
     ignore_unknown: Annotated[bool, typer.Option(
         "--ignore-unknown", help="Skip and count ids not in the corpus instead of failing.")]
     = False,

@@ -7,7 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-from ragcov.cli import (
+from ragcov.cli.console import err, out
+from ragcov.cli.options import (
+    DEFAULT_DATA_PATH,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
@@ -16,15 +18,11 @@ from ragcov.cli import (
     K,
     RetrieverName,
     Split,
-    app,
-    err,
     load_corpus_opts,
-    out,
 )
 from ragcov.errors import RagcovError
 
 
-@app.command()
 def generate(
     corpus: CorpusPath,
     generator: Annotated[str, typer.Option(
@@ -33,7 +31,7 @@ def generate(
     budget: Annotated[int, typer.Option(help="Questions to add to the suite.")] = 20,
     queries: Annotated[Path | None, typer.Option(
         help="A seed suite whose coverage generation starts from.")] = None,
-    data_file: DataFile = Path(".ragcov"),
+    data_file: DataFile = DEFAULT_DATA_PATH,
     output: Annotated[Path, typer.Option(
         "-o", "--output", help="The generated suite with provenance (JSON lines); rerun the "
         "same command to resume.")] = Path("generated.jsonl"),

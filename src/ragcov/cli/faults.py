@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ragcov.cli import DataFile, app, err, out
+from ragcov.cli.console import err, out
+from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile
 from ragcov.errors import RagcovError
 
 SHOW = 8   # members / chunks listed per fault in the table
@@ -18,9 +19,8 @@ def _short(items: list[str] | tuple[str, ...], limit: int = SHOW) -> str:
     return shown + (f", … (+{len(items) - limit})" if len(items) > limit else "")
 
 
-@app.command()
 def faults(
-    data_file: DataFile = Path(".ragcov"),
+    data_file: DataFile = DEFAULT_DATA_PATH,
     qrels: Annotated[Path | None, typer.Option(
         help="Relevance labels: JSONL {query_id, doc_id|chunk_id}, TREC or BEIR qrels.")] = None,
     qrels_level: Annotated[str | None, typer.Option(

@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
-from ragcov.cli import DataFile, app, out
+from ragcov.cli.console import out
+from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile
 from ragcov.selection import DEFAULT_AFTER_SATURATION
 
 
-@app.command("select")
 def select_cmd(
-    data_file: DataFile = Path(".ragcov"),
+    data_file: DataFile = DEFAULT_DATA_PATH,
     strategy: Annotated[str, typer.Option(
         help="coverage (greedy by new chunks), random (seeded) or overlap (redundancy-heavy: "
         "most already-covered chunks first).")] = "coverage",

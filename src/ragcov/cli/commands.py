@@ -1,0 +1,53 @@
+"""The ``ragcov`` typer app: every command registered here, in one list.
+
+Command modules are plain functions with typer annotations and know nothing of the
+app; this module is the only place that wires them in, so there is no registration
+by import side effect and no module imports the app back.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from ragcov.cli import combine, demo, faults, generate, html, imports, measure, report, select
+
+app = typer.Typer(
+    name="ragcov",
+    help="Chunk Coverage for RAG retrievers: how much of the corpus does your test suite retrieve?",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _settings(ctx: typer.Context) -> None:
+    """Apply [tool.ragcov] / ragcov.toml settings as defaults for every command."""
+    from ragcov.config import default_map, find_config
+
+    found = find_config()
+    if found is None:
+        return
+    path, settings = found
+    group = ctx.command
+    commands = {name: [p.name for p in cmd.params if p.name]
+                for name, cmd in getattr(group, "commands", {}).items()}
+    ctx.default_map = default_map(settings, commands, path)
+
+
+# (name, function): the order is the order of `ragcov --help`.
+COMMANDS = [
+    ("run", measure.run),
+    ("report", report.report),
+    ("json", report.json_cmd),
+    ("combine", combine.combine),
+    ("index", measure.index),
+    ("demo", demo.demo),
+    ("faults", faults.faults),
+    ("generate", generate.generate),
+    ("html", html.html),
+    ("import", imports.import_cmd),
+    ("select", select.select_cmd),
+]
+for _name, _fn in COMMANDS:
+    app.command(_name)(_fn)

@@ -1,0 +1,57 @@
+"""``ragcov``'s entry point: run the app, turn every expected failure into one line.
+
+Habits follow coverage.py: user errors print one line and exit 1, without a
+traceback; ``--fail-under`` exits 2; Ctrl-C exits 130 and says so.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ragcov.cli.commands import app
+from ragcov.cli.console import err
+from ragcov.errors import RagcovError
+
+
+def _os_error(exc: OSError) -> str:
+    """An OSError as the line a user can act on: the file, then what went wrong."""
+    where = exc.filename if exc.filename is not None else None
+    what = exc.strerror or str(exc)
+    return f"{where}: {what}" if where is not None else what
+
+
+INTERRUPTED = "ragcov: interrupted (the data file keeps what was committed; rerun to resume)"
+
+
+def _interrupted(exc: SystemExit) -> bool:
+    """typer turns Ctrl-C into a silent exit 130; find the KeyboardInterrupt behind it."""
+    inner = exc.__context__
+    return isinstance(inner, typer.Exit) and isinstance(inner.__cause__, KeyboardInterrupt)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import sqlite3
+
+    try:
+        app(args=argv, prog_name="ragcov")
+    except SystemExit as exc:
+        if _interrupted(exc):
+            err.print(INTERRUPTED, markup=False)
+        raise
+    except RagcovError as exc:
+        err.print(f"ragcov: error: {exc}", markup=False)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        err.print(INTERRUPTED, markup=False)
+        sys.exit(130)
+    except sqlite3.Error as exc:  # a data file damaged in a way the readers did not foresee
+        err.print(f"ragcov: error: data file: {exc}", markup=False)
+        sys.exit(1)
+    except OSError as exc:
+        err.print(f"ragcov: error: {_os_error(exc)}", markup=False)
+        sys.exit(1)
+    except RecursionError:
+        err.print("ragcov: error: input nested too deeply to read", markup=False)
+        sys.exit(1)

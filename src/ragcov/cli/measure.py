@@ -1,0 +1,97 @@
+"""``ragcov run`` and ``ragcov index``: retrieval into a data file; embeddings into the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragcov.cli.console import out
+from ragcov.cli.options import (
+    DEFAULT_DATA_PATH,
+    ChunkOverlap,
+    ChunkSize,
+    CorpusPath,
+    DataFile,
+    Index,
+    K,
+    Model,
+    RetrieverName,
+    Split,
+    load_corpus_opts,
+)
+from ragcov.errors import RagcovError
+
+
+def run(
+    corpus: CorpusPath,
+    queries: Annotated[Path, typer.Option(help="Test queries: .jsonl, .csv or RAGAS/DeepEval .json.")],
+    retriever: RetrieverName = "dense",
+    model: Model = None,
+    k: K = 5,
+    index: Index = "flat",
+    data_file: DataFile = DEFAULT_DATA_PATH,
+    append: Annotated[bool, typer.Option(
+        help="Keep what the data file holds and retrieve only queries not yet recorded.")] = False,
+    chunk_size: ChunkSize = 1000,
+    chunk_overlap: ChunkOverlap = 100,
+    split: Split = False,
+    engine: Annotated[str, typer.Option(
+        help="local (this process) or dask (shard embedding and retrieval over a Dask cluster)."
+    )] = "local",
+    scheduler: Annotated[str | None, typer.Option(
+        help="Dask scheduler address; default: a LocalCluster on 127.0.0.1.")] = None,
+    partitions: Annotated[int | None, typer.Option(
+        help="Shards for --engine dask (default: one per worker).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
+) -> None:
+    """Run a suite through a retriever and record what it retrieved."""
+    from ragcov.api import measure
+    from ragcov.data import CoverageData
+    from ragcov.report.table import render_headline
+    from ragcov.results import summarize
+    from ragcov.retrievers import make_retriever
+    from ragcov.run import validate_k
+    from ragcov.suite import load_suite
+
+    validate_k(k)
+    if engine not in ("local", "dask"):
+        raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+    # Before the corpus is embedded: a destination that cannot take the run fails now.
+    CoverageData(data_file).check_destination()
+    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
+    suite = load_suite(queries)
+    if engine == "dask":
+        from ragcov.distributed import measure_dask
+
+        m = measure_dask(corpus_obj, suite, retriever=retriever, model=model, index=index, k=k,
+                         data_file=data_file, append=append, scheduler=scheduler,
+                         partitions=partitions, progress=not quiet)
+    else:
+        r = make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet)
+        m = measure(corpus_obj, suite, r, k=k, data_file=data_file, append=append,
+                    progress=not quiet)
+    if not quiet:
+        out.print(f"Wrote {data_file}: {m.n_queries} queries, k={k}, {len(corpus_obj)} chunks")
+        out.print(render_headline(summarize(m)))
+
+
+
+def index(
+    corpus: CorpusPath,
+    model: Model = None,
+    chunk_size: ChunkSize = 1000,
+    chunk_overlap: ChunkOverlap = 100,
+    split: Split = False,
+) -> None:
+    """Embed the corpus for the dense retriever and cache the embeddings (runs reuse them)."""
+    from ragcov.io import cache_dir
+    from ragcov.retrievers.dense import DenseRetriever
+
+    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
+    r = DenseRetriever(corpus_obj, model=model)
+    state = "embedded" if r.chunks_embedded else "already cached"
+    out.print(f"{len(corpus_obj)} chunks {state} with {r.model_name} in {cache_dir()}")
+
+

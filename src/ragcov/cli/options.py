@@ -1,0 +1,46 @@
+"""Option types and small helpers shared by several commands.
+
+An option that means the same thing in several commands is declared once here, so
+its flag, help text and default cannot drift between commands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragcov.data import DEFAULT_DATA_FILE
+
+# Reusable option types -------------------------------------------------------
+DataFile = Annotated[Path, typer.Option("--data-file", help="The coverage data file.")]
+DEFAULT_DATA_PATH = Path(DEFAULT_DATA_FILE)
+CorpusPath = Annotated[Path, typer.Option(
+    "--corpus", help="Chunks (.jsonl, BEIR folder) or a folder of .txt/.md documents.")]
+ChunkSize = Annotated[int, typer.Option(help="Characters per chunk when ragcov does the chunking.")]
+ChunkOverlap = Annotated[int, typer.Option(help="Characters of overlap between chunks.")]
+Split = Annotated[bool, typer.Option(
+    "--split/--no-split", help="Read a .jsonl corpus as whole documents and chunk them.")]
+K = Annotated[int, typer.Option("--k", "-k", help="Chunks retrieved per query (top-k).")]
+RetrieverName = Annotated[str, typer.Option(
+    help="dense, bm25, module:attr (your own retriever) or an http(s) URL.")]
+Model = Annotated[str | None, typer.Option(
+    help="Embedding model for the dense retriever: a sentence-transformers name or path.")]
+Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
+Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
+
+
+def load_corpus_opts(corpus: Path, chunk_size: int, chunk_overlap: int, split: bool):
+    from ragcov.corpus import load_corpus
+
+    return load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split)
+
+
+def approximate_note(data_file: Path) -> str | None:
+    from ragcov.api import INDEX_RECALL
+    from ragcov.data import CoverageData
+    from ragcov.report.table import approximate_index_note
+
+    data = CoverageData(data_file)
+    return approximate_index_note(data.meta().retriever, data.annotation(INDEX_RECALL))
