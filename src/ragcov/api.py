@@ -1,9 +1,18 @@
-"""The Python API behind the CLI: each function is one thing a user asks for."""
+"""The Python API behind the CLI: each function is one thing a user asks for.
+
+One verb per command: ``measure`` (run), ``record_traces`` (import), ``combine``
+(from :mod:`ragcov.data`), ``coverage_summary`` (report), ``select_tests`` (select),
+``find_faults`` (faults), ``write_html`` (html), ``generate`` (generate). The CLI
+parses options, calls one of these and prints what it returns.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ragcov.corpus import Corpus
 from ragcov.data import CoverageData
@@ -12,6 +21,9 @@ from ragcov.matrix import CoverageMatrix
 from ragcov.results import CoverageSummary, display_percent, summarize
 from ragcov.run import Run, run_retriever, validate_k
 from ragcov.suite import Suite
+
+if TYPE_CHECKING:
+    from ragcov.traces import ImportResult
 
 # Annotation key of the measured recall of an approximate index.
 INDEX_RECALL = "index_recall"
@@ -54,3 +66,75 @@ def fails_under(coverage: float, fail_under: float, precision: int = 0) -> bool:
     """True when the displayed total is below ``fail_under`` percent."""
     shown = float(display_percent(coverage, precision))
     return shown < fail_under
+
+
+@dataclass
+class Recorded:
+    """What ``record_traces`` did: the import's account and how many queries it added."""
+
+    result: ImportResult
+    added: int
+    matrix: CoverageMatrix
+
+
+def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
+                  data_file: str | os.PathLike[str], k: int | None = None, append: bool = False,
+                  ignore_unknown: bool = False, name: str = "traces",
+                  queries: dict[str, str] | None = None) -> Recorded:
+    """Import recorded retrievals into ``data_file`` (``ragcov import``)."""
+    from ragcov.traces import import_traces
+
+    data = CoverageData(data_file)
+    data.check_destination()
+    if k is None and append and data.exists():
+        k = data.meta().k  # the file's k, not this batch's longest list
+    result = import_traces(path, fmt.lower(), corpus, k=k, ignore_unknown=ignore_unknown,
+                           name=name, queries=queries)
+    added = data.write(corpus, result.run, append=append)
+    return Recorded(result, added, data.matrix())
+
+
+def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
+                 budget: int | None = None, target: float | None = None, seed: int = 0,
+                 repeats: int = 1, after_saturation: str | None = None) -> dict[str, Any]:
+    """Order the recorded queries (``ragcov select``): the order document, as JSON-ready dict.
+
+    Besides the order file's keys, ``"suite"`` holds the selected queries as
+    ``{"id", "text"}`` records (dropped before the order file is written).
+    """
+    from ragcov.selection import DEFAULT_AFTER_SATURATION, order_document
+
+    if repeats < 1:
+        raise RagcovError(f"--repeats must be at least 1, got {repeats}")
+    if target is not None and not 0 < target <= 100:
+        raise RagcovError(f"--target must be a percentage in (0, 100], got {target:g}")
+    data = CoverageData(data_file)
+    if not data.exists():
+        raise RagcovError(f"{data_file}: no coverage data (run `ragcov run` first)")
+    m = data.matrix()
+    if m.n_queries == 0:
+        raise RagcovError(f"{data_file}: no queries recorded")
+    return order_document(m, strategy, budget, target, seed, repeats,
+                          after_saturation or DEFAULT_AFTER_SATURATION)
+
+
+def write_html(data_file: str | os.PathLike[str], directory: str | os.PathLike[str],
+               orders: Sequence[str | os.PathLike[str]] = (), greedy: bool = True,
+               title: str = "Chunk coverage report", precision: int = 0) -> Path:
+    """Write the HTML site (``ragcov html``); returns its index page."""
+    from ragcov.io import load_json
+    from ragcov.report.html import curve_from_order_file, greedy_curve, html_report, recorded_curve
+
+    data = CoverageData(data_file)
+    m = data.matrix()
+    curves = [curve_from_order_file(m, load_json(p), str(p)) for p in orders]
+    if greedy:
+        g = greedy_curve(m)
+        # An order file from `ragcov select --strategy coverage` already draws this line.
+        if g is not None and all(c.values != g.values for c in curves):
+            curves.append(g)
+    if curves:
+        # The suite as recorded is the baseline an ordering is judged against.
+        curves.append(recorded_curve(m))
+    return html_report(m, data.chunk_texts(), directory, curves=curves, precision=precision,
+                       title=title)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -225,3 +226,41 @@ def cut_order(sel: Selection, budget: int | None = None,
         if budget < n:
             n, why = budget, f"budget of {budget} tests"
     return n, why
+
+
+def order_document(m: CoverageMatrix, strategy: str, budget: int | None, target: float | None,
+                   seed: int, repeats: int, after_saturation: str) -> dict[str, Any]:
+    """The order file's content: the order, its curve, tests-to-X% and the cut (if any)."""
+    sels = [select(m, strategy, seed=seed + i, after_saturation=after_saturation)
+            for i in range(repeats)]
+    sel = sels[0]
+    n, why = cut_order(sel, budget, target)
+
+    def ids(order: Any) -> list[str]:
+        return [m.query_ids[int(r)] for r in order]
+
+    doc: dict[str, Any] = {
+        "strategy": strategy,
+        "seed": seed,
+        "after_saturation": after_saturation if strategy == "coverage" else None,
+        "pool_size": m.n_queries,
+        "pool_coverage": sel.pool_coverage,
+        "saturated_at": sel.saturated_at,
+        "order": ids(sel.order[:n]),
+        "curve": [float(v) for v in sel.curve[:n]],
+        "tests_to": {f"{t}": sel.tests_to(t) for t in TARGETS} if n == len(sel.order)
+        else {f"{t}": _within(sel.tests_to(t), n) for t in TARGETS},
+        "cut": None if why is None else {"n": n, "by": why},
+    }
+    if repeats > 1:
+        doc["runs"] = [{"seed": s.seed, "order": ids(s.order[:n]),
+                        "tests_to": {f"{t}": _within(s.tests_to(t), n) for t in TARGETS}}
+                       for s in sels]
+        doc["mean_curve"] = [float(v) for v in mean_curve(sels)[:n]]
+    doc["suite"] = [{"id": m.query_ids[int(r)], "text": m.query_texts[int(r)]}
+                    for r in sel.order[:n]]
+    return doc
+
+
+def _within(n_to: int | None, n: int) -> int | None:
+    return n_to if n_to is not None and n_to <= n else None

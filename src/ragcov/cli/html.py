@@ -28,26 +28,8 @@ def html(
     precision: Precision = 0,
 ) -> None:
     """Write an HTML report: documents, chunks shaded covered/uncovered, queries, curves."""
-    from ragcov.data import CoverageData
-    from ragcov.io import load_json
-    from ragcov.report.html import (
-        curve_from_order_file,
-        greedy_curve,
-        html_report,
-        recorded_curve,
-    )
+    from ragcov.api import write_html
 
-    data = CoverageData(data_file)
-    m = data.matrix()
-    curves = [curve_from_order_file(m, load_json(p), str(p)) for p in order or []]
-    if greedy:
-        g = greedy_curve(m)
-        # An order file from `ragcov select --strategy coverage` already draws this line.
-        if g is not None and all(c.values != g.values for c in curves):
-            curves.append(g)
-    if curves:
-        # The suite as recorded is the baseline an ordering is judged against.
-        curves.append(recorded_curve(m))
-    index = html_report(m, data.chunk_texts(), directory, curves=curves, precision=precision,
-                        title=title)
+    index = write_html(data_file, directory, order or [], greedy=greedy, title=title,
+                       precision=precision)
     out.print(f"Wrote HTML report to {index}")

@@ -43,10 +43,9 @@ def import_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
     """Import recorded retrievals (production traces, TREC/ranx runs) and record coverage."""
-    from ragcov.data import CoverageData
+    from ragcov.api import record_traces
     from ragcov.report.table import render_headline
     from ragcov.results import summarize
-    from ragcov.traces import import_traces
 
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     texts = None
@@ -54,13 +53,9 @@ def import_cmd(
         from ragcov.suite import load_suite
 
         texts = {q.id: q.text for q in load_suite(queries)}
-    data = CoverageData(data_file)
-    data.check_destination()
-    if k is None and append and data.exists():
-        k = data.meta().k  # the file's k, not this batch's longest list
-    result = import_traces(file, format.lower(), corpus_obj, k=k, ignore_unknown=ignore_unknown,
-                           name=name, queries=texts)
-    added = data.write(corpus_obj, result.run, append=append)
+    done = record_traces(file, format, corpus_obj, data_file, k=k, append=append,
+                         ignore_unknown=ignore_unknown, name=name, queries=texts)
+    result = done.result
     if result.skipped:
         err.print(f"Skipped {result.skipped} retrieved id(s) not in the corpus "
                   f"({len(result.unknown)} distinct)", markup=False)
@@ -70,6 +65,6 @@ def import_cmd(
     for how, n in result.fallbacks.items():
         err.print(f"Matched {n} retrieved entries to chunks by {how}", markup=False)
     if not quiet:
-        out.print(f"Imported {added} queries from {file} ({format}, k={result.run.k}) "
+        out.print(f"Imported {done.added} queries from {file} ({format}, k={result.run.k}) "
                   f"into {data_file}", markup=False)
-        out.print(render_headline(summarize(data.matrix())))
+        out.print(render_headline(summarize(done.matrix)))
