@@ -1,0 +1,115 @@
+"""From a trace file to a Run over a corpus: pick the reader, resolve ids, cut to k.
+
+Lists are cut to k before unknown ids are looked for: what ranked below k never
+reached the model. Ids not in the corpus are an error that lists them, unless
+``ignore_unknown``, which skips and counts them (a corpus that changed since the
+traces were recorded); a skipped id leaves a hole, nothing is pulled up into it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragcov.corpus import Corpus
+from ragcov.errors import RagcovError
+from ragcov.run import Run, validate_k
+from ragcov.traces.jsonl import read_jsonl
+from ragcov.traces.openinference import openinference_traces, read_openinference
+from ragcov.traces.otel import otel_traces, read_otel
+from ragcov.traces.otlp import Span, read_spans_counted
+from ragcov.traces.ranx import read_ranx
+from ragcov.traces.records import ImportResult, Trace
+from ragcov.traces.trec import read_trec
+
+if TYPE_CHECKING:
+    from ragcov.retrievers.adapters import IdResolver
+
+FORMATS = ("jsonl", "trec", "ranx", "openinference", "otel")
+READERS: dict[str, Callable[[str | os.PathLike[str]], list[Trace]]] = {
+    "jsonl": read_jsonl, "trec": read_trec, "ranx": read_ranx,
+    "openinference": read_openinference, "otel": read_otel}
+SPAN_READERS: dict[str, Callable[[Any, list[Span]], list[Trace]]] = {
+    "openinference": openinference_traces, "otel": otel_traces}
+SHOW_UNKNOWN = 20
+
+Ranked = list[tuple[str, float | None]]
+
+
+def read_traces(path: str | os.PathLike[str], fmt: str) -> list[Trace]:
+    return _read_traces_counted(path, fmt)[0]
+
+
+def _read_traces_counted(path: str | os.PathLike[str], fmt: str) -> tuple[list[Trace], int]:
+    """The traces, and how many duplicate spans were dropped (span formats only)."""
+    if fmt not in READERS:
+        raise RagcovError(f"unknown trace format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if not Path(path).is_file():
+        raise RagcovError(f"{path}: no such file")
+    if fmt in SPAN_READERS:
+        spans, dropped = read_spans_counted(path)
+        return SPAN_READERS[fmt](path, spans), dropped
+    return READERS[fmt](path), 0
+
+
+def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int | None = None,
+                  ignore_unknown: bool = False, name: str = "traces",
+                  queries: dict[str, str] | None = None) -> ImportResult:
+    """Read ``path`` in format ``fmt`` into a Run over ``corpus``.
+
+    ``k`` cuts every list to its top k; without it k is the longest list. Query
+    texts missing from the traces (TREC and ranx carry none) are taken from
+    ``queries`` when given.
+    """
+    # Imported when called, so reading traces (read_traces) never loads the
+    # retrievers package.
+    from ragcov.retrievers.adapters import IdResolver
+
+    traces, duplicate_spans = _read_traces_counted(path, fmt)
+    if not traces:
+        raise RagcovError(f"{path}: no retrievals found in this {fmt} file")
+    resolver = IdResolver(corpus, f"{fmt} trace")
+    resolved = [(trace, _resolve(trace, resolver)) for trace in traces]
+    if k is None:
+        k = max((len(r) for _t, r in resolved), default=1) or 1
+    validate_k(k)
+    unknown: dict[str, int] = {}
+    run = Run(k=k, retriever={"kind": "traces", "name": name})
+    for trace, ranked in resolved:
+        kept = []
+        for cid, score in ranked[:k]:
+            if cid in corpus:
+                kept.append((cid, score))
+            else:
+                unknown[cid] = unknown.get(cid, 0) + 1
+        text = trace.query or (queries or {}).get(trace.query_id, "")
+        run.add(trace.query_id, text, kept)
+    if unknown and not ignore_unknown:
+        raise RagcovError(_unknown_message(path, list(unknown)))
+    return ImportResult(run, len(traces), unknown, dict(resolver.fallbacks), duplicate_spans)
+
+
+def _resolve(trace: Trace, resolver: IdResolver) -> Ranked:
+    """The trace's chunk ids in order, each once; an item the corpus cannot place
+    gets a descriptive id, so it is reported as unknown rather than dropped."""
+    ranked: Ranked = []
+    seen: set[str] = set()
+    for item in trace.items:
+        try:
+            cid = resolver.resolve(item.id, item.metadata, item.content)
+        except RagcovError:
+            snippet = (item.content or "")[:40]
+            cid = f"<no id; content {snippet!r} not in the corpus>"
+        if cid not in seen:
+            seen.add(cid)
+            ranked.append((cid, item.score))
+    return ranked
+
+
+def _unknown_message(path: Any, ids: list[str]) -> str:
+    shown = ", ".join(ids[:SHOW_UNKNOWN])
+    more = f" (and {len(ids) - SHOW_UNKNOWN} more)" if len(ids) > SHOW_UNKNOWN else ""
+    return (f"{path}: {len(ids)} retrieved id{'s' if len(ids) != 1 else ''} not in the corpus: "
+            f"{shown}{more}; pass --ignore-unknown (ignore_unknown=True) to skip them")

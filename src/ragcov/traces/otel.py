@@ -1,0 +1,43 @@
+"""OpenTelemetry GenAI retrieval spans.
+
+A span is a retrieval when ``gen_ai.operation.name`` says so or when it records
+``gen_ai.retrieval.documents`` (a structured list or a JSON string of one; its
+entries ``{"id", "score"}`` objects or plain ids). The query is
+``gen_ai.retrieval.query.text``. A retrieval span without documents is still a
+query, with no hits.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ragcov.traces.otlp import Span, read_spans
+from ragcov.traces.records import Trace
+from ragcov.traces.retrievals import (
+    Retrieval,
+    by_time,
+    query_text,
+    read_documents,
+    traces_from_retrievals,
+)
+
+OTEL_DOC = ("id", "score", "content", "metadata")
+
+
+def read_otel(path: str | os.PathLike[str]) -> list[Trace]:
+    return otel_traces(path, read_spans(path))
+
+
+def otel_traces(path: Any, spans: list[Span]) -> list[Trace]:
+    """The retrieval spans among ``spans``, in start-time order."""
+    picked: list[Retrieval] = []
+    for span in by_time(spans):
+        op = span.attributes.get("gen_ai.operation.name")
+        items = read_documents(span.attributes, "gen_ai.retrieval.documents", path, span.line,
+                               OTEL_DOC)
+        if items is None and op not in ("retrieval", "retrieve"):
+            continue
+        query = query_text(span.attributes, ("gen_ai.retrieval.query.text", "input.value"))
+        picked.append((span, query, items or []))
+    return traces_from_retrievals(picked, path)

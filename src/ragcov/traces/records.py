@@ -1,0 +1,81 @@
+"""What every trace reader produces, and the located parsing they all share.
+
+Readers differ in how a file is laid out, not in what a retrieval is: each turns
+its file into :class:`Trace` objects (a query and the items it retrieved, as
+recorded), and the importer turns those into a Run. Ids and scores are parsed by
+:mod:`ragcov.fields`, so a value means the same in every format; the wrappers
+here add the file and line, which only the reader knows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragcov.errors import InputFormatError
+from ragcov.fields import FieldError, parse_id, parse_score
+from ragcov.run import Run
+
+
+@dataclass
+class Item:
+    """One retrieved entry as recorded: an id, or only content to be matched."""
+
+    id: str | None
+    score: float | None = None
+    content: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass
+class Trace:
+    """One recorded retrieval: the query and its items in ranked order.
+
+    ``line`` is where the record starts, so a later error (a repeated query id)
+    can point at it.
+    """
+
+    query_id: str
+    query: str
+    items: list[Item]
+    line: int | None = None
+
+
+@dataclass
+class ImportResult:
+    """The Run, plus what was skipped or matched indirectly, for the user to see."""
+
+    run: Run
+    traces: int
+    unknown: dict[str, int] = field(default_factory=dict)
+    fallbacks: dict[str, int] = field(default_factory=dict)
+    #: Spans dropped as exact duplicates of an earlier one (same traceId and spanId,
+    #: same content): a file concatenated twice, or overlapping exports.
+    duplicate_spans: int = 0
+
+    @property
+    def skipped(self) -> int:
+        return sum(self.unknown.values())
+
+
+def parse_id_at(value: Any, path: Any, line: int | None, where: str) -> str:
+    """fields.parse_id, its refusal located by file and line."""
+    try:
+        return parse_id(value)
+    except FieldError as exc:
+        raise InputFormatError(path, line, f"{where}: {exc}") from exc
+
+
+def parse_score_at(value: Any, path: Any, line: int | None, where: str,
+                   text_ok: bool) -> float | None:
+    """fields.parse_score (finite numbers only), its refusal located by file and line."""
+    try:
+        return parse_score(value, text_ok=text_ok)
+    except FieldError as exc:
+        raise InputFormatError(path, line, f"{where}: {exc}") from exc
+
+
+def short(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters: a message quotes a value, not a file."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,98 @@
+"""From traces to a Run (ragcov.traces.importer): unknown ids, k, formats, and the CLI."""
+
+from __future__ import annotations
+
+import pytest
+from trace_samples import jsonl, ranked_ids, write
+
+from helpers import cli
+from ragcov.data import CoverageData
+from ragcov.errors import RagcovError
+from ragcov.metrics import chunk_coverage
+from ragcov.traces import import_traces
+
+
+def test_unknown_ids_are_listed_or_skipped_and_counted(tmp_path, city_corpus):
+    f = jsonl(tmp_path / "t.jsonl", [
+        {"query_id": "q1", "retrieved": ["paris", "gone-1", "berlin"]},
+        {"query_id": "q2", "retrieved": ["gone-1", "gone-2"]},
+    ])
+    with pytest.raises(RagcovError, match="2 retrieved ids not in the corpus: gone-1, gone-2"):
+        import_traces(f, "jsonl", city_corpus)
+    result = import_traces(f, "jsonl", city_corpus, ignore_unknown=True)
+    assert result.unknown == {"gone-1": 2, "gone-2": 1}
+    assert result.skipped == 3
+    # Skipped ids leave a hole: nothing below k is pulled up to replace them.
+    assert ranked_ids(result.run) == {"q1": ["paris", "berlin"], "q2": []}
+
+
+def test_k_cuts_before_the_unknown_check(tmp_path, city_corpus):
+    f = jsonl(tmp_path / "t.jsonl", [{"query_id": "q1", "retrieved": ["paris", "tokyo",
+                                                                      "not-there"]}])
+    run = import_traces(f, "jsonl", city_corpus, k=2).run
+    assert ranked_ids(run) == {"q1": ["paris", "tokyo"]}
+
+
+def test_unknown_format_and_missing_file(tmp_path, city_corpus):
+    with pytest.raises(RagcovError, match="unknown trace format"):
+        import_traces(tmp_path / "x", "csv", city_corpus)
+    with pytest.raises(RagcovError, match="no such file"):
+        import_traces(tmp_path / "missing.jsonl", "jsonl", city_corpus)
+    empty = write(tmp_path / "empty.trec", "\n")
+    with pytest.raises(RagcovError, match="no retrievals"):
+        import_traces(empty, "trec", city_corpus)
+
+
+def test_cli_import_writes_data_file_and_refuses_unknown(tmp_path, city_corpus_file, capsys):
+    f = write(tmp_path / "run.trec", "q1 Q0 paris 1 0.9 s\nq1 Q0 berlin 2 0.8 s\n"
+                                     "q2 Q0 tokyo 1 0.5 s\n")
+    data = tmp_path / "cov.ragcov"
+    code, out, _ = cli(capsys, "import", "--format", "trec", str(f), "--corpus",
+                       str(city_corpus_file), "--data-file", str(data))
+    assert code == 0
+    assert "Imported 2 queries" in out
+    assert "Chunk coverage: 37.5% (3 of 8 chunks, 2 queries)" in out
+    m = CoverageData(data).matrix()
+    assert m.k == 2 and chunk_coverage(m) == pytest.approx(3 / 8)
+    assert CoverageData(data).meta().retriever == {"kind": "traces", "name": "traces"}
+
+    bad = write(tmp_path / "bad.trec", "q1 Q0 paris 1 0.9 s\nq1 Q0 nowhere 2 0.8 s\n")
+    data2 = tmp_path / "cov2.ragcov"
+    code, _, err = cli(capsys, "import", "--format", "trec", str(bad), "--corpus",
+                       str(city_corpus_file), "--data-file", str(data2))
+    assert code == 1
+    assert "nowhere" in err
+    assert not data2.exists()  # nothing written on error
+
+    code, out, err = cli(capsys, "import", "-f", "trec", str(bad), "--corpus",
+                         str(city_corpus_file), "--data-file", str(data2), "--ignore-unknown")
+    assert code == 0
+    assert "Chunk coverage: 12.5% (1 of 8 chunks, 1 queries)" in out
+    assert "Skipped 1 retrieved id(s) not in the corpus" in err
+    assert CoverageData(data2).matrix().k == 2
+    # With --k 1 the unknown id ranked second never counted: nothing to skip.
+    code, _, err = cli(capsys, "import", "-f", "trec", str(bad), "--corpus",
+                       str(city_corpus_file), "--data-file", str(data2), "--k", "1")
+    assert code == 0 and "Skipped" not in err
+    assert CoverageData(data2).matrix().k == 1
+
+
+def test_cli_import_append_keeps_the_files_k(tmp_path, city_corpus_file, capsys):
+    data = tmp_path / "cov.ragcov"
+    first = write(tmp_path / "a.trec", "q1 Q0 paris 1 0.9 s\nq1 Q0 berlin 2 0.8 s\n")
+    later = write(tmp_path / "b.trec", "q2 Q0 tokyo 1 0.5 s\n")  # a shorter list
+    for f in (first, later):
+        code, _, err = cli(capsys, "import", "-f", "trec", str(f), "--corpus",
+                           str(city_corpus_file), "--data-file", str(data), "--append")
+        assert code == 0, err
+    m = CoverageData(data).matrix()
+    assert m.k == 2 and m.query_ids == ["q1", "q2"]
+
+
+def test_cli_import_malformed_line_exits_1_with_location(tmp_path, city_corpus_file, capsys):
+    bad = write(tmp_path / "t.jsonl", '{"query_id": "a", "retrieved": ["paris"]}\n{bad\n')
+    code, _, err = cli(capsys, "import", str(bad), "--corpus", str(city_corpus_file),
+                       "--data-file", str(tmp_path / "d.ragcov"))
+    assert code == 1
+    assert f"{bad}:2: invalid JSON" in err
+    assert not (tmp_path / "d.ragcov").exists()
