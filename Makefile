@@ -9,7 +9,7 @@ PIP := $(BIN)/python -m pip
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test test-fast lint bench browser clean
+.PHONY: demo test test-fast lint bench browser results clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,40 @@ lint: $(VENV)/.test-installed
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/run
+
+# Regenerate every table in results/ and the JSON and plots beside them: the commands
+# docs/results.md gives beside each figure. The research harness (research/) is not
+# installed; it runs from this checkout. It reads the datasets' original files under
+# $(DATA) and needs every extra (the Gemma generation run uses llama.cpp). The first dense
+# run on a dataset embeds it (minutes on 2 cores, then cached); the Gemma run is the longest.
+DATA ?= ../shared/datasets
+RESEARCH := $(BIN)/python -m research
+GENERATION := generation --dataset pubmedqa --data $(DATA)/pubmedqa --docs 150 \
+	--arms coverage,coverage-isolated,random,overlap --thresholds 25,50,60,70,75,80
+
+results: $(VENV)/.test-installed
+	$(RESEARCH) rq1 --dataset finqa     --data $(DATA)/finqa     --out results/rq1-finqa-dense-k5
+	$(RESEARCH) rq1 --dataset convfinqa --data $(DATA)/convfinqa --out results/rq1-convfinqa-dense-k5
+	$(RESEARCH) rq1 --dataset finqa     --data $(DATA)/finqa     --retriever bm25 --out results/rq1-finqa-bm25-k5
+	$(RESEARCH) rq1 --dataset convfinqa --data $(DATA)/convfinqa --retriever bm25 --out results/rq1-convfinqa-bm25-k5
+	$(RESEARCH) rq1 --dataset finqa     --data $(DATA)/finqa     --retriever bm25 -k 10 --out results/rq1-finqa-bm25-k10
+	$(RESEARCH) rq1 --dataset convfinqa --data $(DATA)/convfinqa --retriever bm25 -k 10 --out results/rq1-convfinqa-bm25-k10
+	$(RESEARCH) rq2 --dataset finqa     --data $(DATA)/finqa     --out results/rq2-finqa-dense-k5
+	$(RESEARCH) rq2 --dataset convfinqa --data $(DATA)/convfinqa --out results/rq2-convfinqa-dense-k5
+	$(RESEARCH) rq2 --dataset finqa     --data $(DATA)/finqa     --retriever bm25 --out results/rq2-finqa-bm25-k5
+	$(RESEARCH) rq2 --dataset convfinqa --data $(DATA)/convfinqa --retriever bm25 --out results/rq2-convfinqa-bm25-k5
+	$(RESEARCH) rq2 --dataset finqa     --data $(DATA)/finqa     --retriever bm25 -k 10 --out results/rq2-finqa-bm25-k10
+	$(RESEARCH) rq2 --dataset convfinqa --data $(DATA)/convfinqa --retriever bm25 -k 10 --out results/rq2-convfinqa-bm25-k10
+	$(RESEARCH) rq3 --dataset finqa     --data $(DATA)/finqa     --out results/rq3-finqa-dense-k5
+	$(RESEARCH) rq3 --dataset finqa     --data $(DATA)/finqa     -k 10 --out results/rq3-finqa-dense-k10
+	$(RESEARCH) rq3 --dataset finqa     --data $(DATA)/finqa     --retriever bm25 --out results/rq3-finqa-bm25-k5
+	$(RESEARCH) rq3 --dataset convfinqa --data $(DATA)/convfinqa --out results/rq3-convfinqa-dense-k5
+	$(RESEARCH) rq3 --dataset convfinqa --data $(DATA)/convfinqa -k 10 --out results/rq3-convfinqa-dense-k10
+	$(RESEARCH) rq3 --dataset convfinqa --data $(DATA)/convfinqa --retriever bm25 --out results/rq3-convfinqa-bm25-k5
+	$(RESEARCH) $(GENERATION) --generator extractive --budget 150 --repeats 2 \
+	  --out results/generation-extractive-pubmedqa150
+	$(RESEARCH) $(GENERATION) --generator llama-cpp --budget 100 --repeats 3 \
+	  --out results/generation-gemma-pubmedqa150
 
 clean:
 	rm -rf $(VENV) ragcov-demo ragcov-html .ragcov build *.egg-info

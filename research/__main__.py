@@ -1,0 +1,5 @@
+"""``python -m research``: run from the repository root."""
+
+from research.cli import main
+
+main()

@@ -1,1 +1,0 @@
-"""Dataset loaders and the runners that reproduce the paper's research questions."""
