@@ -61,7 +61,7 @@ test-fast: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q
 
 lint: $(VENV)/.test-installed
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks research
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/run

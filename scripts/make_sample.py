@@ -1,6 +1,6 @@
 """Rebuild the demo sample bundled in src/ragcov/data_sample from the FinQA files.
 
-    python scripts/make_sample.py PATH/TO/finqa   # the folder with dev_200.json, train_100.json
+    PYTHONPATH=. python scripts/make_sample.py PATH/TO/finqa   # the folder with dev_200.json, train_100.json
 
 Writes the report pages as documents (JSONL) and the questions as the suite, with
 the FinQA MIT licence notice beside them.
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from ragcov.experiments.datasets import load_finqa
+from research.datasets import load_finqa
 
 OUT = Path(__file__).resolve().parent.parent / "src" / "ragcov" / "data_sample"
 
