@@ -96,7 +96,7 @@ def test_failed_write_leaves_old_file_and_no_temp(tmp_path: Path, monkeypatch) -
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr("ragcov.data._insert_queries", boom)
+    monkeypatch.setattr("ragcov.data.datafile._insert_queries", boom)
     with pytest.raises(OSError):
         data.write(corpus(), run_of({"q9": ["c3"]}))
     assert (tmp_path / ".ragcov").read_bytes() == before

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Literal
 
 from ragcov.errors import InputFormatError, RagcovError
+from ragcov.fields import QUERY_ID_KEYS
 from ragcov.io import first_key, iter_jsonl, read_text
 
 Level = Literal["doc", "chunk"]
 LEVELS: tuple[str, ...] = ("doc", "chunk")
 
-QUERY_KEYS = ("query_id", "qid", "query-id", "id")
 DOC_KEYS = ("doc_id", "document_id", "corpus_id", "corpus-id")
 CHUNK_KEYS = ("chunk_id",)
 REL_KEYS = ("relevance", "score", "rel", "label")
@@ -81,21 +81,30 @@ def iter_judgements(path: str | os.PathLike[str]) -> Iterator[Judgement]:
     text = read_text(p)
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
     if p.suffix.lower() in (".jsonl", ".json") or first.lstrip().startswith("{"):
-        for lineno, obj in iter_jsonl(p):
-            qid = first_key(obj, QUERY_KEYS)
-            if qid is None:
-                raise InputFormatError(p, lineno, "no query id (expected 'query_id')")
-            chunk = first_key(obj, CHUNK_KEYS)
-            doc = first_key(obj, DOC_KEYS)
-            if (chunk is None) == (doc is None):
-                raise InputFormatError(p, lineno, "expected exactly one of 'doc_id', 'chunk_id'")
-            rel_value = first_key(obj, REL_KEYS)
-            rel = 1.0 if rel_value is None else _relevance(rel_value, p, lineno)
-            if chunk is not None:
-                yield lineno, str(qid), str(chunk), rel, "chunk"
-            else:
-                yield lineno, str(qid), str(doc), rel, "doc"
-        return
+        yield from _jsonl_judgements(p)
+    else:
+        yield from _column_judgements(p, text)
+
+
+def _jsonl_judgements(p: Path) -> Iterator[Judgement]:
+    for lineno, obj in iter_jsonl(p):
+        qid = first_key(obj, QUERY_ID_KEYS)
+        if qid is None:
+            raise InputFormatError(p, lineno, "no query id (expected 'query_id')")
+        chunk = first_key(obj, CHUNK_KEYS)
+        doc = first_key(obj, DOC_KEYS)
+        if (chunk is None) == (doc is None):
+            raise InputFormatError(p, lineno, "expected exactly one of 'doc_id', 'chunk_id'")
+        rel_value = first_key(obj, REL_KEYS)
+        rel = 1.0 if rel_value is None else _relevance(rel_value, p, lineno)
+        if chunk is not None:
+            yield lineno, str(qid), str(chunk), rel, "chunk"
+        else:
+            yield lineno, str(qid), str(doc), rel, "doc"
+
+
+def _column_judgements(p: Path, text: str) -> Iterator[Judgement]:
+    """TREC (``QUERY_ID ITERATION DOC_ID RELEVANCE``) or BEIR TSV (with its header) lines."""
     for lineno, line in enumerate(text.splitlines(), start=1):
         parts = line.split()
         if not parts or parts[0].startswith("#"):

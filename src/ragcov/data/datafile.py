@@ -1,0 +1,265 @@
+"""CoverageData: a handle on one data file (``.ragcov``).
+
+Atomicity: a new file is built under a temporary name and renamed into place;
+additions to an existing file happen in a single SQLite transaction, so a crash
+leaves either the old file or the new one, never half of a run. Concurrency: an
+``--append`` that finds no file publishes its new file only if none appeared in the
+meantime (a hard link never replaces), and appends otherwise; every read of the
+matrix happens in one read transaction, so it never sees half of another
+process's append. Safety: a file that is not a ragcov data file is never
+replaced, and SQLite's own errors (a damaged page, a locked file) surface as one
+line naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragcov.data import DEFAULT_DATA_FILE
+from ragcov.data.schema import (
+    Meta,
+    check_compatible,
+    insert_query,
+    new_file,
+    new_meta,
+    open_existing,
+    read_meta,
+    sqlite_errors,
+)
+from ragcov.errors import RagcovError
+from ragcov.io import TargetExists, atomic_path
+
+if TYPE_CHECKING:
+    from ragcov.corpus import Corpus
+    from ragcov.matrix import CoverageMatrix
+    from ragcov.run import Run
+
+
+class CoverageData:
+    """A handle on one data file. Reading is lazy; writes are atomic."""
+
+    def __init__(self, path: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> None:
+        self.path = Path(path)
+
+    # ---------------------------------------------------------------- reading
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def _open(self) -> sqlite3.Connection:
+        return open_existing(self.path)
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection inside one read transaction: every statement sees one snapshot."""
+        with closing(self._open()) as con, sqlite_errors(self.path):
+            con.execute("BEGIN")
+            try:
+                yield con
+            finally:
+                con.execute("COMMIT")
+
+    def meta(self) -> Meta:
+        with self.reading() as con:
+            return read_meta(con, self.path)
+
+    def check_compatible(self, k: int, corpus_hash: str, retriever: dict[str, Any]) -> None:
+        """Raise unless a run with these settings may be appended to this file."""
+        check_compatible(self.meta(), k, corpus_hash, retriever, str(self.path), "this run")
+
+    def check_destination(self) -> None:
+        """Raise unless this path may receive a data file: called before any work.
+
+        A file that is not a ragcov data file (a coverage.py ``.coverage``, the
+        corpus itself) is never replaced, and an unwritable folder is reported now
+        rather than after an hour of retrieval.
+        """
+        if self.path.is_dir():
+            raise RagcovError(f"{self.path}: is a directory; --data-file needs a file path")
+        if self.path.exists():
+            if not self.path.is_file():
+                raise RagcovError(f"{self.path}: is not a regular file; refusing to replace it")
+            try:
+                self.meta()
+            except RagcovError as exc:
+                raise RagcovError(
+                    f"{self.path}: exists and is not a readable ragcov data file; refusing to "
+                    f"replace it (remove it or choose another --data-file): {exc}") from exc
+        folder = self.path.parent if str(self.path.parent) else Path(".")
+        existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
+        if not existing.is_dir():
+            raise RagcovError(f"{self.path}: {existing} is not a directory")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise RagcovError(f"{self.path}: cannot write in {existing} (permission denied)")
+
+    def check_integrity(self) -> None:
+        """Raise when SQLite finds the file damaged (``PRAGMA quick_check``: linear, no index rebuild)."""
+        with self.reading() as con:
+            problems = [row[0] for row in con.execute("PRAGMA quick_check(5)")]
+        if problems != ["ok"]:
+            raise RagcovError(f"{self.path}: database disk image is damaged ({problems[0]}); "
+                              "rerun without --append to record it again")
+
+    def pending(self, queries: Iterable[tuple[str, str]], k: int, corpus_hash: str,
+                retriever: dict[str, Any]) -> list[tuple[str, str]]:
+        """The ``(id, text)`` pairs an ``--append`` still has to retrieve.
+
+        Checked before any retrieval work: the file must accept this run, and a
+        recorded query id that now comes with a different text is an error rather
+        than being silently skipped (its old hits would be reported as the new one's).
+        """
+        self.check_destination()
+        queries = list(queries)
+        if not self.exists():
+            return queries
+        self.check_compatible(k, corpus_hash, retriever)
+        self.check_integrity()  # no hour of retrieval added to a file that is already broken
+        recorded = self.query_texts()
+        for qid, text in queries:
+            if qid in recorded and recorded[qid] != text:
+                raise _text_conflict(qid, recorded[qid])
+        return [(qid, text) for qid, text in queries if qid not in recorded]
+
+    def annotation(self, key: str) -> Any:
+        """A JSON value stored beside the meta (e.g. ``index_recall``), or None."""
+        with self.reading() as con:
+            row = con.execute("SELECT value FROM meta WHERE key = ?", (f"x:{key}",)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def annotate(self, key: str, value: Any) -> None:
+        """Store a JSON value beside the meta, in one transaction.
+
+        Annotations are facts about a recording that must not take part in the
+        compatibility checks of ``--append`` and ``combine`` (the fingerprint must
+        stay identical across runs; a measured recall varies with its sample).
+        """
+        with closing(self._open()) as con, sqlite_errors(self.path):
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                        (f"x:{key}", json.dumps(value, sort_keys=True)))
+            con.execute("COMMIT")
+
+    def query_ids(self) -> set[str]:
+        with self.reading() as con:
+            return {r[0] for r in con.execute("SELECT id FROM queries")}
+
+    def query_texts(self) -> dict[str, str]:
+        with self.reading() as con:
+            return dict(con.execute("SELECT id, text FROM queries").fetchall())
+
+    def chunk_texts(self) -> dict[str, str]:
+        with self.reading() as con:
+            return {cid: text or "" for cid, text in con.execute("SELECT id, text FROM chunks")}
+
+    def matrix(self) -> CoverageMatrix:
+        """The sparse hit matrix of everything recorded."""
+        import numpy as np
+
+        from ragcov.matrix import CoverageMatrix
+
+        # One read transaction: queries and hits from the same snapshot, even while
+        # other processes append (separate reads once indexed hits of unseen queries).
+        with self.reading() as con:
+            meta = read_meta(con, self.path)
+            annotations = {key[2:]: json.loads(value) for key, value in con.execute(
+                "SELECT key, value FROM meta WHERE key LIKE 'x:%'")}
+            chunk_rows = con.execute(
+                "SELECT id, doc_id, title FROM chunks ORDER BY idx").fetchall()
+            query_rows = con.execute(
+                "SELECT idx, id, text, context FROM queries ORDER BY idx").fetchall()
+            # Straight into a structured array: no Python tuple per hit survives.
+            hits = np.fromiter(
+                con.execute("SELECT query_idx, chunk_idx, rank, COALESCE(score, 0.0), "
+                            "score IS NULL FROM hits"),
+                dtype=[("q", np.int64), ("c", np.int64), ("r", np.int32), ("s", np.float64),
+                       ("null", np.bool_)])
+        qidx = np.array([r[0] for r in query_rows], dtype=np.int64)
+        position = np.zeros(int(qidx.max()) + 1 if qidx.size else 0, dtype=np.int64)
+        position[qidx] = np.arange(qidx.size)
+        rows, cols, ranks = position[hits["q"]], hits["c"], hits["r"]
+        scores = np.where(hits["null"], np.nan, hits["s"])
+        return CoverageMatrix.from_triples(
+            rows, cols, ranks, scores,
+            query_ids=[r[1] for r in query_rows], query_texts=[r[2] for r in query_rows],
+            chunk_ids=[r[0] for r in chunk_rows], doc_ids=[r[1] for r in chunk_rows],
+            k=meta.k, meta={**meta.as_dict(), **annotations},
+            query_context=[r[3] for r in query_rows],
+        )
+
+    # ---------------------------------------------------------------- writing
+    def write(self, corpus: Corpus, run: Run, append: bool = False,
+              context: dict[str, str] | None = None) -> int:
+        """Record ``run`` over ``corpus``; returns how many queries were added.
+
+        Without ``append`` the file is replaced. With it, the file must have been
+        made with the same k, corpus and retriever, and queries already recorded
+        are kept as they were.
+        """
+        _check_run_against_corpus(run, corpus)
+        if append and self.exists():
+            return self._append(corpus, run, context or {})
+        self.check_destination()
+        meta = new_meta(run.k, run.retriever, corpus.hash)
+        # With append and no file yet, another process may create one meanwhile: publish
+        # ours only if the path is still free, else append to theirs (nothing replaced).
+        try:
+            with (atomic_path(self.path, replace=not append) as tmp, sqlite_errors(tmp),
+                  new_file(tmp, meta) as con):
+                con.executemany(
+                    "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    ((i, c.id, c.doc_id, c.position, c.hash, c.title, c.text)
+                     for i, c in enumerate(corpus)),
+                )
+                added = _insert_queries(con, corpus, run, {}, 0, context or {})
+        except TargetExists:
+            return self._append(corpus, run, context or {})
+        return added
+
+    def _append(self, corpus: Corpus, run: Run, context: dict[str, str]) -> int:
+        with closing(self._open()) as con, sqlite_errors(self.path):
+            meta = read_meta(con, self.path)
+            check_compatible(meta, run.k, corpus.hash, run.retriever, str(self.path), "this run")
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
+                start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
+                added = _insert_queries(con, corpus, run, existing, start, context)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        return added
+
+
+def _check_run_against_corpus(run: Run, corpus: Corpus) -> None:
+    unknown = corpus.unknown(run.chunk_ids())
+    if unknown:
+        shown = ", ".join(unknown[:20]) + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else "")
+        raise RagcovError(f"{len(unknown)} retrieved chunk id(s) are not in the corpus: {shown}")
+
+
+def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing: dict[str, str],
+                    start: int, context: dict[str, str]) -> int:
+    """Insert the run's queries not yet recorded; a recorded id must keep its text."""
+    added = 0
+    for qid, text in run.queries.items():
+        if qid in existing:
+            if existing[qid] != text:
+                raise _text_conflict(qid, existing[qid])
+            continue
+        hits = ((corpus.index_of(cid), rank, score)
+                for rank, (cid, score) in enumerate(run.results.get(qid, []), start=1))
+        insert_query(con, start + added, qid, text, context.get(qid), hits)
+        existing[qid] = text
+        added += 1
+    return added
+
+
+def _text_conflict(qid: str, recorded: str) -> RagcovError:
+    return RagcovError(f"query id {qid!r} is already recorded with a different text "
+                       f"({recorded[:60]!r}); use a new id or a new data file")

@@ -1,0 +1,76 @@
+"""Merging the data files of sharded runs into one (``ragcov combine``, xdist, Dask)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from ragcov.data.datafile import CoverageData
+from ragcov.data.schema import check_compatible, insert_query, new_file, new_meta, sqlite_errors
+from ragcov.errors import RagcovError
+from ragcov.io import atomic_path
+
+# Per query id already written: its text and its (chunk idx, rank, score) hits.
+_Seen = dict[str, tuple[str, list[tuple[int, int, float | None]]]]
+
+
+def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]) -> int:
+    """Merge data files from sharded runs into ``out``; returns the number of queries.
+
+    All inputs must share k, corpus and retriever. A query id recorded in several
+    files must have the same text and hits in each (the same query run twice by
+    one deterministic system); anything else is a conflict, not a silent merge.
+    """
+    if not paths:
+        raise RagcovError("combine needs at least one data file")
+    datas = [CoverageData(p) for p in paths]
+    metas = [d.meta() for d in datas]
+    first = metas[0]
+    for d, m in zip(datas[1:], metas[1:]):
+        check_compatible(first, m.k, m.corpus_hash, m.retriever, str(datas[0].path), str(d.path))
+    out_path = Path(out)
+    if out_path.resolve() not in {d.path.resolve() for d in datas}:
+        CoverageData(out_path).check_destination()
+    meta = new_meta(first.k, first.retriever, first.corpus_hash)
+    with (atomic_path(out_path) as tmp, sqlite_errors(out_path),
+          new_file(tmp, meta) as con):
+        seen: _Seen = {}
+        next_idx = 0
+        for n, d in enumerate(datas):
+            with d.reading() as src:
+                if n == 0:
+                    _copy_corpus(con, src)
+                next_idx = _copy_queries(con, src, d.path, seen, next_idx)
+    return next_idx
+
+
+def _copy_corpus(con: sqlite3.Connection, src: sqlite3.Connection) -> None:
+    """The first file's chunks and annotations (e.g. a measured index recall)."""
+    con.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    src.execute("SELECT * FROM chunks ORDER BY idx"))
+    con.executemany("INSERT INTO meta VALUES (?, ?)", src.execute(
+        "SELECT key, value FROM meta WHERE key LIKE 'x:%'"))
+
+
+def _copy_queries(con: sqlite3.Connection, src: sqlite3.Connection, path: Path, seen: _Seen,
+                  next_idx: int) -> int:
+    """Add the queries of ``src`` not seen yet from ``next_idx`` on; returns the next idx."""
+    hits: dict[int, list[tuple[int, int, float | None]]] = {}
+    for q, c, r, s in src.execute(
+            "SELECT query_idx, chunk_idx, rank, score FROM hits ORDER BY query_idx, rank"):
+        hits.setdefault(q, []).append((c, r, s))
+    for qidx, qid, text, ctx in src.execute(
+            "SELECT idx, id, text, context FROM queries ORDER BY idx"):
+        qhits = hits.get(qidx, [])
+        if qid in seen:
+            old_text, old_hits = seen[qid]
+            if old_text != text or [h[:2] for h in old_hits] != [h[:2] for h in qhits]:
+                raise RagcovError(f"cannot combine: query {qid!r} has different text or hits in "
+                                  f"{path} than in an earlier file")
+            continue
+        seen[qid] = (text, qhits)
+        insert_query(con, next_idx, qid, text, ctx, qhits)
+        next_idx += 1
+    return next_idx

@@ -1,0 +1,192 @@
+"""The data file's tables and meta row, connections, and SQLite's errors as one line.
+
+Everything here is shared by :mod:`ragcov.data.datafile` (one file) and
+:mod:`ragcov.data.merge` (several): opening a file checks that it is a ragcov data
+file of a format this version understands; a new file is built by
+:func:`new_file` inside one transaction; SQLite's own errors (a damaged page, a
+locked file) surface as one line naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ragcov.data import FORMAT_VERSION
+from ragcov.errors import RagcovError
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE chunks (
+    idx INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL,
+    position INTEGER NOT NULL, hash TEXT NOT NULL, title TEXT, text TEXT
+);
+CREATE TABLE queries (
+    idx INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL, context TEXT
+);
+CREATE TABLE hits (
+    query_idx INTEGER NOT NULL, chunk_idx INTEGER NOT NULL, rank INTEGER NOT NULL, score REAL,
+    PRIMARY KEY (query_idx, rank)
+);
+"""
+
+# How long a reader or writer waits for another process's transaction to finish.
+# Appends are short transactions, so a long wait means a stuck process, not load.
+BUSY_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Meta:
+    format: int
+    ragcov_version: str
+    k: int
+    retriever: dict[str, Any]
+    corpus_hash: str
+    created: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "ragcov_version": self.ragcov_version, "k": self.k,
+                "retriever": self.retriever, "corpus_hash": self.corpus_hash,
+                "created": self.created}
+
+
+def new_meta(k: int, retriever: dict[str, Any], corpus_hash: str) -> Meta:
+    """The meta of a file written now, in this format, by this version of ragcov."""
+    from ragcov import __version__
+
+    return Meta(format=FORMAT_VERSION, ragcov_version=__version__, k=k, retriever=retriever,
+                corpus_hash=corpus_hash,
+                created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def retriever_key(fp: dict[str, Any]) -> str:
+    """The retriever identity compared across files, canonical JSON."""
+    return json.dumps(fp, sort_keys=True)
+
+
+def read_meta(con: sqlite3.Connection, path: Path) -> Meta:
+    rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
+    try:
+        return Meta(format=int(rows["format"]), ragcov_version=rows["ragcov_version"],
+                    k=int(rows["k"]), retriever=json.loads(rows["retriever"]),
+                    corpus_hash=rows["corpus_hash"], created=rows["created"])
+    except (KeyError, ValueError) as exc:
+        raise RagcovError(f"{path}: damaged meta table ({exc})") from exc
+
+
+def check_compatible(meta: Meta, k: int, corpus_hash: str, retriever: dict[str, Any],
+                     where: str, other: str) -> None:
+    """Raise, naming every difference, unless data recorded with these settings may mix."""
+    problems = []
+    if meta.k != k:
+        problems.append(f"k differs ({meta.k} in {where}, {k} in {other})")
+    if meta.corpus_hash != corpus_hash:
+        problems.append(f"the corpus differs (hash {meta.corpus_hash} in {where}, "
+                        f"{corpus_hash} in {other})")
+    if retriever_key(meta.retriever) != retriever_key(retriever):
+        problems.append(f"the retriever differs ({retriever_key(meta.retriever)} in {where}, "
+                        f"{retriever_key(retriever)} in {other})")
+    if problems:
+        raise RagcovError(f"cannot mix coverage data: {'; '.join(problems)}")
+
+
+# ---------------------------------------------------------------- connections
+def connect(path: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_S)
+    con.execute("PRAGMA foreign_keys = OFF")
+    return con
+
+
+def database_error(path: Path, exc: sqlite3.Error) -> RagcovError:
+    """SQLite's error as one line that names the file and says what to do."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        hint = (f"another process held it for over {BUSY_TIMEOUT_S:g} s; "
+                "retry when it has finished")
+    elif "malformed" in text or "not a database" in text or "corrupt" in text:
+        hint = "the file is damaged; rerun to record it again"
+    elif "readonly" in text or "read-only" in text:
+        hint = "the file or its folder is not writable"
+    else:
+        hint = "cannot use the data file"
+    return RagcovError(f"{path}: {text} ({hint})")
+
+
+@contextmanager
+def sqlite_errors(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise database_error(path, exc) from exc
+
+
+def open_existing(path: Path) -> sqlite3.Connection:
+    """A connection to the ragcov data file at ``path``, refused if it is anything else."""
+    if path.is_dir():
+        raise RagcovError(f"{path}: is a directory, not a data file")
+    if not path.is_file():
+        raise RagcovError(f"{path}: no data file (run 'ragcov run' first)")
+    try:
+        con = connect(path)
+    except sqlite3.Error as exc:
+        raise database_error(path, exc) from exc
+    try:
+        _check_format(con, path)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _check_format(con: sqlite3.Connection, path: Path) -> None:
+    try:
+        rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "unable to open" in str(exc):
+            raise database_error(path, exc) from exc
+        raise RagcovError(f"{path}: not a ragcov data file ({exc})") from exc
+    except sqlite3.DatabaseError as exc:
+        raise RagcovError(f"{path}: not a ragcov data file ({exc})") from exc
+    fmt = int(rows.get("format", "0"))
+    if fmt > FORMAT_VERSION:
+        raise RagcovError(
+            f"{path}: data file format {fmt} is newer than this ragcov understands "
+            f"(format {FORMAT_VERSION}); upgrade ragcov"
+        )
+    if fmt < 1:
+        raise RagcovError(f"{path}: not a ragcov data file (no format version)")
+
+
+# ---------------------------------------------------------------- writing
+@contextmanager
+def new_file(tmp: Path, meta: Meta) -> Iterator[sqlite3.Connection]:
+    """Build a data file at the temporary path ``tmp`` in one transaction.
+
+    The caller's block fills the tables through the connection; the transaction
+    commits when the block ends without an error. ``tmp`` is the name an
+    :func:`ragcov.io.atomic_path` reserved: it is replaced by an empty database.
+    """
+    tmp.unlink()
+    with closing(connect(tmp)) as con:
+        con.execute("BEGIN")
+        for stmt in SCHEMA.strip().split(";"):
+            if stmt.strip():
+                con.execute(stmt)
+        row = {**meta.as_dict(), "retriever": retriever_key(meta.retriever)}
+        con.executemany("INSERT INTO meta VALUES (?, ?)", ((k, str(v)) for k, v in row.items()))
+        yield con
+        con.execute("COMMIT")
+
+
+def insert_query(con: sqlite3.Connection, idx: int, qid: str, text: str, context: str | None,
+                 hits: Iterable[tuple[int, int, float | None]]) -> None:
+    """One query row and its ``(chunk idx, rank, score)`` hits."""
+    con.execute("INSERT INTO queries VALUES (?, ?, ?, ?)", (idx, qid, text, context))
+    con.executemany("INSERT INTO hits VALUES (?, ?, ?, ?)",
+                    ((idx, c, r, s) for c, r, s in hits))

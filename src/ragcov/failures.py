@@ -1,0 +1,206 @@
+"""Which queries fail (docs/method.md §6), from relevance labels or imported scores.
+
+A **failure** is a query whose per-query metric is at its minimum: by default
+``value <= 0``; with ``fail_below=X``, ``value < X``. The metric comes from
+relevance labels (``hit``, ``context_relevance``) or from imported per-query
+scores (an LLM judge's). Queries with no label or score are neither failing nor
+passing: they are listed as unlabelled.
+
+Grouping the failures into faults and measuring orders of the suite against them
+is :mod:`ragcov.faults`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ragcov.errors import InputFormatError, RagcovError
+from ragcov.fields import QUERY_ID_KEYS, QUERY_TEXT_KEYS
+from ragcov.io import first_key, iter_csv, iter_jsonl, load_json
+from ragcov.matrix import CoverageMatrix
+from ragcov.qrels import Qrels
+
+LABEL_METRICS: tuple[str, ...] = ("hit", "context_relevance")
+
+
+# ---------------------------------------------------------------------- labels
+def relevant_hits(m: CoverageMatrix, qrels: Qrels) -> sp.csr_matrix:
+    """A 0/1 matrix on the hit pattern: 1 where the retrieved chunk is relevant to the query."""
+    rel = np.zeros(m.hits.nnz, dtype=bool)
+    indptr, indices = m.hits.indptr, m.hits.indices
+    keys = m.chunk_ids if qrels.level == "chunk" else m.doc_ids
+    for row, qid in enumerate(m.query_ids):
+        wanted = qrels.relevant.get(qid)
+        if not wanted:
+            continue
+        start, end = indptr[row], indptr[row + 1]
+        rel[start:end] = [keys[c] in wanted for c in indices[start:end]]
+    return sp.csr_matrix((rel.astype(np.uint8), indices.copy(), indptr.copy()),
+                         shape=m.hits.shape)
+
+
+def label_metric(m: CoverageMatrix, qrels: Qrels, metric: str = "hit") -> np.ndarray:
+    """Per query: ``hit`` (any relevant chunk in the top-k) or ``context_relevance``.
+
+    ``context_relevance`` is the fraction of the retrieved chunks that are relevant
+    (a query that retrieved nothing scores 0). Unlabelled queries get NaN.
+    """
+    if metric not in LABEL_METRICS:
+        raise RagcovError(f"unknown label metric {metric!r}: expected hit or context_relevance")
+    rel = relevant_hits(m, qrels)
+    n_rel = np.asarray(rel.sum(axis=1, dtype=np.int64)).ravel().astype(np.float64)
+    if metric == "hit":
+        values = (n_rel > 0).astype(np.float64)
+    else:
+        n_ret = np.diff(m.hits.indptr).astype(np.float64)
+        values = np.divide(n_rel, n_ret, out=np.zeros_like(n_rel), where=n_ret > 0)
+    labelled = np.fromiter((q in qrels.relevant for q in m.query_ids), dtype=bool,
+                           count=m.n_queries)
+    values[~labelled] = np.nan
+    return values
+
+
+# ---------------------------------------------------------------------- scores
+@dataclass
+class Scores:
+    """Imported per-query metric values, keyed by query id or by query text."""
+
+    metric: str
+    by_id: dict[str, float] = field(default_factory=dict)
+    by_text: dict[str, float] = field(default_factory=dict)
+    missing: int = 0                 # rows whose value was empty or NaN
+    source: str | None = None
+
+
+def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return list(iter_csv(path))
+    if suffix == ".jsonl":
+        return list(iter_jsonl(path))
+    if suffix == ".json":
+        data = load_json(path)
+        if isinstance(data, dict):
+            data = next((v for v in data.values() if isinstance(v, list)), None)
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise RagcovError(f"{path}: expected a JSON list of per-query objects")
+        return [(i + 1, r) for i, r in enumerate(data)]
+    raise RagcovError(f"{path}: scores must be .csv, .jsonl or .json")
+
+
+def _score_value(raw: Any, metric: str, path: Path, lineno: int) -> float:
+    """The metric's value in one row; NaN for an empty cell or a judge's NaN/None."""
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "nan", "none")):
+        return math.nan
+    try:
+        return float(raw)
+    except (TypeError, ValueError) as exc:
+        raise InputFormatError(path, lineno, f"{metric} = {raw!r} is not a number") from exc
+
+
+def _stripped(value: Any) -> str | None:
+    text = str(value).strip() if value is not None else ""
+    return text or None
+
+
+def load_scores(path: str | os.PathLike[str], metric: str) -> Scores:
+    """Per-query scores from JSONL/CSV/JSON (e.g. a RAGAS results CSV), one metric column."""
+    p = Path(path)
+    if not p.is_file():
+        raise RagcovError(f"{p}: no such file")
+    scores = Scores(metric, source=str(p))
+    rows = _records(p)
+    if not rows:
+        raise RagcovError(f"{p}: no rows")
+    for lineno, row in rows:
+        if metric not in row:
+            raise InputFormatError(p, lineno, f"no {metric!r} column (have: "
+                                   f"{', '.join(sorted(map(str, row)))})")
+        value = _score_value(row[metric], metric, p, lineno)
+        qid = _stripped(first_key(row, QUERY_ID_KEYS))
+        text = _stripped(first_key(row, QUERY_TEXT_KEYS))
+        if qid is None and text is None:
+            raise InputFormatError(p, lineno, "no query id or query text (expected one of "
+                                   f"{', '.join(QUERY_ID_KEYS + QUERY_TEXT_KEYS)})")
+        if math.isnan(value):
+            scores.missing += 1
+        elif qid is not None:
+            scores.by_id[qid] = value
+        else:
+            scores.by_text[str(text)] = value
+    return scores
+
+
+def score_values(m: CoverageMatrix, scores: Scores) -> tuple[np.ndarray, int]:
+    """Per-query values (NaN = no score) and how many score rows matched no query."""
+    values = np.full(m.n_queries, np.nan)
+    matched_ids: set[str] = set()
+    matched_texts: set[str] = set()
+    for row, (qid, text) in enumerate(zip(m.query_ids, m.query_texts)):
+        if qid in scores.by_id:
+            values[row] = scores.by_id[qid]
+            matched_ids.add(qid)
+        elif (t := (text or "").strip()) in scores.by_text:
+            values[row] = scores.by_text[t]
+            matched_texts.add(t)
+    unmatched = (len(scores.by_id) - len(matched_ids)) + (len(scores.by_text) - len(matched_texts))
+    return values, unmatched
+
+
+# ---------------------------------------------------------------------- failures
+@dataclass
+class Failures:
+    metric: str
+    values: np.ndarray               # per query row; NaN = unlabelled
+    rows: np.ndarray                 # failing query rows, ascending
+    query_ids: list[str]             # ids of every query (row order)
+    fail_below: float | None = None
+    unmatched: int = 0               # labels/scores naming queries not in the data file
+
+    @property
+    def ids(self) -> list[str]:
+        return [self.query_ids[r] for r in self.rows]
+
+    @property
+    def unlabelled(self) -> list[str]:
+        return [q for q, v in zip(self.query_ids, self.values) if np.isnan(v)]
+
+    @property
+    def n_labelled(self) -> int:
+        return int(np.count_nonzero(~np.isnan(self.values)))
+
+
+def failing_mask(values: np.ndarray, fail_below: float | None = None) -> np.ndarray:
+    """At the minimum (``<= 0``) by default, or ``< fail_below``; NaN never fails."""
+    v = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        mask = v <= 0.0 if fail_below is None else v < fail_below
+    return mask & ~np.isnan(v)
+
+
+def find_failures(m: CoverageMatrix, values: np.ndarray, metric: str,
+                  fail_below: float | None = None, unmatched: int = 0) -> Failures:
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape != (m.n_queries,):
+        raise RagcovError(f"expected {m.n_queries} metric values, got {values.shape}")
+    rows = np.flatnonzero(failing_mask(values, fail_below))
+    return Failures(metric, values, rows, list(m.query_ids), fail_below, unmatched)
+
+
+def label_failures(m: CoverageMatrix, qrels: Qrels, metric: str = "hit",
+                   fail_below: float | None = None) -> Failures:
+    unmatched = len(qrels.query_ids - set(m.query_ids))
+    return find_failures(m, label_metric(m, qrels, metric), metric, fail_below, unmatched)
+
+
+def score_failures(m: CoverageMatrix, scores: Scores,
+                   fail_below: float | None = None) -> Failures:
+    values, unmatched = score_values(m, scores)
+    return find_failures(m, values, scores.metric, fail_below, unmatched)

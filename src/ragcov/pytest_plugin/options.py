@@ -1,0 +1,95 @@
+"""The plugin's command-line options and ini values, resolved once into :class:`Settings`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragcov.data import DEFAULT_DATA_FILE
+
+REPORT_KINDS = ("term", "term-missing", "html", "json")
+RETRIEVER_KINDS = ("dense", "bm25")
+DEFAULT_K = 5
+DEFAULT_HTML_DIR = "ragcov-html"
+DEFAULT_JSON_FILE = "ragcov.json"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ragcov", "chunk coverage of retrieval tests")
+    group.addoption("--ragcov", action="store_true", default=False,
+                    help="Measure chunk coverage of the retrievals the tests make.")
+    group.addoption("--ragcov-corpus", metavar="PATH", default=None,
+                    help="The corpus: chunks .jsonl, BEIR folder or a folder of documents.")
+    group.addoption("--ragcov-k", metavar="K", type=int, default=None,
+                    help=f"Chunks recorded per query (default {DEFAULT_K}).")
+    group.addoption("--ragcov-fail-under", metavar="PCT", type=float, default=None,
+                    help="Fail the run if total chunk coverage is below PCT percent.")
+    group.addoption("--ragcov-report", metavar="TYPE", action="append", default=None,
+                    help="term (default), term-missing, html[:DIR], json[:FILE]; repeatable.")
+    group.addoption("--ragcov-retriever", metavar="KIND", default=None,
+                    help="Built-in retriever behind the ragcov_retriever fixture: dense or bm25.")
+    group.addoption("--ragcov-data-file", metavar="FILE", default=None,
+                    help=f"The coverage data file (default {DEFAULT_DATA_FILE}).")
+    parser.addini("ragcov_corpus", "Corpus for --ragcov (as --ragcov-corpus).", default=None)
+    parser.addini("ragcov_k", "Chunks recorded per query (as --ragcov-k).", default=None)
+    parser.addini("ragcov_retriever", "dense or bm25 (as --ragcov-retriever).", default=None)
+
+
+class Settings:
+    """Options and ini values resolved once, with paths relative to the invocation dir."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        root = Path(config.invocation_params.dir)
+        corpus = config.getoption("ragcov_corpus") or config.getini("ragcov_corpus")
+        self.corpus: Path | None = root / corpus if corpus else None
+        self.k = _k(config)
+        self.retriever = _retriever(config)
+        self.fail_under = _fail_under(config)
+        self.data_file = root / (config.getoption("ragcov_data_file") or DEFAULT_DATA_FILE)
+        self.reports = _reports(config, root)
+
+
+def _k(config: pytest.Config) -> int:
+    k = config.getoption("ragcov_k")
+    if k is None:
+        k = config.getini("ragcov_k") or DEFAULT_K
+    try:
+        k = int(k)
+    except ValueError:
+        raise pytest.UsageError(f"--ragcov-k must be a whole number, got {k!r}") from None
+    if k < 1:
+        raise pytest.UsageError(f"--ragcov-k must be at least 1, got {k}")
+    return k
+
+
+def _retriever(config: pytest.Config) -> str:
+    kind = (config.getoption("ragcov_retriever") or config.getini("ragcov_retriever")
+            or "dense")
+    if kind not in RETRIEVER_KINDS:
+        raise pytest.UsageError(f"--ragcov-retriever must be one of "
+                                f"{', '.join(RETRIEVER_KINDS)}, got {kind!r}")
+    return kind
+
+
+def _fail_under(config: pytest.Config) -> float | None:
+    fail_under: float | None = config.getoption("ragcov_fail_under")
+    if fail_under is not None and not 0 <= fail_under <= 100:
+        raise pytest.UsageError(f"--ragcov-fail-under must be a percentage (0-100), "
+                                f"got {fail_under:g}")
+    return fail_under
+
+
+def _reports(config: pytest.Config, root: Path) -> list[tuple[str, Path | None]]:
+    """Each ``--ragcov-report KIND[:DEST]`` as (kind, destination or None)."""
+    reports: list[tuple[str, Path | None]] = []
+    for spec in config.getoption("ragcov_report") or ["term"]:
+        kind, _, dest = spec.partition(":")
+        if kind not in REPORT_KINDS:
+            raise pytest.UsageError(f"--ragcov-report must be one of "
+                                    f"{', '.join(REPORT_KINDS)}, got {spec!r}")
+        if dest and kind not in ("html", "json"):
+            raise pytest.UsageError(f"--ragcov-report {kind} takes no destination: {spec!r}")
+        default = {"html": DEFAULT_HTML_DIR, "json": DEFAULT_JSON_FILE}.get(kind)
+        reports.append((kind, root / (dest or default) if default else None))
+    return reports

@@ -1,0 +1,203 @@
+"""What the session's retrievals returned, and the retriever wrapper that reports them.
+
+Each query is recorded at the session's k whatever k a test asks for (the test still
+gets what it asked for), and gets the id ``q-<hash of its text>``: the same question
+asked by two tests, or by two pytest-xdist workers, is one query.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ragcov.pytest_plugin.options import Settings
+
+if TYPE_CHECKING:
+    from ragcov.corpus import Corpus
+
+Ranked = list[tuple[str, float | None]]
+
+_active: list[Recorder] = []  # a stack: pytester runs sessions inside sessions
+
+
+def active() -> Recorder | None:
+    """The recorder of the innermost session running with --ragcov, if any."""
+    return _active[-1] if _active else None
+
+
+def activate(recorder: Recorder) -> None:
+    _active.append(recorder)
+
+
+def deactivate(recorder: Recorder) -> None:
+    """End ``recorder``'s session, if it is the innermost one."""
+    if _active and _active[-1] is recorder:
+        _active.pop()
+
+
+def _query_id(text: str) -> str:
+    """The suite's id rule for id-less queries, so every process names a text alike."""
+    from ragcov.io import text_hash
+
+    return f"q-{text_hash(text)[:12]}"
+
+
+def _fingerprint(retriever: Any) -> dict[str, Any]:
+    fp = getattr(retriever, "fingerprint", None)
+    if callable(fp):
+        return dict(fp())
+    cls = type(retriever)
+    return {"kind": "custom", "class": f"{cls.__module__}.{cls.__qualname__}"}
+
+
+class Recorder:
+    """What the session's retrievals returned, keyed by query id."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.k = settings.k
+        self.fingerprint: dict[str, Any] | None = None
+        self.queries: dict[str, str] = {}
+        self.results: dict[str, Ranked] = {}
+        self.context: dict[str, str] = {}
+        self.nodeid: str | None = None
+        self._corpus: Corpus | None = None
+        self._known: set[str] | None = None
+        self._lock = threading.Lock()
+
+    def corpus(self) -> Corpus:
+        if self._corpus is None:
+            from ragcov.corpus import load_corpus
+
+            if self.settings.corpus is None:
+                raise pytest.UsageError("--ragcov needs --ragcov-corpus PATH "
+                                        "(or ragcov_corpus in the ini file)")
+            self._corpus = load_corpus(self.settings.corpus)
+            self._known = set(self._corpus.ids)
+        return self._corpus
+
+    def add(self, retriever: Any, text: str, ranked: Sequence[tuple[str, float | None]]) -> None:
+        from ragcov.errors import RagcovError
+
+        fp = _fingerprint(retriever)
+        ranked = _checked(retriever, text, list(ranked)[: self.k])
+        self.corpus()
+        assert self._known is not None
+        unknown = sorted({cid for cid, _ in ranked} - self._known)
+        if unknown:
+            raise RagcovError(f"the retriever returned chunk id(s) not in the ragcov corpus "
+                              f"{self.settings.corpus}: {', '.join(unknown[:10])}")
+        with self._lock:
+            if self.fingerprint is None:
+                self.fingerprint = fp
+            elif fp != self.fingerprint:
+                raise RagcovError(f"ragcov records one retriever per run: {fp} differs from "
+                                  f"{self.fingerprint}, recorded earlier")
+            qid = _query_id(text)
+            if qid not in self.queries:
+                self.queries[qid] = text
+                self.results[qid] = ranked
+                if self.nodeid is not None:
+                    self.context[qid] = self.nodeid
+
+    def write(self, path: Path) -> bool:
+        """Write what was recorded; False (and nothing written) when nothing was."""
+        if not self.queries:
+            return False
+        from ragcov.data import CoverageData
+        from ragcov.run import Run
+
+        run = Run(k=self.k, retriever=self.fingerprint or {})
+        for qid, text in self.queries.items():
+            run.add(qid, text, self.results[qid])
+        CoverageData(path).write(self.corpus(), run, context=self.context)
+        return True
+
+
+def _checked(retriever: Any, text: str, items: list[Any]) -> Ranked:
+    """The items as (chunk id, score), read as every ragcov reader reads them.
+
+    An id that is None, a list or a boolean, or a score that is a string, a boolean
+    or not finite, fails the test that retrieved it, naming the retriever and the item.
+    """
+    from ragcov.errors import RagcovError
+    from ragcov.fields import FieldError, parse_id, parse_score
+
+    out: Ranked = []
+    for rank, item in enumerate(items, start=1):
+        try:
+            if isinstance(item, (str, bytes)):  # "ab" would unpack into an id and a score
+                raise TypeError(item)
+            cid, score = item
+            out.append((parse_id(cid), parse_score(score)))
+        except (TypeError, ValueError) as exc:
+            reason = str(exc) if isinstance(exc, FieldError) else "not a (chunk id, score) pair"
+            shown = " ".join(repr(item).splitlines())[:100]
+            raise RagcovError(f"{type(retriever).__qualname__}: result {rank} for query "
+                              f"{text[:60]!r}: {reason} (item: {shown})") from exc
+    return out
+
+
+class RecordingRetriever:
+    """A retriever for tests, reporting every retrieval to ``recorder`` when there is one.
+
+    It speaks the ragcov Retriever protocol (``retrieve(texts, k)``), adds
+    ``retriever(text, k)`` for one query, and passes other attributes through. With a
+    recorder it retrieves at least the session's k and records that, and returns the k
+    the test asked for; without one (coverage off) it only forwards the calls, with
+    ``k`` as the default.
+    """
+
+    def __init__(self, inner: Any, recorder: Recorder | None, k: int | None = None) -> None:
+        if recorder is None and k is None:
+            raise TypeError("RecordingRetriever needs a recorder or a default k")
+        self._inner = inner
+        self._recorder = recorder
+        self._k = recorder.k if recorder is not None else k
+
+    def fingerprint(self) -> dict[str, Any]:
+        return _fingerprint(self._inner)
+
+    def retrieve(self, texts: Sequence[str], k: int | None = None) -> list[Ranked]:
+        want = self._k if k is None else k
+        texts = list(texts)
+        if self._recorder is None:
+            return self._inner.retrieve(texts, want)
+        results = self._inner.retrieve(texts, max(want, self._recorder.k))
+        for text, ranked in zip(texts, results):
+            self._recorder.add(self._inner, text, ranked)
+        return [list(r)[:want] for r in results]
+
+    def __call__(self, text: str, k: int | None = None) -> Ranked:
+        return self.retrieve([text], k)[0]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def record(retriever: Any) -> Any:
+    """Wrap ``retriever`` so its retrievals count towards this run's coverage.
+
+    Returns ``retriever`` itself when coverage is off, so tests can wrap
+    unconditionally. An object with ``retrieve(texts, k) -> [[(chunk_id, score), ...]]``
+    is used as it is; anything else (a function ``(query, k)``, a LangChain or
+    LlamaIndex retriever) goes through :func:`ragcov.retrievers.adapters.wrap`, and
+    tests then call ``retrieve`` or the wrapper itself rather than the framework's
+    own method.
+    """
+    rec = active()
+    if rec is None:
+        return retriever
+    inner = retriever
+    if not callable(getattr(retriever, "retrieve", None)):
+        try:
+            from ragcov.retrievers.adapters import wrap
+        except ImportError as exc:  # pragma: no cover - adapters ship with ragcov
+            raise TypeError("ragcov.pytest_plugin.record needs an object with "
+                            "retrieve(texts, k) -> [[(chunk_id, score), ...], ...]") from exc
+        inner = wrap(retriever, rec.corpus())
+    return RecordingRetriever(inner, rec)
