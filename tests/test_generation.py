@@ -304,7 +304,7 @@ def test_cli_generate_and_user_errors(city_corpus_file: Path, tmp_path: Path) ->
 
 
 def _pubmed_slice(datasets_dir: Path, path: Path, docs: int) -> Path:
-    from ragcov.experiments.datasets import load_pubmedqa
+    from research.datasets import load_pubmedqa
 
     d = load_pubmedqa(datasets_dir / "pubmedqa")
     keep = set(list(d.documents)[:docs])

@@ -32,8 +32,8 @@ from ragcov.generation import (
     OpenAIGenerator,
     run_generation,
 )
+from ragcov.generation.base import COMPLETION_STOP
 from ragcov.generation.cleaning import normalize
-from ragcov.generation.generators import COMPLETION_STOP
 from ragcov.generation.journal import read_records, rejected_path
 from ragcov.generation.llm_process import CRASH_ENV, describe_exit
 from ragcov.retrievers.bm25 import BM25Retriever

@@ -3,7 +3,7 @@
 llama.cpp is native code. Built for another CPU (a "native" build that uses AMX or
 AVX-512 on a machine whose OS or CPU lacks them) it dies on its first matrix
 product with SIGILL, and in process that kills ragcov with exit 132 and no word.
-So :class:`~ragcov.generation.generators.LlamaCppGenerator` runs this file as a
+So :class:`~ragcov.generation.llamacpp.LlamaCppGenerator` runs this file as a
 child (``python llm_process.py``): it loads the model once and answers requests,
 one JSON object per line on its stdin and stdout. When the child dies the parent
 sees the pipe close and turns the exit status into one line (:func:`describe_exit`).

@@ -7,6 +7,7 @@ from typing import Any
 
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
+from ragcov.retrievers.base import Ranked
 
 
 class BM25Retriever:
@@ -28,13 +29,13 @@ class BM25Retriever:
         return {"kind": "bm25", "model": f"bm25s(k1={self.k1},b={self.b})", "index": "sparse",
                 "stopwords": self.stopwords, "chunking": self.corpus.chunking}
 
-    def retrieve(self, texts: Sequence[str], k: int) -> list[list[tuple[str, float | None]]]:
+    def retrieve(self, texts: Sequence[str], k: int) -> list[Ranked]:
         if not texts:
             return []
         kk = min(k, len(self._ids))
         tokens = self._bm25s.tokenize(list(texts), stopwords=self.stopwords, show_progress=False)
         docs, scores = self._model.retrieve(tokens, k=kk, show_progress=False, n_threads=1)
-        out: list[list[tuple[str, float | None]]] = []
+        out: list[Ranked] = []
         for row_docs, row_scores in zip(docs, scores):
             # A chunk sharing no term with the query scores 0: it was not retrieved,
             # whatever order bm25s happens to return the ties in.

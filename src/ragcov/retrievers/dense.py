@@ -30,6 +30,7 @@ from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
 from ragcov.io import atomic_path, cache_dir
 from ragcov.progress import progress_bar
+from ragcov.retrievers.base import Ranked
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _MINILM_ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
@@ -243,7 +244,7 @@ class DenseRetriever:
         return encode(self.encoder, texts, self.batch_size, "Embedding queries", progress=False,
                       threads=self.threads)
 
-    def retrieve(self, texts: Sequence[str], k: int) -> list[list[tuple[str, float | None]]]:
+    def retrieve(self, texts: Sequence[str], k: int) -> list[Ranked]:
         if not texts:
             return []
         q = self.embed_queries(texts)

@@ -1,0 +1,44 @@
+"""Build a retriever from its command-line name: ``dense``, ``bm25``, ``module:attr`` or a URL.
+
+Each kind is imported only when asked for, so choosing BM25 never loads torch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ragcov.errors import RagcovError
+
+if TYPE_CHECKING:
+    from ragcov.corpus import Corpus
+    from ragcov.retrievers.base import Retriever
+
+BUILTIN = ("dense", "bm25")
+
+
+def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
+                   index: str = "flat", progress: bool = True, **options: Any) -> Retriever:
+    """Build a retriever from its CLI name: ``dense``, ``bm25``, ``module:attr`` or a URL."""
+    if kind == "dense":
+        from ragcov.retrievers.dense import DenseRetriever
+
+        return DenseRetriever(corpus, model=model, index=index, progress=progress, **options)
+    if kind == "bm25":
+        from ragcov.retrievers.bm25 import BM25Retriever
+
+        return BM25Retriever(corpus, progress=progress)
+    if kind.startswith(("http://", "https://")):
+        try:
+            from ragcov.retrievers.http import HTTPRetriever
+        except ImportError as exc:  # pragma: no cover - depends on installed extras
+            raise RagcovError(f"the HTTP retriever is not available: {exc}") from exc
+        return HTTPRetriever(kind, **options)
+    if ":" in kind:
+        try:
+            from ragcov.retrievers.loader import load_retriever
+        except ImportError as exc:  # pragma: no cover
+            raise RagcovError(f"custom retrievers are not available: {exc}") from exc
+        return load_retriever(kind, corpus)
+    raise RagcovError(
+        f"unknown retriever {kind!r}: expected 'dense', 'bm25', 'module:attr' or an http(s) URL"
+    )

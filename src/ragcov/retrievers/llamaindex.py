@@ -1,0 +1,74 @@
+"""A LlamaIndex retriever or index as a ragcov Retriever (duck-typed: no import of it)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ragcov.errors import RagcovError
+from ragcov.fields import FieldError, parse_score
+from ragcov.retrievers.resolver import IdResolver, check_lists, qualname, unusable
+
+if TYPE_CHECKING:
+    from ragcov.corpus import Corpus
+    from ragcov.retrievers.base import Ranked
+
+
+def llamaindex_id(node: Any, resolver: IdResolver) -> str:
+    """The chunk id of a LlamaIndex node: its node_id, its metadata's, or its content's."""
+    content = None
+    get_content = getattr(node, "get_content", None)
+    if callable(get_content):
+        try:
+            content = get_content()
+        except TypeError:  # pragma: no cover - very old signatures
+            content = getattr(node, "text", None)
+    return resolver.resolve(getattr(node, "node_id", None), getattr(node, "metadata", None),
+                            content)
+
+
+class LlamaIndexRetriever:
+    """A LlamaIndex retriever (``retrieve(query) -> list[NodeWithScore]``) or index.
+
+    LlamaIndex fixes top-k when the retriever is built, so an index is turned
+    into ``index.as_retriever(similarity_top_k=k)``, and a retriever with a
+    ``similarity_top_k`` attribute has it set to k before retrieving.
+    """
+
+    def __init__(self, obj: Any, corpus: Corpus | None = None, name: str | None = None) -> None:
+        self.obj = obj
+        self.is_index = not hasattr(obj, "retrieve") and hasattr(obj, "as_retriever")
+        self.name = name or qualname(type(obj))
+        self.resolver = IdResolver(corpus, "LlamaIndex")
+        self._retrievers: dict[int, Any] = {}
+
+    def _retriever(self, k: int) -> Any:
+        if self.is_index:
+            if k not in self._retrievers:
+                self._retrievers[k] = self.obj.as_retriever(similarity_top_k=k)
+            return self._retrievers[k]
+        if hasattr(self.obj, "similarity_top_k") and self.obj.similarity_top_k != k:
+            self.obj.similarity_top_k = k
+        return self.obj
+
+    def retrieve(self, texts: Sequence[str], k: int) -> list[Ranked]:
+        retriever = self._retriever(k)
+        results: list[Ranked] = []
+        for text in texts:
+            ranked: Ranked = []
+            for rank, n in enumerate(itertools.islice(retriever.retrieve(text), k), start=1):
+                try:
+                    ranked.append((llamaindex_id(n.node, self.resolver), parse_score(n.score)))
+                except (FieldError, RagcovError) as exc:
+                    raise unusable("LlamaIndex retriever", self.name, text, rank, n,
+                                   exc) from exc
+            results.append(ranked)
+        return check_lists(results, texts)
+
+    def fingerprint(self) -> dict[str, Any]:
+        fp: dict[str, Any] = {"kind": "llamaindex", "name": self.name}
+        embed = getattr(self.obj, "_embed_model", None) or getattr(self.obj, "embed_model", None)
+        if embed is not None:
+            fp["embeddings"] = qualname(type(embed))
+        return fp
