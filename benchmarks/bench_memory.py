@@ -31,8 +31,8 @@ from ragcov.corpus import Chunk, Corpus  # noqa: E402
 from ragcov.data import CoverageData  # noqa: E402
 from ragcov.matrix import CoverageMatrix  # noqa: E402
 from ragcov.metrics import mean_pairwise_jaccard  # noqa: E402
-from ragcov.results import summarize  # noqa: E402
 from ragcov.run import Run  # noqa: E402
+from ragcov.summary import summarize  # noqa: E402
 
 K = 10
 LIMIT_MIB = 4096

@@ -21,8 +21,8 @@ from ragcov.report.html import (
     document_filename,
     html_report,
 )
-from ragcov.results import display_percent
 from ragcov.run import Run
+from ragcov.summary import display_percent
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 HOSTILE_DOC = "<script>alert(2)</script>/../evil"
@@ -114,7 +114,7 @@ def test_index_numbers_match_a_hand_count_and_the_text_report(data_file: Path, t
     assert f'id="total-cc">{total}%<' in text
     # The same figure the text report prints at the same precision.
     from ragcov.report.table import render_table
-    from ragcov.results import summarize
+    from ragcov.summary import summarize
 
     table = render_table(summarize(CoverageData(data_file).matrix()), precision=1)
     assert table.splitlines()[-1].split()[-1] == f"{total}%"

@@ -18,9 +18,9 @@ from ragcov.corpus import Corpus
 from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
-from ragcov.results import CoverageSummary, display_percent, summarize
 from ragcov.run import Run, run_retriever, validate_k
 from ragcov.suite import Suite
+from ragcov.summary import CoverageSummary, display_percent, summarize
 
 if TYPE_CHECKING:
     from ragcov.traces import ImportResult

@@ -13,11 +13,12 @@ from rich.console import Console
 
 from ragcov.api import measure
 from ragcov.corpus import load_corpus
+from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.metrics import redundant_tests
 from ragcov.report.table import render_headline, render_table
-from ragcov.results import summarize
 from ragcov.retrievers import make_retriever
 from ragcov.suite import load_suite
+from ragcov.summary import summarize
 
 
 def sample_path(name: str) -> Path:
@@ -28,7 +29,7 @@ def run_demo(directory: Path, retriever: str = "dense", k: int = 5,
              console: Console | None = None) -> None:
     console = console or Console()
     directory.mkdir(parents=True, exist_ok=True)
-    data_file = directory / ".ragcov"
+    data_file = directory / DEFAULT_DATA_FILE
     corpus = load_corpus(sample_path("finqa_pages.jsonl"), split=True)
     suite = load_suite(sample_path("finqa_questions.jsonl"))
     console.rule("ragcov demo: FinQA sample")

@@ -43,7 +43,7 @@ import numpy as np
 
 from ragcov.api import INDEX_RECALL
 from ragcov.corpus import Corpus
-from ragcov.data import CoverageData
+from ragcov.data import DEFAULT_DATA_FILE, CoverageData
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.progress import progress_bar
@@ -232,7 +232,7 @@ def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int
 # -------------------------------------------------------------------------- API
 def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
                  model: str | None = None, index: str = "flat", k: int = 5,
-                 data_file: str | os.PathLike[str] = ".ragcov", append: bool = False,
+                 data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, append: bool = False,
                  scheduler: str | None = None, partitions: int | None = None,
                  progress: bool = True, batch_size: int = 64,
                  recall_sample: int = 200, encode_threads: int | None = None) -> CoverageMatrix:

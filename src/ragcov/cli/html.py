@@ -9,6 +9,7 @@ import typer
 
 from ragcov.cli.console import out
 from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile
+from ragcov.report import DEFAULT_HTML_DIR
 
 Precision = Annotated[int, typer.Option(help="Digits after the decimal point in percentages.")]
 
@@ -17,7 +18,7 @@ def html(
     data_file: DataFile = DEFAULT_DATA_PATH,
     directory: Annotated[Path, typer.Option(
         "-d", "--directory", help="Where to write the site (replaced whole).")]
-    = Path("ragcov-html"),
+    = Path(DEFAULT_HTML_DIR),
     order: Annotated[list[Path] | None, typer.Option(
         "--order", help="An order.json from 'ragcov select'; draws its coverage curve "
         "(repeat for several).")] = None,

@@ -45,7 +45,7 @@ def import_cmd(
     """Import recorded retrievals (production traces, TREC/ranx runs) and record coverage."""
     from ragcov.api import record_traces
     from ragcov.report.table import render_headline
-    from ragcov.results import summarize
+    from ragcov.summary import summarize
 
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     texts = None

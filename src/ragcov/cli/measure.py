@@ -50,10 +50,10 @@ def run(
     from ragcov.api import measure
     from ragcov.data import CoverageData
     from ragcov.report.table import render_headline
-    from ragcov.results import summarize
     from ragcov.retrievers import make_retriever
     from ragcov.run import validate_k
     from ragcov.suite import load_suite
+    from ragcov.summary import summarize
 
     validate_k(k)
     if engine not in ("local", "dask"):

@@ -16,6 +16,7 @@ from ragcov.cli.options import (
     approximate_note,
 )
 from ragcov.errors import RagcovError
+from ragcov.report import DEFAULT_JSON_FILE
 
 
 def report(
@@ -34,7 +35,7 @@ def report(
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
     from ragcov.api import coverage_summary, fails_under
     from ragcov.report.table import render_table
-    from ragcov.results import display_percent
+    from ragcov.summary import display_percent
 
     if precision is None:
         precision = 2 if format == "total" else 0
@@ -55,7 +56,7 @@ def report(
 def json_cmd(
     data_file: DataFile = DEFAULT_DATA_PATH,
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write; - for stdout.")]
-    = Path("ragcov.json"),
+    = Path(DEFAULT_JSON_FILE),
     entropy_support: Support = "retrieved",
     gini_over: Support = "retrieved",
     pretty: Annotated[bool, typer.Option(help="Indent the JSON.")] = True,

@@ -7,12 +7,11 @@ from pathlib import Path
 import pytest
 
 from ragcov.data import DEFAULT_DATA_FILE
+from ragcov.report import DEFAULT_HTML_DIR, DEFAULT_JSON_FILE
 
 REPORT_KINDS = ("term", "term-missing", "html", "json")
 RETRIEVER_KINDS = ("dense", "bm25")
 DEFAULT_K = 5
-DEFAULT_HTML_DIR = "ragcov-html"
-DEFAULT_JSON_FILE = "ragcov.json"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

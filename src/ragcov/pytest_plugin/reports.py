@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ragcov.data import CoverageData
     from ragcov.matrix import CoverageMatrix
-    from ragcov.results import CoverageSummary
+    from ragcov.summary import CoverageSummary
 
 Reporter = Callable[["CoverageData", "CoverageMatrix", "CoverageSummary", "Path | None"], str]
 
@@ -56,7 +56,7 @@ def write_reports(data: CoverageData, reports: Sequence[tuple[str, Path | None]]
                   ) -> tuple[CoverageSummary, list[str]]:
     """Every requested report of ``data``, then the headline: the summary and the lines."""
     from ragcov.report.table import render_headline
-    from ragcov.results import summarize
+    from ragcov.summary import summarize
 
     m = data.matrix()
     summary = summarize(m, jaccard=False)
@@ -68,7 +68,7 @@ def write_reports(data: CoverageData, reports: Sequence[tuple[str, Path | None]]
 def fail_under_line(coverage: float, fail_under: float) -> tuple[bool, str]:
     """Whether ``coverage`` misses ``--ragcov-fail-under`` (as pytest-cov words it), and the line."""
     from ragcov.api import fails_under
-    from ragcov.results import display_percent
+    from ragcov.summary import display_percent
 
     shown = display_percent(coverage, 2)
     if fails_under(coverage, fail_under, 2):

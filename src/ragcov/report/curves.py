@@ -18,7 +18,7 @@ import numpy as np
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import coverage_curve
-from ragcov.results import display_percent
+from ragcov.summary import display_percent
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from ragcov.report.curves import (
     recorded_curve,
 )
 from ragcov.report.html_context import document_filename, site_context
-from ragcov.results import summarize
+from ragcov.summary import summarize
 
 __all__ = ["MARKER", "STATIC_FILES", "Curve", "curve_from_order", "curve_from_order_file",
            "document_filename", "greedy_curve", "html_report", "recorded_curve"]

@@ -1,7 +1,7 @@
 """What each page of the HTML site shows: the template context built from one matrix.
 
-Numbers come from :func:`ragcov.results.summarize` and
-:func:`ragcov.results.display_percent`, so the site agrees with ``ragcov report`` at
+Numbers come from :func:`ragcov.summary.summarize` and
+:func:`ragcov.summary.display_percent`, so the site agrees with ``ragcov report`` at
 the same precision. Text is passed on as it is: the templates autoescape it.
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from ragcov.matrix import CoverageMatrix
 from ragcov.report.curves import Curve, chart
-from ragcov.results import CoverageSummary, DocumentNumbers, display_percent
+from ragcov.summary import CoverageSummary, DocumentNumbers, display_percent
 
 
 @dataclass(frozen=True)

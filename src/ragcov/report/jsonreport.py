@@ -12,7 +12,7 @@ from typing import Any
 
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import Support
-from ragcov.results import summarize
+from ragcov.summary import summarize
 
 FORMAT_VERSION = 1
 
