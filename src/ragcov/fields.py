@@ -34,6 +34,11 @@ CHUNK_TEXT_KEYS = ITEM_TEXT_KEYS
 CHUNK_DOC_KEYS = ("doc_id", "document_id", "source")
 
 
+# One query's retrieved list as every source hands it over: (chunk id, score or None),
+# best first.
+Ranked = list[tuple[str, float | None]]
+
+
 class FieldError(ValueError):
     """A value that cannot be what its field says it is."""
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragcov.errors import RagcovError
-
-Ranked = list[tuple[str, float | None]]
+from ragcov.fields import Ranked
 
 
 @dataclass

@@ -231,7 +231,10 @@ class CoverageData:
                 added = _insert_queries(con, corpus, run, existing, start, context)
                 con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK")
+                # An interrupt can land after COMMIT: a ROLLBACK then would raise and hide
+                # it (Ctrl-C would exit 1, not 130).
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
                 raise
         return added
 

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ragcov.fields import Ranked
 from ragcov.pytest_plugin.options import Settings
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
 
-Ranked = list[tuple[str, float | None]]
 
 _active: list[Recorder] = []  # a stack: pytester runs sessions inside sessions
 

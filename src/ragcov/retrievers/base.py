@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-Ranked = list[tuple[str, float | None]]
-"""One query's result: ``(chunk id, score)`` pairs, best first; score None when there is none."""
+from ragcov.fields import Ranked  # noqa: F401 - the protocol's return type, re-exported
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
+from ragcov.fields import Ranked
 from ragcov.run import Run, validate_k
 from ragcov.traces.jsonl import read_jsonl
 from ragcov.traces.openinference import openinference_traces, read_openinference
@@ -35,7 +36,6 @@ SPAN_READERS: dict[str, Callable[[Any, list[Span]], list[Trace]]] = {
     "openinference": openinference_traces, "otel": otel_traces}
 SHOW_UNKNOWN = 20
 
-Ranked = list[tuple[str, float | None]]
 
 
 def read_traces(path: str | os.PathLike[str], fmt: str) -> list[Trace]:
