@@ -31,7 +31,7 @@ from ragcov.corpus import Chunk, Corpus  # noqa: E402
 from ragcov.data import CoverageData  # noqa: E402
 from ragcov.matrix import CoverageMatrix  # noqa: E402
 from ragcov.metrics import mean_pairwise_jaccard  # noqa: E402
-from ragcov.run import Run  # noqa: E402
+from ragcov.retrieval import Run  # noqa: E402
 from ragcov.summary import summarize  # noqa: E402
 
 K = 10

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragcov.corpus import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from ragcov.errors import RagcovError
-from ragcov.io import atomic_path, write_json_atomic, write_text_atomic
+from ragcov.files import atomic_path, write_json_atomic, write_text_atomic
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
@@ -79,8 +79,8 @@ class Prepared:
 def prepare(setup: ExperimentSetup) -> Prepared:
     """Load the dataset, chunk it, run its whole query pool through the retriever."""
     from ragcov.api import measure
+    from ragcov.retrieval import validate_k
     from ragcov.retrievers import make_retriever
-    from ragcov.run import validate_k
     from research.datasets import load_dataset
 
     validate_k(setup.k)

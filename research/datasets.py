@@ -17,7 +17,7 @@ from typing import Any
 
 from ragcov.corpus import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Corpus
 from ragcov.errors import RagcovError
-from ragcov.io import load_json
+from ragcov.files import load_json
 from ragcov.suite import Query, Suite
 
 

@@ -145,7 +145,7 @@ def run_generation_experiment(setup: ExperimentSetup, generator: str, budget: in
 def _checked(setup: ExperimentSetup, arms: list[str] | None, budget: int, repeats: int
              ) -> list[str]:
     """The arguments checked before anything is loaded; the arms, defaulted."""
-    from ragcov.run import validate_k
+    from ragcov.retrieval import validate_k
 
     validate_k(setup.k)
     arms = arms or ["coverage", "random", "overlap"]
@@ -173,7 +173,7 @@ def human_reference(ds: Dataset, corpus: Corpus, retriever: Any, k: int, budget:
     """The held-back human questions about the same documents: a reference, not an arm."""
     from ragcov.matrix import CoverageMatrix
     from ragcov.metrics import chunk_coverage
-    from ragcov.run import run_retriever
+    from ragcov.retrieval import run_retriever
 
     doc_set = set(corpus.documents())
     human = [(q.id, q.text) for q in ds.queries if q.metadata.get("doc_id") in doc_set]
@@ -268,7 +268,7 @@ def _markdown(setup: ExperimentSetup, generator: str, gen: Any, corpus: Corpus, 
 
 
 def _write_curves(out_dir: Path, runs: list[dict[str, Any]]) -> Path:
-    from ragcov.io import write_text_atomic
+    from ragcov.files import write_text_atomic
     from research.common import csv_text
 
     rows = [{"arm": r["arm"], "repeat": r["repeat"], "questions": i, "cc": cc}

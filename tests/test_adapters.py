@@ -526,7 +526,7 @@ def llamaindex_embedding(encoder):
 def finqa_corpus_and_suite():
     """A few real FinQA pages, chunked, and their questions."""
     from ragcov.corpus import Corpus
-    from ragcov.io import iter_jsonl
+    from ragcov.files import iter_jsonl
 
     sample = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
     pages = [obj for _n, obj in iter_jsonl(sample / "finqa_pages.jsonl")][:12]
@@ -600,7 +600,7 @@ def test_same_cc_from_langchain_llamaindex_trec_and_openinference(
     from langchain_core.vectorstores import InMemoryVectorStore
     from llama_index.core import Settings, VectorStoreIndex
 
-    from ragcov.run import run_retriever
+    from ragcov.retrieval import run_retriever
     from ragcov.traces import import_traces
 
     corpus, suite = finqa_corpus_and_suite

@@ -14,7 +14,7 @@ from ragcov.data import FORMAT_VERSION, CoverageData, combine
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import chunk_coverage
-from ragcov.run import Run
+from ragcov.retrieval import Run
 
 FP = {"kind": "test", "model": "fixed"}
 
@@ -172,7 +172,7 @@ def test_matrix_from_run_equals_matrix_from_file(tmp_path: Path) -> None:
 def test_written_files_get_the_usual_mode(tmp_path: Path) -> None:
     import os
 
-    from ragcov.io import write_text_atomic
+    from ragcov.files import write_text_atomic
 
     write_text_atomic(tmp_path / "report.json", "{}")
     umask = os.umask(0)

@@ -33,8 +33,8 @@ from ragcov.distributed import (  # noqa: E402
 from ragcov.errors import RagcovError  # noqa: E402
 from ragcov.metrics import chunk_coverage  # noqa: E402
 from ragcov.report.jsonreport import json_report  # noqa: E402
+from ragcov.retrieval import Run  # noqa: E402
 from ragcov.retrievers import make_retriever  # noqa: E402
-from ragcov.run import Run  # noqa: E402
 from ragcov.suite import Suite  # noqa: E402
 
 # Embeddings computed under different thread counts or kernels differ by ~1e-7 per

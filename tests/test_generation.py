@@ -22,7 +22,7 @@ from ragcov.generation import ExtractiveGenerator, LoopConfig, TargetPicker, run
 from ragcov.generation.cleaning import clean, normalize, rejection
 from ragcov.generation.export import deepeval_records, ragas_records, write_deepeval, write_ragas
 from ragcov.generation.journal import append_record, read_records, rejected_path
-from ragcov.generation.prompts import load_template
+from ragcov.generation.templates import load_template
 from ragcov.metrics import chunk_coverage
 from ragcov.retrievers.bm25 import BM25Retriever
 from ragcov.suite import load_suite

@@ -9,7 +9,7 @@ from ragcov.api import INDEX_RECALL
 from ragcov.corpus import Chunk, Corpus
 from ragcov.data import CoverageData
 from ragcov.report.table import approximate_index_note
-from ragcov.run import Run
+from ragcov.retrieval import Run
 
 faiss = pytest.importorskip("faiss")
 

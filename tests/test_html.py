@@ -21,7 +21,7 @@ from ragcov.report.html import (
     document_filename,
     html_report,
 )
-from ragcov.run import Run
+from ragcov.retrieval import Run
 from ragcov.summary import display_percent
 
 HOSTILE = "<img src=x onerror=alert(1)>"

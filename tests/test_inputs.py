@@ -128,7 +128,7 @@ def test_unusable_chunk_ids_name_the_line(tmp_path: Path, value, message) -> Non
 
 def test_non_utf8_names_the_file(tmp_path: Path) -> None:
     p = write(tmp_path / "latin.jsonl", '{"id": "a", "text": "caf\xe9"}\n'.encode("latin-1"))
-    # io.py now names the line too (e2ed563), so the file and the line are checked.
+    # UTF-8 errors name the line too, so the file and the line are checked.
     with pytest.raises(InputFormatError, match=r"latin\.jsonl:1: not UTF-8"):
         load_corpus(p)
 

@@ -24,8 +24,8 @@ from helpers import cli
 from ragcov.corpus import Chunk, Corpus, load_corpus
 from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
-from ragcov.io import atomic_path, iter_csv, remove_stale_temps, temp_prefix
-from ragcov.run import Run
+from ragcov.files import atomic_path, iter_csv, remove_stale_temps, temp_prefix
+from ragcov.retrieval import Run
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
 FP = {"kind": "test"}

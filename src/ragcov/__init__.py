@@ -12,14 +12,14 @@ if TYPE_CHECKING:
     from ragcov.corpus import Chunk, Corpus, load_corpus
     from ragcov.errors import RagcovError
     from ragcov.matrix import CoverageMatrix
-    from ragcov.run import Run
+    from ragcov.retrieval import Run
     from ragcov.suite import Query, Suite, load_suite
 
 # Imported on first use: the pytest plugin and the CLI import this package on every
 # start, and numpy/scipy are too slow to load for a run that never uses them.
 _LAZY = {
     "Chunk": "ragcov.corpus", "Corpus": "ragcov.corpus", "load_corpus": "ragcov.corpus",
-    "RagcovError": "ragcov.errors", "CoverageMatrix": "ragcov.matrix", "Run": "ragcov.run",
+    "RagcovError": "ragcov.errors", "CoverageMatrix": "ragcov.matrix", "Run": "ragcov.retrieval",
     "Query": "ragcov.suite", "Suite": "ragcov.suite", "load_suite": "ragcov.suite",
 }
 

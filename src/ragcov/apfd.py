@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ragcov.errors import RagcovError
-from ragcov.io import load_json
+from ragcov.files import load_json
 from ragcov.matrix import CoverageMatrix
 
 

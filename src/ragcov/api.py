@@ -18,7 +18,7 @@ from ragcov.corpus import Corpus
 from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
-from ragcov.run import Run, run_retriever, validate_k
+from ragcov.retrieval import Run, run_retriever, validate_k
 from ragcov.suite import Suite
 from ragcov.summary import CoverageSummary, display_percent, summarize
 
@@ -122,7 +122,7 @@ def write_html(data_file: str | os.PathLike[str], directory: str | os.PathLike[s
                orders: Sequence[str | os.PathLike[str]] = (), greedy: bool = True,
                title: str = "Chunk coverage report", precision: int = 0) -> Path:
     """Write the HTML site (``ragcov html``); returns its index page."""
-    from ragcov.io import load_json
+    from ragcov.files import load_json
     from ragcov.report.html import curve_from_order_file, greedy_curve, html_report, recorded_curve
 
     data = CoverageData(data_file)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import FieldError, parse_id
-from ragcov.io import first_key, iter_jsonl, read_text, text_hash
+from ragcov.files import first_key, iter_jsonl, read_text, text_hash
 
 ID_KEYS = ("id", "_id", "chunk_id")
 TEXT_KEYS = ("text", "content", "page_content")

@@ -47,7 +47,7 @@ from ragcov.data import DEFAULT_DATA_FILE, CoverageData
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.progress import progress_bar
-from ragcov.run import Run, run_retriever, validate_k
+from ragcov.retrieval import Run, run_retriever, validate_k
 from ragcov.suite import Suite
 
 # Retrievers built on a worker, by run token: one build per worker per run.

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import QUERY_ID_KEYS, QUERY_TEXT_KEYS
-from ragcov.io import first_key, iter_csv, iter_jsonl, load_json
+from ragcov.files import first_key, iter_csv, iter_jsonl, load_json
 from ragcov.matrix import CoverageMatrix
 from ragcov.qrels import Qrels
 

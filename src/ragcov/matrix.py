@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
-    from ragcov.run import Run
+    from ragcov.retrieval import Run
 
 
 @dataclass

@@ -28,7 +28,7 @@ from typing import Literal
 
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import QUERY_ID_KEYS
-from ragcov.io import first_key, iter_jsonl, read_text
+from ragcov.files import first_key, iter_jsonl, read_text
 
 Level = Literal["doc", "chunk"]
 LEVELS: tuple[str, ...] = ("doc", "chunk")

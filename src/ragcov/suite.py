@@ -17,7 +17,7 @@ from typing import Any
 from ragcov.corpus import repeated_ids_message
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import FieldError, parse_id
-from ragcov.io import first_key, iter_csv, iter_jsonl, load_json, text_hash
+from ragcov.files import first_key, iter_csv, iter_jsonl, load_json, text_hash
 
 ID_KEYS = ("id", "_id", "query_id", "qid")
 TEXT_KEYS = ("text", "query", "question", "user_input", "input")

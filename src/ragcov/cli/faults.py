@@ -56,7 +56,7 @@ def faults(
         order_names,
         score_failures,
     )
-    from ragcov.io import write_json_atomic
+    from ragcov.files import write_json_atomic
     from ragcov.qrels import load_qrels
 
     if (qrels is None) == (scores is None):

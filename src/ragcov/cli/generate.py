@@ -84,8 +84,8 @@ def generate(
     """Generate questions aimed at uncovered chunks; each is checked against the retriever."""
     from ragcov.generation import LoopConfig, make_generator, run_generation
     from ragcov.generation.export import write_deepeval, write_ragas
+    from ragcov.retrieval import validate_k
     from ragcov.retrievers import make_retriever
-    from ragcov.run import validate_k
     from ragcov.suite import load_suite
 
     validate_k(k)

@@ -50,8 +50,8 @@ def run(
     from ragcov.api import measure
     from ragcov.data import CoverageData
     from ragcov.report.table import render_headline
+    from ragcov.retrieval import validate_k
     from ragcov.retrievers import make_retriever
-    from ragcov.run import validate_k
     from ragcov.suite import load_suite
     from ragcov.summary import summarize
 
@@ -86,7 +86,7 @@ def index(
     split: Split = False,
 ) -> None:
     """Embed the corpus for the dense retriever and cache the embeddings (runs reuse them)."""
-    from ragcov.io import cache_dir
+    from ragcov.files import cache_dir
     from ragcov.retrievers.dense import DenseRetriever
 
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)

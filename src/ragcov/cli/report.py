@@ -65,7 +65,7 @@ def json_cmd(
     import json
 
     from ragcov.data import CoverageData
-    from ragcov.io import write_json_atomic
+    from ragcov.files import write_json_atomic
     from ragcov.report.jsonreport import json_report
 
     doc = json_report(CoverageData(data_file).matrix(), entropy_support, gini_over)  # type: ignore[arg-type]

@@ -35,7 +35,7 @@ def select_cmd(
 ) -> None:
     """Order the recorded queries by a selection strategy; write the order and its curve."""
     from ragcov.api import select_tests
-    from ragcov.io import write_json_atomic, write_jsonl_atomic
+    from ragcov.files import write_json_atomic, write_jsonl_atomic
 
     doc = select_tests(data_file, strategy, budget, target, seed, repeats, after_saturation)
     suite = doc.pop("suite")

@@ -33,12 +33,12 @@ from ragcov.data.schema import (
     sqlite_errors,
 )
 from ragcov.errors import RagcovError
-from ragcov.io import TargetExists, atomic_path
+from ragcov.files import TargetExists, atomic_path
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
     from ragcov.matrix import CoverageMatrix
-    from ragcov.run import Run
+    from ragcov.retrieval import Run
 
 
 class CoverageData:

@@ -10,7 +10,7 @@ from pathlib import Path
 from ragcov.data.datafile import CoverageData
 from ragcov.data.schema import check_compatible, insert_query, new_file, new_meta, sqlite_errors
 from ragcov.errors import RagcovError
-from ragcov.io import atomic_path
+from ragcov.files import atomic_path
 
 # Per query id already written: its text and its (chunk idx, rank, score) hits.
 _Seen = dict[str, tuple[str, list[tuple[int, int, float | None]]]]

@@ -170,7 +170,7 @@ def new_file(tmp: Path, meta: Meta) -> Iterator[sqlite3.Connection]:
 
     The caller's block fills the tables through the connection; the transaction
     commits when the block ends without an error. ``tmp`` is the name an
-    :func:`ragcov.io.atomic_path` reserved: it is replaced by an empty database.
+    :func:`ragcov.files.atomic_path` reserved: it is replaced by an empty database.
     """
     tmp.unlink()
     with closing(connect(tmp)) as con:

@@ -10,10 +10,10 @@ from ragcov.generation.generators import (
     make_generator,
 )
 from ragcov.generation.loop import GenerationSummary, LoopConfig, run_generation
-from ragcov.generation.targets import POLICIES, STRATEGIES, TargetPicker
+from ragcov.generation.targets import POLICIES, TARGET_STRATEGIES, TargetPicker
 
 __all__ = [
-    "POLICIES", "STRATEGIES", "ExtractiveGenerator", "Generation", "GenerationError",
+    "POLICIES", "TARGET_STRATEGIES", "ExtractiveGenerator", "Generation", "GenerationError",
     "GenerationSummary", "LlamaCppGenerator", "LoopConfig", "OpenAIGenerator", "TargetPicker",
     "default_gguf", "make_generator", "run_generation",
 ]

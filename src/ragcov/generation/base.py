@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ragcov.errors import RagcovError
-from ragcov.generation.prompts import PromptTemplate
+from ragcov.generation.templates import PromptTemplate
 
 MODES = ("completion", "chat")
 # A completion-mode answer ends at the first blank line or the next few-shot block.

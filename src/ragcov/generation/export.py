@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from ragcov.corpus import Corpus
-from ragcov.io import write_json_atomic
+from ragcov.files import write_json_atomic
 
 PROVENANCE = ("id", "targets", "strategy", "generator", "model", "template_hash", "attempt",
               "hit_target", "gain", "cc_after")

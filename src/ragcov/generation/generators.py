@@ -24,7 +24,7 @@ from ragcov.generation.base import (
 from ragcov.generation.extractive import ExtractiveGenerator
 from ragcov.generation.llamacpp import LlamaCppGenerator, default_gguf
 from ragcov.generation.openai_compat import OpenAIGenerator
-from ragcov.generation.prompts import load_template
+from ragcov.generation.templates import load_template
 
 __all__ = [
     "COMPLETION_STOP", "GENERATORS", "MODES", "ExtractiveGenerator", "Generation",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragcov.errors import InputFormatError
-from ragcov.io import iter_jsonl
+from ragcov.files import iter_jsonl
 
 
 def rejected_path(out: Path) -> Path:

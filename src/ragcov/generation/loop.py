@@ -24,7 +24,7 @@ from ragcov.generation.cleaning import clean, normalize, rejection
 from ragcov.generation.journal import append_record, read_records, rejected_path
 from ragcov.generation.loop_types import GenerationSummary, LoopConfig
 from ragcov.generation.targets import TargetPicker, chunk_vectors
-from ragcov.run import Run, validate_k
+from ragcov.retrieval import Run, validate_k
 from ragcov.suite import Suite
 
 __all__ = ["GenerationSummary", "LoopConfig", "run_generation"]
@@ -86,7 +86,7 @@ def _record_missing(data: CoverageData, corpus: Corpus, retriever: Any, k: int,
     todo = data.pending(queries, k, corpus.hash, retriever.fingerprint())
     if not todo:
         return
-    from ragcov.run import run_retriever
+    from ragcov.retrieval import run_retriever
 
     run = run_retriever(retriever, todo, k, progress=False)
     data.write(corpus, run, append=True)

@@ -21,7 +21,7 @@ from ragcov.generation.base import (
     check_mode,
     short,
 )
-from ragcov.generation.prompts import PromptTemplate, load_template
+from ragcov.generation.templates import PromptTemplate, load_template
 from ragcov.retry import Backoff, GaveUp, Retryable, parse_retry_after, retrying
 
 

@@ -22,14 +22,15 @@ import scipy.sparse as sp
 
 from ragcov.errors import RagcovError
 
-STRATEGIES = ("coverage", "random", "overlap")
+# Which chunks generation aims at (not the selection strategies of ragcov.selection).
+TARGET_STRATEGIES = ("coverage", "random", "overlap")
 POLICIES = ("order", "isolated", "random")
 
 
 def validate(strategy: str, policy: str, targets_per_call: int = 1, max_attempts: int = 1) -> None:
     """Refuse unknown strategies and impossible settings before any work starts."""
-    if strategy not in STRATEGIES:
-        raise RagcovError(f"unknown strategy {strategy!r}: expected {', '.join(STRATEGIES)}")
+    if strategy not in TARGET_STRATEGIES:
+        raise RagcovError(f"unknown strategy {strategy!r}: expected {', '.join(TARGET_STRATEGIES)}")
     if policy not in POLICIES:
         raise RagcovError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
     if targets_per_call < 1:
@@ -122,6 +123,6 @@ def chunk_vectors(retriever: Any, corpus: Any) -> Any:
     vectors = getattr(retriever, "embeddings", None)
     if vectors is not None and getattr(vectors, "shape", (0,))[0] == len(corpus):
         return vectors
-    from ragcov.generation.terms import TermStats
+    from ragcov.generation.tfidf import TermStats
 
     return TermStats(corpus.texts).matrix()

@@ -41,7 +41,7 @@ def deactivate(recorder: Recorder) -> None:
 
 def _query_id(text: str) -> str:
     """The suite's id rule for id-less queries, so every process names a text alike."""
-    from ragcov.io import text_hash
+    from ragcov.files import text_hash
 
     return f"q-{text_hash(text)[:12]}"
 
@@ -109,7 +109,7 @@ class Recorder:
         if not self.queries:
             return False
         from ragcov.data import CoverageData
-        from ragcov.run import Run
+        from ragcov.retrieval import Run
 
         run = Run(k=self.k, retriever=self.fingerprint or {})
         for qid, text in self.queries.items():

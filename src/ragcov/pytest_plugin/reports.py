@@ -38,7 +38,7 @@ def _html(data: CoverageData, m: CoverageMatrix, summary: CoverageSummary,
 
 def _json(data: CoverageData, m: CoverageMatrix, summary: CoverageSummary,
           dest: Path | None) -> str:
-    from ragcov.io import write_json_atomic
+    from ragcov.files import write_json_atomic
     from ragcov.report.jsonreport import json_report
 
     assert dest is not None

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ragcov.errors import RagcovError
-from ragcov.io import remove_stale_temps, temp_prefix
+from ragcov.files import remove_stale_temps, temp_prefix
 from ragcov.matrix import CoverageMatrix
 from ragcov.report.curves import (
     Curve,

@@ -28,7 +28,7 @@ import numpy as np
 
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
-from ragcov.io import atomic_path, cache_dir
+from ragcov.files import atomic_path, cache_dir
 from ragcov.progress import progress_bar
 from ragcov.retrievers.base import Ranked
 

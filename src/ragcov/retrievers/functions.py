@@ -22,7 +22,7 @@ from ragcov.fields import (
     parse_id,
     parse_score,
 )
-from ragcov.io import first_key
+from ragcov.files import first_key
 from ragcov.retrievers.langchain import langchain_id
 from ragcov.retrievers.llamaindex import llamaindex_id
 from ragcov.retrievers.resolver import IdResolver, check_lists, qualname, unusable

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragcov.errors import RagcovError
 from ragcov.fields import FieldError, parse_id
-from ragcov.io import text_hash
+from ragcov.files import text_hash
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus

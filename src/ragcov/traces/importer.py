@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
-from ragcov.run import Run, validate_k
+from ragcov.retrieval import Run, validate_k
 from ragcov.traces.jsonl import read_jsonl
 from ragcov.traces.openinference import openinference_traces, read_openinference
 from ragcov.traces.otel import otel_traces, read_otel

@@ -13,7 +13,7 @@ from typing import Any
 
 from ragcov.errors import InputFormatError
 from ragcov.fields import ITEM_ID_KEYS, ITEM_SCORE_KEYS, ITEM_TEXT_KEYS, QUERY_ID_KEYS, QUERY_TEXT_KEYS
-from ragcov.io import first_key, iter_jsonl
+from ragcov.files import first_key, iter_jsonl
 from ragcov.traces.records import Item, Trace, parse_id_at, parse_score_at
 
 RETRIEVED_KEYS = ("retrieved", "retrieved_ids", "retrieved_context_ids", "retrieval_context_ids",

@@ -25,7 +25,7 @@ from typing import Any
 
 from ragcov.errors import InputFormatError
 from ragcov.fields import FieldError, parse_id
-from ragcov.io import first_key, read_text
+from ragcov.files import first_key, read_text
 from ragcov.traces.records import short
 
 

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from ragcov.errors import InputFormatError
-from ragcov.io import read_text
+from ragcov.files import read_text
 from ragcov.traces.records import Item, Trace, parse_id_at, parse_score_at
 
 

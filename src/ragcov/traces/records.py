@@ -14,7 +14,7 @@ from typing import Any
 
 from ragcov.errors import InputFormatError
 from ragcov.fields import FieldError, parse_id, parse_score
-from ragcov.run import Run
+from ragcov.retrieval import Run
 
 
 @dataclass

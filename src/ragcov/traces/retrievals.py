@@ -15,7 +15,7 @@ from typing import Any
 
 from ragcov.errors import InputFormatError
 from ragcov.fields import FieldError
-from ragcov.io import first_key
+from ragcov.files import first_key
 from ragcov.traces.otlp import Span, flatten
 from ragcov.traces.records import Item, Trace, parse_id_at, parse_score_at, short
 

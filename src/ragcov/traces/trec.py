@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from ragcov.errors import InputFormatError
-from ragcov.io import read_text
+from ragcov.files import read_text
 from ragcov.traces.records import Item, Trace, parse_score_at
 
 

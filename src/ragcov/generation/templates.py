@@ -13,7 +13,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from ragcov.errors import RagcovError
-from ragcov.io import read_text, text_hash
+from ragcov.files import read_text, text_hash
 
 BUILTIN = {"completion": "completion.txt", "chat": "chat.txt"}
 
