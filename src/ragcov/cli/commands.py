@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import typer
 
-from ragcov.cli import combine, demo, faults, generate, html, imports, measure, report, select
+from ragcov.cli.combine import combine
+from ragcov.cli.demo import demo
+from ragcov.cli.faults import faults
+from ragcov.cli.generate import generate
+from ragcov.cli.html import html
+from ragcov.cli.imports import import_cmd
+from ragcov.cli.measure import index, run
+from ragcov.cli.report import json_cmd, report
+from ragcov.cli.select import select_cmd
 
 app = typer.Typer(
     name="ragcov",
@@ -37,17 +45,17 @@ def _settings(ctx: typer.Context) -> None:
 
 # (name, function): the order is the order of `ragcov --help`.
 COMMANDS = [
-    ("run", measure.run),
-    ("report", report.report),
-    ("json", report.json_cmd),
-    ("combine", combine.combine),
-    ("index", measure.index),
-    ("demo", demo.demo),
-    ("faults", faults.faults),
-    ("generate", generate.generate),
-    ("html", html.html),
-    ("import", imports.import_cmd),
-    ("select", select.select_cmd),
+    ("run", run),
+    ("report", report),
+    ("json", json_cmd),
+    ("combine", combine),
+    ("index", index),
+    ("demo", demo),
+    ("faults", faults),
+    ("generate", generate),
+    ("html", html),
+    ("import", import_cmd),
+    ("select", select_cmd),
 ]
 for _name, _fn in COMMANDS:
     app.command(_name)(_fn)

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import ragcov.generation.llm_process as llm_process
 from ragcov.errors import RagcovError
-from ragcov.generation import llm_process
 from ragcov.generation.base import (
     COMPLETION_STOP,
     Generation,
