@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import cli
 from ragcov.api import measure
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
@@ -190,16 +191,13 @@ def test_callable_dicts_use_the_shared_keys_and_fall_back_to_content(city_corpus
 
 def test_module_attr_retriever_with_bad_ids_is_one_line_cli_error(
         user_module, city_corpus_file, tmp_path, capsys):
-    from ragcov.cli import main
-
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"id": "q1", "question": "anything"}\n', encoding="utf-8")
-    with pytest.raises(SystemExit) as info:
-        main(["run", "--corpus", str(city_corpus_file), "--queries", str(queries),
-              "--retriever", f"{user_module}:none_ids", "--k", "2", "-q",
-              "--data-file", str(tmp_path / "d.ragcov")])
-    assert info.value.code == 1
-    err = capsys.readouterr().err.strip()
+    code, _, err = cli(capsys, "run", "--corpus", str(city_corpus_file), "--queries", str(queries),
+                       "--retriever", f"{user_module}:none_ids", "--k", "2", "-q",
+                       "--data-file", str(tmp_path / "d.ragcov"))
+    assert code == 1
+    err = err.strip()
     assert err.count("\n") == 0, err
     assert f"'{user_module}:none_ids'" in err and "(None, 0.5)" in err
     assert "None is not an id" in err
@@ -455,16 +453,14 @@ def test_load_retriever_errors(user_module, city_corpus, spec, message):
 
 
 def test_cli_run_with_module_attr(user_module, city_corpus_file, tmp_path, capsys):
-    from ragcov.cli import main
     from ragcov.data import CoverageData
 
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"id": "q1", "question": "anything"}\n', encoding="utf-8")
-    with pytest.raises(SystemExit) as info:
-        main(["run", "--corpus", str(city_corpus_file), "--queries", str(queries),
-              "--retriever", f"{user_module}:search", "--k", "2", "-q",
-              "--data-file", str(tmp_path / "d.ragcov")])
-    assert info.value.code in (0, None), capsys.readouterr().err
+    code, _, err = cli(capsys, "run", "--corpus", str(city_corpus_file), "--queries", str(queries),
+                       "--retriever", f"{user_module}:search", "--k", "2", "-q",
+                       "--data-file", str(tmp_path / "d.ragcov"))
+    assert code == 0, err
     m = CoverageData(tmp_path / "d.ragcov").matrix()
     assert [m.chunk_ids[c] for c in m.retrieved(0)] == ["paris", "berlin"]
     assert m.meta["retriever"] == {"kind": "callable", "name": f"{user_module}:search"}

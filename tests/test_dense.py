@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import cli
 from ragcov.api import measure
 from ragcov.corpus import Corpus
 from ragcov.metrics import chunk_coverage
@@ -62,64 +63,47 @@ def test_corpus_embeddings_are_cached(city_corpus: Corpus, tmp_path: Path, monke
 
 
 def test_cli_run_dense_end_to_end(tmp_path: Path, city_corpus_file: Path, monkeypatch, capsys) -> None:
-    from ragcov.cli import main
-
     monkeypatch.chdir(tmp_path)
     (tmp_path / "q.jsonl").write_text(json.dumps({"id": "q1", "question": "Tokyo facts"}) + "\n")
-    with pytest.raises(SystemExit) as exc:
-        main(["run", "--corpus", str(city_corpus_file), "--queries", "q.jsonl", "--k", "1", "-q"])
-    assert exc.value.code in (0, None)
-    with pytest.raises(SystemExit):
-        main(["json", "-o", "-"])
-    doc = json.loads(capsys.readouterr().out)
+    code, _, _ = cli(capsys, "run", "--corpus", str(city_corpus_file), "--queries", "q.jsonl",
+                     "--k", "1", "-q")
+    assert code == 0
+    _, out, _ = cli(capsys, "json", "-o", "-")
+    doc = json.loads(out)
     assert doc["queries"]["q1"]["retrieved"] == ["tokyo"]
     assert doc["meta"]["retriever"]["kind"] == "dense"
 
 
 def test_demo_runs_offline(tmp_path: Path, monkeypatch, capsys) -> None:
-    from ragcov.cli import main
-
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as exc:
-        main(["demo"])
-    assert exc.value.code in (0, None)
-    out = capsys.readouterr().out
+    code, out, _ = cli(capsys, "demo")
+    assert code == 0
     assert "TOTAL" in out and "Chunk coverage:" in out and "300 queries" in out
     assert (tmp_path / "ragcov-demo" / ".ragcov").exists()
 
 
 def test_hnsw_run_records_recall_and_report_says_approximate(
         tmp_path: Path, city_corpus_file: Path, monkeypatch, capsys) -> None:
-    from ragcov.cli import main
-
     monkeypatch.chdir(tmp_path)
     (tmp_path / "q.jsonl").write_text("".join(json.dumps({"question": q}) + "\n" for q in
                                               ["Tokyo facts", "plant sugar", "dividends"]))
-    with pytest.raises(SystemExit) as exc:
-        main(["run", "--corpus", str(city_corpus_file), "--queries", "q.jsonl", "--k", "2",
-              "--index", "hnsw", "-q"])
-    assert exc.value.code in (0, None)
-    capsys.readouterr()
-    with pytest.raises(SystemExit):
-        main(["report"])
-    out = capsys.readouterr().out
+    code, _, _ = cli(capsys, "run", "--corpus", str(city_corpus_file), "--queries", "q.jsonl",
+                     "--k", "2", "--index", "hnsw", "-q")
+    assert code == 0
+    _, out, _ = cli(capsys, "report")
     # Eight chunks: the HNSW graph is exhaustive, so recall against exact search is 1.
     assert "Note: results from an approximate index (recall@2 = 1.000 on 3 sampled queries)" in out
-    with pytest.raises(SystemExit):
-        main(["json", "-o", "-"])
-    meta = json.loads(capsys.readouterr().out)["meta"]
+    _, out, _ = cli(capsys, "json", "-o", "-")
+    meta = json.loads(out)["meta"]
     assert meta["retriever"]["approximate"] is True
     assert meta["index_recall"]["recall_at_k"] == 1.0
 
 
 def test_index_command_caches_the_corpus(tmp_path: Path, city_corpus_file: Path, monkeypatch,
                                          capsys) -> None:
-    from ragcov.cli import main
-
     monkeypatch.setenv("RAGCOV_CACHE_DIR", str(tmp_path / "cache"))
     for expected in ("8 chunks embedded", "8 chunks already cached"):
-        with pytest.raises(SystemExit) as exc:
-            main(["index", "--corpus", str(city_corpus_file)])
-        assert exc.value.code in (0, None)
-        assert expected in capsys.readouterr().out
+        code, out, _ = cli(capsys, "index", "--corpus", str(city_corpus_file))
+        assert code == 0
+        assert expected in out
     assert len(list((tmp_path / "cache" / "embeddings").glob("*.npy"))) == 1
