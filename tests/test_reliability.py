@@ -330,9 +330,11 @@ def test_infinite_scores_never_reach_the_json(tmp_path: Path, capsys) -> None:
 # ------------------------------------------------------------- interrupts
 @pytest.mark.slow
 def test_ctrl_c_prints_one_line_and_keeps_the_file(tmp_path: Path) -> None:
-    (tmp_path / "slow.py").write_text(textwrap.dedent("""
+    started = tmp_path / "started"
+    (tmp_path / "slow.py").write_text(textwrap.dedent(f"""
         import time
         def retriever(text, k):
+            open({str(started)!r}, "a").close()
             time.sleep(0.2)
             return ["a"]
     """))
@@ -340,12 +342,17 @@ def test_ctrl_c_prints_one_line_and_keeps_the_file(tmp_path: Path) -> None:
     corpus.write_text(json.dumps({"id": "a", "text": "x"}) + "\n")
     queries = tmp_path / "q.jsonl"
     queries.write_text("".join(json.dumps({"id": f"q{i}", "text": f"t{i}"}) + "\n"
-                               for i in range(200)))
+                               for i in range(400)))
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     p = subprocess.Popen([sys.executable, "-m", "ragcov", "run", "--corpus", str(corpus),
                           "--queries", str(queries), "--retriever", "slow:retriever", "-q"],
                          cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)
+    # Interrupt retrieval itself, however long start-up takes on a loaded machine.
+    deadline = time.monotonic() + 120
+    while not started.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists(), "the retriever was never called"
+    time.sleep(0.5)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130
