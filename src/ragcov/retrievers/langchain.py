@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragcov.errors import RagcovError
-from ragcov.fields import FieldError, parse_score
-from ragcov.retrievers.resolver import IdResolver, check_lists, qualname, unusable
+from ragcov.fields import parse_score
+from ragcov.retrievers.resolver import IdResolver, check_lists, qualname, ranked_top_k
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
@@ -47,14 +45,9 @@ class LangChainRetriever:
             else:
                 pairs = [(d, (getattr(d, "metadata", None) or {}).get("score"))
                          for d in self.obj.invoke(text, k=k)]
-            ranked: Ranked = []
-            for rank, (doc, score) in enumerate(itertools.islice(pairs, k), start=1):
-                try:
-                    ranked.append((langchain_id(doc, self.resolver), parse_score(score)))
-                except (FieldError, RagcovError) as exc:
-                    raise unusable("LangChain retriever", self.name, text, rank, doc,
-                                   exc) from exc
-            results.append(ranked)
+            results.append(ranked_top_k(
+                pairs, k, lambda pair: (langchain_id(pair[0], self.resolver), parse_score(pair[1])),
+                "LangChain retriever", self.name, text))
         return check_lists(results, texts)
 
     def fingerprint(self) -> dict[str, Any]:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragcov.errors import RagcovError
-from ragcov.fields import FieldError, parse_score
-from ragcov.retrievers.resolver import IdResolver, check_lists, qualname, unusable
+from ragcov.fields import parse_score
+from ragcov.retrievers.resolver import IdResolver, check_lists, qualname, ranked_top_k
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
@@ -56,14 +54,10 @@ class LlamaIndexRetriever:
         retriever = self._retriever(k)
         results: list[Ranked] = []
         for text in texts:
-            ranked: Ranked = []
-            for rank, n in enumerate(itertools.islice(retriever.retrieve(text), k), start=1):
-                try:
-                    ranked.append((llamaindex_id(n.node, self.resolver), parse_score(n.score)))
-                except (FieldError, RagcovError) as exc:
-                    raise unusable("LlamaIndex retriever", self.name, text, rank, n,
-                                   exc) from exc
-            results.append(ranked)
+            results.append(ranked_top_k(
+                retriever.retrieve(text), k,
+                lambda n: (llamaindex_id(n.node, self.resolver), parse_score(n.score)),
+                "LlamaIndex retriever", self.name, text))
         return check_lists(results, texts)
 
     def fingerprint(self) -> dict[str, Any]:

@@ -13,12 +13,13 @@ query, the item's rank and the item (:func:`unusable`).
 
 from __future__ import annotations
 
+import itertools
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragcov.errors import RagcovError
-from ragcov.fields import FieldError, parse_id
+from ragcov.fields import FieldError, Ranked, parse_id
 from ragcov.files import text_hash
 
 if TYPE_CHECKING:
@@ -145,6 +146,22 @@ def unusable(kind: str, name: str, query: str, rank: int, item: Any,
     reason = " ".join(str(exc).splitlines())
     return RagcovError(f"{kind} {name!r}: result {rank} for query {_shown(query, 60)}: "
                        f"{reason} (item: {_shown(item)})")
+
+
+def ranked_top_k(items: Iterable[Any], k: int, read: Callable[[Any], tuple[str, float | None]],
+                 kind: str, name: str, query: str) -> Ranked:
+    """The first ``k`` items as ``(chunk id, score)``; an unusable one is one line naming it.
+
+    Every framework adapter reads its own objects (``read``) but shares how a bad item
+    is reported, so the messages cannot drift apart.
+    """
+    ranked: Ranked = []
+    for rank, item in enumerate(itertools.islice(items, k), start=1):
+        try:
+            ranked.append(read(item))
+        except (FieldError, RagcovError) as exc:
+            raise unusable(kind, name, query, rank, item, exc) from exc
+    return ranked
 
 
 def check_lists(results: list[Ranked], texts: Sequence[str]) -> list[Ranked]:
