@@ -16,12 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ragcov.errors import InputFormatError, RagcovError
-from ragcov.fields import FieldError, parse_id
+from ragcov.fields import CHUNK_DOC_KEYS, CHUNK_ID_KEYS, CHUNK_TEXT_KEYS, FieldError, parse_id
 from ragcov.files import first_key, iter_jsonl, read_text, text_hash
 
-ID_KEYS = ("id", "_id", "chunk_id")
-TEXT_KEYS = ("text", "content", "page_content")
-DOC_KEYS = ("doc_id", "document_id", "source")
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 
 DEFAULT_CHUNK_SIZE = 1000
@@ -200,9 +197,9 @@ def read_chunks_jsonl(path: str | os.PathLike[str]) -> Corpus:
     repeats: list[tuple[str, int, int]] = []
     repeated: set[str] = set()
     for lineno, obj in iter_jsonl(path):
-        raw_id = first_key(obj, ID_KEYS)
+        raw_id = first_key(obj, CHUNK_ID_KEYS)
         if raw_id is None:
-            raise InputFormatError(path, lineno, f"no chunk id (expected one of {', '.join(ID_KEYS)})")
+            raise InputFormatError(path, lineno, f"no chunk id (expected one of {', '.join(CHUNK_ID_KEYS)})")
         try:
             cid = parse_id(raw_id)
         except FieldError as exc:
@@ -212,13 +209,14 @@ def read_chunks_jsonl(path: str | os.PathLike[str]) -> Corpus:
         elif cid not in repeated:
             repeated.add(cid)
             repeats.append((cid, lineno, first_line[cid]))
-        text = first_key(obj, TEXT_KEYS)
+        text = first_key(obj, CHUNK_TEXT_KEYS)
         if not isinstance(text, str):
-            raise InputFormatError(path, lineno, f"no chunk text (expected one of {', '.join(TEXT_KEYS)})")
+            raise InputFormatError(path, lineno,
+                                   f"no chunk text (expected one of {', '.join(CHUNK_TEXT_KEYS)})")
         metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        doc = first_key(obj, DOC_KEYS)
+        doc = first_key(obj, CHUNK_DOC_KEYS)
         if doc is None:
-            doc = first_key(metadata, DOC_KEYS)
+            doc = first_key(metadata, CHUNK_DOC_KEYS)
         doc_id = str(doc) if doc is not None else str(cid)
         pos = obj.get("position")
         if not isinstance(pos, int):
@@ -247,13 +245,14 @@ def read_documents_jsonl(path: str | os.PathLike[str], chunk_size: int = DEFAULT
     docs: list[tuple[str, str]] = []
     titles: dict[str, str] = {}
     for lineno, obj in iter_jsonl(path):
-        doc = first_key(obj, DOC_KEYS) or first_key(obj, ID_KEYS)
+        doc = first_key(obj, CHUNK_DOC_KEYS) or first_key(obj, CHUNK_ID_KEYS)
         if doc is None:
             raise InputFormatError(path, lineno, "no document id (expected one of "
-                                   f"{', '.join(DOC_KEYS + ID_KEYS)})")
-        text = first_key(obj, TEXT_KEYS)
+                                   f"{', '.join(CHUNK_DOC_KEYS + CHUNK_ID_KEYS)})")
+        text = first_key(obj, CHUNK_TEXT_KEYS)
         if not isinstance(text, str):
-            raise InputFormatError(path, lineno, f"no document text (expected one of {', '.join(TEXT_KEYS)})")
+            raise InputFormatError(
+                path, lineno, f"no document text (expected one of {', '.join(CHUNK_TEXT_KEYS)})")
         docs.append((str(doc), text))
         if obj.get("title"):
             titles[str(doc)] = str(obj["title"])

@@ -16,11 +16,8 @@ from typing import Any
 
 from ragcov.corpus import repeated_ids_message
 from ragcov.errors import InputFormatError, RagcovError
-from ragcov.fields import FieldError, parse_id
+from ragcov.fields import QUERY_ID_KEYS, QUERY_TEXT_KEYS, FieldError, parse_id
 from ragcov.files import first_key, iter_csv, iter_jsonl, load_json, text_hash
-
-ID_KEYS = ("id", "_id", "query_id", "qid")
-TEXT_KEYS = ("text", "query", "question", "user_input", "input")
 
 
 @dataclass(slots=True)
@@ -83,10 +80,10 @@ def _with_ids(rows: Iterable[tuple[Any, str, dict[str, Any]]]) -> list[Query]:
 
 
 def _row(path: object, lineno: int | None, obj: dict[str, Any]) -> tuple[Any, str, dict[str, Any]]:
-    text = first_key(obj, TEXT_KEYS)
+    text = first_key(obj, QUERY_TEXT_KEYS)
     if not isinstance(text, str) or not text.strip():
-        raise InputFormatError(path, lineno, f"no query text (expected one of {', '.join(TEXT_KEYS)})")
-    qid = first_key(obj, ID_KEYS)
+        raise InputFormatError(path, lineno, f"no query text (expected one of {', '.join(QUERY_TEXT_KEYS)})")
+    qid = first_key(obj, QUERY_ID_KEYS)
     if isinstance(qid, str) and not qid.strip():
         qid = None
     if qid is not None:
@@ -94,7 +91,7 @@ def _row(path: object, lineno: int | None, obj: dict[str, Any]) -> tuple[Any, st
             qid = parse_id(qid)
         except FieldError as exc:
             raise InputFormatError(path, lineno, f"query id: {exc}") from None
-    meta = {k: v for k, v in obj.items() if k not in ID_KEYS and k not in TEXT_KEYS}
+    meta = {k: v for k, v in obj.items() if k not in QUERY_ID_KEYS and k not in QUERY_TEXT_KEYS}
     return qid, text.strip(), meta
 
 
