@@ -23,6 +23,9 @@ from ragcov.suite import Suite
 from ragcov.summary import CoverageSummary, display_percent, summarize
 
 if TYPE_CHECKING:
+    from ragcov.failures import Failures
+    from ragcov.faults import FaultReport
+    from ragcov.generation.loop_types import GenerationSummary, LoopConfig
     from ragcov.traces import ImportResult
 
 # Annotation key of the measured recall of an approximate index.
@@ -138,3 +141,75 @@ def write_html(data_file: str | os.PathLike[str], directory: str | os.PathLike[s
         curves.append(recorded_curve(m))
     return html_report(m, data.chunk_texts(), directory, curves=curves, precision=precision,
                        title=title)
+
+
+@dataclass
+class FoundFaults:
+    """What ``find_faults`` found: the failures, their faults and APFDs, and warnings."""
+
+    failures: Failures
+    report: FaultReport
+    warnings: list[str]
+
+
+def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str] | None = None,
+                qrels_level: str | None = None, scores: str | os.PathLike[str] | None = None,
+                metric: str | None = None, fail_below: float | None = None, tau: float = 0.8,
+                clustering: str = "components",
+                orders: Sequence[str | os.PathLike[str]] = ()) -> FoundFaults:
+    """Failing queries, grouped into faults, and the APFD of each order (``ragcov faults``).
+
+    Failures come from relevance labels (``qrels``) or from imported per-query scores
+    (``scores`` with ``metric``), exactly one of the two.
+    """
+    from ragcov.apfd import load_order, order_names
+    from ragcov.failures import label_failures, load_scores, score_failures
+    from ragcov.faults import analyse
+    from ragcov.qrels import load_qrels
+
+    if (qrels is None) == (scores is None):
+        raise RagcovError("give either --qrels or --scores (with --metric)")
+    if scores is not None and not metric:
+        raise RagcovError("--scores needs --metric NAME (the column holding the metric)")
+    if qrels_level is not None and qrels_level not in ("doc", "chunk"):
+        raise RagcovError(f"--qrels-level must be doc or chunk, got {qrels_level!r}")
+    m = CoverageData(data_file).matrix()
+    warnings: list[str] = []
+    if qrels is not None:
+        labels = load_qrels(qrels, qrels_level)  # type: ignore[arg-type]
+        if labels.level == "chunk":
+            unknown = {c for items in labels.relevant.values() for c in items} - set(m.chunk_ids)
+            if unknown:
+                warnings.append(f"{len(unknown)} relevant chunk ids are not in the data file's "
+                                f"corpus (first: {sorted(unknown)[0]})")
+        failures = label_failures(m, labels, metric or "hit", fail_below)
+    else:
+        failures = score_failures(m, load_scores(scores, metric), fail_below)  # type: ignore[arg-type]
+    paths = list(orders)
+    named = {name: load_order(p, m) for name, p in zip(order_names(paths), paths)}
+    return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings)
+
+
+def generate(corpus: Corpus, retriever: Any, generator: Any, k: int,
+             output: str | os.PathLike[str], data_file: str | os.PathLike[str],
+             config: LoopConfig, seed_suite: Suite | None = None,
+             on_step: Any = None, ragas: str | os.PathLike[str] | None = None,
+             deepeval: str | os.PathLike[str] | None = None) -> GenerationSummary:
+    """Write new test questions aimed at uncovered chunks (``ragcov generate``); resumable.
+
+    Each question is checked against ``retriever`` and recorded in ``data_file``; the
+    suite goes to ``output`` (JSON lines with provenance) and, when asked, also as a
+    RAGAS test set and DeepEval goldens.
+    """
+    from ragcov.generation.export import write_deepeval, write_ragas
+    from ragcov.generation.loop import run_generation
+
+    validate_k(k)
+    config.check()
+    summary = run_generation(corpus, retriever, generator, k, Path(output), Path(data_file),
+                             config, seed_suite=seed_suite, on_step=on_step)
+    if ragas is not None:
+        write_ragas(ragas, summary.records, corpus)
+    if deepeval is not None:
+        write_deepeval(deepeval, summary.records, corpus)
+    return summary

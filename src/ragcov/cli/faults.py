@@ -9,7 +9,6 @@ import typer
 
 from ragcov.cli.console import err, out
 from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile
-from ragcov.errors import RagcovError
 
 SHOW = 8   # members / chunks listed per fault in the table
 
@@ -47,40 +46,15 @@ def faults(
     from rich.markup import escape
     from rich.table import Table
 
-    from ragcov.data import CoverageData
-    from ragcov.faults import (
-        analyse,
-        label_failures,
-        load_order,
-        load_scores,
-        order_names,
-        score_failures,
-    )
+    from ragcov.api import find_faults
     from ragcov.files import write_json_atomic
-    from ragcov.qrels import load_qrels
 
-    if (qrels is None) == (scores is None):
-        raise RagcovError("give either --qrels or --scores (with --metric)")
-    if scores is not None and not metric:
-        raise RagcovError("--scores needs --metric NAME (the column holding the metric)")
-    if qrels_level is not None and qrels_level not in ("doc", "chunk"):
-        raise RagcovError(f"--qrels-level must be doc or chunk, got {qrels_level!r}")
-
-    m = CoverageData(data_file).matrix()
-    if qrels is not None:
-        labels = load_qrels(qrels, qrels_level)  # type: ignore[arg-type]
-        if labels.level == "chunk":
-            unknown = {c for items in labels.relevant.values() for c in items} - set(m.chunk_ids)
-            if unknown:
-                err.print(f"warning: {len(unknown)} relevant chunk ids are not in the data "
-                          f"file's corpus (first: {sorted(unknown)[0]})", markup=False)
-        failures = label_failures(m, labels, metric or "hit", fail_below)
-    else:
-        failures = score_failures(m, load_scores(scores, metric), fail_below)  # type: ignore[arg-type]
-    paths = list(order or [])
-    orders = {name: load_order(p, m) for name, p in zip(order_names(paths), paths)}
-    report = analyse(m, failures, tau, clustering, orders)
-
+    found = find_faults(data_file, qrels=qrels, qrels_level=qrels_level, scores=scores,
+                        metric=metric, fail_below=fail_below, tau=tau, clustering=clustering,
+                        orders=order or [])
+    for warning in found.warnings:
+        err.print(f"warning: {warning}", markup=False)
+    failures, report = found.failures, found.report
     rule = f"< {fail_below:g}" if fail_below is not None else "at its minimum (<= 0)"
     out.print(f"{len(failures.query_ids)} queries, {failures.n_labelled} with a {failures.metric} "
               f"value; {len(failures.rows)} fail ({failures.metric} {rule}); "

@@ -82,21 +82,18 @@ def generate(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary.")] = False,
 ) -> None:
     """Generate questions aimed at uncovered chunks; each is checked against the retriever."""
-    from ragcov.generation import LoopConfig, make_generator, run_generation
-    from ragcov.generation.export import write_deepeval, write_ragas
+    from ragcov.api import generate as generate_suite
+    from ragcov.generation import LoopConfig, make_generator
     from ragcov.retrieval import validate_k
     from ragcov.retrievers import make_retriever
     from ragcov.suite import load_suite
 
-    validate_k(k)
+    validate_k(k)  # every setting checked before the corpus is read or a model started
     config = LoopConfig(budget=budget, strategy=strategy, policy=policy,
                         target_cc=None if target is None else target / 100.0,
                         targets_per_call=targets_per_call, patience=patience,
                         max_attempts=max_attempts, seed=seed, max_calls=max_calls)
     config.check()
-    from ragcov.generation.targets import validate
-
-    validate(strategy, policy, targets_per_call, max_attempts)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     seed_suite = load_suite(queries) if queries is not None else None
     gen = make_generator(generator, corpus_obj.texts, model=model, base_url=base_url,
@@ -114,13 +111,9 @@ def generate(
             out.print(f"  #{rec['seq']:>4} {mark} +{rec['gain']} CC {rec['cc_after'] * 100:5.1f}%"
                       f"  {rec['text']}", markup=False)
 
-    summary = run_generation(corpus_obj, r, gen, k, output, data_file, config,
-                             seed_suite=seed_suite,
-                             on_step=None if quiet else show)
-    if ragas is not None:
-        write_ragas(ragas, summary.records, corpus_obj)
-    if deepeval is not None:
-        write_deepeval(deepeval, summary.records, corpus_obj)
+    summary = generate_suite(corpus_obj, r, gen, k, output, data_file, config,
+                             seed_suite=seed_suite, on_step=None if quiet else show,
+                             ragas=ragas, deepeval=deepeval)
     _print_summary(summary)
 
 

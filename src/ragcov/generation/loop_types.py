@@ -23,6 +23,10 @@ class LoopConfig:
     max_calls: int | None = None            # generator calls; default 5 x budget
 
     def check(self) -> None:
+        """Refuse impossible settings before any corpus is loaded or model started."""
+        from ragcov.generation.targets import validate
+
+        validate(self.strategy, self.policy, self.targets_per_call, self.max_attempts)
         if self.budget < 1:
             raise RagcovError("--budget must be at least 1")
         if self.target_cc is not None and not 0 < self.target_cc <= 1:
