@@ -7,6 +7,8 @@ by import side effect and no module imports the app back.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from ragcov.cli.combine import combine
@@ -28,8 +30,18 @@ app = typer.Typer(
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from ragcov import __version__
+
+        typer.echo(f"ragcov {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _settings(ctx: typer.Context) -> None:
+def _settings(ctx: typer.Context, version: Annotated[bool, typer.Option(
+        "--version", callback=_show_version, is_eager=True,
+        help="Show the version and exit.")] = False) -> None:
     """Apply [tool.ragcov] / ragcov.toml settings as defaults for every command."""
     from ragcov.config import default_map, find_config
 

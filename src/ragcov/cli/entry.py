@@ -7,6 +7,7 @@ traceback; ``--fail-under`` exits 2; Ctrl-C exits 130 and says so.
 from __future__ import annotations
 
 import sys
+import warnings
 
 import typer
 
@@ -25,6 +26,19 @@ def _os_error(exc: OSError) -> str:
 INTERRUPTED = "ragcov: interrupted (the data file keeps what was committed; rerun to resume)"
 
 
+def _usage_error(exc: SystemExit) -> bool:
+    """A usage error (a misspelt option, a bad value): typer exits 2 for it, as for fail-under."""
+    inner = exc.__context__
+    return exc.code == 2 and inner is not None and any(
+        cls.__name__ == "UsageError" for cls in type(inner).__mro__)
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
+                      lineno: int, line: str | None = None) -> str:
+    """Warnings for users, not developers: no source file, no source line."""
+    return f"ragcov: warning: {message}\n"
+
+
 def _interrupted(exc: SystemExit) -> bool:
     """typer turns Ctrl-C into a silent exit 130; find the KeyboardInterrupt behind it."""
     inner = exc.__context__
@@ -34,11 +48,16 @@ def _interrupted(exc: SystemExit) -> bool:
 def main(argv: list[str] | None = None) -> None:
     import sqlite3
 
+    warnings.formatwarning = _one_line_warning
     try:
         app(args=argv, prog_name="ragcov")
     except SystemExit as exc:
         if _interrupted(exc):
             err.print(INTERRUPTED, markup=False)
+        if _usage_error(exc):
+            # As coverage.py: 1 for a usage error, 2 only for coverage under --fail-under,
+            # so CI can tell "the gate failed" from "the command was wrong".
+            sys.exit(1)
         raise
     except RagcovError as exc:
         err.print(f"ragcov: error: {exc}", markup=False)

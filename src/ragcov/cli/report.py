@@ -22,8 +22,10 @@ from ragcov.report import DEFAULT_JSON_FILE
 def report(
     data_file: DataFile = DEFAULT_DATA_PATH,
     show_missing: Annotated[bool, typer.Option(
-        "--show-missing", "-m", help="List each document's uncovered chunk ids.")] = False,
-    skip_covered: Annotated[bool, typer.Option(help="Leave out fully covered documents.")] = False,
+        "--show-missing/--no-show-missing", "-m",
+        help="List each document's uncovered chunk ids.")] = False,
+    skip_covered: Annotated[bool, typer.Option(
+        "--skip-covered/--no-skip-covered", help="Leave out fully covered documents.")] = False,
     sort: Annotated[str | None, typer.Option(
         help="Sort by name, chunks, covered, missing or cover; prefix - to reverse.")] = None,
     precision: Annotated[int | None, typer.Option(
@@ -41,6 +43,8 @@ def report(
         precision = 2 if format == "total" else 0
     if precision < 0:
         raise RagcovError(f"--precision must be 0 or more, got {precision}")
+    if fail_under is not None and not 0 <= fail_under <= 100:
+        raise RagcovError(f"--fail-under must be a percentage from 0 to 100, got {fail_under:g}")
     summary = coverage_summary(data_file, jaccard=False)
     out.print(render_table(summary, format, show_missing, skip_covered, sort, precision),
               markup=False)
