@@ -80,4 +80,12 @@ def test_skip_covered_can_be_turned_off(recorded: Path, capsys) -> None:
     _, skipping, _ = cli(capsys, "report")
     code, plain, _ = cli(capsys, "report", "--no-skip-covered")
     assert code == 0
-    assert len(plain.splitlines()) > len(skipping.splitlines())
+    assert "asia" not in skipping and "asia" in plain
+
+
+def test_skip_covered_says_how_many_documents_it_left_out(recorded: Path, capsys) -> None:
+    _, out, _ = cli(capsys, "report", "--skip-covered")
+    assert out.rstrip().endswith("1 document skipped due to complete coverage.")
+    assert "asia" not in out
+    _, out, _ = cli(capsys, "report")
+    assert "skipped" not in out and "asia" in out

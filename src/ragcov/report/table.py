@@ -48,9 +48,12 @@ def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool
              display_percent(summary.coverage, precision) + "%"]
     if show_missing:
         total.append("")
-    if fmt == "markdown":
-        return _markdown(header, body, total)
-    return _text(header, body, total)
+    table = _markdown(header, body, total) if fmt == "markdown" else _text(header, body, total)
+    skipped = len(summary.documents) - len(body)
+    if skipped:  # as coverage.py says how many files --skip-covered left out
+        table += (f"\n\n{skipped} document{'s' if skipped != 1 else ''} skipped due to "
+                  "complete coverage.")
+    return table
 
 
 def _text(header: list[str], body: list[list[str]], total: list[str]) -> str:
