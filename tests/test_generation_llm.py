@@ -309,6 +309,10 @@ def test_cli_llm_crash_is_one_line_then_rerun_resumes(gguf: Path, city_corpus_fi
     assert len(seqs) == len(set(seqs)) and min(seqs) == 1   # nothing asked twice
 
 
+def _default_sigint() -> None:  # runs in the child, before exec
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_interrupting_ragcov_ends_the_llm_process(gguf: Path, city_corpus_file: Path,
                                                   tmp_path: Path) -> None:
     """Ctrl-C (SIGINT to the whole process group) mid-run: exit 130 and no process left."""
@@ -317,8 +321,11 @@ def test_interrupting_ragcov_ends_the_llm_process(gguf: Path, city_corpus_file: 
             "--patience", "0", "--max-tokens", "48", "--strategy", "random",
             "-o", "g.jsonl", "--data-file", "d.ragcov", "-q"]
     out = tmp_path / "g.jsonl"
+    # Ctrl-C's default disposition, even when this test runs in a background job (where
+    # SIGINT is ignored and children would inherit that).
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_default_sigint)
     deadline = time.monotonic() + 400
     while time.monotonic() < deadline and proc.poll() is None:
         if out.exists() and out.read_bytes().count(b"\n") >= 1:

@@ -328,6 +328,11 @@ def test_infinite_scores_never_reach_the_json(tmp_path: Path, capsys) -> None:
 
 
 # ------------------------------------------------------------- interrupts
+def _default_sigint() -> None:  # runs in the child, before exec
+    """Ctrl-C's default disposition: a background job (CI, nohup) starts with SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 def test_ctrl_c_prints_one_line_and_keeps_the_file(tmp_path: Path) -> None:
     started = tmp_path / "started"
@@ -346,7 +351,8 @@ def test_ctrl_c_prints_one_line_and_keeps_the_file(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     p = subprocess.Popen([sys.executable, "-m", "ragcov", "run", "--corpus", str(corpus),
                           "--queries", str(queries), "--retriever", "slow:retriever", "-q"],
-                         cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+                         cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_default_sigint)
     # Interrupt retrieval itself, however long start-up takes on a loaded machine.
     deadline = time.monotonic() + 120
     while not started.exists() and p.poll() is None and time.monotonic() < deadline:
