@@ -134,3 +134,23 @@ class CoverageMatrix:
 
     def row_of(self) -> dict[str, int]:
         return {q: i for i, q in enumerate(self.query_ids)}
+
+    def select_columns(self, cols: Sequence[int] | np.ndarray) -> CoverageMatrix:
+        """The matrix over a subset of the corpus (chunks in the given order).
+
+        What a report leaves out of its denominator (omitted documents, excluded
+        chunks) is dropped here, once, so every reporter counts the same chunks.
+        """
+        idx = np.asarray(cols, dtype=np.int64)
+        new_col = np.full(self.n_chunks, -1, dtype=np.int64)
+        new_col[idx] = np.arange(idx.size)
+        # Rebuilt from (row, col, rank, score) triples: ranks and scores keep one pattern.
+        rows = np.repeat(np.arange(self.n_queries), np.diff(self.ranks.indptr))
+        cols_new = new_col[self.ranks.indices]
+        keep = cols_new >= 0
+        return CoverageMatrix.from_triples(
+            rows[keep], cols_new[keep], self.ranks.data[keep], self.scores.data[keep],
+            query_ids=self.query_ids, chunk_ids=[self.chunk_ids[j] for j in idx],
+            doc_ids=list(self.doc_ids[idx]), query_texts=self.query_texts, k=self.k,
+            meta=self.meta, query_context=self.query_context,
+        )

@@ -7,7 +7,11 @@ so that 99.99% is never shown as 100% nor 0.01% as 0%.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
 
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import (
@@ -26,6 +30,8 @@ class DocumentNumbers:
     chunks: int
     covered: int
     missing_chunks: list[str] = field(default_factory=list)
+    excluded: int = 0  # chunks of this document left out of the denominator
+    missing_positions: list[int] = field(default_factory=list)  # of missing_chunks
 
     @property
     def missing(self) -> int:
@@ -47,6 +53,8 @@ class CoverageSummary:
     entropy_support: Support
     gini_over: Support
     documents: list[DocumentNumbers]
+    excluded: int = 0  # chunks left out of the denominator (exclude, exclude_docs, ...)
+    omitted_documents: int = 0  # documents left out by include/omit
 
     @property
     def coverage(self) -> float:
@@ -57,15 +65,28 @@ class CoverageSummary:
         return self.chunks - self.covered
 
 
+class _Excluded(Protocol):
+    doc_id: str
+
+
 def summarize(m: CoverageMatrix, entropy_support: Support = "retrieved",
-              gini_over: Support = "retrieved", jaccard: bool = True) -> CoverageSummary:
+              gini_over: Support = "retrieved", jaccard: bool = True,
+              excluded: Sequence[_Excluded] = (), positions: Mapping[str, int] | None = None,
+              omitted_documents: int = 0) -> CoverageSummary:
+    """The numbers of ``m``; ``excluded`` (chunks already dropped from ``m``) are counted aside."""
     freq = m.chunk_frequencies()
     chunk_coverage(m)  # raises on an empty corpus
     covered = freq > 0
-    missing_by_doc: dict[str, list[str]] = {}
+    pos = document_positions(m, positions)
+    missing_by_doc: dict[str, list[int]] = {}
     for j in (~covered).nonzero()[0]:
-        missing_by_doc.setdefault(m.doc_ids[j], []).append(m.chunk_ids[j])
-    docs = [DocumentNumbers(d, n, c, missing_by_doc.get(d, []))
+        missing_by_doc.setdefault(m.doc_ids[j], []).append(int(j))
+    excluded_by_doc: dict[str, int] = {}
+    for e in excluded:
+        excluded_by_doc[e.doc_id] = excluded_by_doc.get(e.doc_id, 0) + 1
+    docs = [DocumentNumbers(d, n, c, [m.chunk_ids[j] for j in missing_by_doc.get(d, [])],
+                            excluded_by_doc.get(d, 0),
+                            [int(pos[j]) for j in missing_by_doc.get(d, [])])
             for d, (n, c) in per_document(m).items()]
     return CoverageSummary(
         chunks=m.n_chunks, covered=int(covered.sum()), queries=m.n_queries,
@@ -73,7 +94,29 @@ def summarize(m: CoverageMatrix, entropy_support: Support = "retrieved",
         gini=gini(freq, gini_over),
         mean_pairwise_jaccard=mean_pairwise_jaccard(m) if jaccard else float("nan"),
         entropy_support=entropy_support, gini_over=gini_over, documents=docs,
+        excluded=len(excluded), omitted_documents=omitted_documents,
     )
+
+
+def document_positions(m: CoverageMatrix, positions: Mapping[str, int] | None = None
+                       ) -> np.ndarray:
+    """Per chunk, its position within its document (what ``--show-missing`` ranges count).
+
+    The recorded position where a document's positions are distinct; otherwise (none
+    recorded, or repeated) the chunk's order within the document in the corpus, so
+    two chunks never share a position, nor a line in Cobertura or lcov output.
+    """
+    out = np.zeros(m.n_chunks, dtype=np.int64)
+    by_doc: dict[str, list[int]] = {}
+    for j, d in enumerate(m.doc_ids):
+        by_doc.setdefault(str(d), []).append(j)
+    for cols in by_doc.values():
+        given = [positions.get(m.chunk_ids[j]) for j in cols] if positions else []
+        if given and None not in given and len(set(given)) == len(given):
+            out[cols] = given
+        else:
+            out[cols] = np.arange(len(cols))
+    return out
 
 
 def display_percent(fraction: float, precision: int = 0) -> str:

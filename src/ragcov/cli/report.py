@@ -15,6 +15,14 @@ from ragcov.cli.options import (
     Support,
     approximate_note,
 )
+from ragcov.cli.report_options import (
+    Exclude,
+    ExcludeDocs,
+    Include,
+    MinChunkChars,
+    Omit,
+    scope_of,
+)
 from ragcov.errors import RagcovError
 from ragcov.report import DEFAULT_JSON_FILE
 
@@ -33,9 +41,21 @@ def report(
     format: Annotated[str, typer.Option("--format", help="text, markdown or total.")] = "text",
     fail_under: Annotated[float | None, typer.Option(
         help="Exit with status 2 when total chunk coverage (percent) is below this.")] = None,
+    redundant: Annotated[bool, typer.Option(
+        "--redundant/--no-redundant",
+        help="List redundant tests, each with the test that subsumes it or overlaps it most.")]
+    = False,
+    include: Include = None,
+    omit: Omit = None,
+    exclude: Exclude = None,
+    exclude_docs: ExcludeDocs = None,
+    min_chunk_chars: MinChunkChars = 0,
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
-    from ragcov.api import coverage_summary, fails_under
+    from ragcov.api import fails_under
+    from ragcov.report.duplicates import duplicate_groups, duplicates_line
+    from ragcov.report.redundant import redundant_lines, redundant_report
+    from ragcov.report.scope import excluded_line, load_scoped
     from ragcov.report.table import render_table
     from ragcov.summary import display_percent
 
@@ -45,12 +65,23 @@ def report(
         raise RagcovError(f"--precision must be 0 or more, got {precision}")
     if fail_under is not None and not 0 <= fail_under <= 100:
         raise RagcovError(f"--fail-under must be a percentage from 0 to 100, got {fail_under:g}")
-    summary = coverage_summary(data_file, jaccard=False)
+    scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
+                                             min_chunk_chars))
+    summary = scoped.summary(jaccard=False)
     out.print(render_table(summary, format, show_missing, skip_covered, sort, precision),
               markup=False)
-    note = approximate_note(data_file)
-    if note and format != "total":
-        out.print(f"Note: {note}", markup=False)
+    if format != "total":
+        lines = [excluded_line(scoped.excluded),
+                 duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
+                 approximate_note(data_file)]
+        if lines[2]:
+            lines[2] = f"Note: {lines[2]}"
+        if redundant:
+            lines += ["", *redundant_lines(redundant_report(scoped.matrix),
+                                           scoped.matrix.n_queries)]
+        for line in lines:
+            if line is not None:
+                out.print(line, markup=False)
     if fail_under is not None and fails_under(summary.coverage, fail_under, precision):
         err.print(f"Coverage failure: total of {display_percent(summary.coverage, precision)}% "
                   f"is less than fail-under={fail_under:g}")
@@ -64,15 +95,22 @@ def json_cmd(
     entropy_support: Support = "retrieved",
     gini_over: Support = "retrieved",
     pretty: Annotated[bool, typer.Option(help="Indent the JSON.")] = True,
+    include: Include = None,
+    omit: Omit = None,
+    exclude: Exclude = None,
+    exclude_docs: ExcludeDocs = None,
+    min_chunk_chars: MinChunkChars = 0,
 ) -> None:
     """Write the versioned JSON report."""
     import json
 
-    from ragcov.data import CoverageData
     from ragcov.files import write_json_atomic
     from ragcov.report.jsonreport import json_report
+    from ragcov.report.scope import load_scoped
 
-    doc = json_report(CoverageData(data_file).matrix(), entropy_support, gini_over)  # type: ignore[arg-type]
+    scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
+                                             min_chunk_chars))
+    doc = json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped)  # type: ignore[arg-type]
     if str(output) == "-":
         sys.stdout.write(json.dumps(doc, indent=2 if pretty else None, ensure_ascii=False) + "\n")
     else:

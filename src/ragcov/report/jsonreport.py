@@ -1,18 +1,24 @@
 """The versioned JSON report.
 
 FORMAT_VERSION history:
-  1: meta, totals, documents, chunks, queries (the first published shape).
+  1: meta, totals, documents, chunks, queries (the first published shape); later,
+     within 1: scope, excluded, redundant, duplicates, totals.excluded_chunks and
+     documents.*.excluded_chunks.
 Keys may be added within a version; none is renamed or removed.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import Support
-from ragcov.summary import summarize
+from ragcov.report.duplicates import duplicate_groups
+from ragcov.report.redundant import redundant_report
+from ragcov.report.scope import ReportScope, Scoped, apply_scope
 
 FORMAT_VERSION = 1
 
@@ -22,8 +28,14 @@ def _num(x: float) -> float | None:
 
 
 def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
-                gini_over: Support = "retrieved") -> dict[str, Any]:
-    s = summarize(m, entropy_support, gini_over)
+                gini_over: Support = "retrieved", *, texts: Mapping[str, str] | None = None,
+                scoped: Scoped | None = None,
+                scope: ReportScope | None = None) -> dict[str, Any]:
+    """The report of ``scoped`` when given (its matrix is the one counted), else of ``m``."""
+    if scoped is None:
+        scoped = apply_scope(m, texts or {}, {}, scope or ReportScope())
+    m = scoped.matrix
+    s = scoped.summary(entropy_support=entropy_support, gini_over=gini_over)
     meta = dict(m.meta)
     meta_out = {"format": FORMAT_VERSION, "ragcov_version": meta.get("ragcov_version"),
                 "k": m.k, "retriever": meta.get("retriever", {}),
@@ -37,15 +49,20 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
     by_chunk = m.queries_for_chunk()
     return {
         "meta": meta_out,
+        "scope": {**{k: list(v) if isinstance(v, tuple) else v
+                     for k, v in asdict(scoped.scope).items()},
+                  "omitted_documents": scoped.omitted_documents},
         "totals": {
             "chunks": s.chunks, "covered_chunks": s.covered, "chunk_coverage": s.coverage,
             "queries": s.queries, "normalized_entropy": s.normalized_entropy, "gini": s.gini,
             "mean_pairwise_jaccard": _num(s.mean_pairwise_jaccard),
             "entropy_support": s.entropy_support, "gini_over": s.gini_over,
+            "excluded_chunks": s.excluded,
         },
         "documents": {
             d.doc_id: {"chunks": d.chunks, "covered_chunks": d.covered,
-                       "chunk_coverage": d.coverage, "missing_chunks": d.missing_chunks}
+                       "chunk_coverage": d.coverage, "missing_chunks": d.missing_chunks,
+                       "excluded_chunks": d.excluded}
             for d in s.documents
         },
         "chunks": {
@@ -53,10 +70,19 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
                   "queries": [m.query_ids[r] for r in by_chunk[j]]}
             for j, cid in enumerate(m.chunk_ids)
         },
+        "excluded": {e.chunk_id: {"doc_id": e.doc_id, "reason": e.reason}
+                     for e in scoped.excluded},
         "queries": {
             qid: {"text": m.query_texts[i],
                   "retrieved": [m.chunk_ids[j] for j in m.retrieved(i)],
                   "scores": m.retrieved_scores(i)}
             for i, qid in enumerate(m.query_ids)
         },
+        "redundant": {
+            t.query_id: {"subsumed_by": t.subsumed_by, "most_similar": t.most_similar,
+                         "jaccard": t.jaccard, "unique_chunks": t.unique_chunks,
+                         "reasons": list(t.reasons)}
+            for t in redundant_report(m)
+        },
+        "duplicates": [asdict(g) for g in duplicate_groups(m, scoped.texts)],
     }

@@ -28,27 +28,62 @@ def _rows(summary: CoverageSummary, skip_covered: bool, sort: str | None) -> lis
     return docs
 
 
+def missing_ranges(positions: list[int]) -> str:
+    """Positions as coverage.py prints missing lines: ``0-2, 5, 7-8``."""
+    parts: list[str] = []
+    ordered = sorted(set(positions))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def missing_cell(d: DocumentNumbers) -> str:
+    """A document's missing chunks: positions as ranges where the id is ``<doc>#<position>``.
+
+    Chunks ragcov cut are named by their position, so ``12-20`` names them all; any
+    other id is listed as it is, so every missing chunk can be found by its id.
+    """
+    numbered = [p for cid, p in zip(d.missing_chunks, d.missing_positions)
+                if cid == f"{d.doc_id}#{p}"]
+    named = [cid for cid, p in zip(d.missing_chunks, d.missing_positions)
+             if cid != f"{d.doc_id}#{p}"]
+    return ", ".join(filter(None, [missing_ranges(numbered), ", ".join(named)]))
+
+
 def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool = False,
                  skip_covered: bool = False, sort: str | None = None, precision: int = 0) -> str:
     if fmt == "total":
         return display_percent(summary.coverage, precision)
     if fmt not in ("text", "markdown"):
         raise RagcovError(f"unknown format {fmt!r}: expected text, markdown or total")
-    header = ["Document", "Chunks", "Covered", "Missing", "Cover"]
+    # An Excluded column only when something was excluded, as coverage.py adds columns
+    # (Branch, BrPart) only when they mean something.
+    with_excluded = summary.excluded > 0
+    header = ["Document", "Chunks", "Covered", "Missing"] + (["Excluded"] if with_excluded
+                                                            else []) + ["Cover"]
     if show_missing:
         header.append("Missing chunks")
     body: list[list[str]] = []
     for d in _rows(summary, skip_covered, sort):
-        row = [d.doc_id, str(d.chunks), str(d.covered), str(d.missing),
-               display_percent(d.coverage, precision) + "%"]
+        row = [d.doc_id, str(d.chunks), str(d.covered), str(d.missing)]
+        row += [str(d.excluded)] if with_excluded else []
+        row.append(display_percent(d.coverage, precision) + "%")
         if show_missing:
-            row.append(", ".join(d.missing_chunks))
+            row.append(missing_cell(d))
         body.append(row)
-    total = ["TOTAL", str(summary.chunks), str(summary.covered), str(summary.missing),
-             display_percent(summary.coverage, precision) + "%"]
+    total = ["TOTAL", str(summary.chunks), str(summary.covered), str(summary.missing)]
+    total += [str(summary.excluded)] if with_excluded else []
+    total.append(display_percent(summary.coverage, precision) + "%")
     if show_missing:
         total.append("")
-    table = _markdown(header, body, total) if fmt == "markdown" else _text(header, body, total)
+    numeric = len(header) - 1 - int(show_missing)
+    table = (_markdown(header, body, total, numeric) if fmt == "markdown"
+             else _text(header, body, total, numeric))
     skipped = len(summary.documents) - len(body)
     if skipped:  # as coverage.py says how many files --skip-covered left out
         table += (f"\n\n{skipped} document{'s' if skipped != 1 else ''} skipped due to "
@@ -56,25 +91,27 @@ def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool
     return table
 
 
-def _text(header: list[str], body: list[list[str]], total: list[str]) -> str:
+def _text(header: list[str], body: list[list[str]], total: list[str], numeric: int) -> str:
     widths = [max(len(r[i]) for r in [header, total, *body]) for i in range(len(header))]
+    last = 1 + numeric
 
     def line(r: list[str]) -> str:
-        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:5], widths[1:5])]
-        if len(r) > 5:
-            cells.append(r[5])
+        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:last],
+                                                                      widths[1:last])]
+        if len(r) > last:
+            cells.append(r[last])
         return "   ".join(cells).rstrip()
 
     rule = "-" * len(line(header))
     return "\n".join([line(header), rule, *[line(r) for r in body], rule, line(total)])
 
 
-def _markdown(header: list[str], body: list[list[str]], total: list[str]) -> str:
+def _markdown(header: list[str], body: list[list[str]], total: list[str], numeric: int) -> str:
     def esc(cell: str) -> str:
         return cell.replace("|", "\\|")
 
-    lines = ["| " + " | ".join(header) + " |",
-             "| " + " | ".join(["---"] + ["---:"] * 4 + (["---"] if len(header) > 5 else [])) + " |"]
+    align = ["---"] + ["---:"] * numeric + (["---"] if len(header) > numeric + 1 else [])
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in body]
     lines.append("| " + " | ".join(f"**{esc(c)}**" if c else "" for c in total) + " |")
     return "\n".join(lines)

@@ -1,0 +1,153 @@
+"""What a report counts: include/omit filters and exclusions, applied once for every reporter.
+
+coverage.py's ``--include``/``--omit`` choose which files a report covers, and
+``exclude_lines`` (``# pragma: no cover``) takes lines out of the denominator while
+still showing them as excluded. ragcov does the same with documents and chunks:
+
+* ``include`` / ``omit``: globs on document ids; a document left out is not reported
+  at all.
+* ``exclude_docs``: globs on document ids; ``exclude``: regular expressions searched
+  in chunk text (``^``/``$`` match at line ends, as coverage.py matches per line);
+  ``min_chunk_chars``: chunks shorter than this (after trimming). Excluded chunks
+  leave the denominator and are listed, with the reason, in every report.
+
+Retrievals of a chunk left out are dropped with it: the reported matrix is the
+matrix of the chunks that count, so totals, metrics and redundancy all agree.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
+
+import numpy as np
+
+from ragcov.errors import RagcovError
+from ragcov.matrix import CoverageMatrix
+from ragcov.summary import CoverageSummary, summarize
+
+
+@dataclass(frozen=True)
+class ReportScope:
+    include: tuple[str, ...] = ()
+    omit: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    exclude_docs: tuple[str, ...] = ()
+    min_chunk_chars: int = 0
+
+    def __post_init__(self) -> None:
+        if self.min_chunk_chars < 0:
+            raise RagcovError(f"min_chunk_chars must be 0 or more, got {self.min_chunk_chars}")
+        for pattern in self.exclude:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise RagcovError(f"exclude: {pattern!r} is not a regular expression ({exc})"
+                                  ) from None
+
+    @property
+    def filters(self) -> bool:
+        return bool(self.include or self.omit)
+
+
+@dataclass(frozen=True)
+class ExcludedChunk:
+    chunk_id: str
+    doc_id: str
+    reason: str   # "exclude_docs: GLOB", "min_chunk_chars: N", "exclude: REGEX"
+    column: int   # in the data file's corpus order
+
+
+@dataclass
+class Scoped:
+    """The matrix of the chunks that count, and what was set aside."""
+
+    matrix: CoverageMatrix
+    texts: Mapping[str, str]
+    positions: Mapping[str, int]
+    excluded: list[ExcludedChunk] = field(default_factory=list)
+    columns: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    omitted_documents: int = 0
+    full: CoverageMatrix | None = None  # the matrix before any chunk was left out
+    scope: ReportScope = field(default_factory=ReportScope)
+
+    def summary(self, **options: Any) -> CoverageSummary:
+        """The summary every reporter prints: excluded chunks counted aside."""
+        return summarize(self.matrix, excluded=self.excluded, positions=self.positions,
+                         omitted_documents=self.omitted_documents, **options)
+
+
+def _matches(doc_id: str, globs: Sequence[str]) -> str | None:
+    return next((g for g in globs if fnmatchcase(doc_id, g)), None)
+
+
+def exclusion_reason(doc_id: str, text: str, scope: ReportScope,
+                     compiled: Sequence[re.Pattern[str]]) -> str | None:
+    glob = _matches(doc_id, scope.exclude_docs)
+    if glob is not None:
+        return f"exclude_docs: {glob}"
+    if scope.min_chunk_chars and len(text.strip()) < scope.min_chunk_chars:
+        return f"min_chunk_chars: {len(text.strip())} < {scope.min_chunk_chars}"
+    for rx in compiled:
+        if rx.search(text):
+            return f"exclude: {rx.pattern}"
+    return None
+
+
+def apply_scope(m: CoverageMatrix, texts: Mapping[str, str], positions: Mapping[str, int],
+                scope: ReportScope) -> Scoped:
+    compiled = [re.compile(p, re.MULTILINE) for p in scope.exclude]
+    keep: list[int] = []
+    excluded: list[ExcludedChunk] = []
+    omitted: set[str] = set()
+    for j, (cid, doc) in enumerate(zip(m.chunk_ids, m.doc_ids)):
+        doc = str(doc)
+        if (scope.include and _matches(doc, scope.include) is None) or _matches(doc, scope.omit):
+            omitted.add(doc)
+            continue
+        reason = exclusion_reason(doc, texts.get(cid, ""), scope, compiled)
+        if reason is None:
+            keep.append(j)
+        else:
+            excluded.append(ExcludedChunk(cid, doc, reason, j))
+    if not keep:
+        what = "every chunk is excluded" if excluded else "no document matches --include/--omit"
+        raise RagcovError(f"{what}; nothing left to report")
+    columns = np.asarray(keep, dtype=np.int64)
+    inner = m if len(keep) == m.n_chunks else m.select_columns(columns)
+    return Scoped(inner, texts, positions, excluded, columns, len(omitted), full=m, scope=scope)
+
+
+def chunk_positions(data_file: str | os.PathLike[str]) -> dict[str, int]:
+    """Chunk id -> its position within its document, as recorded in the data file."""
+    from ragcov.data import CoverageData
+
+    with CoverageData(data_file).reading() as con:
+        return dict(con.execute("SELECT id, position FROM chunks").fetchall())
+
+
+def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = None) -> Scoped:
+    """The data file's matrix with ``scope`` applied: what every report reads."""
+    from ragcov.data import CoverageData
+
+    data = CoverageData(data_file)
+    m = data.matrix()
+    return apply_scope(m, data.chunk_texts(), chunk_positions(data_file), scope or ReportScope())
+
+
+def excluded_line(excluded: Sequence[ExcludedChunk]) -> str | None:
+    """``Excluded: 5 chunks (3 exclude, 2 min_chunk_chars), not counted``; None if none."""
+    if not excluded:
+        return None
+    kinds: dict[str, int] = {}
+    for e in excluded:
+        kind = e.reason.split(":", 1)[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    parts = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+    n = len(excluded)
+    return (f"Excluded: {n} chunk{'s' if n != 1 else ''} ({parts}), not counted in the "
+            "total; ragcov json lists them with the reason")
