@@ -8,8 +8,10 @@ are an error so a typo is never silently ignored.
 
 from __future__ import annotations
 
+import difflib
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +66,18 @@ def default_map(settings: dict[str, Any], commands: dict[str, Iterable[str]],
     """
     known = {name for names in commands.values() for name in names}
     flat = {k.replace("-", "_"): v for k, v in settings.items() if not isinstance(v, dict)}
+    where = _shown_path(source)
+    top = table_name(source)
+    for table, value in settings.items():
+        if isinstance(value, dict) and table not in commands:
+            raise RagcovError(f"{where}: unknown table [{top}{table}]"
+                              f"{_did_you_mean(table, commands, top)}; tables are commands: "
+                              f"{', '.join(sorted(commands))}")
     unknown = sorted(set(flat) - known)
     if unknown:
-        raise RagcovError(f"{source}: unknown setting(s) {', '.join(unknown)}; "
-                          f"known: {', '.join(sorted(known))}")
+        inside = f" in [{top.rstrip('.')}]" if top else ""
+        raise RagcovError(f"{where}: unknown setting(s) {', '.join(unknown)}{inside}"
+                          f"{_did_you_mean(unknown[0], known)}")
     unscoped = sorted(k for k in flat if k in FLAT_SCOPE and not FLAT_SCOPE[k])
     if unscoped:
         raise RagcovError(f"{source}: {', '.join(unscoped)} differs from command to command; "
@@ -81,10 +91,95 @@ def default_map(settings: dict[str, Any], commands: dict[str, Iterable[str]],
         own = {k.replace("-", "_"): v for k, v in own.items()}
         bad = sorted(set(own) - names)
         if bad:
-            raise RagcovError(f"{source}: [{command}] has unknown setting(s) {', '.join(bad)}")
+            raise RagcovError(f"{where}: [{top}{command}] has unknown setting(s) "
+                              f"{', '.join(bad)}{_did_you_mean(bad[0], names)}")
         merged = {k: v for k, v in flat.items()
                   if k in names and command in FLAT_SCOPE.get(k, frozenset({command}))}
         merged.update(own)
         if merged:
             out[command] = merged
     return out
+
+
+def table_name(source: Path | str) -> str:
+    """How a table is written in ``source``: ``tool.ragcov.`` in pyproject.toml, bare elsewhere."""
+    return "tool.ragcov." if Path(str(source)).name == "pyproject.toml" else ""
+
+
+def _shown_path(source: Path | str) -> str:
+    """The config file as the user would name it: relative to the working folder when inside."""
+    text = str(source)
+    try:
+        rel = os.path.relpath(text)
+    except ValueError:  # another drive on Windows
+        return text
+    return rel if not rel.startswith("..") else text
+
+
+def _did_you_mean(name: str, known: Iterable[str], table: str | None = None) -> str:
+    """`` (did you mean X?)`` for the closest known name; ``table`` shows it as ``[table X]``."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    shown = f"[{table}{close[0]}]" if table is not None else close[0]
+    return f" (did you mean {shown}?)"
+
+
+def check_values(settings: dict[str, Any], params: Mapping[str, Mapping[str, Any]],
+                 source: Path | str) -> None:
+    """Raise, blaming the file and the key, for a value the option would refuse.
+
+    ``params`` maps each command to its click parameters by name. Without this click
+    would refuse the value later and blame the command-line flag (``--k``), which the
+    user never typed.
+    """
+    where = _shown_path(source)
+    top = table_name(source)
+    tables: list[tuple[str, dict[str, Any], list[str]]] = [
+        (top.rstrip("."), {k: v for k, v in settings.items() if not isinstance(v, dict)},
+         list(params))]
+    tables += [(f"{top}{name}", value, [name]) for name, value in settings.items()
+               if isinstance(value, dict) and name in params]
+    for label, values, scope in tables:
+        for key, value in values.items():
+            name = key.replace("-", "_")
+            param = next((params[c][name] for c in scope if name in params[c]), None)
+            if param is None:
+                continue
+            problem = value_problem(param, value)
+            if problem:
+                shown = f"[{label}] " if label else ""
+                raise RagcovError(f"{where}: {shown}{key} = {value!r}: {problem}")
+
+
+def value_problem(param: Any, value: Any) -> str | None:
+    """Why ``param`` (a typer/click parameter) would refuse ``value`` from a config file."""
+    many = bool(getattr(param, "multiple", False)) or getattr(param, "nargs", 1) == -1
+    if many and not isinstance(value, list):
+        return "expected a list"
+    descriptor = getattr(param, "type_descriptor", None)
+    annotation = getattr(descriptor, "annotation", None)
+    for one in (value if many else [value]):
+        if isinstance(one, (dict, list)):
+            return "expected a single value"
+        if annotation is int and (isinstance(one, bool) or not isinstance(one, (int, str))
+                                  or (isinstance(one, str) and not one.strip().lstrip("+-")
+                                      .isdigit())):
+            return "not an integer"
+        if annotation is float and (isinstance(one, bool)
+                                    or not isinstance(one, (int, float, str))):
+            return "not a number"
+        if annotation is bool and not isinstance(one, bool):
+            return "not true or false"
+    try:
+        if hasattr(param, "get_runtime_param"):
+            param.get_runtime_param().coerce(value, param=param, ctx=None)
+        elif getattr(param, "type", None) is not None:
+            param.type.convert(value, param, None)
+    except Exception as exc:  # click's BadParameter, from typer's copy of click or click's
+        if not any(cls.__name__ in ("BadParameter", "UsageError") for cls in type(exc).__mro__):
+            raise
+        message = getattr(exc, "message", None) or str(exc)
+        return {int: "not an integer", float: "not a number"}.get(annotation,  # type: ignore[call-overload]
+                                                                   message.rstrip("."))
+    return None

@@ -11,8 +11,10 @@ from typing import Annotated
 
 import typer
 
+from ragcov.cli.ci_formats import badge, lcov, xml
 from ragcov.cli.combine import combine
 from ragcov.cli.demo import demo
+from ragcov.cli.erase import erase
 from ragcov.cli.faults import faults
 from ragcov.cli.generate import generate
 from ragcov.cli.html import html
@@ -43,16 +45,18 @@ def _settings(ctx: typer.Context, version: Annotated[bool, typer.Option(
         "--version", callback=_show_version, is_eager=True,
         help="Show the version and exit.")] = False) -> None:
     """Apply [tool.ragcov] / ragcov.toml settings as defaults for every command."""
-    from ragcov.config import default_map, find_config
+    from ragcov.config import check_values, default_map, find_config
 
     found = find_config()
     if found is None:
         return
     path, settings = found
-    group = ctx.command
-    commands = {name: [p.name for p in cmd.params if p.name]
-                for name, cmd in getattr(group, "commands", {}).items()}
-    ctx.default_map = default_map(settings, commands, path)
+    # Known names come from the registered commands' own options, never from a list
+    # kept by hand, so a new option is a valid setting the moment it exists.
+    params = {name: {p.name: p for p in cmd.params if p.name}
+              for name, cmd in getattr(ctx.command, "commands", {}).items()}
+    ctx.default_map = default_map(settings, {c: list(ps) for c, ps in params.items()}, path)
+    check_values(settings, params, path)
 
 
 # (name, function): the order is the order of `ragcov --help`.
@@ -61,11 +65,15 @@ COMMANDS = [
     ("report", report),
     ("json", json_cmd),
     ("combine", combine),
+    ("erase", erase),
     ("index", index),
     ("demo", demo),
     ("faults", faults),
     ("generate", generate),
     ("html", html),
+    ("xml", xml),
+    ("lcov", lcov),
+    ("badge", badge),
     ("import", import_cmd),
     ("select", select_cmd),
 ]

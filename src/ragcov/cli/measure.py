@@ -45,6 +45,9 @@ def run(
     partitions: Annotated[int | None, typer.Option(
         help="Shards for --engine dask (default: one per worker).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
+    parallel_mode: Annotated[bool, typer.Option(
+        "--parallel-mode", "-p", help="Write DATA_FILE.HOST.PID.RANDOM, for `ragcov combine`."
+    )] = False,
 ) -> None:
     """Run a suite through a retriever and record what it retrieved."""
     from ragcov.api import measure
@@ -56,6 +59,12 @@ def run(
     from ragcov.summary import summarize
 
     validate_k(k)
+    if parallel_mode:
+        if append:
+            raise RagcovError("--append and --parallel-mode do not go together: a shard is new")
+        from ragcov.cli.combine import shard_path
+
+        data_file = shard_path(data_file)
     if engine not in ("local", "dask"):
         raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
     # Before the corpus is embedded: a destination that cannot take the run fails now.
