@@ -123,13 +123,18 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
 
 def write_html(data_file: str | os.PathLike[str], directory: str | os.PathLike[str],
                orders: Sequence[str | os.PathLike[str]] = (), greedy: bool = True,
-               title: str = "Chunk coverage report", precision: int = 0) -> Path:
-    """Write the HTML site (``ragcov html``); returns its index page."""
+               title: str = "Chunk coverage report", precision: int = 0,
+               scope: Any = None) -> Path:
+    """Write the HTML site (``ragcov html``); returns its index page.
+
+    ``scope`` (a :class:`ragcov.report.scope.ReportScope`) chooses what the site counts.
+    """
     from ragcov.files import load_json
     from ragcov.report.html import curve_from_order_file, greedy_curve, html_report, recorded_curve
+    from ragcov.report.scope import load_scoped
 
-    data = CoverageData(data_file)
-    m = data.matrix()
+    scoped = load_scoped(data_file, scope)
+    m = scoped.matrix
     curves = [curve_from_order_file(m, load_json(p), str(p)) for p in orders]
     if greedy:
         g = greedy_curve(m)
@@ -139,8 +144,8 @@ def write_html(data_file: str | os.PathLike[str], directory: str | os.PathLike[s
     if curves:
         # The suite as recorded is the baseline an ordering is judged against.
         curves.append(recorded_curve(m))
-    return html_report(m, data.chunk_texts(), directory, curves=curves, precision=precision,
-                       title=title)
+    return html_report(m, scoped.texts, directory, curves=curves, precision=precision,
+                       title=title, scoped=scoped)
 
 
 @dataclass

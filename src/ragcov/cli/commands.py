@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from ragcov.cli.ci_formats import badge, lcov, xml
+from ragcov.cli.ci_formats import badge, lcov, xml
 from ragcov.cli.combine import combine
 from ragcov.cli.demo import demo
 from ragcov.cli.erase import erase
@@ -71,6 +72,9 @@ COMMANDS = [
     ("faults", faults),
     ("generate", generate),
     ("html", html),
+    ("xml", xml),
+    ("lcov", lcov),
+    ("badge", badge),
     ("xml", xml),
     ("lcov", lcov),
     ("badge", badge),

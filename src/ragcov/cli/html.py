@@ -9,6 +9,14 @@ import typer
 
 from ragcov.cli.console import out
 from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile
+from ragcov.cli.report_options import (
+    Exclude,
+    ExcludeDocs,
+    Include,
+    MinChunkChars,
+    Omit,
+    scope_of,
+)
 from ragcov.report import DEFAULT_HTML_DIR
 
 Precision = Annotated[int, typer.Option(help="Digits after the decimal point in percentages.")]
@@ -27,10 +35,16 @@ def html(
     title: Annotated[str, typer.Option(help="Title shown on every page.")]
     = "Chunk coverage report",
     precision: Precision = 0,
+    include: Include = None,
+    omit: Omit = None,
+    exclude: Exclude = None,
+    exclude_docs: ExcludeDocs = None,
+    min_chunk_chars: MinChunkChars = 0,
 ) -> None:
     """Write an HTML report: documents, chunks shaded covered/uncovered, queries, curves."""
     from ragcov.api import write_html
 
     index = write_html(data_file, directory, order or [], greedy=greedy, title=title,
-                       precision=precision)
+                       precision=precision,
+                       scope=scope_of(include, omit, exclude, exclude_docs, min_chunk_chars))
     out.print(f"Wrote HTML report to {index}")

@@ -33,7 +33,8 @@ from ragcov.report.curves import (
     recorded_curve,
 )
 from ragcov.report.html_context import document_filename, site_context
-from ragcov.summary import summarize
+from ragcov.report.html_extras import add_extras
+from ragcov.report.scope import ReportScope, Scoped, apply_scope
 
 __all__ = ["MARKER", "STATIC_FILES", "Curve", "curve_from_order", "curve_from_order_file",
            "document_filename", "greedy_curve", "html_report", "recorded_curve"]
@@ -46,18 +47,24 @@ STATIC_FILES = ("style.css", "ragcov.js")
 
 def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
                 directory: str | os.PathLike[str], curves: Sequence[Curve] = (),
-                precision: int = 0, title: str = "Chunk coverage report") -> Path:
+                precision: int = 0, title: str = "Chunk coverage report",
+                scoped: Scoped | None = None) -> Path:
     """Write the site into ``directory`` and return the path of its index page.
 
     The site is built in a temporary directory beside the target and swapped in only
     when complete, so a failed build leaves the previous report untouched. A non-empty
-    directory that is not a ragcov report is refused rather than replaced.
+    directory that is not a ragcov report is refused rather than replaced. With
+    ``scoped`` the site reports its matrix (``m`` is then ignored) and marks what it
+    excluded.
     """
     if precision < 0:
         raise RagcovError(f"precision must be 0 or more, got {precision}")
     target = Path(directory)
     _check_target(target)
-    ctx = site_context(m, summarize(m), chunk_texts, curves, precision, title)
+    if scoped is None:
+        scoped = apply_scope(m, chunk_texts, {}, ReportScope())
+    ctx = site_context(scoped.matrix, scoped.summary(), scoped.texts, curves, precision, title)
+    add_extras(ctx, scoped)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(target)  # a build killed earlier: its half site, or the old one set aside
     tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent))

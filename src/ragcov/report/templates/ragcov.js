@@ -77,3 +77,54 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 });
+
+// Keyboard shortcuts, as htmlcov has them: j/k (or n/p) step through the uncovered
+// chunks of a document, [ and ] go to the previous and next document, u to the
+// index, / or f focus the filter, ? shows the help. Keys typed into a field are text.
+function stepMissing(delta) {
+  const chunks = Array.from(document.querySelectorAll("ol.chunks li.chunk.missing"));
+  if (!chunks.length) return;
+  const current = document.querySelector("li.chunk.focus");
+  let at = chunks.indexOf(current);
+  if (current) current.classList.remove("focus");
+  at = at < 0 ? (delta > 0 ? 0 : chunks.length - 1)
+    : (at + delta + chunks.length) % chunks.length;
+  const target = chunks[at];
+  target.classList.add("focus");
+  target.scrollIntoView({ block: "center" });
+}
+
+function follow(selector) {
+  const link = document.querySelector(selector);
+  if (link) window.location.href = link.href;
+}
+
+function toggleHelp(show) {
+  const help = document.getElementById("keyboard-help");
+  if (help) help.hidden = show === undefined ? !help.hidden : !show;
+}
+
+document.addEventListener("keydown", (event) => {
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  const tag = event.target && event.target.tagName;
+  if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") {
+    if (event.key === "Escape") event.target.blur();
+    return;
+  }
+  const filter = document.getElementById("filter");
+  switch (event.key) {
+    case "j": case "n": stepMissing(1); break;
+    case "k": case "p": stepMissing(-1); break;
+    case "[": follow("nav.pager a.prev"); break;
+    case "]": follow("nav.pager a.next"); break;
+    case "u": if (document.querySelector("nav.pager")) follow("nav.pager a[href='index.html']"); break;
+    case "/": case "f":
+      if (!filter) return;
+      filter.focus();
+      break;
+    case "?": toggleHelp(); break;
+    case "Escape": toggleHelp(false); break;
+    default: return;
+  }
+  event.preventDefault();
+});

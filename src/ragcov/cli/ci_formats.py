@@ -1,0 +1,100 @@
+"""``ragcov xml``, ``ragcov lcov`` and ``ragcov badge``: the total in the formats CI reads."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragcov.cli.console import out
+from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile
+from ragcov.cli.report_options import (
+    Exclude,
+    ExcludeDocs,
+    Include,
+    MinChunkChars,
+    Omit,
+    scope_of,
+)
+
+Output = Annotated[Path, typer.Option("-o", "--output", help="Where to write; - for stdout.")]
+
+
+def _emit(text: str, output: Path, what: str) -> None:
+    from ragcov.files import write_text_atomic
+
+    if str(output) == "-":
+        sys.stdout.write(text)
+    else:
+        write_text_atomic(output, text)
+        out.print(f"Wrote {what} to {output}", markup=False)
+
+
+def xml(
+    data_file: DataFile = DEFAULT_DATA_PATH,
+    output: Output = Path("ragcov.xml"),
+    include: Include = None,
+    omit: Omit = None,
+    exclude: Exclude = None,
+    exclude_docs: ExcludeDocs = None,
+    min_chunk_chars: MinChunkChars = 0,
+) -> None:
+    """Cobertura XML: documents as files, chunks as lines, hits = queries (like `coverage xml`)."""
+    from ragcov import __version__
+    from ragcov.report.ci_lines import file_lines
+    from ragcov.report.cobertura import cobertura_xml
+    from ragcov.report.scope import load_scoped
+
+    scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
+                                             min_chunk_chars))
+    _emit(cobertura_xml(file_lines(scoped), __version__), output, "Cobertura XML report")
+
+
+def lcov(
+    data_file: DataFile = DEFAULT_DATA_PATH,
+    output: Output = Path("ragcov.lcov"),
+    include: Include = None,
+    omit: Omit = None,
+    exclude: Exclude = None,
+    exclude_docs: ExcludeDocs = None,
+    min_chunk_chars: MinChunkChars = 0,
+) -> None:
+    """lcov tracefile: documents as SF records, chunks as DA lines (like `coverage lcov`)."""
+    from ragcov.report.ci_lines import file_lines
+    from ragcov.report.lcov import lcov_tracefile
+    from ragcov.report.scope import load_scoped
+
+    scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
+                                             min_chunk_chars))
+    _emit(lcov_tracefile(file_lines(scoped)), output, "lcov report")
+
+
+def badge(
+    data_file: DataFile = DEFAULT_DATA_PATH,
+    output: Output = Path("ragcov.svg"),
+    thresholds: Annotated[str, typer.Option(
+        help="Lower bounds (percent) of yellow, green and bright green; below the first: red.")]
+    = "50,75,90",
+    label: Annotated[str, typer.Option(help="The badge's left-hand text.")] = "chunk coverage",
+    precision: Annotated[int, typer.Option(help="Digits after the decimal point.")] = 0,
+    include: Include = None,
+    omit: Omit = None,
+    exclude: Exclude = None,
+    exclude_docs: ExcludeDocs = None,
+    min_chunk_chars: MinChunkChars = 0,
+) -> None:
+    """A shields-style SVG badge of total chunk coverage, for a README."""
+    from ragcov.errors import RagcovError
+    from ragcov.report.badge import badge_svg, colour_for, parse_thresholds
+    from ragcov.report.scope import load_scoped
+    from ragcov.summary import display_percent
+
+    if precision < 0:
+        raise RagcovError(f"--precision must be 0 or more, got {precision}")
+    bands = parse_thresholds(thresholds)
+    scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
+                                             min_chunk_chars))
+    shown = display_percent(scoped.summary(jaccard=False).coverage, precision)
+    _emit(badge_svg(f"{shown}%", colour_for(float(shown), bands), label), output, "badge")

@@ -1,0 +1,58 @@
+"""The parts of the HTML site that depend on the report's scope and on the suite as a whole.
+
+Excluded chunks (on their document's page, shaded apart, with the reason, and in a
+list on the index), redundant tests with their witness (on the queries page), and a
+document's text shown once where its chunks overlap (see
+:mod:`ragcov.report.overlap`). Text is passed on as it is: templates autoescape it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragcov.report.html_context import document_filename
+from ragcov.report.overlap import segments
+from ragcov.report.redundant import redundant_report
+from ragcov.report.scope import Scoped
+
+
+def add_extras(ctx: dict[str, Any], scoped: Scoped) -> None:
+    """Add excluded chunks, redundant tests and overlap views to a site context."""
+    m = scoped.matrix
+    full = scoped.full or m
+    freq = m.chunk_frequencies()
+    state: dict[str, str] = {cid: "covered" if freq[j] else "missing"
+                             for j, cid in enumerate(m.chunk_ids)}
+    reason = {e.chunk_id: e.reason for e in scoped.excluded}
+    state.update({cid: "excluded" for cid in reason})
+    anchor = {cid: f"c{j}" for j, cid in enumerate(m.chunk_ids)}
+    by_doc: dict[str, list[str]] = {}
+    for cid, doc in zip(full.chunk_ids, full.doc_ids):
+        if cid in state:
+            by_doc.setdefault(str(doc), []).append(cid)
+    for page in ctx["pages"]:
+        ids = by_doc.get(page["doc"]["id"], [])
+        page["excluded"] = [{"id": cid, "text": scoped.texts.get(cid, ""), "reason": reason[cid],
+                             "anchor": f"x{n}"} for n, cid in enumerate(ids) if cid in reason]
+        texts = [scoped.texts.get(cid, "") for cid in ids]
+        segs = segments(texts, [state[cid] for cid in ids]) if all(texts) else None
+        page["segments"] = None if segs is None else [
+            {"text": s.text, "state": s.state,
+             "chunks": ", ".join(ids[i] for i in s.chunks),
+             "href": next((f"#{anchor[ids[i]]}" for i in s.chunks if ids[i] in anchor), "")}
+            for s in segs]
+    ctx["excluded"] = [{"id": e.chunk_id, "doc": e.doc_id, "reason": e.reason,
+                        "file": document_filename(e.doc_id)
+                        if any(p["doc"]["id"] == e.doc_id for p in ctx["pages"]) else None}
+                       for e in scoped.excluded]
+    rows = m.row_of()
+    ctx["redundant"] = [{"id": t.query_id, "why": t.why, "row": rows[t.query_id],
+                         "reasons": ", ".join(t.reasons)} for t in redundant_report(m)]
+    ctx["retriever_name"] = retriever_name(m.meta.get("retriever") or {})
+
+
+def retriever_name(fp: dict[str, Any]) -> str:
+    """The retriever as a reader names it: its own name, URL or model, then its kind."""
+    kind = str(fp.get("kind") or "unknown")
+    name = fp.get("name") or fp.get("url") or fp.get("model")
+    return f"{name} ({kind})" if name else kind
