@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from html.parser import HTMLParser
@@ -359,3 +360,92 @@ def test_the_docs_example_runs(tmp_path: Path):
 
     assert run_doc_examples(DOCS / "html.md", tmp_path) == 1
     assert (tmp_path / "ragcov-html" / document_filename("europe")).is_file()
+
+
+# ------------------------------------------------------- scope, redundancy, overlap, keys
+def test_site_marks_excluded_chunks_and_lists_redundant_tests(tmp_path: Path, capsys,
+                                                               monkeypatch: pytest.MonkeyPatch):
+    from report_samples import SCOPE_FLAGS, write_sample
+
+    monkeypatch.chdir(tmp_path)
+    write_sample(tmp_path)
+    code, _, err = cli(capsys, "html", "-d", "site", *SCOPE_FLAGS)
+    assert code == 0, err
+    guide = (tmp_path / "site" / document_filename("guide")).read_text(encoding="utf-8")
+    assert guide.count('class="chunk excluded"') == 2
+    assert "excluded (exclude: ^Table of contents)" in guide
+    assert guide.count('class="chunk covered"') == 3 and guide.count('class="chunk missing"') == 3
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert table_rows(tmp_path / "site" / "index.html", "documents")[0][:3] == ["guide", "6", "3"]
+    assert index.count("<tr><td class=\"chunk-id\">") == 4  # the excluded list
+    assert "legal/terms#1" in index and "exclude_docs: legal/*" in index
+    queries = (tmp_path / "site" / "queries.html").read_text(encoding="utf-8")
+    assert "retrieves a subset of q1" in queries and "Jaccard 1.00 with q4" in queries
+    assert 'id="retriever-name">sample-retriever (hand-made)<' in queries
+
+
+def test_overlapping_chunks_show_the_document_text_once(tmp_path: Path):
+    from ragcov.corpus import Corpus
+
+    text = ("Retrieval coverage measures chunks. <b>Overlapping</b> windows repeat their "
+            "edges. Every chunk shares words with its neighbour. The report shows the text once.")
+    corpus = Corpus.from_documents([("greek", text)], chunk_size=50, chunk_overlap=25)
+    assert len(corpus) >= 3
+    run = Run(k=1, retriever={"kind": "hand-made"})
+    run.add("q", "first", [(corpus[0].id, 1.0)])
+    path = tmp_path / ".ragcov"
+    CoverageData(path).write(corpus, run)
+    site = build(path, tmp_path / "site")
+    page = (site.parent / document_filename("greek")).read_text(encoding="utf-8")
+    stitched = page[page.index('<div class="stitched">'):page.index("</div>", page.index(
+        '<div class="stitched">'))]
+    shown = re.sub(r"<[^>]+>", "", stitched).replace("&lt;", "<").replace("&gt;", ">")
+    assert shown == text  # once, in order, nothing repeated
+    assert corpus[0].text.endswith("<b>Overlapping") and corpus[1].text.startswith("<b>Overl")
+    assert "<b>Overlapping" not in stitched  # chunk text stays escaped
+    covered = "".join(re.findall(r'class="seg covered"[^>]*>([^<]*)<', stitched))
+    assert covered.replace("&lt;", "<").replace("&gt;", ">") == corpus[0].text
+
+
+@pytest.mark.browser
+def test_keyboard_shortcuts_in_headless_chromium(browser, data_file: Path, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    build(data_file, tmp_path / "site")
+    browser.get((tmp_path / "site" / "index.html").as_uri())
+    body = browser.find_element(By.TAG_NAME, "body")
+    help_panel = browser.find_element(By.ID, "keyboard-help")
+    assert not help_panel.is_displayed()
+    body.send_keys("?")
+    assert help_panel.is_displayed() and "focus the filter" in help_panel.text
+    body.send_keys(Keys.ESCAPE)
+    assert not help_panel.is_displayed()
+    body.send_keys("/")
+    assert browser.switch_to.active_element.get_attribute("id") == "filter"
+    browser.switch_to.active_element.send_keys("fin")  # typed into the filter, not a shortcut
+    assert _visible_docs(browser) == ["finance"]
+
+    # finance has two chunks, both missing: j steps forward and wraps, k steps back.
+    browser.get((tmp_path / "site" / document_filename("finance")).as_uri())
+    body = browser.find_element(By.TAG_NAME, "body")
+
+    def focused() -> str:
+        return browser.find_element(By.CSS_SELECTOR, "li.chunk.focus .chunk-id").text
+
+    body.send_keys("j")
+    assert focused() == "interest"
+    body.send_keys("j")
+    assert focused() == "dividends"
+    body.send_keys("j")
+    assert focused() == "interest"
+    body.send_keys("k")
+    assert focused() == "dividends"
+    body.send_keys("n")
+    assert focused() == "interest"
+    body.send_keys("]")
+    assert "evil" in browser.find_element(By.CSS_SELECTOR, "h1 .docname").text
+    browser.find_element(By.TAG_NAME, "body").send_keys("u")
+    assert browser.find_element(By.ID, "total-cc").text == "44%"
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
