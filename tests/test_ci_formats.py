@@ -13,8 +13,8 @@ from xml.etree import ElementTree
 import pytest
 
 from helpers import cli
-from report_samples import FULL_TOTAL, write_sample
 from ragcov.report.badge import COLOURS, colour_for, parse_thresholds
+from report_samples import FULL_TOTAL, write_sample
 
 DTD = Path(__file__).parent / "coverage-04.dtd"
 # The sample's chunk hits, recounted from report_samples.RETRIEVALS: (doc, line) -> hits.
@@ -78,7 +78,8 @@ def demo_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     from rich.console import Console
 
-    run_demo(tmp_path, retriever="bm25", console=Console(file=open("demo.log", "w")))
+    with open("demo.log", "w") as log:
+        run_demo(tmp_path, retriever="bm25", console=Console(file=log))
     return tmp_path / ".ragcov"
 
 

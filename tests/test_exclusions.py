@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from helpers import cli
-from report_samples import EXCLUDED, FULL_TOTAL, SCOPE_FLAGS, SCOPED_TOTAL, write_sample
 from ragcov.errors import RagcovError
 from ragcov.report.scope import ReportScope, load_scoped
+from report_samples import EXCLUDED, FULL_TOTAL, SCOPE_FLAGS, SCOPED_TOTAL, write_sample
 
 
 @pytest.fixture

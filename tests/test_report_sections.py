@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from helpers import cli
-from report_samples import write_sample
 from ragcov.matrix import CoverageMatrix
 from ragcov.report.redundant import redundant_report, subsumers
 from ragcov.report.table import missing_ranges
+from report_samples import write_sample
 
 
 @pytest.fixture
