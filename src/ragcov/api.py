@@ -52,7 +52,8 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
         data.check_destination()
     run = Run(k=k, retriever=retriever.fingerprint())
     if todo:
-        run_retriever(retriever, todo, k, batch_size=batch_size, progress=progress, run=run)
+        run_retriever(retriever, todo, k, batch_size=batch_size, progress=progress, run=run,
+                      corpus=corpus)
     if data is None:
         return CoverageMatrix.from_run(run, corpus)
     data.write(corpus, run, append=append)

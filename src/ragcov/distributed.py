@@ -46,7 +46,7 @@ from ragcov.corpus import Corpus
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
-from ragcov.progress import progress_bar
+from ragcov.progress import progress_bar, status
 from ragcov.retrieval import Run, run_retriever, validate_k
 from ragcov.suite import Suite
 
@@ -111,7 +111,9 @@ def _build_retriever(spec: dict[str, Any], corpus: Corpus, shared: dict[str, Any
 def _retrieve_shard(token: str, spec: dict[str, Any], corpus: Corpus,
                     shared: dict[str, Any] | None, queries: list[tuple[str, str]], k: int) -> Run:
     r = _worker_retriever(token, spec, corpus, shared)
-    return run_retriever(r, queries, k, batch_size=spec["batch_size"], progress=False)
+    # The corpus check stops a shard whose ids the corpus lacks after its first queries.
+    return run_retriever(r, queries, k, batch_size=spec["batch_size"], progress=False,
+                         corpus=corpus)
 
 
 def _worker_fingerprint(token: str, spec: dict[str, Any], corpus: Corpus,
@@ -284,8 +286,10 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
             del local
         corpus_f = client.scatter(corpus, broadcast=True, hash=False)
         if retriever != "dense":
-            fingerprint = client.submit(_worker_fingerprint, token, spec, corpus_f, shared_f,
-                                        pure=False).result()
+            with status(f"Building retriever {retriever} on a worker ...",
+                        enabled=progress and "://" not in retriever):
+                fingerprint = client.submit(_worker_fingerprint, token, spec, corpus_f,
+                                            shared_f, pure=False).result()
         if append:  # the same check as a local --append, before any query is retrieved
             todo = data.pending(todo, k, corpus.hash, fingerprint)
         try:
@@ -303,7 +307,10 @@ def _retrieve(client: Any, token: str, spec: dict[str, Any], corpus_f: Any, shar
               todo: list[tuple[str, str]], k: int, parts: int, progress: bool) -> list[Run]:
     from dask.distributed import as_completed
 
-    slices = aligned_slices(len(todo), parts, spec["batch_size"])
+    # One task per retrieval batch (still aligned on batch boundaries, so the result
+    # is unchanged) so the bar moves batch by batch, not shard by shard.
+    unit = spec["batch_size"]
+    slices = aligned_slices(len(todo), max(parts, math.ceil(len(todo) / unit)), unit)
     futures = [client.submit(_retrieve_shard, token, spec, corpus_f, shared_f, todo[a:b], k,
                              pure=False) for a, b in slices]
     where = {f.key: i for i, f in enumerate(futures)}

@@ -1,21 +1,91 @@
-"""One progress-bar helper so embedding and retrieval look the same everywhere."""
+"""One progress-bar helper so embedding and retrieval look the same everywhere.
+
+Bars and spinners go to stderr, and only to a terminal: a CI log or a pipe gets
+nothing, so output stays the same whether or not someone is watching.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections.abc import Callable, Iterator
+from typing import Any
+
+
+def _on_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+def _eta_column() -> Any:
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class EtaColumn(ProgressColumn):
+        """Time left at the average rate so far: known from the first item on.
+
+        rich's own column estimates from a window of samples and shows ``-:--:--``
+        until it has two, which a bar that moves a few times never gets.
+        """
+
+        def render(self, task: Any) -> Text:
+            done, total, elapsed = task.completed, task.total, task.elapsed
+            if not done or not total or elapsed is None:
+                return Text("ETA -:--:--", style="progress.remaining")
+            left = max(0.0, elapsed * (total - done) / done)
+            h, rest = divmod(int(round(left)), 3600)
+            m, s = divmod(rest, 60)
+            return Text(f"ETA {h}:{m:02d}:{s:02d}", style="progress.remaining")
+
+    return EtaColumn()
 
 
 @contextlib.contextmanager
 def progress_bar(label: str, total: int, enabled: bool = True) -> Iterator[Callable[[int], None]]:
     """Yield an ``advance(n)`` callable; draws a rich bar on a terminal only."""
-    if not enabled or total <= 0 or not sys.stderr.isatty():
+    if not enabled or total <= 0 or not _on_terminal():
         yield lambda n: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+    console = Console(stderr=True)
     with Progress("[progress.description]{task.description}", BarColumn(),
-                  MofNCompleteColumn(), TimeRemainingColumn(), transient=True) as bar:
+                  MofNCompleteColumn(), TimeElapsedColumn(), _eta_column(),
+                  console=console, transient=True) as bar:
         task = bar.add_task(label, total=total)
         yield lambda n: bar.advance(task, n)
+
+
+@contextlib.contextmanager
+def status(label: str, enabled: bool = True) -> Iterator[None]:
+    """A spinner with ``label`` and the seconds so far, on a terminal only (e.g. a store being built)."""
+    if not enabled or not _on_terminal():
+        yield
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    start = time.monotonic()
+    with console.status(label) as spinner, \
+            _ticking(lambda: spinner.update(f"{label} ({time.monotonic() - start:.0f}s)")):
+        yield  # shown on stderr while the work runs; cleared when it ends
+
+
+@contextlib.contextmanager
+def _ticking(update: Callable[[], None], every: float = 1.0) -> Iterator[None]:
+    import threading
+
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(every):
+            update()
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

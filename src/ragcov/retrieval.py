@@ -9,6 +9,7 @@ imported traces; everything downstream works on the same object.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,21 +63,32 @@ def validate_k(k: int) -> int:
     return k
 
 
+# A mismatch between the retriever's ids and the corpus is judged on this many queries
+# (sooner when one query's ids are all unknown), not after the whole suite.
+PROBE_QUERIES = 8
+
+
 def run_retriever(retriever: Any, queries: Sequence[tuple[str, str]], k: int,
                   batch_size: int = 64, progress: bool = True,
-                  run: Run | None = None) -> Run:
+                  run: Run | None = None, corpus: Any = None) -> Run:
     """Retrieve the top-k for each ``(query id, text)`` and collect a Run.
 
-    Queries go to the retriever in batches so a dense retriever encodes them
-    together; a progress bar shows retrieval on long suites.
+    Queries go to a retriever that batches them (``batches_queries``, true unless
+    the retriever says otherwise) in batches so a dense retriever encodes them
+    together; one that answers one query at a time (a function, a LangChain or
+    LlamaIndex retriever, an HTTP endpoint) gets them one by one, so the progress
+    bar moves with every query. With ``corpus`` the ids are checked as they come:
+    ids the corpus does not hold stop the run within the first few queries.
     """
     from ragcov.progress import progress_bar
 
     validate_k(k)
     run = run if run is not None else Run(k=k, retriever=retriever.fingerprint())
+    step = batch_size if getattr(retriever, "batches_queries", True) else 1
+    check = IdCheck(corpus) if corpus is not None else None
     with progress_bar("Retrieving", total=len(queries), enabled=progress) as advance:
-        for start in range(0, len(queries), batch_size):
-            batch = queries[start:start + batch_size]
+        for start in range(0, len(queries), step):
+            batch = queries[start:start + step]
             results = retriever.retrieve([t for _, t in batch], k)
             if len(results) != len(batch):
                 raise RagcovError(
@@ -84,5 +96,63 @@ def run_retriever(retriever: Any, queries: Sequence[tuple[str, str]], k: int,
                 )
             for (qid, text), ranked in zip(batch, results):
                 run.add(qid, text, ranked)
+                if check is not None:
+                    check.see(run.results[qid], last=start + len(batch) >= len(queries))
             advance(len(batch))
     return run
+
+
+class IdCheck:
+    """Stops a run whose retriever returns ids the corpus does not hold, early.
+
+    A retriever over another chunking of the documents, or a store that made up its
+    own ids, returns unknown ids from the first query on; finding that out after
+    the whole suite (hours with a slow retriever) is the cost this check removes.
+    """
+
+    def __init__(self, corpus: Any) -> None:
+        self.corpus = corpus
+        self.queries = 0
+        self.retrieved = 0
+        self.unknown: dict[str, None] = {}
+
+    def see(self, ranked: Ranked, last: bool = False) -> None:
+        self.queries += 1
+        self.retrieved += len(ranked)
+        missing = [cid for cid, _ in ranked if cid not in self.corpus]
+        self.unknown.update(dict.fromkeys(missing))
+        if self.unknown and (last or self.queries >= PROBE_QUERIES
+                             or (ranked and len(missing) == len(ranked))):
+            raise RagcovError(self.message())
+
+    def message(self) -> str:
+        ids = list(self.unknown)
+        shown = ", ".join(repr(i) for i in ids[:3]) + (", ..." if len(ids) > 3 else "")
+        n = self.queries
+        return (f"the retriever returned chunk ids that are not in the corpus: {len(ids)} "
+                f"unknown id{'s' if len(ids) != 1 else ''} in the first {n} "
+                f"quer{'ies' if n != 1 else 'y'} ({shown}); stopped before the rest of the "
+                f"suite. {mismatch_hint(ids, self.corpus)}")
+
+
+_UUID = re.compile(r"^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$", re.I)
+
+
+def mismatch_hint(unknown: Sequence[str], corpus: Any) -> str:
+    """The likely cause of unknown ids, judged from what they look like."""
+    if unknown and all(_UUID.match(i) for i in unknown):
+        return ("They look like ids the vector store generated (UUIDs): add the chunks to the "
+                "store with the corpus's ids (LangChain add_documents(..., ids=...), "
+                "Document(id=...)), or keep each chunk's id in its metadata under 'id' or "
+                "'chunk_id'.")
+    docs = {c.doc_id for c in corpus}
+    if any(i.rsplit("#", 1)[0] in docs or i.rsplit("-", 1)[0] in docs for i in unknown):
+        return ("Their documents are in the corpus but these chunks are not: the store was "
+                "split with another splitter, chunk size or overlap than --corpus; give "
+                "--corpus the chunks as the store holds them, or the same --chunk-size and "
+                "--chunk-overlap with --split.")
+    return ("Likely causes: the store was split with another splitter or chunk size than "
+            "--corpus (give --corpus the chunks as the store holds them); the vector store "
+            "set its own ids (add the chunks with the corpus's ids); or the id is kept under "
+            "another metadata key (ragcov reads the item's own id, then metadata 'id' and "
+            "'chunk_id').")

@@ -78,7 +78,14 @@ def run(
                          data_file=data_file, append=append, scheduler=scheduler,
                          partitions=partitions, progress=not quiet)
     else:
-        r = make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet)
+        from ragcov.progress import status
+
+        # dense and bm25 draw their own bars, a URL builds nothing (and may hold a
+        # secret); a module:attr factory shows a spinner while it builds its store.
+        factory = retriever not in ("dense", "bm25") and "://" not in retriever
+        with status(f"Building retriever {retriever} ...", enabled=not quiet and factory):
+            r = make_retriever(retriever, corpus_obj, model=model, index=index,
+                               progress=not quiet)
         m = measure(corpus_obj, suite, r, k=k, data_file=data_file, append=append,
                     progress=not quiet)
     if not quiet:

@@ -43,6 +43,8 @@ class CallableRetriever:
     attribute (and optionally ``score``).
     """
 
+    batches_queries = False  # one query per call: progress moves per query
+
     def __init__(self, fn: Callable[[str, int], Any], corpus: Corpus | None = None,
                  name: str | None = None) -> None:
         if not callable(fn):

@@ -71,6 +71,8 @@ class HTTPRetriever:
         body: extra fields sent with every request (e.g. a collection name).
     """
 
+    batches_queries = False  # one query per call: progress moves per query
+
     def __init__(self, url: str, *, ids: str | None = None, scores: str | None = None,
                  timeout: float = 30.0, retries: int = 3, backoff: float = 0.5,
                  headers: dict[str, str] | None = None,

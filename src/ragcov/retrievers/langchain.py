@@ -28,6 +28,8 @@ class LangChainRetriever:
     scores are kept.
     """
 
+    batches_queries = False  # one query per call: progress moves per query
+
     def __init__(self, obj: Any, corpus: Corpus | None = None, name: str | None = None) -> None:
         self.obj = obj
         self.is_store = not hasattr(obj, "invoke") and hasattr(obj, "similarity_search")

@@ -34,6 +34,8 @@ class LlamaIndexRetriever:
     ``similarity_top_k`` attribute has it set to k before retrieving.
     """
 
+    batches_queries = False  # one query per call: progress moves per query
+
     def __init__(self, obj: Any, corpus: Corpus | None = None, name: str | None = None) -> None:
         self.obj = obj
         self.is_index = not hasattr(obj, "retrieve") and hasattr(obj, "as_retriever")
