@@ -23,6 +23,8 @@ from ragcov.suite import Suite
 from ragcov.summary import CoverageSummary, display_percent, summarize
 
 if TYPE_CHECKING:
+    from ragcov.compare.diff import CoverageDiff
+    from ragcov.compare.gap import TrafficGap
     from ragcov.failures import Failures
     from ragcov.faults import FaultReport
     from ragcov.generation.loop_types import GenerationSummary, LoopConfig
@@ -219,3 +221,21 @@ def generate(corpus: Corpus, retriever: Any, generator: Any, k: int,
     if deepeval is not None:
         write_deepeval(deepeval, summary.records, corpus)
     return summary
+
+
+def coverage_diff(base: str | os.PathLike[str], head: str | os.PathLike[str],
+                  allow_different_k: bool = False,
+                  allow_different_retriever: bool = False) -> CoverageDiff:
+    """What changed between two recordings (``ragcov diff``)."""
+    from ragcov.compare.diff import coverage_diff as diff
+
+    return diff(base, head, allow_different_k, allow_different_retriever)
+
+
+def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],
+                top: int | None = 100, allow_different_k: bool = False,
+                allow_different_retriever: bool = False) -> TrafficGap:
+    """Production retrievals the tests never make (``ragcov gap``)."""
+    from ragcov.compare.gap import traffic_gap as gap
+
+    return gap(tests, traffic, top, allow_different_k, allow_different_retriever)

@@ -15,8 +15,10 @@ from ragcov.cli.ci_formats import badge, lcov, xml
 from ragcov.cli.ci_formats import badge, lcov, xml
 from ragcov.cli.combine import combine
 from ragcov.cli.demo import demo
+from ragcov.cli.diff import diff
 from ragcov.cli.erase import erase
 from ragcov.cli.faults import faults
+from ragcov.cli.gap import gap
 from ragcov.cli.generate import generate
 from ragcov.cli.html import html
 from ragcov.cli.imports import import_cmd
@@ -80,6 +82,8 @@ COMMANDS = [
     ("badge", badge),
     ("import", import_cmd),
     ("select", select_cmd),
+    ("diff", diff),
+    ("gap", gap),
 ]
 for _name, _fn in COMMANDS:
     app.command(_name)(_fn)

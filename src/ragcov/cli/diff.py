@@ -1,0 +1,86 @@
+"""``ragcov diff BASE HEAD``: what a change did to chunk coverage, like diff-cover for code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragcov.cli.console import err, out
+from ragcov.errors import RagcovError
+
+FORMATS = ("text", "markdown", "json")
+AllowK = Annotated[bool, typer.Option(
+    "--allow-different-k", help="Compare recordings made with different k (did raising k "
+    "help?).")]
+AllowRetriever = Annotated[bool, typer.Option(
+    "--allow-different-retriever", help="Compare recordings made with different retrievers "
+    "(a new embedding model, a new index).")]
+Format = Annotated[str, typer.Option("--format", help="text, markdown or json.")]
+Output = Annotated[Path | None, typer.Option(
+    "-o", "--output", help="Write the report here instead of stdout.")]
+Precision = Annotated[int, typer.Option(help="Digits after the decimal point.")]
+
+
+def emit(text: str, output: Path | None, what: str) -> None:
+    """The report to stdout, or atomically to ``output``."""
+    if output is None or str(output) == "-":
+        out.print(text, markup=False, end="" if text.endswith("\n") else "\n")
+        return
+    from ragcov.files import write_text_atomic
+
+    write_text_atomic(output, text if text.endswith("\n") else text + "\n")
+    out.print(f"Wrote {what} to {output}", markup=False)
+
+
+def check_format(format: str, precision: int) -> None:
+    if format not in FORMATS:
+        raise RagcovError(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
+    if precision < 0:
+        raise RagcovError(f"--precision must be 0 or more, got {precision}")
+
+
+def diff(
+    base: Annotated[Path, typer.Argument(help="The data file before the change.")],
+    head: Annotated[Path, typer.Argument(help="The data file after it.")],
+    format: Format = "text",
+    output: Output = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", help="Also write the diff page (diff.html) into this HTML report folder.")]
+    = None,
+    fail_under_delta: Annotated[float | None, typer.Option(
+        help="Exit with status 2 when chunk coverage drops by more than this many points.")]
+    = None,
+    allow_different_k: AllowK = False,
+    allow_different_retriever: AllowRetriever = False,
+    precision: Precision = 1,
+) -> None:
+    """Chunks gained and lost, per-document change, queries that retrieve differently."""
+    import json
+
+    from ragcov.api import coverage_diff
+    from ragcov.compare.jsondoc import diff_document
+    from ragcov.compare.render import diff_markdown, diff_text, points
+
+    check_format(format, precision)
+    if fail_under_delta is not None and not 0 <= fail_under_delta <= 100:
+        raise RagcovError(f"--fail-under-delta must be 0 to 100 points, got {fail_under_delta:g}")
+    d = coverage_diff(base, head, allow_different_k=allow_different_k,
+                      allow_different_retriever=allow_different_retriever)
+    if format == "json":
+        emit(json.dumps(diff_document(d), indent=2, ensure_ascii=False), output, "JSON diff")
+    elif format == "markdown":
+        emit(diff_markdown(d, precision), output, "markdown diff")
+    else:
+        emit(diff_text(d, precision), output, "diff")
+    if html is not None:
+        from ragcov.report.diff_html import write_diff_page
+
+        out.print(f"Wrote HTML diff to {write_diff_page(d, html, precision)}", markup=False)
+    drop = -d.delta * 100
+    if fail_under_delta is not None and drop > fail_under_delta:
+        err.print(f"Coverage failure: chunk coverage changed by {points(d.delta, precision)} "
+                  f"points, a drop of more than fail-under-delta={fail_under_delta:g}",
+                  markup=False)
+        raise typer.Exit(2)

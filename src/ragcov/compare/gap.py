@@ -1,0 +1,142 @@
+"""What production retrieves that the tests never do (``ragcov gap --tests T --traffic P``).
+
+Both files are over one corpus: a test run and imported production traces. Every
+production hit counts once, so a chunk production retrieves a thousand times weighs
+a thousand times more than one it retrieved once: that is the share of real traffic
+whose retrieved evidence some test also exercised.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ragcov.compare.recording import Recording, check_comparable, read_pair
+from ragcov.errors import RagcovError
+
+# Example production queries kept per untested chunk.
+EXAMPLES = 3
+
+
+@dataclass(frozen=True)
+class ExampleQuery:
+    query_id: str
+    text: str
+    rank: int
+
+
+@dataclass(frozen=True)
+class UntestedChunk:
+    chunk_id: str
+    doc_id: str
+    traffic_hits: int
+    example_queries: list[ExampleQuery]
+
+
+@dataclass(frozen=True)
+class UntestedDocument:
+    doc_id: str
+    chunks: int                    # chunks of the document
+    untested_chunks: int           # of those, retrieved by production and not by the tests
+    traffic_hits: int              # production hits on its untested chunks
+    total_traffic_hits: int        # production hits on the whole document
+
+
+@dataclass
+class TrafficGap:
+    tests: Recording
+    traffic: Recording
+    total_hits: int                # production hits
+    tested_hits: int               # of those, on chunks the tests retrieve
+    traffic_chunks: int            # distinct chunks production retrieved
+    tested_traffic_chunks: int     # of those, retrieved by the tests too
+    untested_total: int            # distinct production chunks no test retrieves
+    untested: list[UntestedChunk]  # the top of them by traffic hits
+    documents: list[UntestedDocument] = field(default_factory=list)
+
+    @property
+    def traffic_weighted_coverage(self) -> float:
+        return self.tested_hits / self.total_hits if self.total_hits else 0.0
+
+    @property
+    def traffic_chunk_coverage(self) -> float:
+        return self.tested_traffic_chunks / self.traffic_chunks if self.traffic_chunks else 0.0
+
+    @property
+    def test_coverage(self) -> float:
+        """The tests' own chunk coverage of the corpus, for scale."""
+        n = self.tests.n_chunks
+        return float(self.tests.covered().sum()) / n if n else 0.0
+
+
+def traffic_gap(tests_path: str | os.PathLike[str], traffic_path: str | os.PathLike[str],
+                top: int | None = 100, allow_different_k: bool = False,
+                allow_different_retriever: bool = False) -> TrafficGap:
+    """Compare a test run with production traffic over the same corpus.
+
+    An imported trace records no retriever (``{"kind": "traces"}``), so the
+    retriever is compared only when neither side is one.
+    """
+    tests, traffic = read_pair(tests_path, traffic_path, ranks=(False, True))
+    traces = "traces" in (tests.meta.retriever.get("kind"), traffic.meta.retriever.get("kind"))
+    check_comparable(tests, traffic, allow_different_k, allow_different_retriever or traces)
+    if tests.chunk_ids != traffic.chunk_ids:
+        raise RagcovError(f"{tests.path} and {traffic.path} list different chunks")
+    return gap_recordings(tests, traffic, top)
+
+
+def gap_recordings(tests: Recording, traffic: Recording, top: int | None = 100) -> TrafficGap:
+    tested = tests.covered()
+    hits = np.bincount(traffic.hit_chunk, minlength=traffic.n_chunks)
+    seen = hits > 0
+    untested_mask = seen & ~tested
+    untested = np.flatnonzero(untested_mask)
+    untested = untested[np.argsort(-hits[untested], kind="stable")]  # ties: corpus order
+    shown = untested if top is None else untested[:top]
+    return TrafficGap(
+        tests=tests, traffic=traffic, total_hits=int(hits.sum()),
+        tested_hits=int(hits[tested].sum()), traffic_chunks=int(seen.sum()),
+        tested_traffic_chunks=int((seen & tested).sum()), untested_total=int(untested.size),
+        untested=_with_examples(traffic, shown, hits),
+        documents=_documents(traffic, hits, untested_mask))
+
+
+def _with_examples(traffic: Recording, chunks: np.ndarray, hits: np.ndarray
+                   ) -> list[UntestedChunk]:
+    """Each chunk with the production queries that ranked it highest (best rank first)."""
+    if chunks.size == 0:
+        return []
+    want = np.zeros(traffic.n_chunks, dtype=bool)
+    want[chunks] = True
+    sel = np.flatnonzero(want[traffic.hit_chunk])
+    c, q = traffic.hit_chunk[sel], traffic.hit_query[sel]
+    r = traffic.hit_rank[sel] if traffic.hit_rank is not None else np.zeros(sel.size, np.int32)
+    order = np.lexsort((q, r, c))  # by chunk, then rank, then recording order
+    c, q, r = c[order], q[order], r[order]
+    starts = np.searchsorted(c, chunks)
+    picks = {int(j): [(int(q[i]), int(r[i])) for i in range(s, min(s + EXAMPLES, c.size))
+                      if c[i] == j] for j, s in zip(chunks, starts)}
+    texts = traffic.query_texts(sorted({row for p in picks.values() for row, _ in p}))
+    return [UntestedChunk(traffic.chunk_ids[j], str(traffic.doc_ids[j]), int(hits[j]),
+                          [ExampleQuery(traffic.query_ids[row], texts[row], rank)
+                           for row, rank in picks[int(j)]]) for j in chunks]
+
+
+def _documents(traffic: Recording, hits: np.ndarray, untested: np.ndarray
+               ) -> list[UntestedDocument]:
+    """Documents holding untested production chunks, most untested traffic first."""
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(d, len(index)) for d in traffic.doc_ids), np.int64,
+                        traffic.n_chunks)
+    nd = len(index)
+    chunks = np.bincount(codes, minlength=nd)
+    n_untested = np.bincount(codes, weights=untested, minlength=nd).astype(np.int64)
+    u_hits = np.bincount(codes, weights=np.where(untested, hits, 0), minlength=nd).astype(np.int64)
+    total = np.bincount(codes, weights=hits, minlength=nd).astype(np.int64)
+    names = list(index)
+    docs = np.flatnonzero(n_untested > 0)
+    docs = docs[np.argsort(-u_hits[docs], kind="stable")]
+    return [UntestedDocument(names[d], int(chunks[d]), int(n_untested[d]), int(u_hits[d]),
+                             int(total[d])) for d in docs]

@@ -1,0 +1,77 @@
+"""The versioned JSON documents of ``ragcov diff`` and ``ragcov gap`` (docs/diff-and-gap.md).
+
+FORMAT_VERSION history:
+  1: the first published shape. Keys may be added within a version; none is renamed
+     or removed. Coverages are fractions in [0, 1].
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragcov.compare.diff import CoverageDiff, DocumentChange
+from ragcov.compare.gap import TrafficGap
+from ragcov.data.schema import Meta
+
+FORMAT_VERSION = 1
+
+
+def _side(meta: Meta, path: str, chunks: int, covered: int, queries: int) -> dict[str, Any]:
+    return {"data_file": path, "k": meta.k, "retriever": meta.retriever,
+            "corpus_hash": meta.corpus_hash, "chunks": chunks, "covered_chunks": covered,
+            "chunk_coverage": covered / chunks if chunks else 0.0, "queries": queries}
+
+
+def _doc(d: DocumentChange) -> dict[str, Any]:
+    return {"doc_id": d.doc_id, "base": d.base, "head": d.head, "base_chunks": d.base_chunks,
+            "base_covered": d.base_covered, "head_chunks": d.head_chunks,
+            "head_covered": d.head_covered}
+
+
+def diff_document(d: CoverageDiff) -> dict[str, Any]:
+    from ragcov import __version__
+
+    changed = d.changed_queries()
+    return {
+        "format": FORMAT_VERSION, "ragcov_version": __version__,
+        "base": _side(d.base_meta, str(d.base.path), d.base.n_chunks, d.base_covered,
+                      d.base.n_queries),
+        "head": _side(d.head_meta, str(d.head.path), d.head.n_chunks, d.head_covered,
+                      d.head.n_queries),
+        "delta": d.delta, "same_corpus": d.same_corpus, "matched_chunks": d.matched_chunks,
+        "gained": d.gained, "lost": d.lost,
+        "documents": [_doc(x) for x in d.documents],
+        "new_documents": [_doc(x) for x in d.new_documents],
+        "removed_documents": [_doc(x) for x in d.removed_documents],
+        "queries": {"compared": d.queries_compared, "changed": d.queries_changed,
+                    "mean_jaccard": d.mean_jaccard, "only_in_base": d.queries_only_base,
+                    "only_in_head": d.queries_only_head},
+        "changed_queries": [{"query_id": d.base.query_ids[b], "jaccard": j}
+                            for b, _h, j in changed],
+    }
+
+
+def gap_document(g: TrafficGap) -> dict[str, Any]:
+    from ragcov import __version__
+
+    return {
+        "format": FORMAT_VERSION, "ragcov_version": __version__,
+        "tests": {"data_file": str(g.tests.path), "k": g.tests.meta.k,
+                  "queries": g.tests.n_queries, "chunk_coverage": g.test_coverage},
+        "traffic": {"data_file": str(g.traffic.path), "k": g.traffic.meta.k,
+                    "queries": g.traffic.n_queries, "hits": g.total_hits,
+                    "chunks": g.traffic_chunks},
+        "corpus_hash": g.tests.meta.corpus_hash, "chunks": g.tests.n_chunks,
+        "traffic_weighted_coverage": g.traffic_weighted_coverage,
+        "traffic_chunk_coverage": g.traffic_chunk_coverage,
+        "tested_hits": g.tested_hits, "tested_traffic_chunks": g.tested_traffic_chunks,
+        "untested_chunks": g.untested_total,
+        "untested": [{"chunk_id": u.chunk_id, "doc_id": u.doc_id, "traffic_hits": u.traffic_hits,
+                      "example_queries": [{"query_id": e.query_id, "text": e.text,
+                                           "rank": e.rank} for e in u.example_queries]}
+                     for u in g.untested],
+        "untested_documents": [
+            {"doc_id": d.doc_id, "chunks": d.chunks, "untested_chunks": d.untested_chunks,
+             "traffic_hits": d.traffic_hits, "total_traffic_hits": d.total_traffic_hits}
+            for d in g.documents],
+    }

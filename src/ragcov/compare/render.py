@@ -1,0 +1,186 @@
+"""``ragcov diff`` and ``ragcov gap`` for people: a terminal table or a pull-request comment.
+
+The markdown fits a GitHub comment (at most 65,536 characters): totals, the ten
+largest changes, and the full lists folded in a ``<details>`` block, cut with a
+count of what was left out when they would not fit.
+"""
+
+from __future__ import annotations
+
+from ragcov.compare.diff import CoverageDiff, DocumentChange
+from ragcov.compare.gap import TrafficGap
+from ragcov.summary import display_percent
+
+TOP = 10
+COMMENT_LIMIT = 60_000  # below GitHub's 65,536, leaving room for a bot's own header
+
+
+def _pc(x: float | None, precision: int) -> str:
+    return "-" if x is None else f"{display_percent(x, precision)}%"
+
+
+def points(delta: float, precision: int) -> str:
+    """A signed change in percentage points, never rounded to a false 0."""
+    shown = display_percent(abs(delta), precision)
+    sign = "+" if delta > 0 else "-" if delta < 0 else "±"
+    return f"{sign}{shown}"
+
+
+def _patch(docs: list[DocumentChange], head: bool) -> tuple[int, int]:
+    if head:
+        return sum(d.head_chunks for d in docs), sum(d.head_covered for d in docs)
+    return sum(d.base_chunks for d in docs), sum(d.base_covered for d in docs)
+
+
+def diff_totals(d: CoverageDiff, precision: int = 1) -> list[str]:
+    lines = [
+        f"Chunk coverage: {_pc(d.base_coverage, precision)} -> {_pc(d.head_coverage, precision)}"
+        f" ({points(d.delta, precision)} points)",
+        f"BASE {d.base.path} (k={d.base_meta.k}, {d.base.n_queries} queries, "
+        f"{d.base.n_chunks} chunks); HEAD {d.head.path} (k={d.head_meta.k}, "
+        f"{d.head.n_queries} queries, {d.head.n_chunks} chunks)",
+        f"Covered chunks: {d.base_covered} -> {d.head_covered} ({len(d.gained)} gained, "
+        f"{len(d.lost)} lost)",
+        f"Queries: {d.queries_compared} in both, {d.queries_changed} retrieve a different set "
+        f"(mean Jaccard of old and new top-k {d.mean_jaccard:.3f})"
+        + (f"; {d.queries_only_base} only in BASE" if d.queries_only_base else "")
+        + (f"; {d.queries_only_head} only in HEAD" if d.queries_only_head else ""),
+    ]
+    if not d.same_corpus:
+        lines.append(f"Corpus changed: {d.matched_chunks} chunks matched by content")
+    if d.new_documents:
+        n, c = _patch(d.new_documents, head=True)
+        lines.append(f"New documents: {len(d.new_documents)} ({n} chunks, {c} covered, "
+                     f"{_pc(c / n if n else 0.0, precision)})")
+    if d.removed_documents:
+        n, c = _patch(d.removed_documents, head=False)
+        lines.append(f"Removed documents: {len(d.removed_documents)} ({n} chunks, {c} were "
+                     "covered)")
+    return lines
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
+                              for i, (c, w) in enumerate(zip(r, widths)))
+    return [fmt(header), "-" * len(fmt(header)), *(fmt(r) for r in rows)]
+
+
+def _doc_row(x: DocumentChange, precision: int) -> list[str]:
+    return [x.doc_id, _pc(x.base, precision), _pc(x.head, precision),
+            points(x.change, precision)]
+
+
+def diff_text(d: CoverageDiff, precision: int = 1, top: int | None = 20) -> str:
+    lines = diff_totals(d, precision)
+    changed = [x for x in d.documents if x.change != 0]
+    if changed:
+        shown = changed if top is None else changed[:top]
+        lines += ["", *_table(["Document", "Base", "Head", "Change"],
+                              [_doc_row(x, precision) for x in shown])]
+        if len(shown) < len(changed):
+            lines.append(f"({len(changed) - len(shown)} more changed documents)")
+    queries = d.changed_queries(TOP if top is not None else None)
+    if queries:
+        lines += ["", *_table(["Query", "Jaccard", "Lost", "Gained"], [
+            [d.base.query_ids[b], f"{j:.2f}", *(str(len(s)) for s in d.retrieved_change(b, h))]
+            for b, h, j in queries])]
+    for title, docs, head in (("New documents", d.new_documents, True),
+                              ("Removed documents", d.removed_documents, False)):
+        if docs:
+            lines += ["", f"{title}:", *_table(["Document", "Chunks", "Covered"], [
+                [x.doc_id, str(x.head_chunks if head else x.base_chunks),
+                 str(x.head_covered if head else x.base_covered)] for x in docs])]
+    return "\n".join(lines)
+
+
+def _md_rows(header: list[str], rows: list[list[str]]) -> list[str]:
+    esc = lambda s: s.replace("|", "\\|")  # noqa: E731
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(esc(c) for c in r) + " |" for r in rows)]
+
+
+def _fit(lines: list[str], budget: int) -> list[str]:
+    out, used = [], 0
+    for i, line in enumerate(lines):
+        if used + len(line) + 1 > budget:
+            out.append(f"\n… and {len(lines) - i} more lines")
+            break
+        out.append(line)
+        used += len(line) + 1
+    return out
+
+
+def diff_markdown(d: CoverageDiff, precision: int = 1) -> str:
+    totals = diff_totals(d, precision)
+    lines = [f"### Chunk coverage {points(d.delta, precision)} points", "",
+             *(f"- {t}" for t in totals[:1] + totals[2:])]
+    changed = [x for x in d.documents if x.change != 0]
+    if changed:
+        lines += ["", f"**Largest document changes** ({min(TOP, len(changed))} of "
+                  f"{len(changed)})", "",
+                  *_md_rows(["Document", "Base", "Head", "Change"],
+                            [_doc_row(x, precision) for x in changed[:TOP]])]
+    queries = d.changed_queries(TOP)
+    if queries:
+        lines += ["", "**Queries whose retrieved set changed most**", "",
+                  *_md_rows(["Query", "Jaccard"],
+                            [[d.base.query_ids[b], f"{j:.2f}"] for b, _h, j in queries])]
+    if d.new_documents:
+        lines += ["", "**New documents**", "", *_md_rows(["Document", "Chunks", "Covered"], [
+            [x.doc_id, str(x.head_chunks), str(x.head_covered)] for x in d.new_documents[:TOP]])]
+    if d.removed_documents:
+        lines += ["", f"**Removed documents**: {len(d.removed_documents)}"]
+    full = [*_md_rows(["Document", "Base", "Head", "Change"],
+                      [_doc_row(x, precision) for x in changed]), "",
+            f"Gained chunks ({len(d.gained)}): " + ", ".join(f"`{c}`" for c in d.gained), "",
+            f"Lost chunks ({len(d.lost)}): " + ", ".join(f"`{c}`" for c in d.lost)]
+    head = "\n".join(lines)
+    lines += ["", "<details><summary>Full list</summary>", "",
+              *_fit(full, COMMENT_LIMIT - len(head) - 100), "", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def gap_totals(g: TrafficGap, precision: int = 1) -> list[str]:
+    return [
+        f"Traffic-weighted coverage: {_pc(g.traffic_weighted_coverage, precision)} "
+        f"({g.tested_hits} of {g.total_hits} production hits land on chunks the tests retrieve)",
+        f"Traffic chunk coverage: {_pc(g.traffic_chunk_coverage, precision)} "
+        f"({g.tested_traffic_chunks} of {g.traffic_chunks} chunks production retrieves)",
+        f"Tests: {g.tests.n_queries} queries, chunk coverage {_pc(g.test_coverage, precision)};"
+        f" traffic: {g.traffic.n_queries} queries; untested hot chunks: {g.untested_total}",
+    ]
+
+
+def _gap_rows(g: TrafficGap, limit: int | None) -> list[list[str]]:
+    shown = g.untested if limit is None else g.untested[:limit]
+    return [[u.chunk_id, u.doc_id, str(u.traffic_hits),
+             u.example_queries[0].text[:70] if u.example_queries else ""] for u in shown]
+
+
+def gap_text(g: TrafficGap, precision: int = 1, top: int = 20) -> str:
+    lines = gap_totals(g, precision)
+    if g.untested:
+        lines += ["", *_table(["Untested chunk", "Document", "Hits", "Example production query"],
+                              _gap_rows(g, top))]
+    if g.documents:
+        lines += ["", *_table(["Document", "Untested chunks", "Hits on them", "All hits"], [
+            [d.doc_id, str(d.untested_chunks), str(d.traffic_hits), str(d.total_traffic_hits)]
+            for d in g.documents[:top]])]
+    return "\n".join(lines)
+
+
+def gap_markdown(g: TrafficGap, precision: int = 1) -> str:
+    lines = [f"### Traffic-weighted coverage {_pc(g.traffic_weighted_coverage, precision)}", "",
+             *(f"- {t}" for t in gap_totals(g, precision))]
+    if g.untested:
+        lines += ["", f"**Most-retrieved untested chunks** ({min(TOP, len(g.untested))} of "
+                  f"{g.untested_total})", "",
+                  *_md_rows(["Chunk", "Document", "Hits", "Example production query"],
+                            _gap_rows(g, TOP))]
+    full = _md_rows(["Document", "Untested chunks", "Hits on them"], [
+        [d.doc_id, str(d.untested_chunks), str(d.traffic_hits)] for d in g.documents])
+    head = "\n".join(lines)
+    lines += ["", "<details><summary>All documents with untested traffic</summary>", "",
+              *_fit(full, COMMENT_LIMIT - len(head) - 100), "", "</details>"]
+    return "\n".join(lines) + "\n"
