@@ -62,6 +62,12 @@ def import_cmd(
     if result.duplicate_spans:
         err.print(f"Dropped {result.duplicate_spans} duplicate span(s) (same traceId and spanId, "
                   "identical content)", markup=False)
+    if result.merged_spans:
+        err.print(f"Merged {result.merged_spans} nested RETRIEVER span(s) into the retrieval "
+                  "that encloses them (one query each)", markup=False)
+    if result.empty_spans:
+        err.print(f"ragcov: warning: {result.empty_spans} retrieval span(s) recorded no "
+                  "documents; imported as queries with no hits", markup=False)
     for how, n in result.fallbacks.items():
         err.print(f"Matched {n} retrieved entries to chunks by {how}", markup=False)
     if not quiet:

@@ -22,7 +22,7 @@ from ragcov.traces.openinference import openinference_traces, read_openinference
 from ragcov.traces.otel import otel_traces, read_otel
 from ragcov.traces.otlp import Span, read_spans_counted
 from ragcov.traces.ranx import read_ranx
-from ragcov.traces.records import ImportResult, Trace
+from ragcov.traces.records import ImportResult, SpanStats, Trace
 from ragcov.traces.trec import read_trec
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ FORMATS = ("jsonl", "trec", "ranx", "openinference", "otel")
 READERS: dict[str, Callable[[str | os.PathLike[str]], list[Trace]]] = {
     "jsonl": read_jsonl, "trec": read_trec, "ranx": read_ranx,
     "openinference": read_openinference, "otel": read_otel}
-SPAN_READERS: dict[str, Callable[[Any, list[Span]], list[Trace]]] = {
+SPAN_READERS: dict[str, Callable[[Any, list[Span], SpanStats], list[Trace]]] = {
     "openinference": openinference_traces, "otel": otel_traces}
 SHOW_UNKNOWN = 20
 
@@ -42,16 +42,19 @@ def read_traces(path: str | os.PathLike[str], fmt: str) -> list[Trace]:
     return _read_traces_counted(path, fmt)[0]
 
 
-def _read_traces_counted(path: str | os.PathLike[str], fmt: str) -> tuple[list[Trace], int]:
-    """The traces, and how many duplicate spans were dropped (span formats only)."""
+def _read_traces_counted(path: str | os.PathLike[str],
+                         fmt: str) -> tuple[list[Trace], int, SpanStats]:
+    """The traces, how many duplicate spans were dropped, and what was merged or
+    empty (span formats only)."""
     if fmt not in READERS:
         raise RagcovError(f"unknown trace format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if not Path(path).is_file():
         raise RagcovError(f"{path}: no such file")
+    stats = SpanStats()
     if fmt in SPAN_READERS:
         spans, dropped = read_spans_counted(path)
-        return SPAN_READERS[fmt](path, spans), dropped
-    return READERS[fmt](path), 0
+        return SPAN_READERS[fmt](path, spans, stats), dropped, stats
+    return READERS[fmt](path), 0, stats
 
 
 def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int | None = None,
@@ -67,7 +70,7 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
     # retrievers package.
     from ragcov.retrievers.adapters import IdResolver
 
-    traces, duplicate_spans = _read_traces_counted(path, fmt)
+    traces, duplicate_spans, stats = _read_traces_counted(path, fmt)
     if not traces:
         raise RagcovError(f"{path}: no retrievals found in this {fmt} file")
     resolver = IdResolver(corpus, f"{fmt} trace")
@@ -88,7 +91,8 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
         run.add(trace.query_id, text, kept)
     if unknown and not ignore_unknown:
         raise RagcovError(_unknown_message(path, list(unknown)))
-    return ImportResult(run, len(traces), unknown, dict(resolver.fallbacks), duplicate_spans)
+    return ImportResult(run, len(traces), unknown, dict(resolver.fallbacks), duplicate_spans,
+                        stats.merged, stats.empty)
 
 
 def _resolve(trace: Trace, resolver: IdResolver) -> Ranked:

@@ -1,8 +1,18 @@
 """OpenInference spans (Arize Phoenix and other OpenInference instrumentations).
 
-Each span of kind RETRIEVER is one query: ``input.value`` and
-``retrieval.documents.N.document.id`` (``.score``, and ``.content`` when the id
-is missing). When a RERANKER span follows it in the same trace, the reranker's
+Each query is a span of kind RETRIEVER: ``input.value`` and its documents. A
+document's chunk id is read from, in order: ``retrieval.documents.N.document.id``;
+the document's ``document.metadata`` (``id``, then ``chunk_id``; a JSON string
+or an object); the document at the same position in the serialized
+``output.value`` (LangChain's Documents with their ``id``, LlamaIndex's
+NodeWithScore reprs), which is where openinference-instrumentation-langchain
+leaves the ids; and last the document's content, matched to the corpus by hash.
+When a span records no ``retrieval.documents`` at all, the documents of
+``output.value`` are its list.
+
+A RETRIEVER span inside another RETRIEVER span of the same trace (LlamaIndex's
+``retrieve`` and ``_retrieve``) is the same query: see :mod:`.nesting`. When a
+RERANKER span follows in the same trace, the reranker's
 ``reranker.output_documents.N.document.id`` are the final list, since that is
 what reached the LLM.
 """
@@ -12,8 +22,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ragcov.traces.nesting import Grouper
 from ragcov.traces.otlp import Span, read_spans
-from ragcov.traces.records import Trace
+from ragcov.traces.outputs import fill_ids, output_documents
+from ragcov.traces.records import Item, SpanStats, Trace
 from ragcov.traces.retrievals import (
     Retrieval,
     by_time,
@@ -29,17 +41,28 @@ def read_openinference(path: str | os.PathLike[str]) -> list[Trace]:
     return openinference_traces(path, read_spans(path))
 
 
-def openinference_traces(path: Any, spans: list[Span]) -> list[Trace]:
-    """The retrievals among ``spans``, in start-time order, each reranked list final."""
-    picked: list[Retrieval] = []
+def retriever_documents(span: Span, path: Any) -> list[Item] | None:
+    """The span's documents, ids filled in from ``output.value``; None when it records none."""
+    items = read_documents(span.attributes, "retrieval.documents", path, span.line, OI_DOC)
+    serialized = output_documents(span.attributes)
+    if items is None:
+        return serialized
+    return fill_ids(items, serialized)
+
+
+def openinference_traces(path: Any, spans: list[Span],
+                         stats: SpanStats | None = None) -> list[Trace]:
+    """The retrievals among ``spans``, in start-time order, nested retrievers merged,
+    each reranked list final; ``stats`` gets the merged and empty span counts."""
+    grouper = Grouper(spans)
+    rerankers: dict[int, list[Item]] = {}
+    alone: list[tuple[int, Retrieval]] = []  # rerankers with no retrieval before them
     last_retrieval: dict[str | None, int] = {}
     for span in by_time(spans):
         if span.kind == "RETRIEVER":
-            items = read_documents(span.attributes, "retrieval.documents", path, span.line,
-                                   OI_DOC)
-            query = query_text(span.attributes, ("input.value",))
-            last_retrieval[span.trace_id] = len(picked)
-            picked.append((span, query, items or []))
+            i = grouper.add(span, query_text(span.attributes, ("input.value",)),
+                            retriever_documents(span, path))
+            last_retrieval[span.trace_id] = i
         elif span.kind == "RERANKER":
             items = read_documents(span.attributes, "reranker.output_documents", path,
                                    span.line, OI_DOC)
@@ -47,9 +70,23 @@ def openinference_traces(path: Any, spans: list[Span]) -> list[Trace]:
                 continue
             i = last_retrieval.pop(span.trace_id, None) if span.trace_id else None
             if i is not None:
-                retr, query, _old = picked[i]
-                picked[i] = (retr, query, items)
+                rerankers[i] = items
             else:  # a reranker with no retriever span before it: its output is still final
                 query = query_text(span.attributes, ("reranker.query", "input.value"))
-                picked.append((span, query, items))
+                alone.append((len(grouper.groups), (span, query, items)))
+    picked: list[Retrieval] = []
+    empty = 0
+    at = 0
+    for n, group in enumerate(grouper.groups):
+        while at < len(alone) and alone[at][0] <= n:
+            picked.append(alone[at][1])
+            at += 1
+        items = rerankers.get(n, group.final())
+        if items is None:
+            empty += 1
+        picked.append((group.span, group.query, items or []))
+    picked += [r for _n, r in alone[at:]]
+    if stats is not None:
+        stats.merged += grouper.merged
+        stats.empty += empty
     return traces_from_retrievals(picked, path)

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from ragcov.traces.otlp import Span, read_spans
-from ragcov.traces.records import Trace
+from ragcov.traces.records import SpanStats, Trace
 from ragcov.traces.retrievals import (
     Retrieval,
     by_time,
@@ -29,8 +29,9 @@ def read_otel(path: str | os.PathLike[str]) -> list[Trace]:
     return otel_traces(path, read_spans(path))
 
 
-def otel_traces(path: Any, spans: list[Span]) -> list[Trace]:
-    """The retrieval spans among ``spans``, in start-time order."""
+def otel_traces(path: Any, spans: list[Span], stats: SpanStats | None = None) -> list[Trace]:
+    """The retrieval spans among ``spans``, in start-time order; ``stats`` counts those
+    that recorded no documents."""
     picked: list[Retrieval] = []
     for span in by_time(spans):
         op = span.attributes.get("gen_ai.operation.name")
@@ -39,5 +40,7 @@ def otel_traces(path: Any, spans: list[Span]) -> list[Trace]:
         if items is None and op not in ("retrieval", "retrieve"):
             continue
         query = query_text(span.attributes, ("gen_ai.retrieval.query.text", "input.value"))
+        if items is None and stats is not None:
+            stats.empty += 1
         picked.append((span, query, items or []))
     return traces_from_retrievals(picked, path)

@@ -45,6 +45,8 @@ class Span:
     line: int | None
     kind: str | None
     attributes: dict[str, Any]
+    #: The parent span's id (OTLP ``parentSpanId``), None for a root or when not exported.
+    parent_id: str | None = None
 
 
 def iter_json_values(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
@@ -208,8 +210,10 @@ def span_from(obj: dict[str, Any], order: int, line: int) -> Span:
         raise FieldError(f"{name}: {exc}") from exc
     start = _time(first_key(obj, ("startTimeUnixNano", "start_time", "startTime")))
     kind = attributes.get("openinference.span.kind") or obj.get("span_kind")
+    parent = first_key(obj, ("parentSpanId", "parent_span_id", "parent_id"))
     return Span(trace_id, span_id, str(obj.get("name") or ""), start, order, line,
-                str(kind).upper() if kind else None, attributes)
+                str(kind).upper() if kind else None, attributes,
+                parent if isinstance(parent, str) and parent else None)
 
 
 def same_span(a: Span, b: Span) -> bool:

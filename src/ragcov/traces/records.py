@@ -52,6 +52,10 @@ class ImportResult:
     #: Spans dropped as exact duplicates of an earlier one (same traceId and spanId,
     #: same content): a file concatenated twice, or overlapping exports.
     duplicate_spans: int = 0
+    #: RETRIEVER spans folded into the enclosing RETRIEVER span of their query.
+    merged_spans: int = 0
+    #: Retrieval spans that recorded no documents: imported as queries with no hits.
+    empty_spans: int = 0
 
     @property
     def skipped(self) -> int:
@@ -79,3 +83,13 @@ def short(value: Any, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters: a message quotes a value, not a file."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass
+class SpanStats:
+    """What reading spans into queries folded or could not fill, for the summary."""
+
+    #: RETRIEVER spans folded into an enclosing RETRIEVER span of the same query.
+    merged: int = 0
+    #: Retrieval spans that recorded no documents anywhere: queries with no hits.
+    empty: int = 0

@@ -1,0 +1,101 @@
+"""Nested retriever spans: one query, however many RETRIEVER spans it opened.
+
+Frameworks trace a retrieval at several levels: LlamaIndex's ``retrieve`` opens
+``_retrieve`` inside it, a LangChain EnsembleRetriever opens one span per
+retriever it fuses. Each is of kind RETRIEVER, but the application asked one
+question, so a RETRIEVER span whose ancestor (in the same trace) is a RETRIEVER
+span is folded into its outermost such ancestor. The outermost span's list is
+the query's list, since that is what the caller got; when it recorded none, the
+lists of the spans inside it are taken, in start-time order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ragcov.traces.otlp import Span
+from ragcov.traces.records import Item
+
+SpanKey = tuple[str | None, str | None]
+
+
+@dataclass
+class Group:
+    """A query's RETRIEVER spans: the outermost one and what was recorded inside it."""
+
+    span: Span
+    query: str
+    items: list[Item] | None
+    is_root: bool
+    inner: list[list[Item]] = field(default_factory=list)
+
+    def final(self) -> list[Item] | None:
+        """The outermost span's list, else the inner spans' lists one after another."""
+        if self.items is not None:
+            return self.items
+        if not self.inner:
+            return None
+        return [item for items in self.inner for item in items]
+
+
+class Nesting:
+    """Which RETRIEVER span each RETRIEVER span belongs to, by following parent ids."""
+
+    def __init__(self, spans: list[Span]) -> None:
+        self.parent: dict[SpanKey, str | None] = {}
+        self.retrievers: set[SpanKey] = set()
+        for s in spans:
+            if s.span_id is None:
+                continue
+            self.parent[(s.trace_id, s.span_id)] = s.parent_id
+            if s.kind == "RETRIEVER":
+                self.retrievers.add((s.trace_id, s.span_id))
+
+    def root(self, span: Span) -> SpanKey:
+        """The outermost RETRIEVER span around ``span`` (``span`` itself when none)."""
+        key: SpanKey = (span.trace_id, span.span_id)
+        if span.span_id is None:
+            return (span.trace_id, f"#{span.order}")
+        top = key
+        seen = {key}
+        parent = self.parent.get(key)
+        while parent is not None:
+            up = (span.trace_id, parent)
+            if up in seen:  # a cycle in broken data: stop where it closes
+                break
+            seen.add(up)
+            if up in self.retrievers:
+                top = up
+            parent = self.parent.get(up)
+        return top
+
+
+class Grouper:
+    """RETRIEVER spans gathered into queries, in the order their first span arrives."""
+
+    def __init__(self, spans: list[Span]) -> None:
+        self.nesting = Nesting(spans)
+        self.groups: list[Group] = []
+        self.index: dict[SpanKey, int] = {}
+        self.merged = 0
+
+    def add(self, span: Span, query: str, items: list[Item] | None) -> int:
+        """Add one RETRIEVER span; the index of the query it belongs to."""
+        root = self.nesting.root(span)
+        is_root = root == (span.trace_id, span.span_id) or span.span_id is None
+        i = self.index.get(root)
+        if i is None:
+            self.index[root] = len(self.groups)
+            self.groups.append(Group(span, query, items if is_root else None, is_root,
+                                     [] if is_root or items is None else [items]))
+            return len(self.groups) - 1
+        self.merged += 1
+        group = self.groups[i]
+        if is_root:  # the outer span arrived after an inner one (equal or missing times)
+            group.span, group.is_root, group.items = span, True, items
+            group.query = query or group.query
+        else:
+            if items is not None:
+                group.inner.append(items)
+            group.query = group.query or query
+        return i
