@@ -48,6 +48,9 @@ def generate(
         help="Your own Jinja2 prompt template (sees {{ passage }} and {{ passages }}).")] = None,
     target: Annotated[float | None, typer.Option(
         help="Stop once chunk coverage reaches this percentage.")] = None,
+    targets: Annotated[Path | None, typer.Option(
+        "--targets", help="Aim at the untested chunks of a `ragcov gap --format json` file, "
+        "most production traffic first.")] = None,
     strategy: Annotated[str, typer.Option(
         help="coverage (aim at uncovered chunks), random (any chunk) or overlap (covered "
         "chunks).")] = "coverage",
@@ -95,6 +98,8 @@ def generate(
                         max_attempts=max_attempts, seed=seed, max_calls=max_calls)
     config.check()
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
+    if targets is not None:
+        config.priority = _gap_priority(targets, corpus_obj, quiet)
     seed_suite = load_suite(queries) if queries is not None else None
     gen = make_generator(generator, corpus_obj.texts, model=model, base_url=base_url,
                          api_key_env=api_key_env, mode=mode, prompt=prompt,
@@ -115,6 +120,18 @@ def generate(
                              seed_suite=seed_suite, on_step=None if quiet else show,
                              ragas=ragas, deepeval=deepeval)
     _print_summary(summary)
+
+
+def _gap_priority(path: Path, corpus: Any, quiet: bool) -> list[str]:
+    from ragcov.generation.targets import gap_targets
+
+    ids, unknown = gap_targets(path, corpus)
+    if unknown and not quiet:
+        err.print(f"ragcov: warning: {len(unknown)} chunk(s) of {path} are not in this corpus "
+                  f"(first: {unknown[0]}); left out", markup=False)
+    if not ids:
+        raise RagcovError(f"{path}: no untested chunk of this corpus to aim at")
+    return ids
 
 
 def _print_summary(s: Any) -> None:

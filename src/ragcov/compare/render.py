@@ -59,10 +59,15 @@ def diff_totals(d: CoverageDiff, precision: int = 1) -> list[str]:
     return lines
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+def _table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
+    """Aligned columns; ``align`` is one letter per column, l or r (default: l then r...)."""
+    align = align or "l" + "r" * (len(header) - 1)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
-                              for i, (c, w) in enumerate(zip(r, widths)))
+
+    def fmt(r: list[str]) -> str:
+        return "  ".join(c.ljust(w) if a == "l" else c.rjust(w)
+                         for c, w, a in zip(r, widths, align)).rstrip()
+
     return [fmt(header), "-" * len(fmt(header)), *(fmt(r) for r in rows)]
 
 
@@ -162,7 +167,7 @@ def gap_text(g: TrafficGap, precision: int = 1, top: int = 20) -> str:
     lines = gap_totals(g, precision)
     if g.untested:
         lines += ["", *_table(["Untested chunk", "Document", "Hits", "Example production query"],
-                              _gap_rows(g, top))]
+                              _gap_rows(g, top), "llrl")]
     if g.documents:
         lines += ["", *_table(["Document", "Untested chunks", "Hits on them", "All hits"], [
             [d.doc_id, str(d.untested_chunks), str(d.traffic_hits), str(d.total_traffic_hits)]

@@ -42,11 +42,13 @@ def run_generation(corpus: Corpus, retriever: Any, generator: Any, k: int, out: 
     out, data_file = Path(out), Path(data_file)
     if out.suffix.lower() not in (".jsonl", ".ndjson"):
         raise RagcovError(f"{out}: the generated suite is written as JSON lines (.jsonl)")
-    if vectors is None and config.strategy == "coverage" and config.policy == "isolated":
+    if vectors is None and config.strategy == "coverage" and config.policy == "isolated" \
+            and config.priority is None:
         vectors = chunk_vectors(retriever, corpus)
+    priority = None if config.priority is None else [corpus.index_of(c) for c in config.priority]
     picker = TargetPicker([c.doc_id for c in corpus], config.strategy,
                           config.policy, config.targets_per_call, config.max_attempts,
-                          config.seed, vectors)
+                          config.seed, vectors, priority)
     accepted, rejected = _read_journals(out)
     data = CoverageData(data_file)
     _prepare_data_file(data, corpus, retriever, k, seed_suite, accepted)

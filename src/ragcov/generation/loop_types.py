@@ -21,6 +21,7 @@ class LoopConfig:
     max_attempts: int = 2                   # per target chunk (coverage strategy)
     seed: int = 0
     max_calls: int | None = None            # generator calls; default 5 x budget
+    priority: list[str] | None = None       # chunk ids to aim at, most wanted first (--targets)
 
     def check(self) -> None:
         """Refuse impossible settings before any corpus is loaded or model started."""

@@ -8,6 +8,10 @@ likely to land on covered ground) or ``random``. A chunk that was aimed at
 The baselines are what peers do: ``random`` (any chunk, as RAGAS/DeepEval seed)
 and ``overlap`` (chunks already covered).
 
+With a ``priority`` (``ragcov generate --targets gap.json``: the untested chunks
+production retrieves most, most-used first) only those chunks are aimed at, in
+that order, whatever the policy: the gap is closed where users feel it first.
+
 Draws use a generator seeded by (seed, step), so a resumed run picks exactly
 what an uninterrupted one would have.
 """
@@ -42,9 +46,13 @@ def validate(strategy: str, policy: str, targets_per_call: int = 1, max_attempts
 class TargetPicker:
     def __init__(self, doc_ids: Sequence[str], strategy: str = "coverage", policy: str = "order",
                  targets_per_call: int = 1, max_attempts: int = 2, seed: int = 0,
-                 vectors: np.ndarray | sp.spmatrix | None = None) -> None:
+                 vectors: np.ndarray | sp.spmatrix | None = None,
+                 priority: Sequence[int] | None = None) -> None:
         validate(strategy, policy, targets_per_call, max_attempts)
-        if strategy == "coverage" and policy == "isolated" and vectors is None:
+        if priority is not None and strategy != "coverage":
+            raise RagcovError("--targets aims at untested chunks: it needs --strategy coverage")
+        if strategy == "coverage" and policy == "isolated" and vectors is None \
+                and priority is None:
             raise RagcovError("the isolated policy needs chunk vectors")
         self.doc_ids = np.asarray(list(doc_ids), dtype=object)
         self.n = len(self.doc_ids)
@@ -56,11 +64,18 @@ class TargetPicker:
         self.vectors = vectors
         self._maxsim = np.full(self.n, -np.inf)
         self._seen_covered = np.zeros(self.n, dtype=bool)
+        # Per chunk, its place in the priority list (unlisted: never aimed at).
+        self._rank: np.ndarray | None = None
+        if priority is not None:
+            self._rank = np.full(self.n, np.iinfo(np.int64).max, dtype=np.int64)
+            for place, col in reversed(list(enumerate(priority))):
+                self._rank[col] = place  # reversed: a repeated chunk keeps its first place
 
     def candidates(self, covered: np.ndarray, attempts: np.ndarray) -> np.ndarray:
         """Boolean mask of the chunks this strategy may aim at now."""
         if self.strategy == "coverage":
-            return ~covered & (attempts < self.max_attempts)
+            pool = ~covered & (attempts < self.max_attempts)
+            return pool if self._rank is None else pool & (self._rank < np.iinfo(np.int64).max)
         fresh = attempts == 0
         if self.strategy == "overlap":
             if not covered.any():
@@ -83,6 +98,8 @@ class TargetPicker:
 
     def _first(self, pool: np.ndarray, covered: np.ndarray, rng: np.random.Generator) -> int:
         idx = np.flatnonzero(pool)
+        if self._rank is not None:
+            return int(idx[np.argmin(self._rank[idx])])
         if self.strategy != "coverage" or self.policy == "random":
             return int(rng.choice(idx))
         if self.policy == "order":
@@ -126,3 +143,29 @@ def chunk_vectors(retriever: Any, corpus: Any) -> Any:
     from ragcov.generation.tfidf import TermStats
 
     return TermStats(corpus.texts).matrix()
+
+
+def gap_targets(path: Any, corpus: Any) -> tuple[list[str], list[str]]:
+    """The untested chunk ids of a ``ragcov gap --format json`` file, most traffic first.
+
+    Returns them with the ids this corpus does not hold (left out, for a warning).
+    """
+    from ragcov.files import load_json
+
+    doc = load_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("untested"), list) \
+            or "traffic_weighted_coverage" not in doc:
+        raise RagcovError(f"{path}: not a `ragcov gap --format json` file")
+    if doc.get("format") != 1:
+        raise RagcovError(f"{path}: gap format {doc.get('format')!r} is not one this ragcov "
+                          "reads (format 1)")
+    rows = sorted(enumerate(doc["untested"]),
+                  key=lambda r: (-int(r[1].get("traffic_hits", 0)), r[0]))
+    ids = []
+    for n, item in rows:
+        cid = item.get("chunk_id") if isinstance(item, dict) else None
+        if not isinstance(cid, str):
+            raise RagcovError(f"{path}: untested[{n}] has no chunk_id")
+        ids.append(cid)
+    unknown = set(corpus.unknown(ids))
+    return [c for c in ids if c not in unknown], [c for c in ids if c in unknown]
