@@ -449,3 +449,18 @@ def test_keyboard_shortcuts_in_headless_chromium(browser, data_file: Path, tmp_p
     assert browser.find_element(By.ID, "total-cc").text == "44%"
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
+
+
+@pytest.mark.parametrize(("texts", "text"), [
+    (["0123456789 abc", "789 abc def ghij"], None),                    # 7 shared: chance
+    (["the first sentence here", "sentence here and more"], "the first sentence here and more"),
+    (["abcdefgh abcdefgh", "abcdefgh tail"], "abcdefgh abcdefgh tail"),  # the longest overlap
+])
+def test_stitch_joins_chunks_at_their_overlap(texts, text):
+    from ragcov.report.overlap import stitch
+
+    got = stitch(texts)
+    assert (got[0] if got else None) == text
+    if got:
+        doc, spans = got
+        assert [doc[a:b] for a, b in spans] == texts

@@ -41,9 +41,9 @@ def add_extras(ctx: dict[str, Any], scoped: Scoped) -> None:
              "chunks": ", ".join(ids[i] for i in s.chunks),
              "href": next((f"#{anchor[ids[i]]}" for i in s.chunks if ids[i] in anchor), "")}
             for s in segs]
+    paged = {p["doc"]["id"] for p in ctx["pages"]}
     ctx["excluded"] = [{"id": e.chunk_id, "doc": e.doc_id, "reason": e.reason,
-                        "file": document_filename(e.doc_id)
-                        if any(p["doc"]["id"] == e.doc_id for p in ctx["pages"]) else None}
+                        "file": document_filename(e.doc_id) if e.doc_id in paged else None}
                        for e in scoped.excluded]
     rows = m.row_of()
     ctx["redundant"] = [{"id": t.query_id, "why": t.why, "row": rows[t.query_id],

@@ -25,9 +25,19 @@ class Segment:
 
 
 def _overlap(prev: str, nxt: str) -> int:
-    for o in range(min(len(prev), len(nxt)) - 1, MIN_OVERLAP - 1, -1):
-        if prev.endswith(nxt[:o]):
-            return o
+    """The longest end of ``prev`` that ``nxt`` begins with (0 if under MIN_OVERLAP).
+
+    Only the places where ``nxt``'s first characters occur in ``prev`` are tried, so
+    the cost is one scan of ``prev`` rather than one comparison per possible length.
+    """
+    head = nxt[:MIN_OVERLAP]
+    if len(head) < MIN_OVERLAP:
+        return 0
+    start = prev.find(head)
+    while start != -1:
+        if nxt.startswith(prev[start:]):
+            return len(prev) - start
+        start = prev.find(head, start + 1)
     return 0
 
 
