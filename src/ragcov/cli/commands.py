@@ -12,7 +12,6 @@ from typing import Annotated
 import typer
 
 from ragcov.cli.ci_formats import badge, lcov, xml
-from ragcov.cli.ci_formats import badge, lcov, xml
 from ragcov.cli.combine import combine
 from ragcov.cli.demo import demo
 from ragcov.cli.diff import diff
@@ -74,9 +73,6 @@ COMMANDS = [
     ("faults", faults),
     ("generate", generate),
     ("html", html),
-    ("xml", xml),
-    ("lcov", lcov),
-    ("badge", badge),
     ("xml", xml),
     ("lcov", lcov),
     ("badge", badge),
