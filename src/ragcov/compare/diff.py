@@ -176,14 +176,16 @@ def match_chunks(base: Recording, head: Recording) -> np.ndarray:
         by_hash.setdefault(h, []).append(j)
     taken = np.zeros(head.n_chunks, dtype=bool)
     out = np.full(base.n_chunks, -1, dtype=np.int64)
-    for i, h in enumerate(base.chunk_hashes):
-        for pool in (pools.get((str(base.doc_ids[i]), h)), by_hash.get(h)):
+    for same_doc in (True, False):  # every same-document copy first, then any copy
+        for i, h in enumerate(base.chunk_hashes):
+            if out[i] >= 0:
+                continue
+            pool = pools.get((str(base.doc_ids[i]), h)) if same_doc else by_hash.get(h)
             while pool and taken[pool[-1]]:
                 pool.pop()
             if pool:
                 out[i] = pool.pop()
                 taken[out[i]] = True
-                break
     return out
 
 
