@@ -89,3 +89,83 @@ def test_skip_covered_says_how_many_documents_it_left_out(recorded: Path, capsys
     assert "asia" not in out
     _, out, _ = cli(capsys, "report")
     assert "skipped" not in out and "asia" in out
+
+
+# A real retriever whose results carry text but no id: ragcov matches them to the
+# corpus by content and warns that it did.
+BY_CONTENT = textwrap.dedent("""
+    def retrieve(text, k):
+        return [{"text": "Tokyo is the capital of Japan and a huge metropolis."}]
+""")
+
+
+def _env_with(folder: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(folder), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+def test_api_warning_points_at_the_callers_line_not_ragcov(tmp_path: Path,
+                                                           city_corpus_file: Path) -> None:
+    (tmp_path / "by_content.py").write_text(BY_CONTENT)
+    (tmp_path / "script.py").write_text(textwrap.dedent(f"""
+        from ragcov.api import measure
+        from ragcov.corpus import load_corpus
+        from ragcov.retrievers.adapters import wrap
+        from ragcov.suite import Suite
+        from by_content import retrieve
+
+        corpus = load_corpus({str(city_corpus_file)!r})
+        m = measure(corpus, Suite.from_texts(["capital of Japan"]), wrap(retrieve, corpus), k=1)
+        print(m.n_queries)
+    """))
+    proc = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env=_env_with(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2, proc.stderr  # Python's format: location, then the caller's line
+    assert lines[0].startswith(str(tmp_path / "script.py") + ":9: AdapterWarning: ")
+    assert "matched them to the corpus by content hash" in lines[0]
+    assert lines[1].strip().startswith("m = measure(")
+    assert "ragcov" + os.sep not in proc.stderr and "results.append" not in proc.stderr
+
+
+def test_pytest_warning_summary_names_the_test_not_ragcov(tmp_path: Path,
+                                                          city_corpus_file: Path) -> None:
+    (tmp_path / "by_content.py").write_text(BY_CONTENT)
+    (tmp_path / "test_app.py").write_text(textwrap.dedent("""
+        from ragcov.pytest_plugin import record
+        from by_content import retrieve
+
+        def test_japan():
+            r = record(retrieve)
+            assert r("capital of Japan", 1)
+    """))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           "--ragcov", "--ragcov-corpus", str(city_corpus_file), "test_app.py",
+                           "-W", "default"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=_env_with(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "AdapterWarning" in proc.stdout, proc.stdout
+    summary = proc.stdout[proc.stdout.index("warnings summary"):]
+    assert "test_app.py:7: AdapterWarning" in summary, summary
+    assert "resolver.py" not in summary and "langchain.py" not in summary
+
+
+@pytest.mark.slow
+def test_dask_worker_warnings_reach_the_user_once_as_one_line(tmp_path: Path,
+                                                              city_corpus_file: Path) -> None:
+    (tmp_path / "by_content.py").write_text(BY_CONTENT)
+    (tmp_path / "q.jsonl").write_text("".join(
+        json.dumps({"id": f"q{i}", "text": f"capital {i}"}) + "\n" for i in range(130)))
+    proc = subprocess.run([sys.executable, "-m", "ragcov", "run", "--corpus",
+                           str(city_corpus_file), "--queries", "q.jsonl", "--retriever",
+                           "by_content:retrieve", "--k", "1", "-q", "--engine", "dask",
+                           "--partitions", "2"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=_env_with(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    ours = [line for line in proc.stderr.splitlines() if "matched them to the corpus" in line]
+    assert ours == ["ragcov: warning: retriever results carry no corpus chunk id of their own; "
+                    "matched them to the corpus by content hash"], proc.stderr
+    assert "AdapterWarning" not in proc.stderr and "warnings.warn" not in proc.stderr

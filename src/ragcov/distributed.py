@@ -36,6 +36,7 @@ import math
 import os
 import threading
 import uuid
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -48,6 +49,7 @@ from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.progress import progress_bar, status
 from ragcov.retrieval import Run, run_retriever, validate_k
+from ragcov.retrievers.resolver import AdapterWarning
 from ragcov.suite import Suite
 
 # Retrievers built on a worker, by run token: one build per worker per run.
@@ -108,17 +110,51 @@ def _build_retriever(spec: dict[str, Any], corpus: Corpus, shared: dict[str, Any
                           progress=False)
 
 
+# A warning raised on a worker would print in the worker's log, with a source line of
+# Dask's; it is caught there and sent back, and the driver warns once per message.
+Caught = list[tuple[str, str]]
+_CATEGORIES: dict[str, type[Warning]] = {c.__name__: c for c in (
+    AdapterWarning, UserWarning, RuntimeWarning, DeprecationWarning, FutureWarning)}
+
+
+@contextlib.contextmanager
+def _catching() -> Iterator[Caught]:
+    caught: Caught = []
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        yield caught
+    caught += [(_category_name(r.category), str(r.message)) for r in records]
+
+
+def _category_name(category: type[Warning]) -> str:
+    return category.__name__ if category.__name__ in _CATEGORIES else "UserWarning"
+
+
+def _warn_caught(caught: Caught, shown: set[str]) -> None:
+    from ragcov.user_warnings import warn
+
+    for name, message in caught:
+        if message not in shown:
+            shown.add(message)
+            warn(message, _CATEGORIES.get(name, UserWarning))
+
+
 def _retrieve_shard(token: str, spec: dict[str, Any], corpus: Corpus,
-                    shared: dict[str, Any] | None, queries: list[tuple[str, str]], k: int) -> Run:
-    r = _worker_retriever(token, spec, corpus, shared)
-    # The corpus check stops a shard whose ids the corpus lacks after its first queries.
-    return run_retriever(r, queries, k, batch_size=spec["batch_size"], progress=False,
-                         corpus=corpus)
+                    shared: dict[str, Any] | None, queries: list[tuple[str, str]],
+                    k: int) -> tuple[Run, Caught]:
+    with _catching() as caught:
+        r = _worker_retriever(token, spec, corpus, shared)
+        # The corpus check stops a shard whose ids the corpus lacks after its first queries.
+        run = run_retriever(r, queries, k, batch_size=spec["batch_size"], progress=False,
+                            corpus=corpus)
+    return run, caught
 
 
 def _worker_fingerprint(token: str, spec: dict[str, Any], corpus: Corpus,
-                        shared: dict[str, Any] | None) -> dict[str, Any]:
-    return _worker_retriever(token, spec, corpus, shared).fingerprint()
+                        shared: dict[str, Any] | None) -> tuple[dict[str, Any], Caught]:
+    with _catching() as caught:
+        fingerprint = _worker_retriever(token, spec, corpus, shared).fingerprint()
+    return fingerprint, caught
 
 
 def _forget(token: str) -> None:
@@ -265,6 +301,7 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
     spec = {"kind": retriever, "model": model, "index": index, "batch_size": batch_size,
             "threads": threads}
     token = uuid.uuid4().hex
+    shown: set[str] = set()
     recall: dict[str, Any] | None = None
     with dask_client(scheduler, partitions, task_threads=threads) as client:
         parts = partitions or _n_workers(client)
@@ -288,12 +325,14 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
         if retriever != "dense":
             with status(f"Building retriever {retriever} on a worker ...",
                         enabled=progress and "://" not in retriever):
-                fingerprint = client.submit(_worker_fingerprint, token, spec, corpus_f,
-                                            shared_f, pure=False).result()
+                fingerprint, caught = client.submit(_worker_fingerprint, token, spec, corpus_f,
+                                                    shared_f, pure=False).result()
+            _warn_caught(caught, shown)
         if append:  # the same check as a local --append, before any query is retrieved
             todo = data.pending(todo, k, corpus.hash, fingerprint)
         try:
-            runs = _retrieve(client, token, spec, corpus_f, shared_f, todo, k, parts, progress)
+            runs = _retrieve(client, token, spec, corpus_f, shared_f, todo, k, parts, progress,
+                             shown)
         finally:
             with contextlib.suppress(Exception):
                 client.run(_forget, token)
@@ -304,7 +343,8 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
 
 
 def _retrieve(client: Any, token: str, spec: dict[str, Any], corpus_f: Any, shared_f: Any,
-              todo: list[tuple[str, str]], k: int, parts: int, progress: bool) -> list[Run]:
+              todo: list[tuple[str, str]], k: int, parts: int, progress: bool,
+              shown: set[str]) -> list[Run]:
     from dask.distributed import as_completed
 
     # One task per retrieval batch (still aligned on batch boundaries, so the result
@@ -318,7 +358,8 @@ def _retrieve(client: Any, token: str, spec: dict[str, Any], corpus_f: Any, shar
     with progress_bar("Retrieving (dask)", total=len(todo), enabled=progress) as advance:
         for fut in as_completed(futures):
             i = where[fut.key]
-            runs[i] = fut.result()
+            runs[i], caught = fut.result()
+            _warn_caught(caught, shown)
             advance(slices[i][1] - slices[i][0])
     return [r for r in runs if r is not None]
 

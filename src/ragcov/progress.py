@@ -89,3 +89,35 @@ def _ticking(update: Callable[[], None], every: float = 1.0) -> Iterator[None]:
     finally:
         stop.set()
         thread.join()
+
+
+@contextlib.contextmanager
+def per_batch(encoder: Any, advance: Callable[[int], None]) -> Iterator[Callable[[int], None]]:
+    """Advance the bar after every batch a torch encoder runs, not per slice of texts.
+
+    A forward hook on the model sees each batch go through; the slices and batches
+    themselves stay as they are, so the embeddings keep their bits. Yields
+    ``settle(n)``, called after each slice of ``n`` texts: it advances whatever the
+    hook did not see (all of it for an encoder that is not a torch module).
+    """
+    seen = [0]
+
+    def on_batch(module: Any, args: Any, output: Any) -> None:
+        features = args[0] if args else None
+        ids = features.get("input_ids") if hasattr(features, "get") else None
+        if ids is not None and hasattr(ids, "shape"):
+            seen[0] += int(ids.shape[0])
+            advance(int(ids.shape[0]))
+
+    def settle(n: int) -> None:
+        if n > seen[0]:
+            advance(n - seen[0])
+        seen[0] = 0
+
+    hook = getattr(encoder, "register_forward_hook", None)
+    handle = hook(on_batch) if hook is not None else None
+    try:
+        yield settle
+    finally:
+        if handle is not None:
+            handle.remove()

@@ -20,7 +20,7 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ import numpy as np
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
 from ragcov.files import atomic_path, cache_dir
-from ragcov.progress import progress_bar
+from ragcov.progress import per_batch, progress_bar
 from ragcov.retrievers.base import Ranked
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -137,7 +137,7 @@ def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str 
     out = np.empty((len(texts), dim), dtype=np.float32)
     with torch_threads(encode_threads(threads)), \
             progress_bar(label, total=len(texts), enabled=progress) as advance, \
-            _per_batch(encoder, advance) as settle:
+            per_batch(encoder, advance) as settle:
         for start in range(0, len(texts), ENCODE_CHUNK):
             part = list(texts[start:start + ENCODE_CHUNK])
             out[start:start + len(part)] = encoder.encode(
@@ -147,37 +147,6 @@ def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str 
             settle(len(part))
     return out
 
-
-@contextlib.contextmanager
-def _per_batch(encoder: Any, advance: Callable[[int], None]) -> Iterator[Callable[[int], None]]:
-    """Advance the bar after every batch the encoder runs, not every ENCODE_CHUNK texts.
-
-    A forward hook on the model sees each batch go through; the slices and batches
-    themselves stay as they are, so the embeddings keep their bits. Yields
-    ``settle(n)``, called after each slice of ``n`` texts: it advances whatever the
-    hook did not see (all of it for an encoder that is not a torch module).
-    """
-    seen = [0]
-
-    def on_batch(module: Any, args: Any, output: Any) -> None:
-        features = args[0] if args else None
-        ids = features.get("input_ids") if hasattr(features, "get") else None
-        if ids is not None and hasattr(ids, "shape"):
-            seen[0] += int(ids.shape[0])
-            advance(int(ids.shape[0]))
-
-    def settle(n: int) -> None:
-        if n > seen[0]:
-            advance(n - seen[0])
-        seen[0] = 0
-
-    hook = getattr(encoder, "register_forward_hook", None)
-    handle = hook(on_batch) if hook is not None else None
-    try:
-        yield settle
-    finally:
-        if handle is not None:
-            handle.remove()
 
 
 def embedding_cache_path(corpus: Corpus, model_name: str) -> Path:

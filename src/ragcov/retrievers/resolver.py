@@ -14,13 +14,13 @@ query, the item's rank and the item (:func:`unusable`).
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragcov.errors import RagcovError
 from ragcov.fields import FieldError, Ranked, parse_id
 from ragcov.files import text_hash
+from ragcov.user_warnings import warn
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
@@ -118,11 +118,8 @@ class IdResolver:
         self.fallbacks[how] = self.fallbacks.get(how, 0) + 1
         if how not in self._warned:
             self._warned.add(how)
-            warnings.warn(
-                f"{self.label} results carry no corpus chunk id of their own; "
-                f"matched them to the corpus by {how}",
-                AdapterWarning, stacklevel=4,
-            )
+            warn(f"{self.label} results carry no corpus chunk id of their own; "
+                 f"matched them to the corpus by {how}", AdapterWarning)
 
 
 # ------------------------------------------------------------ naming and checks
