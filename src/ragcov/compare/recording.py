@@ -35,6 +35,7 @@ class Recording:
     hit_query: np.ndarray          # per hit, the query's position (int64)
     hit_chunk: np.ndarray          # per hit, the chunk's position (int64)
     hit_rank: np.ndarray | None    # per hit, 1-based rank (int32), when read
+    texts: list[str] | None = None  # every query's text, when built in memory (not read)
 
     @property
     def n_chunks(self) -> int:
@@ -54,6 +55,8 @@ class Recording:
         """The texts of the queries at these positions (a report shows a few, not all)."""
         if not rows:
             return {}
+        if self.texts is not None:
+            return {r: self.texts[r] for r in rows}
         wanted = sorted({self.query_ids[r] for r in rows})
         found: dict[str, str] = {}
         with CoverageData(self.path).reading() as con:
