@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -169,3 +171,106 @@ def test_dask_worker_warnings_reach_the_user_once_as_one_line(tmp_path: Path,
     assert ours == ["ragcov: warning: retriever results carry no corpus chunk id of their own; "
                     "matched them to the corpus by content hash"], proc.stderr
     assert "AdapterWarning" not in proc.stderr and "warnings.warn" not in proc.stderr
+
+
+# ------------------------------------------------------------ parallel mode, combine, erase
+SHARD = re.compile(r"^\.ragcov\.[^.]+\.\d+\.[0-9a-f]{6}$")
+
+
+def _parallel_runs(capsys, folder: Path, corpus: Path, ks: tuple[int, int] = (1, 1)) -> list[Path]:
+    for n, (text, k) in enumerate(zip(["Tokyo, the capital of Japan", "Berlin capital"], ks)):
+        (folder / f"q{n}.jsonl").write_text(json.dumps({"id": f"q{n}", "text": text}) + "\n")
+        code, _, err = cli(capsys, "run", "--corpus", str(corpus), "--queries", f"q{n}.jsonl",
+                           "--retriever", "bm25", "--k", str(k), "-q", "--parallel-mode")
+        assert code == 0, err
+    return sorted(p for p in folder.iterdir() if p.name.startswith(".ragcov."))
+
+
+def _recorded_queries(path: Path) -> list[str]:
+    """Read straight from the SQLite file, not through ragcov."""
+    con = sqlite3.connect(path)
+    try:
+        return sorted(row[0] for row in con.execute("SELECT id FROM queries"))
+    finally:
+        con.close()
+
+
+def test_parallel_mode_shards_are_found_combined_and_removed(tmp_path: Path, monkeypatch,
+                                                            city_corpus_file: Path,
+                                                            capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    shards = _parallel_runs(capsys, tmp_path, city_corpus_file)
+    assert len(shards) == 2 and all(SHARD.match(p.name) for p in shards), shards
+    assert not (tmp_path / ".ragcov").exists()
+    code, out, err = cli(capsys, "combine")
+    assert code == 0, err
+    assert [f"Combined data file {p.name}" for p in shards] == out.splitlines()[:2]
+    assert _recorded_queries(tmp_path / ".ragcov") == ["q0", "q1"]
+    assert not any(p.exists() for p in shards)
+    code, _, err = cli(capsys, "combine")
+    assert code == 1 and err.strip() == "ragcov: error: No data to combine"
+
+
+def test_combine_keep_and_append(tmp_path: Path, monkeypatch, city_corpus_file: Path,
+                                 capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    shards = _parallel_runs(capsys, tmp_path, city_corpus_file)
+    first = next(p for p in shards if _recorded_queries(p) == ["q0"])
+    code, _, _ = cli(capsys, "combine", "--keep", str(first))
+    assert code == 0 and all(p.exists() for p in shards)
+    assert _recorded_queries(tmp_path / ".ragcov") == ["q0"]
+    code, _, err = cli(capsys, "combine", "--append", ".")  # a folder: its shards
+    assert code == 0, err
+    assert _recorded_queries(tmp_path / ".ragcov") == ["q0", "q1"]
+    assert not any(p.exists() for p in shards)
+
+
+def test_combine_refuses_shards_of_different_runs_and_keeps_them(tmp_path: Path, monkeypatch,
+                                                                 city_corpus_file: Path,
+                                                                 capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    shards = _parallel_runs(capsys, tmp_path, city_corpus_file, ks=(1, 2))
+    code, _, err = cli(capsys, "combine")
+    assert code == 1 and "k differs" in err
+    assert all(p.exists() for p in shards) and not (tmp_path / ".ragcov").exists()
+
+
+def test_combine_skips_a_stray_file_named_like_a_shard(tmp_path: Path, monkeypatch,
+                                                       city_corpus_file: Path, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    shards = _parallel_runs(capsys, tmp_path, city_corpus_file)
+    (tmp_path / ".ragcov.notes").write_text("not a data file")
+    code, _, err = cli(capsys, "combine")
+    assert code == 0
+    assert "ragcov: warning: couldn't use data file .ragcov.notes" in err
+    assert (tmp_path / ".ragcov.notes").exists() and not any(p.exists() for p in shards)
+
+
+def test_erase_removes_the_data_file_and_shards(tmp_path: Path, monkeypatch,
+                                                city_corpus_file: Path, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    shards = _parallel_runs(capsys, tmp_path, city_corpus_file)
+    cli(capsys, "combine", "--keep")
+    code, out, err = cli(capsys, "erase")
+    assert code == 0 and out == "" and err == ""
+    assert not (tmp_path / ".ragcov").exists() and not any(p.exists() for p in shards)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl", "q0.jsonl", "q1.jsonl"]
+    code, _, _ = cli(capsys, "erase")  # nothing to erase is not an error (coverage erase)
+    assert code == 0
+
+
+def test_erase_refuses_a_file_that_is_not_ragcovs_and_deletes_nothing(
+        tmp_path: Path, monkeypatch, city_corpus_file: Path, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    shards = _parallel_runs(capsys, tmp_path, city_corpus_file)
+    con = sqlite3.connect(tmp_path / "other.db")  # a SQLite file of someone else's
+    con.execute("CREATE TABLE coverage_schema (version integer)")
+    con.commit()
+    con.close()
+    code, _, err = cli(capsys, "erase", "--data-file", "other.db")
+    assert code == 1 and "other.db: is not a ragcov data file; refusing to erase it" in err
+    assert (tmp_path / "other.db").exists()
+    (tmp_path / ".ragcov").write_text("my notes\n")
+    code, _, err = cli(capsys, "erase")
+    assert code == 1 and ".ragcov: is not a ragcov data file" in err
+    assert (tmp_path / ".ragcov").read_text() == "my notes\n" and all(p.exists() for p in shards)
