@@ -1,0 +1,81 @@
+"""Configuration mistakes are errors that name the file, the table or key, and the fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import cli
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch, city_corpus_file: Path, capsys) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "q", "text": "Tokyo, capital of Japan"}) + "\n")
+    code, _, err = cli(capsys, "run", "--corpus", str(city_corpus_file), "--queries", "q.jsonl",
+                       "--retriever", "bm25", "--k", "1", "-q")
+    assert code == 0, err
+    return tmp_path
+
+
+@pytest.mark.parametrize("file, text, message", [
+    ("pyproject.toml", "[tool.ragcov.reprot]\nfail_under = 90\n",
+     "pyproject.toml: unknown table [tool.ragcov.reprot] (did you mean [tool.ragcov.report]?)"),
+    ("ragcov.toml", "[reprot]\nfail_under = 90\n",
+     "ragcov.toml: unknown table [reprot] (did you mean [report]?)"),
+    ("ragcov.toml", "[report]\nfail_undr = 90\n",
+     "ragcov.toml: [report] has unknown setting(s) fail_undr (did you mean fail_under?)"),
+    ("pyproject.toml", "[tool.ragcov]\nshow_mising = true\n",
+     "pyproject.toml: unknown setting(s) show_mising in [tool.ragcov] (did you mean show_missing?)"),
+])
+def test_a_misspelt_table_or_key_is_an_error(project: Path, capsys, file: str, text: str,
+                                             message: str) -> None:
+    """Before, the misspelt [reprot] table was ignored: the gate was off and the exit 0."""
+    (project / file).write_text(text)
+    code, out, err = cli(capsys, "report")
+    assert code == 1 and out == ""
+    assert err.startswith(f"ragcov: error: {message}") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("file, text, message", [
+    ("ragcov.toml", '[run]\nk = "one"\n', "ragcov.toml: [run] k = 'one': not an integer"),
+    ("ragcov.toml", 'k = "one"\n', "ragcov.toml: k = 'one': not an integer"),
+    ("ragcov.toml", "k = 2.5\n", "ragcov.toml: k = 2.5: not an integer"),
+    ("ragcov.toml", "[report]\nshow_missing = \"yes\"\n",
+     "ragcov.toml: [report] show_missing = 'yes': not true or false"),
+    ("ragcov.toml", "[report]\nfail_under = \"high\"\n",
+     "ragcov.toml: [report] fail_under = 'high': not a number"),
+    ("pyproject.toml", '[tool.ragcov.run]\nk = "one"\n',
+     "pyproject.toml: [tool.ragcov.run] k = 'one': not an integer"),
+])
+def test_a_bad_value_blames_the_config_file_not_the_flag(project: Path, capsys, file: str,
+                                                        text: str, message: str) -> None:
+    (project / file).write_text(text)
+    code, _, err = cli(capsys, "report")
+    assert code == 1
+    assert err.strip() == f"ragcov: error: {message}"
+    assert "--k" not in err and "Invalid value" not in err
+
+
+def test_good_settings_still_apply(project: Path, capsys) -> None:
+    (project / "ragcov.toml").write_text("k = 1\n[report]\nfail_under = 90\nprecision = 1\n")
+    code, _, err = cli(capsys, "report")
+    assert code == 2 and "fail-under=90" in err
+
+
+def test_every_registered_option_is_a_known_setting() -> None:
+    """Known names come from the commands themselves: a new option needs no list updated."""
+    from typer.main import get_command
+
+    from ragcov.cli.commands import app
+    from ragcov.config import default_map
+
+    group = get_command(app)
+    commands = {name: [p.name for p in cmd.params if p.name]
+                for name, cmd in group.commands.items()}  # type: ignore[attr-defined]
+    assert {"combine", "erase", "run", "report"} <= set(commands)
+    settings = {name: {option: None for option in options} for name, options in commands.items()}
+    got = default_map(settings, commands, "ragcov.toml")
+    assert got["run"]["parallel_mode"] is None and got["combine"]["keep"] is None
