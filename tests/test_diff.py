@@ -227,7 +227,7 @@ def recording(sets: list[list[int]], n_chunks: int, name: str) -> Recording:
     return Recording(path=Path(name), meta=new_meta(3, {"kind": "test"}, "h"),
                      chunk_ids=[f"c{j}" for j in range(n_chunks)],
                      doc_ids=np.array([f"d{j % 3}" for j in range(n_chunks)], dtype=object),
-                     chunk_hashes=[f"h{j}" for j in range(n_chunks)],
+                     _hashes=[f"h{j}" for j in range(n_chunks)],
                      query_ids=[f"q{i}" for i in range(len(sets))], hit_query=q, hit_chunk=c,
                      hit_rank=None)
 

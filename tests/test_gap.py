@@ -193,7 +193,7 @@ def recording(sets: list[list[int]], name: str, n: int = 10) -> Recording:
     return Recording(path=Path(name), meta=new_meta(3, {"kind": "test"}, "h"),
                      chunk_ids=[f"c{j}" for j in range(n)],
                      doc_ids=np.array([f"d{j // 4}" for j in range(n)], dtype=object),
-                     chunk_hashes=[f"h{j}" for j in range(n)],
+                     _hashes=[f"h{j}" for j in range(n)],
                      query_ids=[f"{name}{i}" for i in range(len(sets))], hit_query=q,
                      hit_chunk=np.array([x for s in sets for x in s], dtype=np.int64),
                      hit_rank=np.array([r + 1 for s in sets for r in range(len(s))],

@@ -127,7 +127,9 @@ def coverage_diff(base_path: str | os.PathLike[str], head_path: str | os.PathLik
 
 
 def diff_recordings(base: Recording, head: Recording) -> CoverageDiff:
-    same = base.chunk_ids == head.chunk_ids and base.chunk_hashes == head.chunk_hashes
+    same = base.chunk_ids == head.chunk_ids and (
+        base.meta.corpus_hash == head.meta.corpus_hash
+        or base.chunk_hashes() == head.chunk_hashes())
     b2h = np.arange(base.n_chunks, dtype=np.int64) if same else match_chunks(base, head)
     h2b = np.full(head.n_chunks, -1, dtype=np.int64)
     h2b[b2h[b2h >= 0]] = np.flatnonzero(b2h >= 0)
@@ -147,10 +149,12 @@ def diff_recordings(base: Recording, head: Recording) -> CoverageDiff:
     removed_doc = (h_chunks == 0)[base_codes]
     gained = np.flatnonzero(cov_h & ~h_in_b & ~new_doc)
     lost = np.flatnonzero(cov_b & ~b_in_h & ~removed_doc)
-    changes = [DocumentChange(str(docs[d]), int(b_chunks[d]), int(b_cov[d]), int(h_chunks[d]),
-                              int(h_cov[d])) for d in range(nd)]
-    both = [c for c in changes if c.base_chunks and c.head_chunks]
-    both.sort(key=lambda c: (-abs(c.change), c.doc_id))
+    changes = [DocumentChange(str(docs[d]), bn, bc, hn, hc) for d, bn, bc, hn, hc in zip(
+        range(nd), b_chunks.tolist(), b_cov.tolist(), h_chunks.tolist(), h_cov.tolist())]
+    # Most changed first (ties: corpus order), sorted by NumPy rather than per object.
+    in_both = np.flatnonzero((b_chunks > 0) & (h_chunks > 0))
+    change = h_cov[in_both] / h_chunks[in_both] - b_cov[in_both] / b_chunks[in_both]
+    both = [changes[d] for d in in_both[np.argsort(-np.abs(change), kind="stable")]]
     rows_b, rows_h, jac, only_b, only_h = _query_jaccard(base, head, b2h)
     return CoverageDiff(
         base=base, head=head, same_corpus=same, base_covered=int(cov_b.sum()),
@@ -170,14 +174,15 @@ def match_chunks(base: Recording, head: Recording) -> np.ndarray:
     """
     pools: dict[tuple[str, str], list[int]] = {}
     by_hash: dict[str, list[int]] = {}
+    head_hashes = head.chunk_hashes()
     for j in range(head.n_chunks - 1, -1, -1):  # reversed: pop() takes the first
-        h = head.chunk_hashes[j]
+        h = head_hashes[j]
         pools.setdefault((str(head.doc_ids[j]), h), []).append(j)
         by_hash.setdefault(h, []).append(j)
     taken = np.zeros(head.n_chunks, dtype=bool)
     out = np.full(base.n_chunks, -1, dtype=np.int64)
     for same_doc in (True, False):  # every same-document copy first, then any copy
-        for i, h in enumerate(base.chunk_hashes):
+        for i, h in enumerate(base.chunk_hashes()):
             if out[i] >= 0:
                 continue
             pool = pools.get((str(base.doc_ids[i]), h)) if same_doc else by_hash.get(h)
@@ -191,20 +196,21 @@ def match_chunks(base: Recording, head: Recording) -> np.ndarray:
 
 def _doc_codes(a: np.ndarray, b: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
     """One numbering of the documents of both corpora, in order of first appearance."""
-    index: dict[str, int] = {}
-    ca = np.fromiter((index.setdefault(d, len(index)) for d in a), np.int64, len(a))
-    cb = np.fromiter((index.setdefault(d, len(index)) for d in b), np.int64, len(b))
-    return list(index), ca, cb
+    names = list(dict.fromkeys([*dict.fromkeys(a.tolist()), *dict.fromkeys(b.tolist())]))
+    index = {d: i for i, d in enumerate(names)}
+    ca = np.fromiter(map(index.__getitem__, a.tolist()), np.int64, len(a))
+    cb = np.fromiter(map(index.__getitem__, b.tolist()), np.int64, len(b))
+    return names, ca, cb
 
 
 def _query_jaccard(base: Recording, head: Recording, b2h: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
     """Jaccard of the retrieved sets of every query in both files, all rows at once.
 
-    Hits become keys ``row * U + chunk`` in one chunk numbering (HEAD's, with BASE's
-    unmatched chunks after it); one sort of both key arrays together puts each shared
-    hit next to its twin, so the intersections are one comparison and one bincount
-    (no Python loop over queries).
+    Each side becomes a (queries x k) table of chunk numbers in one numbering
+    (HEAD's, with BASE's unmatched chunks after it), sorted and de-duplicated per
+    row; the intersections are then k column comparisons over the whole table, with
+    no Python loop over queries.
     """
     if base.query_ids == head.query_ids:
         rows_b = rows_h = np.arange(base.n_queries, dtype=np.int64)
@@ -214,25 +220,47 @@ def _query_jaccard(base: Recording, head: Recording, b2h: np.ndarray
         arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
         rows_b, rows_h = arr[:, 0], arr[:, 1]
     n = rows_b.size
-    common_b = np.full(base.n_queries, -1, dtype=np.int64)
-    common_b[rows_b] = np.arange(n)
-    common_h = np.full(head.n_queries, -1, dtype=np.int64)
-    common_h[rows_h] = np.arange(n)
-    universe = head.n_chunks + base.n_chunks
-    bc = np.where(b2h >= 0, b2h, head.n_chunks + np.arange(base.n_chunks))[base.hit_chunk]
-    qb, qh = common_b[base.hit_query], common_h[head.hit_query]
-    kb = qb[qb >= 0] * universe + bc[qb >= 0]
-    kh = qh[qh >= 0] * universe + head.hit_chunk[qh >= 0]
-    # Tagged with their side (low bit) so a chunk listed twice by one query counts once.
-    keys = np.concatenate([kb * 2, kh * 2 + 1])
-    keys.sort()
-    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
-    rows, side = (keys >> 1) // universe, keys & 1
-    size_b = np.bincount(rows[side == 0], minlength=n)
-    size_h = np.bincount(rows[side == 1], minlength=n)
-    pair = (keys[1:] >> 1) == (keys[:-1] >> 1)
-    inter = np.bincount(rows[1:][pair], minlength=n)
+    mapped = None if (b2h == np.arange(b2h.size)).all() and b2h.size <= head.n_chunks else \
+        np.where(b2h >= 0, b2h, head.n_chunks + np.arange(base.n_chunks))
+    a = _table(base, rows_b, n, mapped, pad=-1)
+    h = _table(head, rows_h, n, None, pad=-2)
+    size_b, size_h = (a >= 0).sum(axis=1), (h >= 0).sum(axis=1)
+    inter = np.zeros(n, dtype=np.int64)
+    for j in range(h.shape[1]):  # rows hold distinct chunks: each HEAD one matches once
+        inter += (a == h[:, j:j + 1]).any(axis=1)
     union = size_b + size_h - inter
     jac = np.where(union > 0, inter / np.maximum(union, 1), 1.0)
     return rows_b, rows_h, jac, base.n_queries - n, head.n_queries - n
 
+
+def _table(rec: Recording, rows: np.ndarray, n: int, mapped: np.ndarray | None, pad: int
+           ) -> np.ndarray:
+    """The chunks each compared query retrieved, one row per query, padded with ``pad``."""
+    if n == rec.n_queries and (rows == np.arange(n)).all():  # the same queries, in order
+        q, c = rec.hit_query, rec.hit_chunk
+    else:
+        common = np.full(rec.n_queries, -1, dtype=np.int64)
+        common[rows] = np.arange(n)
+        q = common[rec.hit_query]
+        keep = q >= 0
+        q, c = q[keep], rec.hit_chunk[keep]
+    if mapped is not None:
+        c = mapped[c]
+    if q.size and (q[1:] < q[:-1]).any():  # hits not grouped by query: group them
+        order = np.argsort(q, kind="stable")
+        q, c = q[order], c[order]
+    counts = np.bincount(q, minlength=n)
+    width = int(counts.max()) if counts.size else 0
+    # Every query the same number of hits, grouped: a reshape; otherwise a scatter.
+    table = c.reshape(n, width).copy() if q.size == n * width else _scatter(q, c, n, counts, pad)
+    table.sort(axis=1)
+    repeat = np.zeros(table.shape, dtype=bool)
+    repeat[:, 1:] = table[:, 1:] == table[:, :-1]
+    table[repeat] = pad  # a chunk listed twice by one query counts once
+    return table
+
+
+def _scatter(q: np.ndarray, c: np.ndarray, n: int, counts: np.ndarray, pad: int) -> np.ndarray:
+    table = np.full((n, int(counts.max()) if counts.size else 0), pad, dtype=np.int64)
+    table[q, np.arange(q.size) - (np.cumsum(counts) - counts)[q]] = c
+    return table

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ragcov.compare.recording import Recording, check_comparable, read_pair
 from ragcov.errors import RagcovError
+
+if TYPE_CHECKING:
+    import sqlite3
 
 # Example production queries kept per untested chunk.
 EXAMPLES = 3
@@ -79,10 +83,13 @@ def traffic_gap(tests_path: str | os.PathLike[str], traffic_path: str | os.PathL
     An imported trace records no retriever (``{"kind": "traces"}``), so the
     retriever is compared only when neither side is one.
     """
-    tests, traffic = read_pair(tests_path, traffic_path, ranks=(False, True))
+    # Coverage sets and hit counts need only the chunk of each hit; the example
+    # queries of the few chunks shown are looked up afterwards.
+    tests, traffic = read_pair(tests_path, traffic_path,
+                               ({"queries": False, "chunks": False}, {"queries": False}))
     traces = "traces" in (tests.meta.retriever.get("kind"), traffic.meta.retriever.get("kind"))
     check_comparable(tests, traffic, allow_different_k, allow_different_retriever or traces)
-    if tests.chunk_ids != traffic.chunk_ids:
+    if tests.n_chunks != traffic.n_chunks:
         raise RagcovError(f"{tests.path} and {traffic.path} list different chunks")
     return gap_recordings(tests, traffic, top)
 
@@ -108,20 +115,58 @@ def _with_examples(traffic: Recording, chunks: np.ndarray, hits: np.ndarray
     """Each chunk with the production queries that ranked it highest (best rank first)."""
     if chunks.size == 0:
         return []
+    if traffic.hit_rank is None:
+        picks = _examples_from_file(traffic, chunks)
+        ids = {row: qid for p in picks.values() for row, qid, _r, _t in p}
+        texts = {row: text for p in picks.values() for row, _q, _r, text in p}
+    else:
+        picks = _examples_in_memory(traffic, chunks)
+        ids = {row: traffic.query_ids[row] for p in picks.values() for row, *_ in p}
+        texts = traffic.query_texts(sorted(ids))
+    return [UntestedChunk(traffic.chunk_ids[j], str(traffic.doc_ids[j]), int(hits[j]),
+                          [ExampleQuery(ids[row], texts[row], rank)
+                           for row, _q, rank, _t in picks[int(j)]]) for j in chunks]
+
+
+Pick = list[tuple[int, str, int, str]]  # (query row, id, rank, text), best first
+
+
+def _examples_in_memory(traffic: Recording, chunks: np.ndarray) -> dict[int, Pick]:
     want = np.zeros(traffic.n_chunks, dtype=bool)
     want[chunks] = True
     sel = np.flatnonzero(want[traffic.hit_chunk])
-    c, q = traffic.hit_chunk[sel], traffic.hit_query[sel]
-    r = traffic.hit_rank[sel] if traffic.hit_rank is not None else np.zeros(sel.size, np.int32)
+    assert traffic.hit_rank is not None
+    c, q, r = traffic.hit_chunk[sel], traffic.hit_query[sel], traffic.hit_rank[sel]
     order = np.lexsort((q, r, c))  # by chunk, then rank, then recording order
     c, q, r = c[order], q[order], r[order]
     starts = np.searchsorted(c, chunks)
-    picks = {int(j): [(int(q[i]), int(r[i])) for i in range(s, min(s + EXAMPLES, c.size))
-                      if c[i] == j] for j, s in zip(chunks, starts)}
-    texts = traffic.query_texts(sorted({row for p in picks.values() for row, _ in p}))
-    return [UntestedChunk(traffic.chunk_ids[j], str(traffic.doc_ids[j]), int(hits[j]),
-                          [ExampleQuery(traffic.query_ids[row], texts[row], rank)
-                           for row, rank in picks[int(j)]]) for j in chunks]
+    return {int(j): [(int(q[i]), "", int(r[i]), "") for i in range(s, min(s + EXAMPLES, c.size))
+                     if c[i] == j] for j, s in zip(chunks, starts)}
+
+
+def _examples_from_file(traffic: Recording, chunks: np.ndarray) -> dict[int, Pick]:
+    """One SQL pass over the hits of just these chunks (SQLite scans; nothing is parsed)."""
+    from ragcov.data import CoverageData
+
+    out: dict[int, Pick] = {int(j): [] for j in chunks}
+    with CoverageData(traffic.path).reading() as con:
+        stored = _chunk_idx(con)  # position -> idx as stored (0..n-1 when ragcov wrote it)
+        back = {int(stored[j]): int(j) for j in chunks}
+        con.execute("CREATE TEMP TABLE wanted (chunk_idx INTEGER PRIMARY KEY)")
+        con.executemany("INSERT INTO wanted VALUES (?)", ((i,) for i in back))
+        rows = con.execute(
+            "SELECT b.chunk_idx, q.idx, q.id, b.rank, q.text FROM (SELECT h.chunk_idx, "
+            "h.query_idx, h.rank, ROW_NUMBER() OVER (PARTITION BY h.chunk_idx ORDER BY h.rank, "
+            "h.query_idx) AS n FROM hits h JOIN wanted w ON w.chunk_idx = h.chunk_idx) b "
+            f"JOIN queries q ON q.idx = b.query_idx WHERE b.n <= {EXAMPLES} "
+            "ORDER BY b.chunk_idx, b.n").fetchall()
+    for cidx, qidx, qid, rank, text in rows:
+        pick = out[back[cidx]]
+        if len(pick) < EXAMPLES:
+            pick.append((int(qidx), qid, int(rank), text))
+    return out
+
+
 
 
 def _documents(traffic: Recording, hits: np.ndarray, untested: np.ndarray
@@ -140,3 +185,10 @@ def _documents(traffic: Recording, hits: np.ndarray, untested: np.ndarray
     docs = docs[np.argsort(-u_hits[docs], kind="stable")]
     return [UntestedDocument(names[d], int(chunks[d]), int(n_untested[d]), int(u_hits[d]),
                              int(total[d])) for d in docs]
+
+
+def _chunk_idx(con: sqlite3.Connection) -> np.ndarray:
+    from ragcov.compare.recording import _ints
+
+    return _ints(con.execute("SELECT group_concat(idx) FROM (SELECT idx FROM chunks "
+                             "ORDER BY idx)").fetchone()[0])

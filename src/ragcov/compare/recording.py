@@ -2,8 +2,9 @@
 
 :meth:`CoverageData.matrix` builds one Python tuple per hit; at 10M hits that alone
 takes longer than a whole diff should. Here SQLite concatenates each integer column
-into one string inside a single statement (one snapshot, no Python object per row)
-and NumPy parses it. Query texts are read only for the few queries a report shows.
+into one string inside a single statement (no Python object per row) and NumPy
+parses it; only the columns a comparison needs are read, and query texts only for
+the few queries a report shows.
 """
 
 from __future__ import annotations
@@ -11,15 +12,17 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ragcov.data import CoverageData
-from ragcov.data.schema import Meta, check_compatible, read_meta
+from ragcov.data.schema import Meta, check_compatible, read_meta, retriever_key
 from ragcov.errors import RagcovError
+
+_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 @dataclass
@@ -30,26 +33,37 @@ class Recording:
     meta: Meta
     chunk_ids: list[str]
     doc_ids: np.ndarray            # per chunk, dtype object
-    chunk_hashes: list[str]
     query_ids: list[str]
-    hit_query: np.ndarray          # per hit, the query's position (int64)
+    hit_query: np.ndarray          # per hit, the query's position (int64); empty if not read
     hit_chunk: np.ndarray          # per hit, the chunk's position (int64)
-    hit_rank: np.ndarray | None    # per hit, 1-based rank (int32), when read
+    hit_rank: np.ndarray | None = None   # per hit, 1-based rank, when read
     texts: list[str] | None = None  # every query's text, when built in memory (not read)
+    chunk_count: int | None = None  # when the chunk table was not read
+    query_count: int | None = None  # when the query table was not read
+    _hashes: list[str] | None = field(default=None, repr=False)
 
     @property
     def n_chunks(self) -> int:
-        return len(self.chunk_ids)
+        return len(self.chunk_ids) if self.chunk_count is None else self.chunk_count
 
     @property
     def n_queries(self) -> int:
-        return len(self.query_ids)
+        return len(self.query_ids) if self.query_count is None else self.query_count
 
     def covered(self) -> np.ndarray:
         """Boolean mask of chunks retrieved at least once."""
         out = np.zeros(self.n_chunks, dtype=bool)
         out[self.hit_chunk] = True
         return out
+
+    def chunk_hashes(self) -> list[str]:
+        """Content hashes by chunk position (read on first use: only a corpus change needs them)."""
+        if self._hashes is None:
+            with CoverageData(self.path).reading() as con:
+                self._hashes = json.loads(con.execute(
+                    "SELECT json_group_array(hash) FROM (SELECT hash FROM chunks ORDER BY idx)"
+                ).fetchone()[0])
+        return self._hashes
 
     def query_texts(self, rows: list[int]) -> dict[int, str]:
         """The texts of the queries at these positions (a report shows a few, not all)."""
@@ -70,7 +84,7 @@ class Recording:
 
 def _ints(text: str | None) -> np.ndarray:
     if not text:
-        return np.zeros(0, dtype=np.int64)
+        return _EMPTY
     return np.fromstring(text, sep=",", dtype=np.int64)
 
 
@@ -78,49 +92,61 @@ def _strings(text: str | None) -> list[str]:
     return json.loads(text) if text else []
 
 
-def read_recording(path: str | os.PathLike[str], ranks: bool = False) -> Recording:
-    """Read the data file at ``path`` in one read transaction."""
+def read_recording(path: str | os.PathLike[str], queries: bool = True,
+                   chunks: bool = True) -> Recording:
+    """Read the data file at ``path`` in one read transaction.
+
+    ``queries=False`` reads neither the query ids nor which query made each hit (a
+    coverage set needs only the chunks); ``chunks=False`` leaves out the chunk ids.
+    """
     data = CoverageData(path)
     with data.reading() as con:
         meta = read_meta(con, data.path)
-        c_idx, c_ids, c_docs, c_hashes = con.execute(
-            "SELECT group_concat(idx), json_group_array(id), json_group_array(doc_id), "
-            "json_group_array(hash) FROM (SELECT * FROM chunks ORDER BY idx)").fetchone()
-        q_idx, q_ids = con.execute(
-            "SELECT group_concat(idx), json_group_array(id) "
-            "FROM (SELECT idx, id FROM queries ORDER BY idx)").fetchone()
-        rank_col = ", group_concat(rank)" if ranks else ""
-        row = con.execute(f"SELECT group_concat(query_idx), group_concat(chunk_idx){rank_col} "
-                          "FROM hits").fetchone()
-    hq, hc = _ints(row[0]), _ints(row[1])
-    hr = _ints(row[2]).astype(np.int32) if ranks else None
-    chunk_idx, query_idx = _ints(c_idx), _ints(q_idx)
+        n_chunks, c_max = con.execute("SELECT COUNT(*), MAX(idx) FROM chunks").fetchone()
+        n_queries, q_max = con.execute("SELECT COUNT(*), MAX(idx) FROM queries").fetchone()
+        c_ids, c_docs = (con.execute(
+            "SELECT json_group_array(id), json_group_array(doc_id) "
+            "FROM (SELECT id, doc_id FROM chunks ORDER BY idx)").fetchone()
+            if chunks else (None, None))
+        q_ids = (con.execute("SELECT json_group_array(id) FROM (SELECT id FROM queries "
+                             "ORDER BY idx)").fetchone()[0] if queries else None)
+        # Files ragcov writes number rows 0..n-1; anything else is mapped through its idx.
+        c_idx = None if c_max in (None, n_chunks - 1) else _ints(con.execute(
+            "SELECT group_concat(idx) FROM (SELECT idx FROM chunks ORDER BY idx)").fetchone()[0])
+        q_idx = None if q_max in (None, n_queries - 1) or not queries else _ints(con.execute(
+            "SELECT group_concat(idx) FROM (SELECT idx FROM queries ORDER BY idx)").fetchone()[0])
+        cols = "group_concat(query_idx), group_concat(chunk_idx)" if queries \
+            else "NULL, group_concat(chunk_idx)"
+        hq_text, hc_text = con.execute(f"SELECT {cols} FROM hits").fetchone()
+    hq, hc = _ints(hq_text), _ints(hc_text)
     return Recording(
         path=data.path, meta=meta, chunk_ids=_strings(c_ids),
-        doc_ids=np.asarray(_strings(c_docs), dtype=object), chunk_hashes=_strings(c_hashes),
-        query_ids=_strings(q_ids), hit_query=_positions(query_idx, hq, data.path, "query"),
-        hit_chunk=_positions(chunk_idx, hc, data.path, "chunk"), hit_rank=hr)
+        doc_ids=np.asarray(_strings(c_docs), dtype=object), query_ids=_strings(q_ids),
+        hit_query=_positions(q_idx, n_queries, hq, data.path, "query"),
+        hit_chunk=_positions(c_idx, n_chunks, hc, data.path, "chunk"),
+        chunk_count=None if chunks else n_chunks, query_count=None if queries else n_queries)
 
 
-def _positions(idx: np.ndarray, refs: np.ndarray, path: Path, what: str) -> np.ndarray:
-    """Map stored idx values to 0-based positions (idx is 0..n-1 when ragcov wrote the file)."""
-    if idx.size and idx[0] == 0 and idx[-1] == idx.size - 1:
-        pos = refs
-    else:
-        table = np.full(int(idx.max()) + 1 if idx.size else 0, -1, dtype=np.int64)
+def _positions(idx: np.ndarray | None, n: int, refs: np.ndarray, path: Path, what: str
+               ) -> np.ndarray:
+    """Stored idx values as 0-based positions; a reference to no row is a damaged file."""
+    if idx is not None:
+        table = np.full(int(idx.max()) + 1, -1, dtype=np.int64)
         table[idx] = np.arange(idx.size)
-        pos = table[refs] if refs.size else refs
-    if refs.size and (refs.max() > (idx.max() if idx.size else -1) or (pos < 0).any()):
+        refs = np.where(refs < table.size, table[np.minimum(refs, table.size - 1)], -1)
+        n = idx.size
+    if refs.size and (refs.min() < 0 or refs.max() >= n):
         raise RagcovError(f"{path}: damaged data file (hits name an unknown {what})")
-    return pos
+    return refs
 
 
-def read_pair(a: str | os.PathLike[str], b: str | os.PathLike[str], ranks: tuple[bool, bool]
-              = (False, False)) -> tuple[Recording, Recording]:
+def read_pair(a: str | os.PathLike[str], b: str | os.PathLike[str],
+              options: tuple[dict[str, bool], dict[str, bool]] = ({}, {})
+              ) -> tuple[Recording, Recording]:
     """Both files at once: SQLite leaves Python's lock while it aggregates, so they overlap."""
     with ThreadPoolExecutor(2) as pool:
-        fa = pool.submit(read_recording, a, ranks[0])
-        fb = pool.submit(read_recording, b, ranks[1])
+        fa = pool.submit(read_recording, a, **options[0])
+        fb = pool.submit(read_recording, b, **options[1])
         return fa.result(), fb.result()
 
 
@@ -134,12 +160,11 @@ def check_comparable(base: Recording, head: Recording, allow_k: bool = False,
     try:
         check_compatible(m, k, corpus, retriever, str(base.path), str(head.path))
     except RagcovError as exc:
-        flags = [f for f, allowed, diff in (
+        flags = [f for f, allowed, differs in (
             ("--allow-different-k", allow_k, m.k != other.k),
             ("--allow-different-retriever", allow_retriever,
-             json.dumps(m.retriever, sort_keys=True) != json.dumps(other.retriever,
-                                                                  sort_keys=True)),
-        ) if diff and not allowed]
+             retriever_key(m.retriever) != retriever_key(other.retriever)),
+        ) if differs and not allowed]
         hint = f" (use {' and '.join(flags)} to compare across them)" if flags else ""
-        raise RagcovError(str(exc).replace("cannot mix coverage data", "cannot compare "
-                                           "coverage data") + hint) from exc
+        raise RagcovError(str(exc).replace("cannot mix coverage data",
+                                           "cannot compare coverage data") + hint) from exc
