@@ -18,6 +18,8 @@ from typing import Any
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import CHUNK_DOC_KEYS, CHUNK_ID_KEYS, CHUNK_TEXT_KEYS, FieldError, parse_id
 from ragcov.files import first_key, iter_jsonl, read_text, text_hash
+from ragcov.stores.base import chunk_fields
+from ragcov.stores.urls import is_store_url, open_store
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 
@@ -74,6 +76,7 @@ class Corpus(Sequence[Chunk]):
         self.chunks: list[Chunk] = list(chunks)
         self.chunking: dict[str, Any] = dict(chunking or {"method": "given"})
         self.source = source
+        self.store: Any = None  # the open store when the chunks were read from one
         index: dict[str, int] = {}
         dupes: list[str] = []
         for i, chunk in enumerate(self.chunks):
@@ -199,7 +202,10 @@ def read_chunks_jsonl(path: str | os.PathLike[str]) -> Corpus:
     for lineno, obj in iter_jsonl(path):
         raw_id = first_key(obj, CHUNK_ID_KEYS)
         if raw_id is None:
-            raise InputFormatError(path, lineno, f"no chunk id (expected one of {', '.join(CHUNK_ID_KEYS)})")
+            hint = ("; this line is a whole document (a document id and its text): give --split "
+                    "to chunk the documents" if first_key(obj, CHUNK_DOC_KEYS) is not None else "")
+            keys = ", ".join(CHUNK_ID_KEYS)
+            raise InputFormatError(path, lineno, f"no chunk id (expected one of {keys}){hint}")
         try:
             cid = parse_id(raw_id)
         except FieldError as exc:
@@ -259,16 +265,25 @@ def read_documents_jsonl(path: str | os.PathLike[str], chunk_size: int = DEFAULT
     return Corpus.from_documents(docs, chunk_size, chunk_overlap, titles=titles, source=str(path))
 
 
-def load_corpus(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
-                chunk_overlap: int = DEFAULT_CHUNK_OVERLAP, split: bool = False) -> Corpus:
-    """Load a corpus from a chunks JSONL file, a BEIR folder, a text folder or one text file.
+def read_store(source: str | os.PathLike[str], doc_key: str | None = None) -> Corpus:
+    """A store's chunks with its own ids, paged; the open store stays on for ``--retriever store``."""
+    store = open_store(source)
+    corpus = Corpus((Chunk(**fields) for fields in chunk_fields(store, doc_key)),
+                    chunking={"method": "store", **store.describe()}, source=store.url)
+    corpus.store = store
+    return corpus
 
-    ``split=True`` reads a JSONL file as whole documents and chunks them.
-    """
+
+def load_corpus(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
+                chunk_overlap: int = DEFAULT_CHUNK_OVERLAP, split: bool = False,
+                doc_key: str | None = None) -> Corpus:
+    """Chunks from a .jsonl (``split``: of documents, chunked here), BEIR folder, text files or store URL."""
     p = Path(path)
-    if not p.exists():
+    if is_store_url(path):
+        corpus = read_store(path, doc_key)
+    elif not p.exists():
         raise RagcovError(f"{p}: no such file or directory")
-    if p.is_dir():
+    elif p.is_dir():
         if (p / "corpus.jsonl").is_file():
             corpus = read_chunks_jsonl(p / "corpus.jsonl")
         else:
@@ -285,5 +300,5 @@ def load_corpus(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SI
             "corpus.jsonl, or a folder of .txt/.md files)"
         )
     if len(corpus) == 0:
-        raise RagcovError(f"{p}: the corpus is empty (no chunks); chunk coverage is undefined")
+        raise RagcovError(f"{corpus.source}: the corpus is empty (no chunks); chunk coverage is undefined")
     return corpus

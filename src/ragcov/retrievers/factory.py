@@ -1,4 +1,4 @@
-"""Build a retriever from its command-line name: ``dense``, ``bm25``, ``module:attr`` or a URL.
+"""Build a retriever from its command-line name: ``dense``, ``bm25``, ``store``, ``module:attr`` or a URL.
 
 Each kind is imported only when asked for, so choosing BM25 never loads torch.
 """
@@ -13,12 +13,15 @@ if TYPE_CHECKING:
     from ragcov.corpus import Corpus
     from ragcov.retrievers.base import Retriever
 
-BUILTIN = ("dense", "bm25")
+BUILTIN = ("dense", "bm25", "store")
 
 
 def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
                    index: str = "flat", progress: bool = True, **options: Any) -> Retriever:
-    """Build a retriever from its CLI name: ``dense``, ``bm25``, ``module:attr`` or a URL."""
+    """Build a retriever from its CLI name: ``dense``, ``bm25``, ``store``, ``module:attr`` or a URL.
+
+    ``store`` searches the vector store the corpus was read from (``--corpus URL``).
+    """
     if kind == "dense":
         from ragcov.retrievers.dense import DenseRetriever
 
@@ -27,6 +30,10 @@ def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
         from ragcov.retrievers.bm25 import BM25Retriever
 
         return BM25Retriever(corpus, progress=progress)
+    if kind == "store":
+        from ragcov.stores.retriever import StoreRetriever
+
+        return StoreRetriever(corpus, model=model)
     if kind.startswith(("http://", "https://")):
         try:
             from ragcov.retrievers.http import HTTPRetriever
@@ -40,5 +47,6 @@ def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
             raise RagcovError(f"custom retrievers are not available: {exc}") from exc
         return load_retriever(kind, corpus)
     raise RagcovError(
-        f"unknown retriever {kind!r}: expected 'dense', 'bm25', 'module:attr' or an http(s) URL"
+        f"unknown retriever {kind!r}: expected 'dense', 'bm25', 'store', 'module:attr' or an "
+        "http(s) URL"
     )

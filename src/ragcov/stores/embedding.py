@@ -1,0 +1,36 @@
+"""Query embeddings made with the model the store was built with.
+
+The store's vectors came from one model; queries embedded with another would be
+searched in the wrong space and coverage would measure nothing real. The model is
+the one the store records (Chroma's collection configuration, a LanceDB table's
+embedding metadata) when it records one, else ``--model``, else all-MiniLM-L6-v2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def choose_model(recorded: str | None, given: str | None) -> str | None:
+    """The store's own record wins: it is what the stored vectors were made with."""
+    return recorded or given
+
+
+class QueryEncoder:
+    def __init__(self, model: str | None, normalize: bool = False) -> None:
+        from ragcov.retrievers.dense import resolve_model
+
+        self.model_name, self._source = resolve_model(model)
+        self.normalize = normalize
+        self._encoder: Any = None
+
+    def encode(self, texts: Sequence[str]) -> list[list[float]]:
+        if self._encoder is None:
+            from ragcov.retrievers.dense import load_encoder
+
+            self._encoder = load_encoder(self._source)
+        vectors = self._encoder.encode(list(texts), batch_size=64, convert_to_numpy=True,
+                                       normalize_embeddings=self.normalize,
+                                       show_progress_bar=False)
+        return [list(map(float, v)) for v in vectors]

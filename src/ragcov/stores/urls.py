@@ -1,0 +1,104 @@
+"""Store URLs: which engine, where, which collection; and the registry that opens them.
+
+``chroma:///abs/path?collection=docs`` names a folder on disk (``chroma://rel/path``
+a relative one); ``chroma+http://127.0.0.1:8000?collection=docs`` a server. A
+LangChain ``FAISS.save_local`` folder and a LlamaIndex storage folder are also
+recognised by the files in them, without a scheme.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlsplit
+
+from ragcov.errors import RagcovError
+
+if TYPE_CHECKING:
+    from ragcov.stores.base import VectorStore
+
+# scheme -> (module, class); ``+http``/``+https`` variants reach a server.
+REGISTRY: dict[str, tuple[str, str]] = {
+    "chroma": ("ragcov.stores.chroma", "ChromaStore"),
+    "qdrant": ("ragcov.stores.qdrant", "QdrantStore"),
+    "lancedb": ("ragcov.stores.lancedb", "LanceDBStore"),
+    "milvus": ("ragcov.stores.milvus", "MilvusStore"),
+    "faiss": ("ragcov.stores.faiss", "FAISSStore"),
+    "llamaindex": ("ragcov.stores.llamaindex", "LlamaIndexStore"),
+}
+SERVER_SCHEMES = {"chroma", "qdrant", "milvus"}
+FAISS_FILES = ("index.faiss", "index.pkl")
+LLAMAINDEX_FILES = ("docstore.json", "index_store.json")
+
+
+@dataclass(slots=True)
+class StoreURL:
+    """A parsed store URL: ``path`` for a store on disk, ``server`` (``http://h:p``) for one running."""
+
+    scheme: str
+    url: str
+    path: str | None = None
+    server: str | None = None
+    params: dict[str, str] = field(default_factory=dict)
+
+    def param(self, *names: str) -> str | None:
+        for name in names:
+            if self.params.get(name):
+                return self.params[name]
+        return None
+
+
+def detected_scheme(path: Path) -> str | None:
+    """``faiss`` or ``llamaindex`` for a folder those libraries saved, else None."""
+    if path.is_dir():
+        if all((path / f).is_file() for f in FAISS_FILES):
+            return "faiss"
+        if all((path / f).is_file() for f in LLAMAINDEX_FILES):
+            return "llamaindex"
+    return None
+
+
+def is_store_url(source: str | os.PathLike[str]) -> bool:
+    text = os.fspath(source)
+    head = text.split(":", 1)[0].lower()
+    if ":" in text and "/" not in head and len(head) > 1:  # not C:\ nor a relative path
+        return True
+    return detected_scheme(Path(text)) is not None
+
+
+def parse_store_url(source: str | os.PathLike[str]) -> StoreURL:
+    """Parse a store URL (or a detected folder); an unknown scheme is a one-line error."""
+    text = os.fspath(source)
+    if detected_scheme(Path(text)) and ":" not in text.split("/", 1)[0]:
+        return StoreURL(scheme=detected_scheme(Path(text)) or "", url=text, path=text)
+    parts = urlsplit(text)
+    scheme, _, transport = parts.scheme.lower().partition("+")
+    if scheme not in REGISTRY:
+        known = ", ".join(f"{s}://" for s in REGISTRY)
+        raise RagcovError(f"{text}: unknown store scheme {parts.scheme + '://'!r} "
+                          f"(expected one of {known}, or a file or folder)")
+    params = dict(parse_qsl(parts.query))
+    if transport:
+        if transport not in ("http", "https") or scheme not in SERVER_SCHEMES:
+            raise RagcovError(f"{text}: unknown store scheme {parts.scheme!r} "
+                              f"(servers: {', '.join(s + '+http://' for s in sorted(SERVER_SCHEMES))})")
+        if not parts.netloc:
+            raise RagcovError(f"{text}: no host:port after {parts.scheme}://")
+        return StoreURL(scheme=scheme, url=text, server=f"{transport}://{parts.netloc}",
+                        params=params)
+    path = parts.netloc + parts.path  # chroma:///abs and chroma://relative
+    if not path:
+        raise RagcovError(f"{text}: no path (expected {scheme}:///PATH or {scheme}://RELATIVE/PATH)")
+    if not Path(path).exists():
+        raise RagcovError(f"{text}: no such store ({path}: no such file or directory)")
+    return StoreURL(scheme=scheme, url=text, path=path, params=params)
+
+
+def open_store(source: str | os.PathLike[str], doc_key: str | None = None) -> VectorStore:
+    """Open the store a URL names, importing only that engine's client."""
+    parsed = parse_store_url(source)
+    module, cls = REGISTRY[parsed.scheme]
+    return getattr(importlib.import_module(module), cls)(parsed)
