@@ -120,7 +120,13 @@ def coverage_diff(base_path: str | os.PathLike[str], head_path: str | os.PathLik
                   allow_different_k: bool = False,
                   allow_different_retriever: bool = False) -> CoverageDiff:
     """Compare two data files; refuses k or retriever differences unless allowed."""
-    base, head = read_pair(base_path, head_path)
+    from ragcov.data import CoverageData
+
+    # Equal corpus hashes mean the same chunk ids and texts in order: read them once.
+    same = CoverageData(base_path).meta().corpus_hash == CoverageData(head_path).meta().corpus_hash
+    base, head = read_pair(base_path, head_path, ({}, {"chunks": not same}))
+    if same:
+        head.chunk_ids, head.doc_ids, head.chunk_count = base.chunk_ids, base.doc_ids, None
     check_comparable(base, head, allow_different_k, allow_different_retriever,
                      allow_corpus=True)
     return diff_recordings(base, head)
@@ -199,7 +205,7 @@ def _doc_codes(a: np.ndarray, b: np.ndarray) -> tuple[list[str], np.ndarray, np.
     names = list(dict.fromkeys([*dict.fromkeys(a.tolist()), *dict.fromkeys(b.tolist())]))
     index = {d: i for i, d in enumerate(names)}
     ca = np.fromiter(map(index.__getitem__, a.tolist()), np.int64, len(a))
-    cb = np.fromiter(map(index.__getitem__, b.tolist()), np.int64, len(b))
+    cb = ca if b is a else np.fromiter(map(index.__getitem__, b.tolist()), np.int64, len(b))
     return names, ca, cb
 
 

@@ -1,0 +1,70 @@
+"""LanceDB: ``lancedb:///PATH?table=NAME`` (the folder ``lancedb.connect`` opens).
+
+Rows stream out of a scan as Arrow record batches, so a large table is read a page at
+a time. The embedding model is read from the table's embedding-function metadata
+(LanceDB's registry writes it) when the table was built that way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ragcov.fields import Ranked
+from ragcov.stores.base import PAGE_SIZE, StoreChunk, missing_collection, require
+from ragcov.stores.payload import split_payload
+from ragcov.stores.urls import StoreURL
+
+
+class LanceDBStore:
+    """The id column is ``id`` (``?id=COLUMN`` names another); vectors are never read."""
+
+    def __init__(self, url: StoreURL) -> None:
+        lancedb = require("lancedb", "LanceDB")
+        self.url = url.url
+        self.db = lancedb.connect(url.path)
+        name = url.param("table", "collection")
+        listed = self.db.list_tables() if hasattr(self.db, "list_tables") else self.db.table_names()
+        known = list(getattr(listed, "tables", listed))
+        if not name or name not in known:
+            raise missing_collection(url.url, "table", name, known)
+        self.table = self.db.open_table(name)
+        self.name = name
+        self.id_column = url.param("id") or "id"
+        self.vector_column = url.param("vector")
+        names = self.table.schema.names
+        self.columns = [c for c in names if c != (self.vector_column or "vector")
+                        and not c.startswith("_")]
+
+    def recorded_model(self) -> str | None:
+        raw = (self.table.schema.metadata or {}).get(b"embedding_functions")
+        if not raw:
+            return None
+        try:
+            for fn in json.loads(raw):
+                model = (fn.get("model") or {}).get("name")
+                if model:
+                    return str(model)
+        except (ValueError, AttributeError, TypeError):
+            return None
+        return None
+
+    def iter_chunks(self, page_size: int = PAGE_SIZE) -> Iterator[StoreChunk]:
+        reader = self.table.search().select(self.columns).limit(None).to_batches(page_size)
+        for batch in reader:
+            for row in batch.to_pylist():
+                cid = row.pop(self.id_column)
+                text, meta = split_payload(row)
+                yield StoreChunk(str(cid), text, meta)
+
+    def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
+        out: list[Ranked] = []
+        for v in vectors:
+            query = self.table.search(list(v), vector_column_name=self.vector_column)
+            rows = query.select([self.id_column]).limit(k).to_arrow().to_pylist()
+            out.append([(str(r[self.id_column]), -float(r["_distance"])) for r in rows])
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {"store": "lancedb", "table": self.name}

@@ -1,0 +1,73 @@
+"""Milvus: Milvus Lite (``milvus:///PATH.db``) or a server (``milvus+http://HOST:PORT``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ragcov.fields import Ranked
+from ragcov.stores.base import PAGE_SIZE, StoreChunk, missing_collection, require
+from ragcov.stores.payload import split_payload
+from ragcov.stores.urls import StoreURL
+
+SIMILARITIES = ("IP", "COSINE")  # metrics where a larger distance is nearer
+
+
+class MilvusStore:
+    """Pages through ``query_iterator``; the primary key is the chunk id.
+
+    Scores keep Milvus's order: the distance for IP and COSINE, its negation for L2.
+    """
+
+    def __init__(self, url: StoreURL) -> None:
+        pymilvus = require("pymilvus", "Milvus")
+        self.url = url.url
+        self.client = pymilvus.MilvusClient(uri=url.server or url.path)
+        name = url.param("collection")
+        known = list(self.client.list_collections())
+        if not name or name not in known:
+            raise missing_collection(url.url, "collection", name, known)
+        self.name = name
+        info = self.client.describe_collection(name)
+        fields = info.get("fields", [])
+        self.pk = next((f["name"] for f in fields if f.get("is_primary")), "id")
+        vectors = [f for f in fields if "VECTOR" in str(f.get("type", "")).upper()]
+        self.vector = url.param("vector") or (vectors[0]["name"] if vectors else "vector")
+        self.outputs = [f["name"] for f in fields
+                        if f["name"] != self.pk and "VECTOR" not in str(f.get("type", "")).upper()]
+        if info.get("enable_dynamic_field"):
+            self.outputs.append("*")
+        self.client.load_collection(name)
+        self.metric = self._metric()
+
+    def _metric(self) -> str:
+        for index in self.client.list_indexes(self.name):
+            detail = self.client.describe_index(self.name, index)
+            if detail.get("field_name") == self.vector:
+                return str(detail.get("metric_type", "L2")).upper()
+        return "L2"
+
+    def recorded_model(self) -> str | None:
+        return None
+
+    def iter_chunks(self, page_size: int = PAGE_SIZE) -> Iterator[StoreChunk]:
+        it = self.client.query_iterator(self.name, batch_size=page_size,
+                                        output_fields=[self.pk, *self.outputs])
+        try:
+            while page := it.next():
+                for row in page:
+                    row = {key: v for key, v in dict(row).items() if key != self.vector}
+                    cid = row.pop(self.pk)
+                    text, meta = split_payload(row)
+                    yield StoreChunk(str(cid), text, meta)
+        finally:
+            it.close()
+
+    def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
+        reply = self.client.search(self.name, data=[list(v) for v in vectors], limit=k,
+                                   anns_field=self.vector, output_fields=[self.pk])
+        sign = 1.0 if self.metric in SIMILARITIES else -1.0
+        return [[(str(hit["id"]), sign * float(hit["distance"])) for hit in hits] for hits in reply]
+
+    def describe(self) -> dict[str, Any]:
+        return {"store": "milvus", "collection": self.name, "metric": self.metric}

@@ -1,0 +1,56 @@
+"""Qdrant: local mode (``qdrant:///PATH``) or a server (``qdrant+http://HOST:PORT``).
+
+Both go through one ``QdrantClient``: local mode and a server answer the same calls
+(``scroll`` for pages, ``query_points`` for search), so one code path serves both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ragcov.fields import Ranked
+from ragcov.stores.base import PAGE_SIZE, StoreChunk, missing_collection, require
+from ragcov.stores.payload import split_payload
+from ragcov.stores.urls import StoreURL
+
+
+class QdrantStore:
+    """Point ids are the chunk ids (a UUID or a number, as Qdrant requires)."""
+
+    def __init__(self, url: StoreURL) -> None:
+        client_mod = require("qdrant_client", "Qdrant")
+        self.url = url.url
+        self.client = (client_mod.QdrantClient(url=url.server) if url.server
+                       else client_mod.QdrantClient(path=url.path))
+        name = url.param("collection")
+        known = [c.name for c in self.client.get_collections().collections]
+        if not name or name not in known:
+            raise missing_collection(url.url, "collection", name, known)
+        self.name = name
+        self.vector = url.param("vector")  # a named vector, when the collection has several
+
+    def recorded_model(self) -> str | None:
+        return None
+
+    def iter_chunks(self, page_size: int = PAGE_SIZE) -> Iterator[StoreChunk]:
+        offset: Any = None
+        while True:
+            points, offset = self.client.scroll(self.name, limit=page_size, offset=offset,
+                                                with_payload=True, with_vectors=False)
+            for p in points:
+                text, meta = split_payload(p.payload)
+                yield StoreChunk(str(p.id), text, meta)
+            if offset is None:
+                return
+
+    def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
+        out: list[Ranked] = []
+        for v in vectors:
+            reply = self.client.query_points(self.name, query=list(v), using=self.vector, limit=k,
+                                             with_payload=False)
+            out.append([(str(p.id), float(p.score)) for p in reply.points])
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {"store": "qdrant", "collection": self.name}
