@@ -14,6 +14,7 @@ from ragcov.cli.options import (
     ChunkSize,
     CorpusPath,
     DataFile,
+    DocKey,
     Index,
     K,
     Model,
@@ -37,6 +38,7 @@ def run(
     chunk_size: ChunkSize = 1000,
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
+    doc_key: DocKey = None,
     engine: Annotated[str, typer.Option(
         help="local (this process) or dask (shard embedding and retrieval over a Dask cluster)."
     )] = "local",
@@ -69,7 +71,7 @@ def run(
         raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
     # Before the corpus is embedded: a destination that cannot take the run fails now.
     CoverageData(data_file).check_destination()
-    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
+    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
     suite = load_suite(queries)
     if engine == "dask":
         from ragcov.distributed import measure_dask

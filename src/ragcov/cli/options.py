@@ -16,25 +16,33 @@ from ragcov.data import DEFAULT_DATA_FILE
 # Reusable option types -------------------------------------------------------
 DataFile = Annotated[Path, typer.Option("--data-file", help="The coverage data file.")]
 DEFAULT_DATA_PATH = Path(DEFAULT_DATA_FILE)
-CorpusPath = Annotated[Path, typer.Option(
-    "--corpus", help="Chunks (.jsonl, BEIR folder) or a folder of .txt/.md documents.")]
+CorpusPath = Annotated[str, typer.Option(
+    "--corpus", help="Chunks (.jsonl, BEIR folder), a folder of .txt/.md documents, or a vector "
+    "store URL (chroma:///PATH?collection=NAME, qdrant://, lancedb://, milvus://, faiss://, "
+    "llamaindex://).")]
+DocKey = Annotated[str | None, typer.Option(
+    "--doc-key", help="Metadata key naming a store chunk's document (default: doc_id, "
+    "document_id, ref_doc_id, source, file_path, file_name).")]
 ChunkSize = Annotated[int, typer.Option(help="Characters per chunk when ragcov does the chunking.")]
 ChunkOverlap = Annotated[int, typer.Option(help="Characters of overlap between chunks.")]
 Split = Annotated[bool, typer.Option(
     "--split/--no-split", help="Read a .jsonl corpus as whole documents and chunk them.")]
 K = Annotated[int, typer.Option("--k", "-k", help="Chunks retrieved per query (top-k).")]
 RetrieverName = Annotated[str, typer.Option(
-    help="dense, bm25, module:attr (your own retriever) or an http(s) URL.")]
+    help="dense, bm25, store (the --corpus store's own search), module:attr (your own "
+    "retriever) or an http(s) URL.")]
 Model = Annotated[str | None, typer.Option(
     help="Embedding model for the dense retriever: a sentence-transformers name or path.")]
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
 
 
-def load_corpus_opts(corpus: Path, chunk_size: int, chunk_overlap: int, split: bool):
+def load_corpus_opts(corpus: str | Path, chunk_size: int, chunk_overlap: int, split: bool,
+                     doc_key: str | None = None):
     from ragcov.corpus import load_corpus
 
-    return load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split)
+    return load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split,
+                       doc_key=doc_key)
 
 
 def approximate_note(data_file: Path) -> str | None:
