@@ -252,3 +252,26 @@ def test_properties_against_python_sets(a: list[list[int]], b: list[list[int]]) 
         want = len(sa & sb) / len(sa | sb) if sa | sb else 1.0
         assert d.jaccard[i] == pytest.approx(want)
     assert ((d.jaccard >= 0) & (d.jaccard <= 1)).all()
+
+
+def test_ids_are_printed_and_escaped_as_they_are(capsys, tmp_path: Path) -> None:
+    chunks = [{"id": f"[bold]c{i}:smile:", "doc_id": "<b>doc</b>" if i < 3 else "plain",
+               "text": text} for i, text in enumerate(
+        ["Paris is the capital of France.", "Berlin is the capital of Germany.",
+         "Tokyo is the capital of Japan.", "Plants make sugar from sunlight."])]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(c) + "\n" for c in chunks), encoding="utf-8")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q", "question": "capital of Japan"}) + "\n")
+    files = []
+    for k in (1, 2):
+        files.append(str(tmp_path / f"k{k}.ragcov"))
+        assert cli(capsys, "run", "--corpus", str(corpus), "--queries", str(queries),
+                   "--retriever", "bm25", "--k", str(k), "--data-file", files[-1], "-q")[0] == 0
+    code, out, _ = cli(capsys, "diff", *files, "--allow-different-k", "--format", "markdown")
+    assert code == 0 and "`[bold]c" in out and ":smile:`" in out
+    code, out, _ = cli(capsys, "diff", *files, "--allow-different-k", "--html",
+                       str(tmp_path / "site"))
+    assert "<b>doc</b>" in out  # the terminal shows the id as it is
+    page = (tmp_path / "site" / "diff.html").read_text(encoding="utf-8")
+    assert "<b>doc</b>" not in page and "&lt;b&gt;doc&lt;/b&gt;" in page

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -26,7 +27,8 @@ Precision = Annotated[int, typer.Option(help="Digits after the decimal point.")]
 def emit(text: str, output: Path | None, what: str) -> None:
     """The report to stdout, or atomically to ``output``."""
     if output is None or str(output) == "-":
-        out.print(text, markup=False, end="" if text.endswith("\n") else "\n")
+        # Not through rich: chunk ids and query texts are printed exactly as they are.
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
     from ragcov.files import write_text_atomic
 
