@@ -43,13 +43,16 @@ $(VENV)/.test-installed: pyproject.toml Makefile $(VENV)/.demo-installed
 demo: $(VENV)/.demo-installed
 	$(BIN)/ragcov demo
 
-# The browser tests need Debian's chromium and chromedriver; install them when we can.
+# Real consumers the tests check against, from Debian: chromium and chromedriver for the
+# HTML report, lcov (lcov --summary, genhtml) for the lcov tracefile. Installed when we can.
+SYSTEM_TOOLS := chromium chromedriver lcov genhtml
 browser:
-	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+	@missing=""; for t in $(SYSTEM_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
-	      || echo "warning: could not install chromium; browser tests will be skipped"; \
-	  else echo "note: chromium/chromedriver not found; browser tests will be skipped"; fi; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver lcov >/dev/null) \
+	      || echo "warning: could not install$$missing; the tests that need them will be skipped"; \
+	  else echo "note:$$missing not found; the tests that need them will be skipped"; fi; \
 	fi
 
 # LLM tests run on their own, after the rest, so they never share the CPU with heavy steps.
