@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import cli
 
+from helpers import cli
 from ragcov.corpus import load_corpus
 from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
@@ -236,3 +236,19 @@ def test_document_lines_hint_at_split(capsys, tmp_path: Path) -> None:
                        str(suite), "--retriever", "bm25", "--data-file", str(tmp_path / "d"))
     assert code != 0
     assert "finqa_pages.jsonl:1: no chunk id" in err and "give --split" in err
+
+
+def test_doc_key_names_the_document_field(tmp_path: Path) -> None:
+    import chromadb
+
+    col = chromadb.PersistentClient(path=str(tmp_path / "db")).create_collection("docs")
+    col.add(ids=["a", "b", "c"], documents=["x", "y", "z"], embeddings=[[1.0, 0], [0, 1.0], [1.0, 1.0]],
+            metadatas=[{"report": "r1", "source": "s1"}, {"report": "r1", "source": "s2"},
+                       {"report": "r2", "source": "s3"}])
+    url = f"chroma://{tmp_path}/db?collection=docs"
+    by_default = load_corpus(url)
+    assert [(c.id, c.doc_id, c.position) for c in by_default] == [("a", "s1", 0), ("b", "s2", 0),
+                                                                   ("c", "s3", 0)]
+    by_report = load_corpus(url, doc_key="report")
+    assert [(c.id, c.doc_id, c.position) for c in by_report] == [("a", "r1", 0), ("b", "r1", 1),
+                                                                  ("c", "r2", 0)]

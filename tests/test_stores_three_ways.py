@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import cli
 
+from helpers import cli
 from ragcov.data import CoverageData
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
