@@ -27,7 +27,8 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "integrations"
 BLOCK = re.compile(r"(?:<!--\s*(?P<marker>[^>]*?)\s*-->\s*\n)?```(?P<lang>[\w-]*)\n(?P<body>.*?)```",
                    re.DOTALL)
 # Pages whose examples load the embedding model.
-SLOW_PAGES = {"langchain.md", "llamaindex.md"}
+SLOW_PAGES = {"langchain.md", "llamaindex.md", "chroma.md", "qdrant.md", "lancedb.md", "milvus.md",
+              "faiss.md", "llamaindex-storage.md"}
 
 
 def blocks(page: Path) -> list[tuple[str, str, str]]:
