@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "llamaindex": ("ragcov.stores.llamaindex", "LlamaIndexStore"),
 }
 SERVER_SCHEMES = {"chroma", "qdrant", "milvus"}
+URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
 FAISS_FILES = ("index.faiss", "index.pkl")
 LLAMAINDEX_FILES = ("docstore.json", "index_store.json")
 
@@ -62,9 +64,9 @@ def detected_scheme(path: Path) -> str | None:
 
 
 def is_store_url(source: str | os.PathLike[str]) -> bool:
+    """``scheme://...`` (not ``C:/...``), or a folder FAISS or LlamaIndex saved."""
     text = os.fspath(source)
-    head = text.split(":", 1)[0].lower()
-    if ":" in text and "/" not in head and len(head) > 1:  # not C:\ nor a relative path
+    if URL.match(text):
         return True
     return detected_scheme(Path(text)) is not None
 
