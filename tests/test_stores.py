@@ -252,3 +252,12 @@ def test_doc_key_names_the_document_field(tmp_path: Path) -> None:
     by_report = load_corpus(url, doc_key="report")
     assert [(c.id, c.doc_id, c.position) for c in by_report] == [("a", "r1", 0), ("b", "r1", 1),
                                                                   ("c", "r2", 0)]
+
+
+def test_store_retriever_runs_locally_only(capsys, tmp_path: Path) -> None:
+    suite = tmp_path / "q.jsonl"
+    suite.write_text('{"id": "q", "query": "alpha"}\n')
+    code, _, err = cli(capsys, "run", "--corpus", "chroma://nowhere?collection=x", "--queries",
+                       str(suite), "--retriever", "store", "--engine", "dask",
+                       "--data-file", str(tmp_path / "d"))
+    assert code != 0 and "use --engine local" in err

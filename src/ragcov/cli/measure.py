@@ -69,6 +69,8 @@ def run(
         data_file = shard_path(data_file)
     if engine not in ("local", "dask"):
         raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+    if engine == "dask" and retriever == "store":
+        raise RagcovError("--retriever store searches the store from this process: use --engine local")
     # Before the corpus is embedded: a destination that cannot take the run fails now.
     CoverageData(data_file).check_destination()
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
