@@ -17,9 +17,9 @@ from ragcov.data import DEFAULT_DATA_FILE
 DataFile = Annotated[Path, typer.Option("--data-file", help="The coverage data file.")]
 DEFAULT_DATA_PATH = Path(DEFAULT_DATA_FILE)
 CorpusPath = Annotated[str, typer.Option(
-    "--corpus", help="Chunks (.jsonl, BEIR folder), a folder of .txt/.md documents, or a vector "
-    "store URL (chroma:///PATH?collection=NAME, qdrant://, lancedb://, milvus://, faiss://, "
-    "llamaindex://).")]
+    "--corpus", metavar="PATH|URL",
+    help="Chunks (.jsonl, BEIR folder), a folder of .txt/.md documents, or a vector store URL "
+    "(chroma:///PATH?collection=NAME, qdrant://, lancedb://, milvus://, faiss://, llamaindex://).")]
 DocKey = Annotated[str | None, typer.Option(
     "--doc-key", help="Metadata key naming a store chunk's document (default: doc_id, "
     "document_id, ref_doc_id, source, file_path, file_name).")]
