@@ -179,6 +179,24 @@ def test_generate_aims_at_the_gap_most_used_first(capsys, halves, tmp_path: Path
     assert places == sorted(places) and places[0] == 0
 
 
+def test_generate_against_a_data_file_that_covers_the_gap_says_so(capsys, halves,
+                                                                   tmp_path: Path) -> None:
+    """The traffic's own data file covers every gap chunk: nothing to aim at, and a hint."""
+    tests, traffic, _ = halves
+    gap_file = tmp_path / "gap.json"
+    assert cli(capsys, "gap", "--tests", str(tests), "--traffic", str(traffic), "--format",
+               "json", "-o", str(gap_file))[0] == 0
+    data = tmp_path / "traffic-copy.ragcov"
+    data.write_bytes(traffic.read_bytes())
+    out = tmp_path / "none.jsonl"
+    code, _, err = cli(capsys, "generate", "--corpus", str(PAGES), "--split", "--retriever",
+                       "bm25", "-k", "5", "--data-file", str(data), "--targets", str(gap_file),
+                       "--budget", "3", "-o", str(out), "-q")
+    assert code == 0, err
+    assert "already covered in" in err and "--data-file" in err
+    assert not out.exists() or out.read_text(encoding="utf-8") == ""
+
+
 def test_targets_file_checked(capsys, tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": 1}')

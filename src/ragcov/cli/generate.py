@@ -120,6 +120,10 @@ def generate(
                              seed_suite=seed_suite, on_step=None if quiet else show,
                              ragas=ragas, deepeval=deepeval)
     _print_summary(summary)
+    if targets is not None and summary.new == 0 and summary.stop_reason == "exhausted":
+        err.print(f"ragcov: warning: every chunk {targets} aims at is already covered in "
+                  f"{summary.data_file}; give --data-file the tests' data file that "
+                  f"`ragcov gap --tests` read", markup=False)
 
 
 def _gap_priority(path: Path, corpus: Any, quiet: bool) -> list[str]:
