@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ragcov.errors import InputFormatError
 from ragcov.fields import FieldError, parse_id
-from ragcov.files import first_key, read_text
+from ragcov.files import first_key
+from ragcov.traces.jsontext import iter_json_values
 from ragcov.traces.records import short
 
 
@@ -47,25 +47,6 @@ class Span:
     attributes: dict[str, Any]
     #: The parent span's id (OTLP ``parentSpanId``), None for a root or when not exported.
     parent_id: str | None = None
-
-
-def iter_json_values(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
-    """Every top-level JSON value in the file with its line: one document, JSON
-    lines, or pretty-printed objects one after another (as console exporters write)."""
-    text = read_text(path)
-    decoder = json.JSONDecoder()
-    pos = 0
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n":
-            pos += 1
-        if pos >= len(text):
-            return
-        line = text.count("\n", 0, pos) + 1
-        try:
-            value, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            raise InputFormatError(path, exc.lineno, f"invalid JSON ({exc.msg})") from exc
-        yield line, value
 
 
 _WHOLE = re.compile(r"[+-]?\d+")

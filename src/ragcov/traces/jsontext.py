@@ -1,0 +1,63 @@
+"""Every top-level JSON value of a span file, with its line, read without holding it all.
+
+Span exports are large (a collector's file exporter appends one OTLP export per
+line for as long as it runs), so a file whose lines are each one JSON value is
+read line by line: memory holds one line, not the file. A file that is not laid
+out so (one pretty-printed document, console exporters' objects one after
+another) is decoded from the first line that is not whole, as one text; lines
+are counted as the decoder moves on, never from the start again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from ragcov.errors import InputFormatError
+from ragcov.files import read_text
+
+
+def iter_json_values(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+    """Every top-level JSON value in the file with its line: one document, JSON
+    lines, or pretty-printed objects one after another (as console exporters write)."""
+    read_text(path) if not os.path.isfile(path) else None  # the usual missing-file error
+    loads = json.loads
+    try:
+        with open(path, encoding="utf-8-sig", newline="\n") as f:
+            for lineno, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    value = loads(line)
+                except json.JSONDecodeError:
+                    yield from _from_text(path, lineno)
+                    return
+                yield lineno, value
+    except UnicodeDecodeError:
+        read_text(path)  # raises the located error
+        raise
+
+
+def _from_text(path: str | os.PathLike[str], first_line: int) -> Iterator[tuple[int, Any]]:
+    """The values from line ``first_line`` on, decoded back to back from the text."""
+    text = read_text(path)
+    pos = 0
+    for _ in range(first_line - 1):
+        pos = text.index("\n", pos) + 1
+    line = first_line
+    counted = pos
+    decoder = json.JSONDecoder()
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= len(text):
+            return
+        line += text.count("\n", counted, pos)
+        counted = pos
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(path, exc.lineno, f"invalid JSON ({exc.msg})") from exc
+        yield line, value
