@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -126,7 +127,9 @@ def otlp_key_values(entries: list[Any], what: str) -> dict[str, Any]:
         if not isinstance(kv["key"], str):
             raise FieldError(f"{what} {short(kv)} has a key that is not a string")
         try:
-            out[kv["key"]] = otlp_value(kv.get("value"))
+            # Interned: every span repeats the same attribute names, and a large export
+            # would otherwise hold a copy of each name per span.
+            out[sys.intern(kv["key"])] = otlp_value(kv.get("value"))
         except FieldError as exc:
             raise FieldError(f"{what} {kv['key']!r}: {exc}") from exc
     return out
@@ -141,7 +144,7 @@ def flatten(obj: Any, prefix: str, out: dict[str, Any]) -> None:
         for i, value in enumerate(obj):
             flatten(value, f"{prefix}.{i}", out)
     else:
-        out[prefix] = obj
+        out[sys.intern(prefix)] = obj
 
 
 def _time(value: Any) -> float | None:
