@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
 from ragcov.retrievers.base import Ranked
@@ -33,12 +35,26 @@ class BM25Retriever:
         if not texts:
             return []
         kk = min(k, len(self._ids))
-        tokens = self._bm25s.tokenize(list(texts), stopwords=self.stopwords, show_progress=False)
-        docs, scores = self._model.retrieve(tokens, k=kk, show_progress=False, n_threads=1)
-        out: list[Ranked] = []
-        for row_docs, row_scores in zip(docs, scores):
-            # A chunk sharing no term with the query scores 0: it was not retrieved,
-            # whatever order bm25s happens to return the ties in.
-            out.append([(self._ids[int(d)], float(s))
-                        for d, s in zip(row_docs, row_scores) if s > 0])
-        return out
+        tokens = self._bm25s.tokenize(list(texts), stopwords=self.stopwords, return_ids=False,
+                                      show_progress=False)
+        return [self._top(query_tokens, kk) for query_tokens in tokens]
+
+    def _top(self, query_tokens: list[str], k: int) -> Ranked:
+        """Top-k by score, ties by corpus order, as the dense retriever breaks them.
+
+        bm25s's own top-k returns tied chunks in an order that changes with the corpus
+        layout, and ties are common (duplicate boilerplate chunks), so which one counts as
+        covered would not be reproducible. Scoring every chunk costs one sparse row sum.
+        """
+        scores = np.asarray(self._model.get_scores(query_tokens), dtype=np.float64)
+        if k < len(scores):
+            # Everything above the k-th score, then the earliest of those tied at it.
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            above = np.flatnonzero(scores > kth)
+            tied = np.flatnonzero(scores == kth)[: k - len(above)]
+            candidates = np.concatenate([above, tied])
+        else:
+            candidates = np.arange(len(scores))
+        order = candidates[np.lexsort((candidates, -scores[candidates]))]
+        # A chunk sharing no term with the query scores 0: it was not retrieved.
+        return [(self._ids[int(j)], float(scores[j])) for j in order if scores[j] > 0]

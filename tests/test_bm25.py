@@ -1,0 +1,64 @@
+"""The BM25 retriever: bm25s's scores, ties broken by corpus order (as dense does)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import bm25s
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragcov.corpus import Chunk, Corpus, load_corpus
+from ragcov.retrievers.bm25 import BM25Retriever
+
+PAGES = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample" / "finqa_pages.jsonl"
+
+
+def corpus_of(texts: list[str]) -> Corpus:
+    return Corpus([Chunk(id=f"c{i}", text=t, doc_id=f"d{i}") for i, t in enumerate(texts)])
+
+
+def test_tied_chunks_are_taken_in_corpus_order():
+    # Every third chunk is the same sentence: ten chunks tie for the query's top score.
+    texts = ["revenue grew" if i % 3 == 0 else f"other words number {i}" for i in range(30)]
+    ranked = BM25Retriever(corpus_of(texts)).retrieve(["revenue"], 5)[0]
+    assert [cid for cid, _ in ranked] == ["c0", "c3", "c6", "c9", "c12"]
+    # The same chunks in reverse order: the earliest (now the highest ids) win.
+    flipped = BM25Retriever(corpus_of(texts[::-1])).retrieve(["revenue"], 5)[0]
+    assert [cid for cid, _ in flipped] == ["c2", "c5", "c8", "c11", "c14"]
+
+
+def test_chunks_sharing_no_term_are_not_retrieved():
+    ranked = BM25Retriever(corpus_of(["alpha beta", "gamma delta", "alpha"])).retrieve(
+        ["alpha", "zzz"], 3)
+    assert [c for c, _ in ranked[0]] == ["c2", "c0"]  # shorter document scores higher
+    assert ranked[1] == []
+
+
+def test_scores_and_sets_agree_with_bm25s_where_nothing_ties():
+    corpus = load_corpus(PAGES, split=True)
+    retriever = BM25Retriever(corpus)
+    questions = ["What was the net revenue in 2012?", "operating cash flow change",
+                 "goodwill impairment charge", "dividends paid per share"]
+    ours = retriever.retrieve(questions, 10)
+    tokens = bm25s.tokenize(questions, stopwords="en", show_progress=False)
+    docs, scores = retriever._model.retrieve(tokens, k=11, show_progress=False, n_threads=1)
+    for row, d, s in zip(ours, docs, scores):
+        if np.isclose(s[9], s[10]):  # a tie at the 10th place: bm25s's pick is arbitrary
+            continue
+        assert {c for c, _ in row} == {corpus.ids[int(j)] for j in d[:10]}
+        assert [sc for _, sc in row] == sorted((float(x) for x in s[:10]), reverse=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["revenue", "cost", "profit", "loss", "tax"]), min_size=3,
+                max_size=25), st.integers(1, 8))
+def test_top_k_is_the_sort_by_score_then_position(words: list[str], k: int):
+    texts = [f"{w} {w if i % 2 else 'filler'}" for i, w in enumerate(words)]
+    retriever = BM25Retriever(corpus_of(texts))
+    ranked = retriever.retrieve(["revenue profit"], k)[0]
+    scores = np.asarray(retriever._model.get_scores(["revenue", "profit"]), dtype=np.float64)
+    expected = sorted((i for i in range(len(texts)) if scores[i] > 0),
+                      key=lambda i: (-scores[i], i))[:k]
+    assert [c for c, _ in ranked] == [f"c{i}" for i in expected]
