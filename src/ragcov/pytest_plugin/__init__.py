@@ -14,8 +14,9 @@ This module is the entry point pytest loads (``pytest11``); its hooks and fixtur
 live in the modules below and are gathered here for pytest to find:
 
 * :mod:`~ragcov.pytest_plugin.options`: options, ini values, :class:`Settings`;
-* :mod:`~ragcov.pytest_plugin.recorder`: :class:`Recorder`, :class:`RecordingRetriever`,
-  :func:`record`;
+* :mod:`~ragcov.pytest_plugin.recorder`: :class:`Recorder`, :class:`RecordingRetriever`;
+* :mod:`~ragcov.pytest_plugin.wrapping`: :func:`record`, and the LangChain and LlamaIndex
+  wrappers that keep those frameworks' own methods;
 * :mod:`~ragcov.pytest_plugin.fixtures`: ``ragcov_recorder`` and ``ragcov_retriever``;
 * :mod:`~ragcov.pytest_plugin.session`: configure, per-test node ids, writing at the end;
 * :mod:`~ragcov.pytest_plugin.reports`: the reports, through ragcov's own reporters.
@@ -34,11 +35,13 @@ from ragcov.pytest_plugin.options import (
     Settings,
     pytest_addoption,
 )
-from ragcov.pytest_plugin.recorder import Recorder, RecordingRetriever, record
+from ragcov.pytest_plugin.recorder import Recorder, RecordingRetriever
 from ragcov.pytest_plugin.session import pytest_configure, pytest_unconfigure
+from ragcov.pytest_plugin.wrapping import RecordingLangChain, RecordingLlamaIndex, record
 
 __all__ = [
     "DEFAULT_DATA_FILE", "DEFAULT_HTML_DIR", "DEFAULT_JSON_FILE", "DEFAULT_K", "REPORT_KINDS",
-    "RETRIEVER_KINDS", "Recorder", "RecordingRetriever", "Settings", "pytest_addoption",
+    "RETRIEVER_KINDS", "Recorder", "RecordingLangChain", "RecordingLlamaIndex",
+    "RecordingRetriever", "Settings", "pytest_addoption",
     "pytest_configure", "pytest_unconfigure", "ragcov_recorder", "ragcov_retriever", "record",
 ]

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from ragcov.pytest_plugin.options import Settings
-from ragcov.pytest_plugin.recorder import RecordingRetriever, active, record
+from ragcov.pytest_plugin.recorder import RecordingRetriever, active
+from ragcov.pytest_plugin.wrapping import record
 
 
 @pytest.fixture(scope="session")

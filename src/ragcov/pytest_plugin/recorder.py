@@ -178,26 +178,3 @@ class RecordingRetriever:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-
-def record(retriever: Any) -> Any:
-    """Wrap ``retriever`` so its retrievals count towards this run's coverage.
-
-    Returns ``retriever`` itself when coverage is off, so tests can wrap
-    unconditionally. An object with ``retrieve(texts, k) -> [[(chunk_id, score), ...]]``
-    is used as it is; anything else (a function ``(query, k)``, a LangChain or
-    LlamaIndex retriever) goes through :func:`ragcov.retrievers.adapters.wrap`, and
-    tests then call ``retrieve`` or the wrapper itself rather than the framework's
-    own method.
-    """
-    rec = active()
-    if rec is None:
-        return retriever
-    inner = retriever
-    if not callable(getattr(retriever, "retrieve", None)):
-        try:
-            from ragcov.retrievers.adapters import wrap
-        except ImportError as exc:  # pragma: no cover - adapters ship with ragcov
-            raise TypeError("ragcov.pytest_plugin.record needs an object with "
-                            "retrieve(texts, k) -> [[(chunk_id, score), ...], ...]") from exc
-        inner = wrap(retriever, rec.corpus())
-    return RecordingRetriever(inner, rec)

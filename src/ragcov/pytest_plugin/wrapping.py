@@ -1,0 +1,185 @@
+"""record(): any retriever wrapped for recording, LangChain and LlamaIndex ones behind their own methods.
+
+A suite already calls ``retriever.invoke(q)`` or ``retriever.retrieve(q)``; measuring
+its coverage must not make it call anything else. These wrappers keep the framework's
+methods, return exactly what the retriever returned, and record each query with the
+chunk ids read from its Documents or nodes the way ragcov's adapters read them.
+Whatever else a test touches passes through to the retriever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ragcov.pytest_plugin.recorder import RecordingRetriever, active
+
+if TYPE_CHECKING:
+    from ragcov.fields import Ranked
+    from ragcov.pytest_plugin.recorder import Recorder
+
+
+def _query_text(query: Any) -> str | None:
+    """The text of a query: a string, or a LlamaIndex QueryBundle's ``query_str``."""
+    text = getattr(query, "query_str", query)
+    return text if isinstance(text, str) else None
+
+
+class _Recording:
+    """What both wrappers share: the retriever, its adapter, the recorder, pass-through."""
+
+    def __init__(self, inner: Any, adapter: Any, recorder: Recorder) -> None:
+        self._inner = inner
+        self._adapter = adapter
+        self._recorder = recorder
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __repr__(self) -> str:
+        return f"record({self._inner!r})"
+
+    def fingerprint(self) -> dict[str, Any]:
+        fp: dict[str, Any] = self._adapter.fingerprint()
+        return fp
+
+    def _ranked(self, text: str, items: Sequence[Any]) -> Ranked:
+        raise NotImplementedError
+
+    def _record(self, query: Any, items: Any) -> None:
+        text = _query_text(query)
+        if text is None or not isinstance(items, (list, tuple)):
+            return  # not a retrieval (e.g. an exception kept by batch(return_exceptions=True))
+        self._recorder.add(self._adapter, text, self._ranked(text, items))
+
+
+class RecordingLangChain(_Recording):
+    """A LangChain retriever: ``invoke``, ``ainvoke``, ``batch``, ``abatch`` recorded.
+
+    ``retrieve(texts, k)`` and calling the wrapper (ragcov's own protocol) still work,
+    through the LangChain adapter.
+    """
+
+    def __init__(self, inner: Any, recorder: Recorder) -> None:
+        from ragcov.retrievers.langchain import LangChainRetriever
+
+        super().__init__(inner, LangChainRetriever(inner, recorder.corpus()), recorder)
+        self._protocol = RecordingRetriever(self._adapter, recorder)
+
+    def _ranked(self, text: str, items: Sequence[Any]) -> Ranked:
+        from ragcov.fields import parse_score
+        from ragcov.retrievers.langchain import langchain_id
+        from ragcov.retrievers.resolver import ranked_top_k
+
+        resolver = self._adapter.resolver
+        return ranked_top_k(
+            items, self._recorder.k,
+            lambda d: (langchain_id(d, resolver),
+                       parse_score((getattr(d, "metadata", None) or {}).get("score"))),
+            "LangChain retriever", self._adapter.name, text)
+
+    def invoke(self, input: Any, *args: Any, **kwargs: Any) -> Any:
+        docs = self._inner.invoke(input, *args, **kwargs)
+        self._record(input, docs)
+        return docs
+
+    async def ainvoke(self, input: Any, *args: Any, **kwargs: Any) -> Any:
+        docs = await self._inner.ainvoke(input, *args, **kwargs)
+        self._record(input, docs)
+        return docs
+
+    def batch(self, inputs: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
+        results = self._inner.batch(inputs, *args, **kwargs)
+        for query, docs in zip(inputs, results):
+            self._record(query, docs)
+        return results
+
+    async def abatch(self, inputs: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
+        results = await self._inner.abatch(inputs, *args, **kwargs)
+        for query, docs in zip(inputs, results):
+            self._record(query, docs)
+        return results
+
+    def retrieve(self, texts: Sequence[str], k: int | None = None) -> list[Ranked]:
+        return self._protocol.retrieve(texts, k)
+
+    def __call__(self, text: str, k: int | None = None) -> Ranked:
+        return self._protocol(text, k)
+
+
+class RecordingLlamaIndex(_Recording):
+    """A LlamaIndex retriever: ``retrieve`` and ``aretrieve`` recorded."""
+
+    def __init__(self, inner: Any, recorder: Recorder) -> None:
+        from ragcov.retrievers.llamaindex import LlamaIndexRetriever
+
+        super().__init__(inner, LlamaIndexRetriever(inner, recorder.corpus()), recorder)
+
+    def _ranked(self, text: str, items: Sequence[Any]) -> Ranked:
+        from ragcov.fields import parse_score
+        from ragcov.retrievers.llamaindex import llamaindex_id
+        from ragcov.retrievers.resolver import ranked_top_k
+
+        resolver = self._adapter.resolver
+        return ranked_top_k(
+            items, self._recorder.k,
+            lambda n: (llamaindex_id(n.node, resolver), parse_score(n.score)),
+            "LlamaIndex retriever", self._adapter.name, text)
+
+    def retrieve(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+        nodes = self._inner.retrieve(query, *args, **kwargs)
+        self._record(query, nodes)
+        return nodes
+
+    async def aretrieve(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+        nodes = await self._inner.aretrieve(query, *args, **kwargs)
+        self._record(query, nodes)
+        return nodes
+
+
+def _from(obj: Any, prefix: str) -> bool:
+    return any((getattr(c, "__module__", "") or "").startswith(prefix)
+               for c in type(obj).__mro__)
+
+
+def framework_wrapper(retriever: Any, recorder: Recorder) -> Any | None:
+    """The recording wrapper for a LangChain or LlamaIndex retriever; None for anything else.
+
+    A LangChain retriever is anything with ``invoke`` that is not a ragcov retriever
+    (LangChain retrievers have no ``retrieve``); a LlamaIndex one is a ``llama_index``
+    class with ``retrieve``. Vector stores and indexes, which tests do not query by a
+    retriever's methods, go through the adapters as before.
+    """
+    if isinstance(retriever, type):
+        return None
+    if _from(retriever, "llama_index") and callable(getattr(retriever, "retrieve", None)):
+        return RecordingLlamaIndex(retriever, recorder)
+    if (callable(getattr(retriever, "invoke", None))
+            and not callable(getattr(retriever, "retrieve", None))):
+        return RecordingLangChain(retriever, recorder)
+    return None
+
+
+def record(retriever: Any) -> Any:
+    """Wrap ``retriever`` so its retrievals count towards this run's coverage.
+
+    Returns ``retriever`` itself when coverage is off, so tests can wrap
+    unconditionally. A LangChain retriever keeps ``invoke``, ``ainvoke``, ``batch``
+    and ``abatch``, a LlamaIndex retriever ``retrieve`` and ``aretrieve``, each
+    returning exactly what the retriever returns. An object with ``retrieve(texts, k)
+    -> [[(chunk_id, score), ...]]`` is used as it is; anything else (a function
+    ``(query, k)``, a vector store, an index) goes through
+    :func:`ragcov.retrievers.adapters.wrap`, and tests call ``retrieve`` or the wrapper.
+    """
+    rec = active()
+    if rec is None:
+        return retriever
+    wrapper = framework_wrapper(retriever, rec)
+    if wrapper is not None:
+        return wrapper
+    inner = retriever
+    if not callable(getattr(retriever, "retrieve", None)):
+        from ragcov.retrievers.adapters import wrap
+
+        inner = wrap(retriever, rec.corpus())
+    return RecordingRetriever(inner, rec)
