@@ -23,7 +23,8 @@ def import_cmd(
     file: Annotated[Path, typer.Argument(help="The trace file.")],
     corpus: CorpusPath,
     format: Annotated[str, typer.Option(
-        "--format", "-f", help="jsonl, trec, ranx, openinference or otel.")] = "jsonl",
+        "--format", "-f", help="auto (from the file), jsonl, trec, ranx, openinference, otel, phoenix "
+        "(spans parquet) or langfuse (observations JSON).")] = "auto",
     k: Annotated[int | None, typer.Option(
         "--k", "-k", help="Count the top k of each list (default: the longest list).")] = None,
     data_file: DataFile = DEFAULT_DATA_PATH,
@@ -47,6 +48,12 @@ def import_cmd(
     from ragcov.report.table import render_headline
     from ragcov.summary import summarize
 
+    if format == "auto":
+        from ragcov.traces.detect import detect_format
+
+        format = detect_format(file)
+        if not quiet:
+            err.print(f"ragcov: detected format: {format}", markup=False)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     texts = None
     if queries is not None:

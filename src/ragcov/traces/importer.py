@@ -18,9 +18,11 @@ from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
 from ragcov.retrieval import Run, validate_k
 from ragcov.traces.jsonl import read_jsonl
+from ragcov.traces.langfuse import read_langfuse_spans
 from ragcov.traces.openinference import openinference_traces, read_openinference
 from ragcov.traces.otel import otel_traces, read_otel
 from ragcov.traces.otlp import Span, read_spans_counted
+from ragcov.traces.phoenix import read_phoenix_spans
 from ragcov.traces.ranx import read_ranx
 from ragcov.traces.records import ImportResult, SpanStats, Trace
 from ragcov.traces.trec import read_trec
@@ -28,12 +30,18 @@ from ragcov.traces.trec import read_trec
 if TYPE_CHECKING:
     from ragcov.retrievers.adapters import IdResolver
 
-FORMATS = ("jsonl", "trec", "ranx", "openinference", "otel")
+FORMATS = ("jsonl", "trec", "ranx", "openinference", "otel", "phoenix", "langfuse")
 READERS: dict[str, Callable[[str | os.PathLike[str]], list[Trace]]] = {
     "jsonl": read_jsonl, "trec": read_trec, "ranx": read_ranx,
-    "openinference": read_openinference, "otel": read_otel}
+    "openinference": read_openinference, "otel": read_otel,
+    "phoenix": lambda p: openinference_traces(p, read_phoenix_spans(p)[0]),
+    "langfuse": lambda p: openinference_traces(p, read_langfuse_spans(p)[0])}
 SPAN_READERS: dict[str, Callable[[Any, list[Span], SpanStats], list[Trace]]] = {
-    "openinference": openinference_traces, "otel": otel_traces}
+    "openinference": openinference_traces, "otel": otel_traces,
+    "phoenix": openinference_traces, "langfuse": openinference_traces}
+#: Where a span format's spans come from when not from an exported JSON file.
+SPAN_SOURCES: dict[str, Callable[[str | os.PathLike[str]], tuple[list[Span], int]]] = {
+    "phoenix": read_phoenix_spans, "langfuse": read_langfuse_spans}
 SHOW_UNKNOWN = 20
 
 
@@ -52,7 +60,7 @@ def _read_traces_counted(path: str | os.PathLike[str],
         raise RagcovError(f"{path}: no such file")
     stats = SpanStats()
     if fmt in SPAN_READERS:
-        spans, dropped = read_spans_counted(path)
+        spans, dropped = SPAN_SOURCES.get(fmt, read_spans_counted)(path)
         return SPAN_READERS[fmt](path, spans, stats), dropped, stats
     return READERS[fmt](path), 0, stats
 

@@ -1,0 +1,84 @@
+"""Phoenix spans dataframes saved as parquet (``px.Client().get_spans_dataframe()``).
+
+Phoenix returns one row per span with the span's fields as columns
+(``context.span_id``, ``context.trace_id``, ``parent_id``, ``span_kind``,
+``name``, ``start_time``) and each OpenInference attribute as an
+``attributes.<name>`` column; ``attributes.retrieval.documents`` holds the list
+of ``{document.id, document.score, document.content, document.metadata}``.
+Each row is turned back into the span object the OpenInference reader consumes,
+so the id rules, nested-RETRIEVER merging and reranker handling are the same
+as for an OTLP export. The parquet is read with pyarrow alone: pandas wrote it,
+but is not needed to read it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from datetime import datetime
+from typing import Any
+
+from ragcov.errors import InputFormatError, RagcovError
+from ragcov.fields import FieldError
+from ragcov.traces.otlp import Span, span_from
+
+#: Column → span object field; phoenix.client's newer dataframe drops the ``context.``.
+_CONTEXT = {"context.span_id": "span_id", "context.trace_id": "trace_id",
+            "span_id": "span_id", "trace_id": "trace_id"}
+_FIELDS = {"parent_id": "parent_id", "span_kind": "span_kind", "name": "name",
+           "start_time": "start_time"}
+
+
+def read_phoenix_spans(path: str | os.PathLike[str]) -> tuple[list[Span], int]:
+    """The spans of a Phoenix spans parquet file, in row order (no duplicates to drop:
+    the dataframe is indexed by span id)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # pragma: no cover - pyarrow comes with the parquet extra
+        raise RagcovError("reading a Phoenix parquet export needs pyarrow: "
+                          "pip install pyarrow") from exc
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        raise RagcovError(f"{path}: not a readable parquet file ({exc})") from exc
+    spans = []
+    for n, row in enumerate(rows):
+        try:
+            spans.append(span_from(_span_object(row), n, n + 1))
+        except FieldError as exc:
+            raise InputFormatError(path, n + 1, f"row {n + 1}: {exc}") from exc
+    return spans, 0
+
+
+def _span_object(row: dict[str, Any]) -> dict[str, Any]:
+    """One dataframe row as a span object (``line`` in messages is the row number)."""
+    obj: dict[str, Any] = {"context": {}}
+    attributes: dict[str, Any] = {}
+    for column, value in row.items():
+        value = _plain(value)
+        if value is None:
+            continue
+        if column.startswith("attributes."):
+            attributes[column[len("attributes."):]] = value
+        elif column in _CONTEXT:
+            obj["context"].setdefault(_CONTEXT[column], value)
+        elif column in _FIELDS:
+            obj[_FIELDS[column]] = value
+    obj["attributes"] = attributes
+    return obj
+
+
+def _plain(value: Any) -> Any:
+    """A cell as JSON-like data: NaN (pandas' missing) is None, a time is ISO text, a
+    parquet map (list of key/value pairs) an object."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
+            return {str(k): _plain(v) for k, v in value}
+        return [_plain(v) for v in value]
+    return value
