@@ -74,7 +74,30 @@ def test_warnings_are_one_line_without_source(tmp_path: Path) -> None:
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(
                               [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip() == "ragcov: warning: ids matched by content"
+    # Not ragcov's own warning: one line, labelled with the file it came from.
+    assert proc.stderr.strip() == "ragcov: warning: (chatty.py) ids matched by content"
+
+
+def test_warning_labels_say_whose_warning_it_is() -> None:
+    from ragcov.cli.entry import _one_line_warning
+    from ragcov.retrievers.resolver import AdapterWarning
+
+    ours = _one_line_warning(AdapterWarning("3 ids matched by content"), AdapterWarning,
+                             "/x/site-packages/ragcov/retrievers/resolver.py", 10)
+    assert ours == "ragcov: warning: 3 ids matched by content\n"
+    dask = _one_line_warning(UserWarning("Port 8787 is already in use.\nPerhaps you already "
+                                         "have a cluster running?"), UserWarning,
+                             "/venv/lib/python3.11/site-packages/distributed/node.py", 182)
+    assert dask == ("ragcov: warning: (distributed) Port 8787 is already in use. Perhaps you "
+                    "already have a cluster running?\n")
+
+
+def test_main_leaves_the_warning_format_as_it_found_it(capsys) -> None:
+    import warnings
+
+    before = warnings.formatwarning
+    cli(capsys, "--version")
+    assert warnings.formatwarning is before
 
 
 def test_skip_covered_can_be_turned_off(recorded: Path, capsys) -> None:

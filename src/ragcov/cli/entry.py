@@ -35,8 +35,23 @@ def _usage_error(exc: SystemExit) -> bool:
 
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
                       lineno: int, line: str | None = None) -> str:
-    """Warnings for users, not developers: no source file, no source line."""
-    return f"ragcov: warning: {message}\n"
+    """Warnings for users, not developers: one line, no source line.
+
+    ragcov's own warnings speak for ragcov; any other library's (dask's "port in use")
+    is labelled with where it came from, so nobody reads it as ragcov's verdict.
+    """
+    text = " ".join(str(message).split())
+    if category.__module__.split(".")[0] == "ragcov":
+        return f"ragcov: warning: {text}\n"
+    return f"ragcov: warning: ({_origin(filename)}) {text}\n"
+
+
+def _origin(filename: str) -> str:
+    parts = filename.replace("\\", "/").split("/")
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            return parts[parts.index(marker) + 1].removesuffix(".py")
+    return parts[-1] or "python"
 
 
 def _interrupted(exc: SystemExit) -> bool:
@@ -48,6 +63,7 @@ def _interrupted(exc: SystemExit) -> bool:
 def main(argv: list[str] | None = None) -> None:
     import sqlite3
 
+    previous_format = warnings.formatwarning
     warnings.formatwarning = _one_line_warning
     try:
         app(args=argv, prog_name="ragcov")
@@ -74,3 +90,6 @@ def main(argv: list[str] | None = None) -> None:
     except RecursionError:
         err.print("ragcov: error: input nested too deeply to read", markup=False)
         sys.exit(1)
+    finally:
+        # main() is also called in-process (tests, scripts): leave the host's format as it was.
+        warnings.formatwarning = previous_format
