@@ -172,3 +172,61 @@ def test_the_langchain_fingerprint_is_the_adapters(pytester: pytest.Pytester):
     result.assert_outcomes(passed=2, deselected=3)
     report = json.loads((pytester.path / "ragcov.json").read_text(encoding="utf-8"))
     assert report["meta"]["retriever"] == {"kind": "langchain", "name": "test_lc.Keywords"}
+
+
+VECTORSTORE_TESTS = '''
+import json
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from ragcov.pytest_plugin import record
+from ragcov.retrievers.dense import load_encoder
+
+encoder = load_encoder(MINILM)
+
+
+class MiniLM(Embeddings):
+    def embed_documents(self, texts):
+        return encoder.encode(list(texts), normalize_embeddings=True).tolist()
+
+    def embed_query(self, text):
+        return self.embed_documents([text])[0]
+
+
+store = InMemoryVectorStore(MiniLM())
+store.add_documents([Document(id=c["id"], page_content=c["text"]) for c in CHUNKS],
+                    ids=[c["id"] for c in CHUNKS])
+plain = store.as_retriever(search_kwargs={"k": 2})
+wrapped = record(plain)
+QUESTIONS = ["What is the capital of Japan?", "How do plants make food?",
+             "Which organelle powers the cell?"]
+
+
+def test_invoke_and_batch():
+    assert wrapped.invoke(QUESTIONS[0]) == plain.invoke(QUESTIONS[0])
+    assert wrapped.batch(QUESTIONS[1:]) == plain.batch(QUESTIONS[1:])
+    expected = {q: [d.id for d in plain.invoke(q)] for q in QUESTIONS}
+    with open("expected.json", "w") as f:
+        json.dump(expected, f)
+'''
+
+
+@pytest.mark.slow  # loads MiniLM in two nested pytest processes
+def test_a_langchain_vector_store_retriever_over_minilm(pytester: pytest.Pytester,
+                                                        minilm_path: str):
+    pytest.importorskip("langchain_core.vectorstores")
+    source = (f"CHUNKS = {CITY_CHUNKS!r}\nMINILM = {str(minilm_path)!r}\n"
+              + VECTORSTORE_TESTS)
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CITY_CHUNKS))
+    pytester.makepyfile(test_store=source)
+    off = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    off.assert_outcomes(passed=1)
+    assert not (pytester.path / ".ragcov").exists()
+    on = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+                                       "corpus.jsonl", "--ragcov-k", "2")
+    on.assert_outcomes(passed=1)
+    expected = json.loads((pytester.path / "expected.json").read_text(encoding="utf-8"))
+    assert expected["What is the capital of Japan?"][0] == "tokyo"
+    assert hits_by_query(pytester.path / ".ragcov") == expected
