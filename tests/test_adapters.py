@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import cli
+from helpers import cli, langchain_embeddings, llamaindex_embedding
 from ragcov.api import measure
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
@@ -486,38 +486,6 @@ def encoder(minilm_path):
     from ragcov.retrievers.dense import load_encoder
 
     return load_encoder(minilm_path)
-
-
-def langchain_embeddings(encoder):
-    from langchain_core.embeddings import Embeddings
-
-    class MiniLMEmbeddings(Embeddings):
-        def embed_documents(self, texts):
-            return encoder.encode(list(texts), normalize_embeddings=True).tolist()
-
-        def embed_query(self, text):
-            return self.embed_documents([text])[0]
-
-    return MiniLMEmbeddings()
-
-
-def llamaindex_embedding(encoder):
-    from llama_index.core.embeddings import BaseEmbedding
-
-    class MiniLMEmbedding(BaseEmbedding):
-        def _get_query_embedding(self, query):
-            return encoder.encode(query, normalize_embeddings=True).tolist()
-
-        def _get_text_embedding(self, text):
-            return encoder.encode(text, normalize_embeddings=True).tolist()
-
-        def _get_text_embeddings(self, texts):
-            return encoder.encode(list(texts), normalize_embeddings=True).tolist()
-
-        async def _aget_query_embedding(self, query):
-            return self._get_query_embedding(query)
-
-    return MiniLMEmbedding(model_name="all-MiniLM-L6-v2")
 
 
 @pytest.fixture(scope="module")

@@ -17,38 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
-def langchain_embeddings(encoder):
-    from langchain_core.embeddings import Embeddings
-
-    class MiniLMEmbeddings(Embeddings):
-        def embed_documents(self, texts):
-            return encoder.encode(list(texts), normalize_embeddings=True).tolist()
-
-        def embed_query(self, text):
-            return self.embed_documents([text])[0]
-
-    return MiniLMEmbeddings()
-
-
-def llamaindex_embedding(encoder):
-    from llama_index.core.embeddings import BaseEmbedding
-
-    class MiniLMEmbedding(BaseEmbedding):
-        def _get_query_embedding(self, query):
-            return encoder.encode(query, normalize_embeddings=True).tolist()
-
-        def _get_text_embedding(self, text):
-            return encoder.encode(text, normalize_embeddings=True).tolist()
-
-        def _get_text_embeddings(self, texts):
-            return encoder.encode(list(texts), normalize_embeddings=True).tolist()
-
-        async def _aget_query_embedding(self, query):
-            return self._get_query_embedding(query)
-
-    return MiniLMEmbedding(model_name="all-MiniLM-L6-v2")
-
-
 @contextmanager
 def traced():
     """Both instrumentors on, into an in-memory exporter; yields the exporter."""

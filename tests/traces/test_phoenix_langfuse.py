@@ -63,10 +63,11 @@ def test_phoenix_parquet_covers_what_the_langchain_retriever_returned(minilm_pat
     pytest.importorskip("openinference.instrumentation.langchain")
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from instrumented import langchain_embeddings, traced
+    from instrumented import traced
     from langchain_core.documents import Document
     from langchain_core.vectorstores import InMemoryVectorStore
 
+    from helpers import langchain_embeddings
     from ragcov.retrievers.dense import load_encoder
 
     store = InMemoryVectorStore(langchain_embeddings(load_encoder(minilm_path)))

@@ -4,14 +4,9 @@ the covered set is the set the retrievers returned, chunk for chunk."""
 from __future__ import annotations
 
 import pytest
-from instrumented import (
-    langchain_embeddings,
-    llamaindex_embedding,
-    traced,
-    write_console,
-    write_otlp_json,
-)
+from instrumented import traced, write_console, write_otlp_json
 
+from helpers import langchain_embeddings, llamaindex_embedding
 from ragcov.corpus import Chunk, Corpus
 from ragcov.traces import import_traces
 
