@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ragcov.cli.console import out
-from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile
+from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, check_precision, emit
 from ragcov.cli.report_options import (
     Exclude,
     ExcludeDocs,
@@ -20,16 +18,6 @@ from ragcov.cli.report_options import (
 )
 
 Output = Annotated[Path, typer.Option("-o", "--output", help="Where to write; - for stdout.")]
-
-
-def _emit(text: str, output: Path, what: str) -> None:
-    from ragcov.files import write_text_atomic
-
-    if str(output) == "-":
-        sys.stdout.write(text)
-    else:
-        write_text_atomic(output, text)
-        out.print(f"Wrote {what} to {output}", markup=False)
 
 
 def xml(
@@ -49,7 +37,7 @@ def xml(
 
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
-    _emit(cobertura_xml(file_lines(scoped), __version__), output, "Cobertura XML report")
+    emit(cobertura_xml(file_lines(scoped), __version__), output, "Cobertura XML report")
 
 
 def lcov(
@@ -68,7 +56,7 @@ def lcov(
 
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
-    _emit(lcov_tracefile(file_lines(scoped)), output, "lcov report")
+    emit(lcov_tracefile(file_lines(scoped)), output, "lcov report")
 
 
 def badge(
@@ -86,15 +74,13 @@ def badge(
     min_chunk_chars: MinChunkChars = 0,
 ) -> None:
     """A shields-style SVG badge of total chunk coverage, for a README."""
-    from ragcov.errors import RagcovError
     from ragcov.report.badge import badge_svg, colour_for, parse_thresholds
     from ragcov.report.scope import load_scoped
     from ragcov.summary import display_percent
 
-    if precision < 0:
-        raise RagcovError(f"--precision must be 0 or more, got {precision}")
+    check_precision(precision)
     bands = parse_thresholds(thresholds)
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     shown = display_percent(scoped.summary(jaccard=False).coverage, precision)
-    _emit(badge_svg(f"{shown}%", colour_for(float(shown), bands), label), output, "badge")
+    emit(badge_svg(f"{shown}%", colour_for(float(shown), bands), label), output, "badge")

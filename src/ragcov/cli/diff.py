@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ragcov.cli.console import err, out
+from ragcov.cli.options import check_precision, emit
 from ragcov.errors import RagcovError
 
 FORMATS = ("text", "markdown", "json")
@@ -24,23 +24,10 @@ Output = Annotated[Path | None, typer.Option(
 Precision = Annotated[int, typer.Option(help="Digits after the decimal point.")]
 
 
-def emit(text: str, output: Path | None, what: str) -> None:
-    """The report to stdout, or atomically to ``output``."""
-    if output is None or str(output) == "-":
-        # Not through rich: chunk ids and query texts are printed exactly as they are.
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        return
-    from ragcov.files import write_text_atomic
-
-    write_text_atomic(output, text if text.endswith("\n") else text + "\n")
-    out.print(f"Wrote {what} to {output}", markup=False)
-
-
 def check_format(format: str, precision: int) -> None:
     if format not in FORMATS:
         raise RagcovError(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
-    if precision < 0:
-        raise RagcovError(f"--precision must be 0 or more, got {precision}")
+    check_precision(precision)
 
 
 def diff(

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from ragcov.cli.console import err
-from ragcov.cli.diff import AllowK, AllowRetriever, Format, Output, Precision, check_format, emit
+from ragcov.cli.diff import AllowK, AllowRetriever, Format, Output, Precision, check_format
+from ragcov.cli.options import check_fail_under, emit
 from ragcov.errors import RagcovError
 
 
@@ -38,8 +39,7 @@ def gap(
     check_format(format, precision)
     if top < 1:
         raise RagcovError(f"--top must be at least 1, got {top}")
-    if fail_under is not None and not 0 <= fail_under <= 100:
-        raise RagcovError(f"--fail-under must be a percentage from 0 to 100, got {fail_under:g}")
+    check_fail_under(fail_under)
     g = traffic_gap(tests, traffic, top=top, allow_different_k=allow_different_k,
                     allow_different_retriever=allow_different_retriever)
     if format == "json":

@@ -6,12 +6,14 @@ its flag, help text and default cannot drift between commands.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ragcov.data import DEFAULT_DATA_FILE
+from ragcov.errors import RagcovError
 
 # Reusable option types -------------------------------------------------------
 DataFile = Annotated[Path, typer.Option("--data-file", help="The coverage data file.")]
@@ -52,3 +54,31 @@ def approximate_note(data_file: Path) -> str | None:
 
     data = CoverageData(data_file)
     return approximate_index_note(data.meta().retriever, data.annotation(INDEX_RECALL))
+
+
+def check_precision(precision: int) -> None:
+    if precision < 0:
+        raise RagcovError(f"--precision must be 0 or more, got {precision}")
+
+
+def check_fail_under(fail_under: float | None) -> None:
+    """coverage.py refuses a gate outside 0-100: one above always fails, one below never."""
+    if fail_under is not None and not 0 <= fail_under <= 100:
+        raise RagcovError(f"--fail-under must be a percentage from 0 to 100, got {fail_under:g}")
+
+
+def emit(text: str, output: Path | None, what: str) -> None:
+    """A report to stdout (``None`` or ``-``) or atomically to ``output``.
+
+    Not through rich: chunk ids, query texts and XML are written exactly as they are.
+    """
+    if not text.endswith("\n"):
+        text += "\n"
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+        return
+    from ragcov.cli.console import out
+    from ragcov.files import write_text_atomic
+
+    write_text_atomic(output, text)
+    out.print(f"Wrote {what} to {output}", markup=False)

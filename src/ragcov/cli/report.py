@@ -14,6 +14,8 @@ from ragcov.cli.options import (
     DataFile,
     Support,
     approximate_note,
+    check_fail_under,
+    check_precision,
 )
 from ragcov.cli.report_options import (
     Exclude,
@@ -23,7 +25,6 @@ from ragcov.cli.report_options import (
     Omit,
     scope_of,
 )
-from ragcov.errors import RagcovError
 from ragcov.report import DEFAULT_JSON_FILE
 
 
@@ -61,10 +62,8 @@ def report(
 
     if precision is None:
         precision = 2 if format == "total" else 0
-    if precision < 0:
-        raise RagcovError(f"--precision must be 0 or more, got {precision}")
-    if fail_under is not None and not 0 <= fail_under <= 100:
-        raise RagcovError(f"--fail-under must be a percentage from 0 to 100, got {fail_under:g}")
+    check_precision(precision)
+    check_fail_under(fail_under)
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     summary = scoped.summary(jaccard=False)
