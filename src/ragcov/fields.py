@@ -32,6 +32,10 @@ QUERY_TEXT_KEYS = ("query", "question", "user_input", "input", "text")
 CHUNK_ID_KEYS = ("id", "_id", "chunk_id")
 CHUNK_TEXT_KEYS = ITEM_TEXT_KEYS
 CHUNK_DOC_KEYS = ("doc_id", "document_id", "source")
+# Metadata keys that name a chunk's document in a vector store, most specific first:
+# ragcov's own, then LangChain loaders' (source, file_path) and LlamaIndex's (ref_doc_id,
+# document_id, file_name).
+STORE_DOC_KEYS = ("doc_id", "document_id", "ref_doc_id", "source", "file_path", "file_name")
 
 
 # One query's retrieved list as every source hands it over: (chunk id, score or None),

@@ -7,12 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ragcov.errors import RagcovError
-from ragcov.fields import Ranked
+from ragcov.fields import STORE_DOC_KEYS, Ranked
 
-# Metadata keys that name a chunk's document, most specific first: ragcov's own, then
-# LangChain loaders' (source, file_path) and LlamaIndex's (ref_doc_id, document_id,
-# file_name).
-DOC_KEYS = ("doc_id", "document_id", "ref_doc_id", "source", "file_path", "file_name")
 PAGE_SIZE = 1000  # rows asked of a store at a time while enumerating
 INSTALL_HINT = "pip install 'ragcov[stores]'"
 
@@ -48,7 +44,7 @@ class VectorStore(Protocol):
 
 def doc_id_of(chunk: StoreChunk, doc_key: str | None = None) -> str:
     """The chunk's document: ``doc_key`` when named, else the first known key, else its id."""
-    keys = (doc_key,) if doc_key else DOC_KEYS
+    keys = (doc_key,) if doc_key else STORE_DOC_KEYS
     for key in keys:
         value = chunk.metadata.get(key)
         if value is not None and value != "":
