@@ -53,6 +53,8 @@ def parse_id(value: Any) -> str:
     Lists, dicts, booleans, floats and blank strings are refused: stored as their
     Python text they would silently become ids that match nothing.
     """
+    if type(value) is str and value and not value.isspace():  # the usual case, first
+        return value
     if isinstance(value, bool) or value is None:
         raise FieldError(f"{value!r} is not an id")
     if isinstance(value, numbers.Integral):
@@ -72,6 +74,8 @@ def parse_score(value: Any, *, text_ok: bool = False) -> float | None:
     (``text_ok``: TREC runs, CSV, loosely typed JSONL logs); a retriever that
     returns ``"0.9"`` in JSON or Python has a bug worth hearing about.
     """
+    if type(value) is float and math.isfinite(value):  # the usual case, first
+        return value
     if value is None or (text_ok and value == ""):
         return None
     if isinstance(value, bool):

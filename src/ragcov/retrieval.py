@@ -33,12 +33,14 @@ class Run:
         seen: set[str] = set()
         kept: Ranked = []
         for cid, score in ranked:
-            cid = str(cid)
+            if type(cid) is not str:
+                cid = str(cid)
             if cid in seen:
                 continue
             seen.add(cid)
             if score is not None:
-                score = float(score)
+                if type(score) is not float:
+                    score = float(score)
                 # The last guard for every source: NaN breaks rankings, inf is not JSON.
                 if not math.isfinite(score):
                     raise RagcovError(f"query {query_id!r}: chunk {cid!r} has a score that is "

@@ -69,6 +69,8 @@ class IdResolver:
         list, a boolean, a float) is skipped, so the later candidates and the
         content may still find the chunk; if nothing does, the error names it.
         """
+        if type(own_id) is str and self.corpus is not None and own_id in self.corpus:
+            return own_id  # the usual case: the item's own id, a corpus chunk
         candidates: list[tuple[str, Any]] = [("the item's own id", own_id)]
         meta = metadata if isinstance(metadata, dict) else {}
         candidates += [(f"metadata[{key!r}]", meta.get(key)) for key in METADATA_ID_KEYS]

@@ -29,10 +29,11 @@ module each:
     ``gen_ai.retrieval.documents`` (a structured list or a JSON string of one;
     its entries ``{"id", "score"}`` objects or plain ids).
 
-Both span formats are read by :mod:`.otlp` (containers, OTLP values, duplicate
-spans) and :mod:`.retrievals` (documents, query texts and ids); every reader
-produces the :mod:`.records` types, and :mod:`.importer` turns them into a Run.
-Modules import downward only: importer → formats → retrievals → otlp → records.
+Both span formats are read by :mod:`.spanfile` (containers, streamed, duplicate
+spans), :mod:`.otlp` (OTLP values) and :mod:`.retrievals` (documents, query texts
+and ids); every reader produces the :mod:`.records` types, and :mod:`.importer`
+turns them into a Run. Modules import downward only: importer → formats →
+retrievals → spanfile → otlp → records.
 
 Ids not in the corpus are an error that lists them, unless ``ignore_unknown``,
 which skips and counts them (a corpus that changed since the traces were
@@ -51,9 +52,10 @@ from ragcov.traces.importer import FORMATS, import_traces, read_traces
 from ragcov.traces.jsonl import read_jsonl
 from ragcov.traces.openinference import read_openinference
 from ragcov.traces.otel import read_otel
-from ragcov.traces.otlp import Span, read_spans, read_spans_counted
+from ragcov.traces.otlp import Span
 from ragcov.traces.ranx import read_ranx
 from ragcov.traces.records import ImportResult, Item, Trace
+from ragcov.traces.spanfile import SpanFile, read_spans, read_spans_counted
 from ragcov.traces.trec import read_trec
 
 __all__ = [
@@ -61,6 +63,7 @@ __all__ = [
     "ImportResult",
     "Item",
     "Span",
+    "SpanFile",
     "Trace",
     "import_traces",
     "read_jsonl",

@@ -11,6 +11,7 @@ lists of the spans inside it are taken, in start-time order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ragcov.traces.otlp import Span
@@ -19,7 +20,7 @@ from ragcov.traces.records import Item
 SpanKey = tuple[str | None, str | None]
 
 
-@dataclass
+@dataclass(slots=True)
 class Group:
     """A query's RETRIEVER spans: the outermost one and what was recorded inside it."""
 
@@ -41,15 +42,21 @@ class Group:
 class Nesting:
     """Which RETRIEVER span each RETRIEVER span belongs to, by following parent ids."""
 
-    def __init__(self, spans: list[Span]) -> None:
-        self.parent: dict[SpanKey, str | None] = {}
+    def __init__(self, spans: Iterable[Span] = ()) -> None:
+        self.parent: dict[SpanKey, str] = {}
         self.retrievers: set[SpanKey] = set()
         for s in spans:
-            if s.span_id is None:
-                continue
+            self.note(s)
+
+    def note(self, s: Span) -> None:
+        """Learn one span's place (its parent; whether it is a retriever): spans are
+        noted as they are read, so none has to be kept for this."""
+        if s.span_id is None:
+            return
+        if s.parent_id is not None:  # a root needs no entry: no parent is None
             self.parent[(s.trace_id, s.span_id)] = s.parent_id
-            if s.kind == "RETRIEVER":
-                self.retrievers.add((s.trace_id, s.span_id))
+        if s.kind == "RETRIEVER":
+            self.retrievers.add((s.trace_id, s.span_id))
 
     def root(self, span: Span) -> SpanKey:
         """The outermost RETRIEVER span around ``span`` (``span`` itself when none)."""
@@ -73,8 +80,8 @@ class Nesting:
 class Grouper:
     """RETRIEVER spans gathered into queries, in the order their first span arrives."""
 
-    def __init__(self, spans: list[Span]) -> None:
-        self.nesting = Nesting(spans)
+    def __init__(self, nesting: Nesting) -> None:
+        self.nesting = nesting
         self.groups: list[Group] = []
         self.index: dict[SpanKey, int] = {}
         self.merged = 0

@@ -20,19 +20,21 @@ what reached the LLM.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ragcov.traces.nesting import Grouper
-from ragcov.traces.otlp import Span, read_spans
+from ragcov.traces.nesting import Grouper, Nesting
+from ragcov.traces.otlp import Span
 from ragcov.traces.outputs import fill_ids, output_documents
 from ragcov.traces.records import Item, SpanStats, Trace
 from ragcov.traces.retrievals import (
     Retrieval,
-    by_time,
+    iter_traces,
     query_text,
     read_documents,
-    traces_from_retrievals,
+    time_order,
 )
+from ragcov.traces.spanfile import read_spans
 
 OI_DOC = ("document.id", "document.score", "document.content", "document.metadata")
 
@@ -50,30 +52,46 @@ def retriever_documents(span: Span, path: Any) -> list[Item] | None:
     return fill_ids(items, serialized)
 
 
-def openinference_traces(path: Any, spans: list[Span],
+def openinference_traces(path: Any, spans: Iterable[Span],
                          stats: SpanStats | None = None) -> list[Trace]:
     """The retrievals among ``spans``, in start-time order, nested retrievers merged,
     each reranked list final; ``stats`` gets the merged and empty span counts."""
-    grouper = Grouper(spans)
-    rerankers: dict[int, list[Item]] = {}
-    alone: list[tuple[int, Retrieval]] = []  # rerankers with no retrieval before them
-    last_retrieval: dict[str | None, int] = {}
-    for span in by_time(spans):
+    return list(iter_openinference_traces(path, spans, stats))
+
+
+def iter_openinference_traces(path: Any, spans: Iterable[Span],
+                              stats: SpanStats | None = None) -> Iterator[Trace]:
+    """:func:`openinference_traces` one at a time. Each span's documents are read as
+    the span arrives and its attributes let go, so ``spans`` may be a stream."""
+    nesting = Nesting()
+    # RETRIEVER and RERANKER spans, their documents read (None: a retriever recorded none)
+    read: list[tuple[Span, str, list[Item] | None]] = []
+    for span in spans:
+        nesting.note(span)
         if span.kind == "RETRIEVER":
-            i = grouper.add(span, query_text(span.attributes, ("input.value",)),
-                            retriever_documents(span, path))
-            last_retrieval[span.trace_id] = i
+            read.append((span.bare(), query_text(span.attributes, ("input.value",)),
+                         retriever_documents(span, path)))
         elif span.kind == "RERANKER":
             items = read_documents(span.attributes, "reranker.output_documents", path,
                                    span.line, OI_DOC)
-            if items is None:
-                continue
-            i = last_retrieval.pop(span.trace_id, None) if span.trace_id else None
-            if i is not None:
-                rerankers[i] = items
-            else:  # a reranker with no retriever span before it: its output is still final
-                query = query_text(span.attributes, ("reranker.query", "input.value"))
-                alone.append((len(grouper.groups), (span, query, items)))
+            if items is not None:
+                read.append((span.bare(), query_text(span.attributes, (
+                    "reranker.query", "input.value")), items))
+    read.sort(key=lambda r: time_order(r[0]))
+    grouper = Grouper(nesting)
+    rerankers: dict[int, list[Item]] = {}
+    alone: list[tuple[int, Retrieval]] = []  # rerankers with no retrieval before them
+    last_retrieval: dict[str | None, int] = {}
+    for span, query, items in read:
+        if span.kind == "RETRIEVER":
+            last_retrieval[span.trace_id] = grouper.add(span, query, items)
+            continue
+        i = last_retrieval.pop(span.trace_id, None) if span.trace_id else None
+        if i is not None:
+            rerankers[i] = items or []
+        else:  # a reranker with no retriever span before it: its output is still final
+            alone.append((len(grouper.groups), (span, query, items or [])))
+    del read
     picked: list[Retrieval] = []
     empty = 0
     at = 0
@@ -81,12 +99,15 @@ def openinference_traces(path: Any, spans: list[Span],
         while at < len(alone) and alone[at][0] <= n:
             picked.append(alone[at][1])
             at += 1
-        items = rerankers.get(n, group.final())
-        if items is None:
+        final = rerankers.pop(n, None)
+        if final is None:
+            final = group.final()
+        if final is None:
             empty += 1
-        picked.append((group.span, group.query, items or []))
+        picked.append((group.span, group.query, final or []))
     picked += [r for _n, r in alone[at:]]
     if stats is not None:
         stats.merged += grouper.merged
         stats.empty += empty
-    return traces_from_retrievals(picked, path)
+    del grouper, rerankers
+    return iter_traces(picked, path)

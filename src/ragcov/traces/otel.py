@@ -10,17 +10,19 @@ query, with no hits.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ragcov.traces.otlp import Span, read_spans
+from ragcov.traces.otlp import Span
 from ragcov.traces.records import SpanStats, Trace
 from ragcov.traces.retrievals import (
     Retrieval,
-    by_time,
+    iter_traces,
     query_text,
     read_documents,
-    traces_from_retrievals,
+    time_order,
 )
+from ragcov.traces.spanfile import read_spans
 
 OTEL_DOC = ("id", "score", "content", "metadata")
 
@@ -29,11 +31,18 @@ def read_otel(path: str | os.PathLike[str]) -> list[Trace]:
     return otel_traces(path, read_spans(path))
 
 
-def otel_traces(path: Any, spans: list[Span], stats: SpanStats | None = None) -> list[Trace]:
+def otel_traces(path: Any, spans: Iterable[Span], stats: SpanStats | None = None) -> list[Trace]:
     """The retrieval spans among ``spans``, in start-time order; ``stats`` counts those
     that recorded no documents."""
+    return list(iter_otel_traces(path, spans, stats))
+
+
+def iter_otel_traces(path: Any, spans: Iterable[Span],
+                     stats: SpanStats | None = None) -> Iterator[Trace]:
+    """:func:`otel_traces` one at a time; ``spans`` may be a stream (see
+    :func:`ragcov.traces.openinference.iter_openinference_traces`)."""
     picked: list[Retrieval] = []
-    for span in by_time(spans):
+    for span in spans:
         op = span.attributes.get("gen_ai.operation.name")
         items = read_documents(span.attributes, "gen_ai.retrieval.documents", path, span.line,
                                OTEL_DOC)
@@ -42,5 +51,6 @@ def otel_traces(path: Any, spans: list[Span], stats: SpanStats | None = None) ->
         query = query_text(span.attributes, ("gen_ai.retrieval.query.text", "input.value"))
         if items is None and stats is not None:
             stats.empty += 1
-        picked.append((span, query, items or []))
-    return traces_from_retrievals(picked, path)
+        picked.append((span.bare(), query, items or []))
+    picked.sort(key=lambda r: time_order(r[0]))
+    return iter_traces(picked, path)

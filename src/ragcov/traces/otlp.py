@@ -1,36 +1,30 @@
-"""Spans out of exported JSON: OTLP values decoded, each span read once.
+"""Spans out of exported JSON: OTLP values decoded into flat attributes.
 
 Both span formats (OpenInference and OpenTelemetry GenAI) arrive in the same
-containers: OTLP JSON exports (one per line, as a collector's file exporter
-writes them), span objects one per line or back to back (console exporters), or
-lists of spans. This module turns any of them into :class:`Span` objects with
+containers (OTLP JSON exports, span objects, lists of spans: see
+:mod:`.spanfile`). This module turns one span object into a :class:`Span` with
 flat, decoded attributes, so the format readers only interpret attribute names.
 
 An OTLP value that does not match its declared type raises :class:`FieldError`
 here and becomes a located :class:`InputFormatError` at the span: never a Python
-traceback, never read as something else. A span exported twice (same traceId
-and spanId) is kept once: an identical copy is dropped and counted, a different
-one is an error naming both lines.
+traceback, never read as something else. Exports hold millions of attributes,
+almost all plain strings and doubles, so those two are decoded on a fast path
+that gives the same result as the general one.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import sys
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ragcov.errors import InputFormatError
 from ragcov.fields import FieldError, parse_id
 from ragcov.files import first_key
-from ragcov.traces.jsontext import iter_json_values
 from ragcov.traces.records import short
 
 
-@dataclass
+@dataclass(slots=True)
 class Span:
     """One span: ids, start time, kind and flattened attributes.
 
@@ -49,8 +43,21 @@ class Span:
     #: The parent span's id (OTLP ``parentSpanId``), None for a root or when not exported.
     parent_id: str | None = None
 
+    def bare(self) -> Span:
+        """This span without its attributes: what is kept once its documents are read,
+        so a large import does not hold every attribute of every span."""
+        return Span(self.trace_id, self.span_id, self.name, self.start, self.order,
+                    self.line, self.kind, {}, self.parent_id)
+
 
 _WHOLE = re.compile(r"[+-]?\d+")
+#: Every NaN attribute is this one object, so two copies of a span that records a NaN
+#: compare (and hash) equal: see :func:`ragcov.traces.spanfile.fingerprint`.
+NAN = float("nan")
+
+
+def _double(number: float) -> float:
+    return NAN if number != number else number
 
 
 def otlp_list(value: Any, what: str) -> list[Any]:
@@ -86,7 +93,7 @@ def otlp_value(value: Any) -> Any:
         number = value["doubleValue"]
         if not isinstance(number, bool) and isinstance(number, (int, float, str)):
             try:
-                return float(number)
+                return _double(float(number))
             except ValueError:
                 pass
         raise FieldError(f"doubleValue {short(number)} is not a number")
@@ -121,15 +128,24 @@ def otlp_key_values(entries: list[Any], what: str) -> dict[str, Any]:
     """OTLP KeyValue pairs ([{"key": ..., "value": {...}}]) to a dict."""
     out: dict[str, Any] = {}
     for kv in entries:
+        # The fast path: a string or a double, the only member of its AnyValue.
+        if type(kv) is dict:
+            key, value = kv.get("key"), kv.get("value")
+            if type(key) is str and type(value) is dict and len(value) == 1:
+                plain = value.get("stringValue")
+                if type(plain) is not str:
+                    plain = value.get("doubleValue")
+                    plain = _double(plain) if type(plain) is float else None
+                if plain is not None:
+                    out[key] = plain
+                    continue
         if not isinstance(kv, dict) or kv.get("key") is None:
             raise FieldError(f"{what} {short(kv)} has no key (expected "
                              '{"key": "...", "value": {...}})')
         if not isinstance(kv["key"], str):
             raise FieldError(f"{what} {short(kv)} has a key that is not a string")
         try:
-            # Interned: every span repeats the same attribute names, and a large export
-            # would otherwise hold a copy of each name per span.
-            out[sys.intern(kv["key"])] = otlp_value(kv.get("value"))
+            out[kv["key"]] = otlp_value(kv.get("value"))
         except FieldError as exc:
             raise FieldError(f"{what} {kv['key']!r}: {exc}") from exc
     return out
@@ -144,7 +160,7 @@ def flatten(obj: Any, prefix: str, out: dict[str, Any]) -> None:
         for i, value in enumerate(obj):
             flatten(value, f"{prefix}.{i}", out)
     else:
-        out[sys.intern(prefix)] = obj
+        out[prefix] = NAN if type(obj) is float and obj != obj else obj
 
 
 def _time(value: Any) -> float | None:
@@ -183,7 +199,11 @@ def span_from(obj: dict[str, Any], order: int, line: int) -> Span:
     attributes: dict[str, Any] = {}
     try:
         if isinstance(raw, list):  # OTLP: [{"key": ..., "value": {...}}]
-            flatten(otlp_key_values(raw, "attribute"), "", attributes)
+            for key, value in otlp_key_values(raw, "attribute").items():
+                if type(value) is dict or type(value) is list:  # a kvlist or an array
+                    flatten(value, key, attributes)
+                else:
+                    attributes[key] = value
         elif isinstance(raw, dict):
             flatten(raw, "", attributes)
         elif raw is not None:
@@ -198,93 +218,3 @@ def span_from(obj: dict[str, Any], order: int, line: int) -> Span:
     return Span(trace_id, span_id, str(obj.get("name") or ""), start, order, line,
                 str(kind).upper() if kind else None, attributes,
                 parent if isinstance(parent, str) and parent else None)
-
-
-def same_span(a: Span, b: Span) -> bool:
-    """The same recorded span: what the readers use is identical (NaN equals NaN)."""
-    def content(s: Span) -> str:
-        return json.dumps([s.name, s.start, s.kind, s.attributes], sort_keys=True, default=repr)
-    return content(a) == content(b)
-
-
-def read_spans(path: str | os.PathLike[str]) -> list[Span]:
-    """Every span in the file, each (traceId, spanId) once: see :func:`read_spans_counted`."""
-    return read_spans_counted(path)[0]
-
-
-def read_spans_counted(path: str | os.PathLike[str]) -> tuple[list[Span], int]:
-    """Every span in the file and how many identical duplicates were dropped.
-
-    A span exported twice (a file concatenated twice, overlapping exports) has the
-    same traceId and spanId: an identical copy is dropped, one with different
-    content is an error naming both lines.
-    """
-    collector = _SpanCollector(path)
-    for line, value in iter_json_values(path):
-        collector.visit(value, line)
-    return collector.spans, collector.dropped
-
-
-class _SpanCollector:
-    """The spans of one file in file order, each (traceId, spanId) kept once."""
-
-    def __init__(self, path: Any) -> None:
-        self.path = path
-        self.spans: list[Span] = []
-        self.first: dict[tuple[str | None, str], Span] = {}
-        self.dropped = 0
-
-    def visit(self, value: Any, line: int) -> None:
-        """A top-level value: an OTLP export, a span, or a list (or ``spans``/``data``
-        holder) of them."""
-        if isinstance(value, list):
-            for v in value:
-                self.visit(v, line)
-        elif isinstance(value, dict):
-            if "resourceSpans" in value:
-                self._export(value, line)
-            elif isinstance(value.get("spans"), list):
-                self.visit(value["spans"], line)
-            elif isinstance(value.get("data"), list):
-                self.visit(value["data"], line)
-            elif "attributes" in value:
-                self.add(value, line)
-            else:
-                raise InputFormatError(self.path, line, "not a span (no attributes), nor OTLP "
-                                       "resourceSpans, nor a list of spans")
-        else:
-            raise InputFormatError(self.path, line, "expected a span object or a list of spans")
-
-    def _export(self, value: dict[str, Any], line: int) -> None:
-        """An OTLP export: resourceSpans → scopeSpans → spans, each level a list."""
-        try:
-            for rs in otlp_list(value["resourceSpans"], "resourceSpans"):
-                if not isinstance(rs, dict):
-                    raise FieldError(f"a resourceSpans entry is {short(rs)}, not an object")
-                scopes = first_key(rs, ("scopeSpans", "instrumentationLibrarySpans"))
-                for ss in otlp_list(scopes, "scopeSpans"):
-                    if not isinstance(ss, dict):
-                        raise FieldError(f"a scopeSpans entry is {short(ss)}, not an object")
-                    self.visit(otlp_list(ss.get("spans"), "spans"), line)
-        except FieldError as exc:
-            raise InputFormatError(self.path, line, str(exc)) from exc
-
-    def add(self, value: dict[str, Any], line: int) -> None:
-        """One span object, unless it repeats an earlier one exactly."""
-        try:
-            span = span_from(value, len(self.spans), line)
-        except FieldError as exc:
-            raise InputFormatError(self.path, line, str(exc)) from exc
-        if span.span_id is not None:
-            key = (span.trace_id, span.span_id)
-            earlier = self.first.get(key)
-            if earlier is not None:
-                if same_span(earlier, span):
-                    self.dropped += 1
-                    return
-                of_trace = f" of trace {span.trace_id!r}" if span.trace_id is not None else ""
-                raise InputFormatError(self.path, line, f"span {span.span_id!r}{of_trace} "
-                                       f"already appeared on line {earlier.line} with "
-                                       "different content")
-            self.first[key] = span
-        self.spans.append(span)

@@ -17,7 +17,7 @@ from ragcov.fields import FieldError, parse_id, parse_score
 from ragcov.retrieval import Run
 
 
-@dataclass
+@dataclass(slots=True)
 class Item:
     """One retrieved entry as recorded: an id, or only content to be matched."""
 
@@ -27,7 +27,7 @@ class Item:
     metadata: dict[str, Any] | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Trace:
     """One recorded retrieval: the query and its items in ranked order.
 

@@ -10,14 +10,15 @@ names live in the format modules; the reading is here, once.
 from __future__ import annotations
 
 import json
-import re
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 from ragcov.errors import InputFormatError
-from ragcov.fields import FieldError
+from ragcov.fields import FieldError, parse_id, parse_score
 from ragcov.files import first_key
 from ragcov.traces.otlp import Span, flatten
-from ragcov.traces.records import Item, Trace, parse_id_at, parse_score_at, short
+from ragcov.traces.records import Item, Trace, parse_id_at, short
 
 #: A retrieval picked from the spans: the span it came from, its query, its list.
 Retrieval = tuple[Span, str, list[Item]]
@@ -65,10 +66,11 @@ def read_documents(attrs: dict[str, Any], prefix: str, path: Any, line: int | No
         return None if value is None else []
     items = []
     for n in sorted(docs.keys() | plain.keys()):
-        where = f"{prefix}.{n}"
         if n not in plain:
-            items.append(_document(docs[n], path, line, where, subkeys))
-        elif n in docs:
+            items.append(_document(docs[n], path, line, prefix, n, subkeys))
+            continue
+        where = f"{prefix}.{n}"
+        if n in docs:
             raise InputFormatError(path, line, f"{where} is both a plain id and a "
                                    "document object")
         else:
@@ -90,34 +92,70 @@ def _decoded(value: Any, prefix: str, path: Any, line: int | None) -> Any:
     return decoded
 
 
+#: prefix → attribute name → (N, <sub> or None), or None for a name outside the prefix.
+#: Exports repeat the same few names in every span; each is parsed once.
+_NAMES: dict[str, dict[str, tuple[int, str | None] | None]] = {}
+_NAMES_KEPT = 4096  # per prefix: names past this many are parsed each time, not kept
+
+
+def _document_name(key: str, prefix: str, path: Any,
+                   line: int | None) -> tuple[int, str | None] | None:
+    """``prefix.N`` → (N, None), ``prefix.N.<sub>`` → (N, sub), another name → None;
+    ``prefix.<name>`` (an object flattened, not a list) is refused."""
+    dot = prefix + "."
+    if not key.startswith(dot):
+        return None
+    head, sep, sub = key[len(dot):].partition(".")
+    # N is decimal digits; <sub> is not empty and is one line (as the regex
+    # prefix\.(\d+)(?:\.(.+))? reads a key).
+    if not head.isdecimal() or (sep and (not sub or "\n" in sub)):
+        raise InputFormatError(path, line, f"{prefix} is an object ({key!r}), not a list "
+                               "of documents (ids, or objects with an id)")
+    return int(head), (sub if sep else None)
+
+
 def _add_flattened(attrs: dict[str, Any], prefix: str, path: Any, line: int | None,
                    docs: dict[int, dict[str, Any]], plain: dict[int, Any]) -> None:
     """Add the ``prefix.N`` and ``prefix.N.<sub>`` attributes to ``plain`` and ``docs``
     (the list's own entries, already there, win)."""
-    pattern = re.compile(rf"{re.escape(prefix)}\.(\d+)(?:\.(.+))?")
+    names = _NAMES.setdefault(prefix, {})
     for key, v in attrs.items():
-        if not key.startswith(prefix + "."):
+        try:
+            parsed = names[key]
+        except KeyError:
+            parsed = _document_name(key, prefix, path, line)
+            if len(names) < _NAMES_KEPT:
+                names[key] = parsed
+        if parsed is None:
             continue
-        m = pattern.fullmatch(key)
-        if m is None:  # prefix.<name>: an object flattened, not a list
-            raise InputFormatError(path, line, f"{prefix} is an object ({key!r}), not a list "
-                                   "of documents (ids, or objects with an id)")
-        n = int(m.group(1))
-        if m.group(2) is None:
+        n, sub = parsed
+        if sub is None:
             plain.setdefault(n, v)
         else:
-            docs.setdefault(n, {}).setdefault(m.group(2), v)
+            docs.setdefault(n, {}).setdefault(sub, v)
 
 
-def _document(d: dict[str, Any], path: Any, line: int | None, where: str,
+def _document(d: dict[str, Any], path: Any, line: int | None, prefix: str, n: int,
               subkeys: tuple[str, str, str, str]) -> Item:
-    """One document object (flattened): its id, score, content and metadata."""
+    """Document N under ``prefix`` (flattened): its id, score, content and metadata.
+
+    Ids and texts are interned: a popular chunk is retrieved by many of a large
+    export's spans, and each would otherwise hold its own copy of the same strings.
+    """
     id_key, score_key, content_key, meta_key = subkeys
+    raw_id, raw_score = d.get(id_key), d.get(score_key)
     try:
-        raw_id = _leaf(d, id_key, where)
-        raw_score = _leaf(d, score_key, where)
+        if raw_id is None:
+            _leaf(d, id_key, f"{prefix}.{n}")
+        if raw_score is None:
+            _leaf(d, score_key, f"{prefix}.{n}")
     except FieldError as exc:
         raise InputFormatError(path, line, str(exc)) from exc
+    try:
+        doc_id = None if raw_id is None else sys.intern(parse_id(raw_id))
+        score = parse_score(raw_score)
+    except FieldError as exc:
+        raise InputFormatError(path, line, f"{prefix}.{n}: {exc}") from exc
     meta = d.get(meta_key)
     if isinstance(meta, str):
         try:
@@ -125,17 +163,17 @@ def _document(d: dict[str, Any], path: Any, line: int | None, where: str,
         except json.JSONDecodeError:
             meta = None
     if not isinstance(meta, dict):
-        nested = {k[len(meta_key) + 1:]: v for k, v in d.items()
-                  if k.startswith(meta_key + ".")}
-        meta = nested or None
+        meta = None
+        # Keys besides the four: the metadata may be flattened (``metadata.<name>``).
+        if len(d) > (id_key in d) + (score_key in d) + (content_key in d) + (meta_key in d):
+            meta = {k[len(meta_key) + 1:]: v for k, v in d.items()
+                    if k.startswith(meta_key + ".")} or None
     content = d.get(content_key)
-    item = Item(None if raw_id is None else parse_id_at(raw_id, path, line, where),
-                parse_score_at(raw_score, path, line, where, text_ok=False),
-                content if isinstance(content, str) else None, meta)
-    if item.id is None and item.content is None and not (meta and first_key(
+    content = sys.intern(content) if type(content) is str else None
+    if doc_id is None and content is None and not (meta and first_key(
             meta, ("id", "chunk_id"))):
-        raise InputFormatError(path, line, f"{where} has neither an id nor content")
-    return item
+        raise InputFormatError(path, line, f"{prefix}.{n} has neither an id nor content")
+    return Item(doc_id, score, content, meta)
 
 
 def query_text(attrs: dict[str, Any], keys: tuple[str, ...]) -> str:
@@ -159,19 +197,29 @@ def query_text(attrs: dict[str, Any], keys: tuple[str, ...]) -> str:
 
 def by_time(spans: list[Span]) -> list[Span]:
     """Spans by start time, file order on ties; a span without one sorts first."""
-    return sorted(spans, key=lambda s: (s.start if s.start is not None else float("-inf"),
-                                        s.order))
+    return sorted(spans, key=time_order)
+
+
+def time_order(span: Span) -> tuple[float, int]:
+    return (span.start if span.start is not None else float("-inf"), span.order)
 
 
 def traces_from_retrievals(picked: list[Retrieval], path: Any) -> list[Trace]:
     """Query ids: the trace id when a trace holds one retrieval, else trace id:n."""
+    return list(iter_traces(list(picked), path))
+
+
+def iter_traces(picked: list[Retrieval], path: Any) -> Iterator[Trace]:
+    """:func:`traces_from_retrievals`, one at a time, emptying ``picked`` as it goes:
+    a large import never holds both every retrieval and every trace."""
     per_trace: dict[str, int] = {}
     for span, _q, _items in picked:
         per_trace[span.trace_id or ""] = per_trace.get(span.trace_id or "", 0) + 1
     counters: dict[str, int] = {}
     used: dict[str, int | None] = {}
-    traces = []
-    for span, query, items in picked:
+    picked.reverse()
+    while picked:
+        span, query, items = picked.pop()
         if span.trace_id is None:
             qid = span.span_id or f"span-{span.order + 1}"
         elif per_trace[span.trace_id] == 1:
@@ -183,5 +231,4 @@ def traces_from_retrievals(picked: list[Retrieval], path: Any) -> list[Trace]:
             raise InputFormatError(path, span.line, f"query id {qid!r} is already taken by the "
                                    f"span on line {used[qid]}")
         used[qid] = span.line
-        traces.append(Trace(qid, query, items, span.line))
-    return traces
+        yield Trace(qid, query, items, span.line)
