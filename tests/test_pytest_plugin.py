@@ -390,3 +390,22 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 @pytest.mark.slow  # five pytest and ragcov processes
 def test_the_docs_examples_run(tmp_path: Path):
     assert run_doc_examples(DOCS / "pytest-plugin.md", tmp_path) == 4
+
+
+@pytest.mark.slow
+def test_corpus_from_a_vector_store_url(toy: pytest.Pytester):
+    """--ragcov-corpus takes a store URL as `ragcov run --corpus` does: the chunks are
+    the store's own (ids, texts, doc_id metadata), and the report is the file's."""
+    import chromadb
+
+    client = chromadb.PersistentClient(path=str(toy.path / "chroma"))
+    col = client.create_collection("city")
+    col.add(ids=[c["id"] for c in CHUNKS], documents=[c["text"] for c in CHUNKS],
+            embeddings=[[float(i), 1.0, 0.0] for i in range(len(CHUNKS))],
+            metadatas=[{"doc_id": c.get("doc_id", c["id"])} for c in CHUNKS])
+    del client
+    url = f"chroma://{toy.path}/chroma?collection=city"
+    result = toy.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+                                      url, "--ragcov-retriever", "bm25", "--ragcov-k", "1")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ragcov.errors import InputFormatError, RagcovError
@@ -84,11 +85,12 @@ class Corpus(Sequence[Chunk]):
                 dupes.append(chunk.id)
             index[chunk.id] = i
         if dupes:
-            shown = ", ".join(sorted(set(dupes))[:20])
-            more = "" if len(set(dupes)) <= 20 else f" (and {len(set(dupes)) - 20} more)"
-            where = f"{source}: " if source else ""
-            raise RagcovError(f"{where}duplicate chunk ids: {shown}{more}")
+            distinct = sorted(set(dupes))
+            more = "" if len(distinct) <= 20 else f" (and {len(distinct) - 20} more)"
+            raise RagcovError(f"{source + ': ' if source else ''}duplicate chunk ids: "
+                              f"{', '.join(distinct[:20])}{more}")
         self._index = index
+        self.positions: Mapping[str, int] = MappingProxyType(index)  # id → position, read-only
         self._hash: str | None = None
 
     # Sequence protocol -------------------------------------------------------
@@ -129,10 +131,7 @@ class Corpus(Sequence[Chunk]):
         if self._hash is None:
             h = hashlib.sha256()
             for c in self.chunks:
-                h.update(c.id.encode("utf-8"))
-                h.update(b"\0")
-                h.update(c.hash.encode("ascii"))
-                h.update(b"\n")
+                h.update(c.id.encode("utf-8") + b"\0" + c.hash.encode("ascii") + b"\n")
             self._hash = h.hexdigest()[:24]
         return self._hash
 

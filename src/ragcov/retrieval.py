@@ -8,7 +8,9 @@ imported traces; everything downstream works on the same object.
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +34,8 @@ class Run:
         """Record one query's ranked list, cut to k, keeping the first of any repeated id."""
         seen: set[str] = set()
         kept: Ranked = []
-        for cid, score in ranked:
+        for pair in ranked:
+            cid, score = pair
             if type(cid) is not str:
                 cid = str(cid)
             if cid in seen:
@@ -45,7 +48,10 @@ class Run:
                 if not math.isfinite(score):
                     raise RagcovError(f"query {query_id!r}: chunk {cid!r} has a score that is "
                                       f"not a finite number ({score!r})")
-            kept.append((cid, score))
+            # The caller's pair itself when it already is (str, float | None): a large
+            # import then holds one tuple per hit, not two.
+            kept.append(pair if type(pair) is tuple and pair[0] is cid and pair[1] is score
+                        else (cid, score))
             if len(kept) == self.k:
                 break
         self.queries[query_id] = text
@@ -53,7 +59,8 @@ class Run:
 
     def chunk_ids(self) -> list[str]:
         """Distinct retrieved chunk ids in first-seen order (so error messages are stable)."""
-        return list(dict.fromkeys(cid for ranked in self.results.values() for cid, _ in ranked))
+        pairs = itertools.chain.from_iterable(self.results.values())
+        return list(dict.fromkeys(map(operator.itemgetter(0), pairs)))
 
     def __len__(self) -> int:
         return len(self.queries)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from trace_samples import jsonl, ranked_ids, write
+from trace_samples import jsonl, otlp_export, ranked_ids, retriever_span, write
 
 from helpers import cli
 from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
 from ragcov.metrics import chunk_coverage
-from ragcov.traces import import_traces
+from ragcov.traces import import_traces, read_traces
 
 
 def test_unknown_ids_are_listed_or_skipped_and_counted(tmp_path, city_corpus):
@@ -96,3 +98,18 @@ def test_cli_import_malformed_line_exits_1_with_location(tmp_path, city_corpus_f
     assert code == 1
     assert f"{bad}:2: invalid JSON" in err
     assert not (tmp_path / "d.ragcov").exists()
+
+
+def test_the_api_detects_the_format_as_the_cli_does(tmp_path, city_corpus):
+    """fmt="auto" reads the file as `ragcov import` without --format reads it, and the
+    result names the format it found."""
+    spans = tmp_path / "spans.jsonl"
+    spans.write_text(json.dumps(otlp_export([retriever_span("A", "a1")])) + "\n")
+    trec = tmp_path / "run.trec"
+    trec.write_text("q1 Q0 tokyo 1 2.0 sys\nq1 Q0 paris 2 1.0 sys\n")
+    by_auto = import_traces(spans, "auto", city_corpus)
+    assert by_auto.format == "openinference"
+    assert by_auto.run.results == import_traces(spans, "openinference", city_corpus).run.results
+    assert import_traces(trec, "auto", city_corpus).format == "trec"
+    assert [t.query_id for t in read_traces(trec, "auto")] == ["q1"]
+    assert import_traces(trec, "trec", city_corpus).format == "trec"

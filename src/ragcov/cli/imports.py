@@ -44,6 +44,18 @@ def import_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
     """Import recorded retrievals (production traces, TREC/ranx runs) and record coverage."""
+    from ragcov.traces.importer import cyclic_gc_paused
+
+    # Paused around the whole command, not only the reading: the collector, turned on
+    # again while a million queries are alive, would walk them all once more.
+    with cyclic_gc_paused():
+        _import(file, corpus, format, k, data_file, ignore_unknown, queries, name, append,
+                chunk_size, chunk_overlap, split, quiet)
+
+
+def _import(file: Path, corpus: Path, format: str, k: int | None, data_file: Path,
+            ignore_unknown: bool, queries: Path | None, name: str, append: bool,
+            chunk_size: int, chunk_overlap: int, split: bool, quiet: bool) -> None:
     from ragcov.api import record_traces
     from ragcov.report.table import render_headline
     from ragcov.summary import summarize

@@ -176,10 +176,9 @@ def new_file(tmp: Path, meta: Meta) -> Iterator[sqlite3.Connection]:
     with closing(connect(tmp)) as con:
         # The file is private until atomic_path publishes it, and it is fsynced before
         # that; a crash leaves only a temporary to remove. So no rollback journal and no
-        # syncs while it is built, and a cache that holds the id index of a large import.
+        # syncs while it is built.
         con.execute("PRAGMA journal_mode = OFF")
         con.execute("PRAGMA synchronous = OFF")
-        con.execute("PRAGMA cache_size = -262144")  # KiB: 256 MiB at most, as needed
         con.execute("BEGIN")
         for stmt in SCHEMA.strip().split(";"):
             if stmt.strip():

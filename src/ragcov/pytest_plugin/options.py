@@ -8,9 +8,10 @@ import pytest
 
 from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.report import DEFAULT_HTML_DIR, DEFAULT_JSON_FILE
+from ragcov.stores.urls import URL
 
 REPORT_KINDS = ("term", "term-missing", "html", "json")
-RETRIEVER_KINDS = ("dense", "bm25")
+RETRIEVER_KINDS = ("dense", "bm25", "store")
 DEFAULT_K = 5
 
 
@@ -19,7 +20,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ragcov", action="store_true", default=False,
                     help="Measure chunk coverage of the retrievals the tests make.")
     group.addoption("--ragcov-corpus", metavar="PATH", default=None,
-                    help="The corpus: chunks .jsonl, BEIR folder or a folder of documents.")
+                    help="The corpus: chunks .jsonl, BEIR folder, a folder of documents, or a "
+                         "vector store URL (chroma:///PATH?collection=NAME, ...).")
     group.addoption("--ragcov-k", metavar="K", type=int, default=None,
                     help=f"Chunks recorded per query (default {DEFAULT_K}).")
     group.addoption("--ragcov-fail-under", metavar="PCT", type=float, default=None,
@@ -27,12 +29,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ragcov-report", metavar="TYPE", action="append", default=None,
                     help="term (default), term-missing, html[:DIR], json[:FILE]; repeatable.")
     group.addoption("--ragcov-retriever", metavar="KIND", default=None,
-                    help="Built-in retriever behind the ragcov_retriever fixture: dense or bm25.")
+                    help="Built-in retriever behind the ragcov_retriever fixture: dense, bm25, "
+                         "or store (the --ragcov-corpus store's own search).")
     group.addoption("--ragcov-data-file", metavar="FILE", default=None,
                     help=f"The coverage data file (default {DEFAULT_DATA_FILE}).")
     parser.addini("ragcov_corpus", "Corpus for --ragcov (as --ragcov-corpus).", default=None)
     parser.addini("ragcov_k", "Chunks recorded per query (as --ragcov-k).", default=None)
-    parser.addini("ragcov_retriever", "dense or bm25 (as --ragcov-retriever).", default=None)
+    parser.addini("ragcov_retriever", "dense, bm25 or store (as --ragcov-retriever).",
+                  default=None)
 
 
 class Settings:
@@ -41,7 +45,9 @@ class Settings:
     def __init__(self, config: pytest.Config) -> None:
         root = Path(config.invocation_params.dir)
         corpus = config.getoption("ragcov_corpus") or config.getini("ragcov_corpus")
-        self.corpus: Path | None = root / corpus if corpus else None
+        # A store URL is read as ragcov run reads it; a path is relative to the invocation.
+        self.corpus: Path | str | None = (None if not corpus else corpus if URL.match(corpus)
+                                          else root / corpus)
         self.k = _k(config)
         self.retriever = _retriever(config)
         self.fail_under = _fail_under(config)

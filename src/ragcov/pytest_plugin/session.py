@@ -28,7 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.corpus is None:
         raise pytest.UsageError("--ragcov needs --ragcov-corpus PATH "
                                 "(or ragcov_corpus in the ini file)")
-    if not settings.corpus.exists():
+    if isinstance(settings.corpus, Path) and not settings.corpus.exists():  # a URL: opened below
         raise pytest.UsageError(f"--ragcov-corpus: {settings.corpus}: no such file or folder")
     plugin = _Session(config, settings)
     from ragcov.errors import RagcovError

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable, Iterable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +63,7 @@ def _read_traces_counted(path: str | os.PathLike[str],
                          fmt: str) -> tuple[Iterable[Trace], int, SpanStats]:
     """The traces, how many duplicate spans were dropped, and what was merged or
     empty (span formats only)."""
+    fmt = _format(path, fmt)
     if fmt not in READERS:
         raise RagcovError(f"unknown trace format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if not Path(path).is_file():
@@ -100,7 +102,9 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
                   queries: dict[str, str] | None = None) -> ImportResult:
     """Read ``path`` in format ``fmt`` into a Run over ``corpus``.
 
-    ``k`` cuts every list to its top k; without it k is the longest list. Query
+    ``fmt`` is one of :data:`FORMATS`, or ``"auto"`` to detect it from the file
+    (the result's ``format`` names it). ``k`` cuts every list to its top k; without
+    it k is the longest list. Query
     texts missing from the traces (TREC and ranx carry none) are taken from
     ``queries`` when given. Traces are resolved to chunk ids as they are read,
     so only the Run grows with the file.
@@ -109,59 +113,73 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
     # retrievers package.
     from ragcov.retrievers.adapters import IdResolver
 
+    fmt = _format(path, fmt)
+
     with cyclic_gc_paused():
         traces, duplicate_spans, stats = _read_traces_counted(path, fmt)
         resolver = IdResolver(corpus, f"{fmt} trace")
-        resolved: Iterable[tuple[str, str, Ranked]] = (
-            (t.query_id, t.query or (queries or {}).get(t.query_id, ""), _resolve(t, resolver))
-            for t in traces)
-        if k is None:  # the longest list: every list is needed before the first is cut
-            held = list(resolved)
-            k = max((len(r) for _q, _t, r in held), default=1) or 1
-            resolved = _drain(held)
-        validate_k(k)
+        # Without k every list is taken whole and k is the longest, learnt at the end.
+        run = Run(k=validate_k(k) if k is not None else sys.maxsize,
+                  retriever={"kind": "traces", "name": name})
         unknown: dict[str, int] = {}
-        run = Run(k=k, retriever={"kind": "traces", "name": name})
-        count = 0
-        for qid, text, ranked in resolved:
+        count = longest = 0
+        known = corpus.positions
+        for trace in traces:
             count += 1
-            kept = []
-            for cid, score in ranked[:k]:
-                if cid in corpus:
-                    kept.append((cid, score))
-                else:
-                    unknown[cid] = unknown.get(cid, 0) + 1
-            run.add(qid, text, kept)
+            ranked, complete = _resolve(trace, resolver, known)
+            longest = max(longest, len(ranked))  # ids not in the corpus count here too
+            if k is not None:
+                ranked = ranked[:k]
+            if not complete and not all(cid in known for cid, _s in ranked):
+                kept = []
+                for cid, score in ranked:
+                    if cid in corpus:
+                        kept.append((cid, score))
+                    else:
+                        unknown[cid] = unknown.get(cid, 0) + 1
+                ranked = kept
+            text = trace.query or (queries or {}).get(trace.query_id, "")
+            run.add(trace.query_id, text, ranked)
+        if k is None:
+            run.k = longest or 1
     if not count:
         raise RagcovError(f"{path}: no retrievals found in this {fmt} file")
     if unknown and not ignore_unknown:
         raise RagcovError(_unknown_message(path, list(unknown)))
     return ImportResult(run, count, unknown, dict(resolver.fallbacks), duplicate_spans,
-                        stats.merged, stats.empty)
+                        stats.merged, stats.empty, fmt)
 
 
-def _drain(held: list[tuple[str, str, Ranked]]) -> Iterator[tuple[str, str, Ranked]]:
-    """``held`` in order, each entry let go once given out."""
-    held.reverse()
-    while held:
-        yield held.pop()
+def _format(path: str | os.PathLike[str], fmt: str) -> str:
+    """``fmt``, or with ``"auto"`` the format detected from the file (as ``ragcov import``
+    does without ``--format``)."""
+    if fmt != "auto":
+        return fmt
+    from ragcov.traces.detect import detect_format
+
+    return detect_format(path)
 
 
-def _resolve(trace: Trace, resolver: IdResolver) -> Ranked:
-    """The trace's chunk ids in order, each once; an item the corpus cannot place
-    gets a descriptive id, so it is reported as unknown rather than dropped."""
+def _resolve(trace: Trace, resolver: IdResolver, known: Mapping[str, int]) -> tuple[Ranked, bool]:
+    """The trace's chunk ids in order, each once, and whether all are in the corpus; an
+    item the corpus cannot place gets a descriptive id, so it is reported as unknown
+    rather than dropped. An item's own id that is a corpus chunk is taken at once."""
     ranked: Ranked = []
     seen: set[str] = set()
+    complete = True
     for item in trace.items:
-        try:
-            cid = resolver.resolve(item.id, item.metadata, item.content)
-        except RagcovError:
-            snippet = (item.content or "")[:40]
-            cid = f"<no id; content {snippet!r} not in the corpus>"
+        cid = item.id
+        if cid is None or cid not in known:
+            try:
+                cid = resolver.resolve(item.id, item.metadata, item.content)
+            except RagcovError:
+                snippet = (item.content or "")[:40]
+                cid = f"<no id; content {snippet!r} not in the corpus>"
+            complete = complete and cid in known
         if cid not in seen:
             seen.add(cid)
             ranked.append((cid, item.score))
-    return ranked
+    return ranked, complete
 
 
 def _unknown_message(path: Any, ids: list[str]) -> str:

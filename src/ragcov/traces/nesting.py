@@ -40,23 +40,31 @@ class Group:
 
 
 class Nesting:
-    """Which RETRIEVER span each RETRIEVER span belongs to, by following parent ids."""
+    """Which RETRIEVER span each RETRIEVER span belongs to, by following parent ids.
 
-    def __init__(self, spans: Iterable[Span] = ()) -> None:
+    Spans are noted as they are read (:meth:`note`), so none has to be kept for
+    this; :meth:`finish` then names the retrievers. Only a span that is another's
+    parent can enclose anything, so only those retrievers are remembered: an
+    export without nesting costs one parent entry per child span, nothing more.
+    """
+
+    def __init__(self) -> None:
         self.parent: dict[SpanKey, str] = {}
         self.retrievers: set[SpanKey] = set()
-        for s in spans:
-            self.note(s)
 
     def note(self, s: Span) -> None:
-        """Learn one span's place (its parent; whether it is a retriever): spans are
-        noted as they are read, so none has to be kept for this."""
-        if s.span_id is None:
-            return
-        if s.parent_id is not None:  # a root needs no entry: no parent is None
+        """Learn one span's parent (a root needs no entry: no parent is None)."""
+        if s.span_id is not None and s.parent_id is not None:
             self.parent[(s.trace_id, s.span_id)] = s.parent_id
-        if s.kind == "RETRIEVER":
-            self.retrievers.add((s.trace_id, s.span_id))
+
+    def finish(self, retrievers: Iterable[Span]) -> bool:
+        """Note which of ``retrievers`` enclose other spans; True when any does (a
+        RETRIEVER span nested in another is then possible, and queries are grouped)."""
+        if self.parent:
+            parents = {(trace, parent) for (trace, _span), parent in self.parent.items()}
+            self.retrievers = {(s.trace_id, s.span_id) for s in retrievers
+                               if s.span_id is not None and (s.trace_id, s.span_id) in parents}
+        return bool(self.retrievers)
 
     def root(self, span: Span) -> SpanKey:
         """The outermost RETRIEVER span around ``span`` (``span`` itself when none)."""

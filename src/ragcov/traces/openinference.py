@@ -32,7 +32,7 @@ from ragcov.traces.retrievals import (
     iter_traces,
     query_text,
     read_documents,
-    time_order,
+    start_time,
 )
 from ragcov.traces.spanfile import read_spans
 
@@ -41,6 +41,55 @@ OI_DOC = ("document.id", "document.score", "document.content", "document.metadat
 
 def read_openinference(path: str | os.PathLike[str]) -> list[Trace]:
     return openinference_traces(path, read_spans(path))
+
+
+def _queries(read: list[tuple[Span, str, list[Item] | None]],
+             grouper: Grouper | None) -> tuple[list[Retrieval], int, int]:
+    """The queries in time order, each with its final list; how many spans were merged
+    and how many queries recorded no documents. Without a grouper no RETRIEVER span
+    encloses another, and each is its own query."""
+    queries: list[tuple[Span, str, list[Item] | None]] = []
+    rerankers: dict[int, list[Item]] = {}
+    alone: list[tuple[int, Retrieval]] = []  # rerankers with no retrieval before them
+    last_retrieval: dict[str | None, int] = {}
+    track = any(span.kind == "RERANKER" for span, _q, _i in read)
+    for entry in read:
+        span, query, items = entry
+        if span.kind == "RETRIEVER":
+            if grouper is None:
+                queries.append(entry)
+                i = len(queries) - 1
+            else:
+                i = grouper.add(span, query, items)
+            if track:
+                last_retrieval[span.trace_id] = i
+            continue
+        i = last_retrieval.pop(span.trace_id, None) if span.trace_id else None
+        if i is not None:
+            rerankers[i] = items or []
+        else:  # a reranker with no retriever span before it: its output is still final
+            n = len(queries) if grouper is None else len(grouper.groups)
+            alone.append((n, (span, query, items or [])))
+    merged = 0
+    if grouper is not None:
+        queries = [(g.span, g.query, g.final()) for g in grouper.groups]
+        merged = grouper.merged
+    picked: list[Retrieval] = []
+    empty = at = 0
+    for n, entry in enumerate(queries):
+        while at < len(alone) and alone[at][0] <= n:
+            picked.append(alone[at][1])
+            at += 1
+        final = rerankers.pop(n, None)
+        if final is not None:
+            picked.append((entry[0], entry[1], final))
+        elif entry[2] is None:
+            empty += 1
+            picked.append((entry[0], entry[1], []))
+        else:
+            picked.append(entry)  # type: ignore[arg-type]  # its list is not None
+    picked += [r for _n, r in alone[at:]]
+    return picked, merged, empty
 
 
 def retriever_documents(span: Span, path: Any) -> list[Item] | None:
@@ -77,37 +126,11 @@ def iter_openinference_traces(path: Any, spans: Iterable[Span],
             if items is not None:
                 read.append((span.bare(), query_text(span.attributes, (
                     "reranker.query", "input.value")), items))
-    read.sort(key=lambda r: time_order(r[0]))
-    grouper = Grouper(nesting)
-    rerankers: dict[int, list[Item]] = {}
-    alone: list[tuple[int, Retrieval]] = []  # rerankers with no retrieval before them
-    last_retrieval: dict[str | None, int] = {}
-    for span, query, items in read:
-        if span.kind == "RETRIEVER":
-            last_retrieval[span.trace_id] = grouper.add(span, query, items)
-            continue
-        i = last_retrieval.pop(span.trace_id, None) if span.trace_id else None
-        if i is not None:
-            rerankers[i] = items or []
-        else:  # a reranker with no retriever span before it: its output is still final
-            alone.append((len(grouper.groups), (span, query, items or [])))
-    del read
-    picked: list[Retrieval] = []
-    empty = 0
-    at = 0
-    for n, group in enumerate(grouper.groups):
-        while at < len(alone) and alone[at][0] <= n:
-            picked.append(alone[at][1])
-            at += 1
-        final = rerankers.pop(n, None)
-        if final is None:
-            final = group.final()
-        if final is None:
-            empty += 1
-        picked.append((group.span, group.query, final or []))
-    picked += [r for _n, r in alone[at:]]
+    read.sort(key=lambda r: start_time(r[0]))  # stable: file order on ties
+    nested = nesting.finish(span for span, _q, _i in read if span.kind == "RETRIEVER")
+    picked, merged, empty = _queries(read, Grouper(nesting) if nested else None)
+    del read, nesting
     if stats is not None:
-        stats.merged += grouper.merged
+        stats.merged += merged
         stats.empty += empty
-    del grouper, rerankers
     return iter_traces(picked, path)

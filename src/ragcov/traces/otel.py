@@ -20,7 +20,7 @@ from ragcov.traces.retrievals import (
     iter_traces,
     query_text,
     read_documents,
-    time_order,
+    start_time,
 )
 from ragcov.traces.spanfile import read_spans
 
@@ -52,5 +52,5 @@ def iter_otel_traces(path: Any, spans: Iterable[Span],
         if items is None and stats is not None:
             stats.empty += 1
         picked.append((span.bare(), query, items or []))
-    picked.sort(key=lambda r: time_order(r[0]))
+    picked.sort(key=lambda r: start_time(r[0]))  # stable: file order on ties
     return iter_traces(picked, path)

@@ -15,6 +15,7 @@ that gives the same result as the general one.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -47,7 +48,11 @@ class Span:
         """This span without its attributes: what is kept once its documents are read,
         so a large import does not hold every attribute of every span."""
         return Span(self.trace_id, self.span_id, self.name, self.start, self.order,
-                    self.line, self.kind, {}, self.parent_id)
+                    self.line, self.kind, _NO_ATTRIBUTES, self.parent_id)
+
+
+#: The attributes of every bare span: one empty dict, never written, rather than one each.
+_NO_ATTRIBUTES: dict[str, Any] = {}
 
 
 _WHOLE = re.compile(r"[+-]?\d+")
@@ -128,17 +133,20 @@ def otlp_key_values(entries: list[Any], what: str) -> dict[str, Any]:
     """OTLP KeyValue pairs ([{"key": ..., "value": {...}}]) to a dict."""
     out: dict[str, Any] = {}
     for kv in entries:
-        # The fast path: a string or a double, the only member of its AnyValue.
+        # The fast path: a string (read first, as the general path reads it), or a
+        # double that is the only member of its AnyValue.
         if type(kv) is dict:
             key, value = kv.get("key"), kv.get("value")
-            if type(key) is str and type(value) is dict and len(value) == 1:
+            if type(key) is str and type(value) is dict:
                 plain = value.get("stringValue")
-                if type(plain) is not str:
-                    plain = value.get("doubleValue")
-                    plain = _double(plain) if type(plain) is float else None
-                if plain is not None:
+                if type(plain) is str:
                     out[key] = plain
                     continue
+                if len(value) == 1:
+                    plain = value.get("doubleValue")
+                    if type(plain) is float:
+                        out[key] = _double(plain)
+                        continue
         if not isinstance(kv, dict) or kv.get("key") is None:
             raise FieldError(f"{what} {short(kv)} has no key (expected "
                              '{"key": "...", "value": {...}})')
@@ -215,6 +223,7 @@ def span_from(obj: dict[str, Any], order: int, line: int) -> Span:
     start = _time(first_key(obj, ("startTimeUnixNano", "start_time", "startTime")))
     kind = attributes.get("openinference.span.kind") or obj.get("span_kind")
     parent = first_key(obj, ("parentSpanId", "parent_span_id", "parent_id"))
-    return Span(trace_id, span_id, str(obj.get("name") or ""), start, order, line,
-                str(kind).upper() if kind else None, attributes,
+    # Names and kinds are interned: a large export repeats a few of them in every span.
+    return Span(trace_id, span_id, sys.intern(str(obj.get("name") or "")), start, order, line,
+                sys.intern(str(kind).upper()) if kind else None, attributes,
                 parent if isinstance(parent, str) and parent else None)

@@ -56,6 +56,8 @@ class ImportResult:
     merged_spans: int = 0
     #: Retrieval spans that recorded no documents: imported as queries with no hits.
     empty_spans: int = 0
+    #: The format read (the detected one when ``"auto"`` was asked for).
+    format: str = ""
 
     @property
     def skipped(self) -> int:

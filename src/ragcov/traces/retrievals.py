@@ -152,8 +152,12 @@ def _document(d: dict[str, Any], path: Any, line: int | None, prefix: str, n: in
     except FieldError as exc:
         raise InputFormatError(path, line, str(exc)) from exc
     try:
-        doc_id = None if raw_id is None else sys.intern(parse_id(raw_id))
-        score = parse_score(raw_score)
+        if type(raw_id) is str and raw_id and not raw_id.isspace():  # parse_id's usual case
+            doc_id: str | None = sys.intern(raw_id)
+        else:
+            doc_id = None if raw_id is None else sys.intern(parse_id(raw_id))
+        score = raw_score if type(raw_score) is float and raw_score - raw_score == 0.0 \
+            else parse_score(raw_score)  # a finite float as is, else parse_score decides
     except FieldError as exc:
         raise InputFormatError(path, line, f"{prefix}.{n}: {exc}") from exc
     meta = d.get(meta_key)
@@ -195,13 +199,13 @@ def query_text(attrs: dict[str, Any], keys: tuple[str, ...]) -> str:
     return ""
 
 
-def by_time(spans: list[Span]) -> list[Span]:
-    """Spans by start time, file order on ties; a span without one sorts first."""
-    return sorted(spans, key=time_order)
+def start_time(span: Span) -> float:
+    """The sort key that puts spans by start time, one without one first; sorted
+    stably from file order, ties keep file order."""
+    return span.start if span.start is not None else _NO_START
 
 
-def time_order(span: Span) -> tuple[float, int]:
-    return (span.start if span.start is not None else float("-inf"), span.order)
+_NO_START = float("-inf")
 
 
 def traces_from_retrievals(picked: list[Retrieval], path: Any) -> list[Trace]:

@@ -45,6 +45,15 @@ def fingerprint(span: Span) -> int:
                                 span.attributes], sort_keys=True, default=repr))
 
 
+_LINE_BITS = 48
+_LINE_MASK = (1 << _LINE_BITS) - 1
+
+
+def _mark(fingerprint: int, line: int) -> int:
+    """A fingerprint and a line number as one int: fingerprint in the high bits."""
+    return (fingerprint << _LINE_BITS) | (line & _LINE_MASK)
+
+
 class SpanFile:
     """Iterate the spans of ``path``; ``dropped`` counts the identical copies skipped
     (complete once the iteration has ended)."""
@@ -53,14 +62,17 @@ class SpanFile:
         self.path = path
         self.dropped = 0
         self._kept = 0
-        #: (traceId, spanId) → (fingerprint, line) of the first copy of each span.
-        self._first: dict[tuple[str | None, str], tuple[int, int]] = {}
+        #: (traceId, spanId) → the fingerprint and line of its first copy, in one int
+        #: (:func:`_mark`): a million-span file keeps a million of them while it is read.
+        self._first: dict[tuple[str | None, str], int] = {}
 
     def __iter__(self) -> Iterator[Span]:
+        self.dropped, self._kept, self._first = 0, 0, {}
         for line, value in iter_json_values(self.path):
             spans: list[Span] = []
             self._visit(value, line, spans)
             yield from spans
+        self._first = {}  # read to the end: nothing left to compare with
 
     def _visit(self, value: Any, line: int, out: list[Span]) -> None:
         """A top-level value: an OTLP export, a span, or a list (or ``spans``/``data``
@@ -105,17 +117,17 @@ class SpanFile:
             raise InputFormatError(self.path, line, str(exc)) from exc
         if span.span_id is not None:
             key = (span.trace_id, span.span_id)
-            mark = fingerprint(span)
+            mark = _mark(fingerprint(span), line)
             earlier = self._first.get(key)
             if earlier is not None:
-                if earlier[0] == mark:
+                if earlier >> _LINE_BITS == mark >> _LINE_BITS:
                     self.dropped += 1
                     return
                 of_trace = f" of trace {span.trace_id!r}" if span.trace_id is not None else ""
                 raise InputFormatError(self.path, line, f"span {span.span_id!r}{of_trace} "
-                                       f"already appeared on line {earlier[1]} with "
-                                       "different content")
-            self._first[key] = (mark, line)
+                                       "already appeared on line "
+                                       f"{earlier & _LINE_MASK} with different content")
+            self._first[key] = mark
         self._kept += 1
         out.append(span)
 
