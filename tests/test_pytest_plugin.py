@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -396,14 +398,17 @@ def test_the_docs_examples_run(tmp_path: Path):
 def test_corpus_from_a_vector_store_url(toy: pytest.Pytester):
     """--ragcov-corpus takes a store URL as `ragcov run --corpus` does: the chunks are
     the store's own (ids, texts, doc_id metadata), and the report is the file's."""
-    import chromadb
-
-    client = chromadb.PersistentClient(path=str(toy.path / "chroma"))
-    col = client.create_collection("city")
-    col.add(ids=[c["id"] for c in CHUNKS], documents=[c["text"] for c in CHUNKS],
-            embeddings=[[float(i), 1.0, 0.0] for i in range(len(CHUNKS))],
-            metadatas=[{"doc_id": c.get("doc_id", c["id"])} for c in CHUNKS])
-    del client
+    # Built in a child process: chromadb imported here would be dropped by pytester at
+    # teardown, and a later import of it in this process would then be half old, half new.
+    build = (
+        "import chromadb, json, sys\n"
+        "chunks = json.loads(sys.argv[2])\n"
+        "col = chromadb.PersistentClient(path=sys.argv[1]).create_collection('city')\n"
+        "col.add(ids=[c['id'] for c in chunks], documents=[c['text'] for c in chunks],\n"
+        "        embeddings=[[float(i), 1.0, 0.0] for i in range(len(chunks))],\n"
+        "        metadatas=[{'doc_id': c['doc_id']} for c in chunks])\n")
+    subprocess.run([sys.executable, "-c", build, str(toy.path / "chroma"), json.dumps(CHUNKS)],
+                   check=True)
     url = f"chroma://{toy.path}/chroma?collection=city"
     result = toy.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
                                       url, "--ragcov-retriever", "bm25", "--ragcov-k", "1")
