@@ -171,3 +171,27 @@ def test_curve_ends_at_cc(data) -> None:
     curve = coverage_curve(m, list(range(len(sets))))
     assert curve[-1] == pytest.approx(chunk_coverage(m))
     assert np.all(np.diff(curve) >= 0)
+
+
+def test_jaccard_is_estimated_from_random_pairs_past_the_budget(monkeypatch) -> None:
+    """Past the co-retrieved pair budget the mean comes from 200,000 seeded random pairs:
+    within four standard errors (4 x 0.5/sqrt(200,000) = 0.0045) of the exact mean, the
+    same on every run, and the summary and its headline say it was estimated."""
+    import ragcov.metrics as metrics
+    from ragcov.report.table import render_headline
+    from ragcov.summary import summarize
+
+    rng = np.random.default_rng(7)
+    sets = [sorted({int(rng.random() ** 2 * 60) for _ in range(4)}) for _ in range(600)]
+    m = CoverageMatrix.from_sets(sets, 60)
+    exact, sampled = metrics.pairwise_jaccard(m)
+    assert sampled == 0 and exact == pytest.approx(mean_pairwise_jaccard(m))
+    monkeypatch.setattr(metrics, "EXACT_PAIR_BUDGET", 0)
+    estimate, sampled = metrics.pairwise_jaccard(m)
+    assert sampled == metrics.SAMPLED_PAIRS
+    assert abs(estimate - exact) < 4 * 0.5 / math.sqrt(sampled)
+    assert estimate != exact  # really the sampled path
+    assert metrics.pairwise_jaccard(m) == (estimate, sampled)  # seeded
+    s = summarize(m)
+    assert (s.mean_pairwise_jaccard, s.jaccard_sampled_pairs) == (estimate, sampled)
+    assert "(estimated from 200,000 random pairs)" in render_headline(s)

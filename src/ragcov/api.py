@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +81,13 @@ class Recorded:
 
     result: ImportResult
     added: int
-    matrix: CoverageMatrix
+    data: CoverageData
+
+    @cached_property
+    def matrix(self) -> CoverageMatrix:
+        """The data file's hit matrix, read when first asked for: a large import that
+        prints no summary (``-q``) never reads its million queries back."""
+        return self.data.matrix()
 
 
 def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
@@ -97,7 +104,7 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
     result = import_traces(path, fmt.lower(), corpus, k=k, ignore_unknown=ignore_unknown,
                            name=name, queries=queries)
     added = data.write(corpus, result.run, append=append)
-    return Recorded(result, added, data.matrix())
+    return Recorded(result, added, data)
 
 
 def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",

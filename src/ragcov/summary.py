@@ -18,8 +18,8 @@ from ragcov.metrics import (
     Support,
     chunk_coverage,
     gini,
-    mean_pairwise_jaccard,
     normalized_entropy,
+    pairwise_jaccard,
     per_document,
 )
 
@@ -55,6 +55,8 @@ class CoverageSummary:
     documents: list[DocumentNumbers]
     excluded: int = 0  # chunks left out of the denominator (exclude, exclude_docs, ...)
     omitted_documents: int = 0  # documents left out by include/omit
+    #: Random pairs the mean Jaccard was estimated from; 0 when it is exact.
+    jaccard_sampled_pairs: int = 0
 
     @property
     def coverage(self) -> float:
@@ -88,11 +90,12 @@ def summarize(m: CoverageMatrix, entropy_support: Support = "retrieved",
                             excluded_by_doc.get(d, 0),
                             [int(pos[j]) for j in missing_by_doc.get(d, [])])
             for d, (n, c) in per_document(m).items()]
+    jac, sampled = pairwise_jaccard(m) if jaccard else (float("nan"), 0)
     return CoverageSummary(
         chunks=m.n_chunks, covered=int(covered.sum()), queries=m.n_queries,
         normalized_entropy=normalized_entropy(freq, entropy_support),
         gini=gini(freq, gini_over),
-        mean_pairwise_jaccard=mean_pairwise_jaccard(m) if jaccard else float("nan"),
+        mean_pairwise_jaccard=jac, jaccard_sampled_pairs=sampled,
         entropy_support=entropy_support, gini_over=gini_over, documents=docs,
         excluded=len(excluded), omitted_documents=omitted_documents,
     )

@@ -113,3 +113,19 @@ def test_the_api_detects_the_format_as_the_cli_does(tmp_path, city_corpus):
     assert import_traces(trec, "auto", city_corpus).format == "trec"
     assert [t.query_id for t in read_traces(trec, "auto")] == ["q1"]
     assert import_traces(trec, "trec", city_corpus).format == "trec"
+
+
+def test_record_traces_reads_the_matrix_back_only_when_asked(tmp_path, city_corpus):
+    from ragcov.api import record_traces
+
+    f = write(tmp_path / "spans.jsonl", json.dumps(otlp_export([
+        retriever_span("A", "a1", docs=[("paris", 0.9), ("tokyo", 0.5)]),
+        retriever_span("B", "b1", start=2, docs=[("berlin", 0.8)])])) + "\n")
+    done = record_traces(f, "auto", city_corpus, tmp_path / "d.ragcov")
+    assert done.added == 2 and done.result.format == "openinference"
+    assert "matrix" not in vars(done)  # nothing read back yet
+    m = done.matrix
+    assert m.query_ids == ["A", "B"]
+    assert sorted(cid for cid, hit in zip(m.chunk_ids, m.covered()) if hit) == [
+        "berlin", "paris", "tokyo"]
+    assert done.matrix is m

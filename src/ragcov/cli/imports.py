@@ -92,4 +92,6 @@ def _import(file: Path, corpus: Path, format: str, k: int | None, data_file: Pat
     if not quiet:
         out.print(f"Imported {done.added} queries from {file} ({format}, k={result.run.k}) "
                   f"into {data_file}", markup=False)
-        out.print(render_headline(summarize(done.matrix)))
+        data = done.data
+        del done, result  # the Run goes before the file is read back for the summary
+        out.print(render_headline(summarize(data.matrix())))

@@ -125,7 +125,9 @@ def render_headline(summary: CoverageSummary, precision: int = 1) -> str:
         f"Normalised entropy (over {summary.entropy_support} chunks): "
         f"{summary.normalized_entropy:.3f}",
         f"Gini (over {summary.gini_over} chunks): {summary.gini:.3f}",
-        f"Mean pairwise Jaccard: {summary.mean_pairwise_jaccard:.3f}",
+        f"Mean pairwise Jaccard: {summary.mean_pairwise_jaccard:.3f}" + (
+            f" (estimated from {summary.jaccard_sampled_pairs:,} random pairs)"
+            if summary.jaccard_sampled_pairs else ""),
     ])
 
 
