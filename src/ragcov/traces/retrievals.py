@@ -208,14 +208,10 @@ def start_time(span: Span) -> float:
 _NO_START = float("-inf")
 
 
-def traces_from_retrievals(picked: list[Retrieval], path: Any) -> list[Trace]:
-    """Query ids: the trace id when a trace holds one retrieval, else trace id:n."""
-    return list(iter_traces(list(picked), path))
-
-
 def iter_traces(picked: list[Retrieval], path: Any) -> Iterator[Trace]:
-    """:func:`traces_from_retrievals`, one at a time, emptying ``picked`` as it goes:
-    a large import never holds both every retrieval and every trace."""
+    """The retrievals as traces, one at a time, emptying ``picked`` as it goes (a large
+    import never holds both every retrieval and every trace). Query ids: the trace id
+    when a trace holds one retrieval, else trace id:n."""
     per_trace: dict[str, int] = {}
     for span, _q, _items in picked:
         per_trace[span.trace_id or ""] = per_trace.get(span.trace_id or "", 0) + 1
