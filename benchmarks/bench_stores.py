@@ -3,7 +3,8 @@
 Stores: a Chroma persistent folder and a LanceDB table of N chunks, each a short
 text, a document id in its metadata and an 8-dimensional random vector (the model
 plays no part in enumeration, and random vectors build a million-row store in
-minutes). ragcov: ``load_corpus(URL)`` (pages of 1,000 rows into a Corpus).
+minutes). ragcov: ``load_corpus(URL)`` (pages of 10,000 rows for Chroma, 1,000 for
+LanceDB, into a Corpus).
 Baseline, in the same run: the client's own read of every row, kept in memory
 as the client returns it: Chroma ``collection.get(include=[documents, metadatas])``
 in pages of 10,000 (one call for every row fails past about 30,000 rows with
