@@ -43,14 +43,12 @@ class _Recording:
         fp: dict[str, Any] = self._adapter.fingerprint()
         return fp
 
-    def _ranked(self, text: str, items: Sequence[Any]) -> Ranked:
-        raise NotImplementedError
-
     def _record(self, query: Any, items: Any) -> None:
         text = _query_text(query)
         if text is None or not isinstance(items, (list, tuple)):
             return  # not a retrieval (e.g. an exception kept by batch(return_exceptions=True))
-        self._recorder.add(self._adapter, text, self._ranked(text, items))
+        # Read by the adapter, exactly as its own retrieve() reads a result list.
+        self._recorder.add(self._adapter, text, self._adapter.ranked(text, items, self._recorder.k))
 
 
 class RecordingLangChain(_Recording):
@@ -65,18 +63,6 @@ class RecordingLangChain(_Recording):
 
         super().__init__(inner, LangChainRetriever(inner, recorder.corpus()), recorder)
         self._protocol = RecordingRetriever(self._adapter, recorder)
-
-    def _ranked(self, text: str, items: Sequence[Any]) -> Ranked:
-        from ragcov.fields import parse_score
-        from ragcov.retrievers.langchain import langchain_id
-        from ragcov.retrievers.resolver import ranked_top_k
-
-        resolver = self._adapter.resolver
-        return ranked_top_k(
-            items, self._recorder.k,
-            lambda d: (langchain_id(d, resolver),
-                       parse_score((getattr(d, "metadata", None) or {}).get("score"))),
-            "LangChain retriever", self._adapter.name, text)
 
     def invoke(self, input: Any, *args: Any, **kwargs: Any) -> Any:
         docs = self._inner.invoke(input, *args, **kwargs)
@@ -114,17 +100,6 @@ class RecordingLlamaIndex(_Recording):
         from ragcov.retrievers.llamaindex import LlamaIndexRetriever
 
         super().__init__(inner, LlamaIndexRetriever(inner, recorder.corpus()), recorder)
-
-    def _ranked(self, text: str, items: Sequence[Any]) -> Ranked:
-        from ragcov.fields import parse_score
-        from ragcov.retrievers.llamaindex import llamaindex_id
-        from ragcov.retrievers.resolver import ranked_top_k
-
-        resolver = self._adapter.resolver
-        return ranked_top_k(
-            items, self._recorder.k,
-            lambda n: (llamaindex_id(n.node, resolver), parse_score(n.score)),
-            "LlamaIndex retriever", self._adapter.name, text)
 
     def retrieve(self, query: Any, *args: Any, **kwargs: Any) -> Any:
         nodes = self._inner.retrieve(query, *args, **kwargs)

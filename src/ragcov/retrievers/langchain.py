@@ -52,6 +52,16 @@ class LangChainRetriever:
                 "LangChain retriever", self.name, text))
         return check_lists(results, texts)
 
+    def ranked(self, text: str, docs: Sequence[Any], k: int) -> Ranked:
+        """The top k of the Documents ``invoke(text)`` returned (scores from their
+        metadata), read as :meth:`retrieve` reads them: for callers that invoked the
+        retriever themselves (``record()`` in the pytest plugin)."""
+        return ranked_top_k(
+            docs, k,
+            lambda d: (langchain_id(d, self.resolver),
+                       parse_score((getattr(d, "metadata", None) or {}).get("score"))),
+            "LangChain retriever", self.name, text)
+
     def fingerprint(self) -> dict[str, Any]:
         fp: dict[str, Any] = {"kind": "langchain", "name": self.name}
         store = self.obj if self.is_store else getattr(self.obj, "vectorstore", None)

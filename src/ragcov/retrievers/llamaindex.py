@@ -56,11 +56,15 @@ class LlamaIndexRetriever:
         retriever = self._retriever(k)
         results: list[Ranked] = []
         for text in texts:
-            results.append(ranked_top_k(
-                retriever.retrieve(text), k,
-                lambda n: (llamaindex_id(n.node, self.resolver), parse_score(n.score)),
-                "LlamaIndex retriever", self.name, text))
+            results.append(self.ranked(text, retriever.retrieve(text), k))
         return check_lists(results, texts)
+
+    def ranked(self, text: str, nodes: Sequence[Any], k: int) -> Ranked:
+        """The top k of the NodeWithScore list a retriever returned for ``text`` (also
+        for callers that retrieved themselves: ``record()`` in the pytest plugin)."""
+        return ranked_top_k(
+            nodes, k, lambda n: (llamaindex_id(n.node, self.resolver), parse_score(n.score)),
+            "LlamaIndex retriever", self.name, text)
 
     def fingerprint(self) -> dict[str, Any]:
         fp: dict[str, Any] = {"kind": "llamaindex", "name": self.name}
