@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from ragcov.cli import main
@@ -48,3 +50,12 @@ def llamaindex_embedding(encoder):
             return self._get_query_embedding(query)
 
     return MiniLMEmbedding(model_name="all-MiniLM-L6-v2")
+
+
+def stop(proc: subprocess.Popen, timeout: float) -> None:
+    """Stop a server a test started: SIGTERM, then SIGKILL if it has not gone in ``timeout`` s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()

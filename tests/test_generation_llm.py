@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import stop
 from ragcov.corpus import Corpus
 from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
@@ -86,11 +87,7 @@ def llama_server(gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             time.sleep(0.5)
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, 30)
         log.close()
 
 

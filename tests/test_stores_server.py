@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import stop
 from test_stores import K, check, run_store, sample  # noqa: F401 - the shared sample fixture
 
 
@@ -43,11 +44,7 @@ def chroma_server(tmp_path: Path):
                 time.sleep(0.3)
         yield client, port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, 10)
 
 
 @pytest.mark.slow
