@@ -104,10 +104,9 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
 
     ``fmt`` is one of :data:`FORMATS`, or ``"auto"`` to detect it from the file
     (the result's ``format`` names it). ``k`` cuts every list to its top k; without
-    it k is the longest list. Query
-    texts missing from the traces (TREC and ranx carry none) are taken from
-    ``queries`` when given. Traces are resolved to chunk ids as they are read,
-    so only the Run grows with the file.
+    it k is the longest list. Query texts missing from the traces (TREC and ranx
+    carry none) are taken from ``queries`` when given. Traces are resolved to chunk
+    ids as they are read, so only the Run grows with the file.
     """
     # Imported when called, so reading traces (read_traces) never loads the
     # retrievers package.
@@ -133,7 +132,7 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
             if not complete and not all(cid in known for cid, _s in ranked):
                 kept = []
                 for cid, score in ranked:
-                    if cid in corpus:
+                    if cid in known:
                         kept.append((cid, score))
                     else:
                         unknown[cid] = unknown.get(cid, 0) + 1
