@@ -188,6 +188,14 @@ def test_wrong_password_or_database_is_one_line_without_it(capsys, pg, finqa: di
     assert code == 1 and 'database "nosuchdb" does not exist' in err, err
     for secret in secret_forms(pg):
         assert secret not in err
+    # the password as a libpq parameter instead of in the authority
+    as_param = (f"postgresql://postgres@127.0.0.1:{pg.port}/finqa?table=nosuch"
+                f"&password={quote(pg.password, safe='')}")
+    code, _, err = cli(capsys, "run", "--corpus", as_param, "--queries", str(finqa["suite"]),
+                       "--retriever", "bm25")
+    assert code == 1 and "no table 'nosuch'" in err and "password=%2A%2A%2A" in err, err
+    for secret in secret_forms(pg):
+        assert secret not in err
 
 
 def test_reading_never_writes(pg, finqa: dict) -> None:
