@@ -310,3 +310,29 @@ def test_store_retriever_with_minilm(capsys, pg, tmp_path: Path, minilm_path: st
     assert fingerprint["url"] == f"postgresql://127.0.0.1:{pg.port}/minilm?table=chunks"
     for secret in secret_forms(pg):
         assert secret not in out + err and secret.encode() not in data.read_bytes()
+
+
+def test_langchain_postgres_pgvector_is_read_and_searched_as_it_searches(pg, finqa: dict) -> None:
+    """The table the real langchain-postgres ``PGVector`` writes: defaults read it, and the
+    store's search returns what ``PGVector.similarity_search_by_vector`` returns."""
+    pytest.importorskip("langchain_postgres", reason="langchain-postgres is not installed")
+    from langchain_core.embeddings import DeterministicFakeEmbedding  # hashes text to a vector
+    from langchain_postgres import PGVector
+
+    pg.create_database("lc_real")
+    embeddings = DeterministicFakeEmbedding(size=DIM)
+    connection = pg.url("lc_real", scheme="postgresql+psycopg")
+    app = PGVector(embeddings=embeddings, connection=connection, collection_name="finqa")
+    app.add_texts(finqa["texts"], metadatas=[{"source": d} for d in finqa["docs"]], ids=finqa["ids"])
+    PGVector(embeddings=embeddings, connection=connection, collection_name="other").add_texts(
+        ["not in finqa"], ids=["other-0"])
+    corpus = load_corpus(pg.url("lc_real", "collection=finqa"))
+    by_id = {c.id: c for c in corpus}
+    assert sorted(by_id) == sorted(finqa["ids"])
+    assert [by_id[i].doc_id for i in finqa["ids"]] == finqa["docs"]  # cmetadata's source
+    assert [by_id[i].text for i in finqa["ids"]] == finqa["texts"]
+    questions = [json.loads(x)["query"] for x in finqa["suite"].read_text().splitlines()]
+    for question in questions:
+        qv = embeddings.embed_query(question)
+        expected = [d.id for d in app.similarity_search_by_vector(qv, k=K)]
+        assert [cid for cid, _ in corpus.store.search([qv], K)[0]] == expected
