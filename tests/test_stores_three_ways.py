@@ -99,3 +99,84 @@ def test_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_path: str
     assert len(corpus) == len(docs) and 0 < len(by_store) < len(corpus)
     assert by_adapter == by_store
     assert by_traces == by_store
+
+
+@pytest.fixture(scope="module")
+def pg():
+    import pg_server
+
+    server = pg_server.start()
+    try:
+        yield server
+    finally:
+        pg_server.stop(server)
+
+
+@pytest.mark.slow
+def test_pgvector_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_path: str, pg) -> None:
+    """The same three ways over a pgvector table written by the real langchain-postgres PGVector."""
+    pytest.importorskip("langchain_postgres", reason="langchain-postgres is not installed")
+    from langchain_community.embeddings import HuggingFaceEmbeddings
+    from langchain_postgres import PGVector
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragcov.api import measure
+    from ragcov.corpus import load_corpus
+    from ragcov.retrievers.adapters import wrap
+    from ragcov.suite import load_suite
+
+    pages = [json.loads(x) for x in (SAMPLE / "finqa_pages.jsonl").read_text().splitlines()[:N_PAGES]]
+    splitter = RecursiveCharacterTextSplitter(chunk_size=800, chunk_overlap=80)
+    docs = splitter.create_documents([p["text"] for p in pages],
+                                     metadatas=[{"source": p["doc_id"]} for p in pages])
+    embeddings = HuggingFaceEmbeddings(model_name=minilm_path)
+    pg.create_database("three_ways")
+    app = PGVector(embeddings=embeddings, connection=pg.url("three_ways", scheme="postgresql+psycopg"),
+                   collection_name="finqa")
+    app.add_documents(docs)  # UUID ids, as LangChain gives them
+    url = pg.url("three_ways", "collection=finqa")
+    questions = [json.loads(x) for x in
+                 (SAMPLE / "finqa_questions.jsonl").read_text().splitlines()[:N_QUERIES]]
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"id": q["id"], "query": q["question"]}) + "\n"
+                             for q in questions))
+
+    # 1. the table as corpus, pgvector's own search as the retriever
+    code, _, err = cli(capsys, "run", "--corpus", url, "--queries", str(suite), "--retriever", "store",
+                       "--model", minilm_path, "-k", str(K), "--data-file", str(tmp_path / "store.ragcov"),
+                       "--quiet")
+    assert code == 0, err
+    by_store = covered(tmp_path / "store.ragcov")
+
+    # 2. the app's retriever through the LangChain adapter
+    retriever = app.as_retriever(search_kwargs={"k": K})
+    corpus = load_corpus(url)
+    measure(corpus, load_suite(suite), wrap(retriever, corpus), k=K,
+            data_file=tmp_path / "adapter.ragcov", progress=False)
+    by_adapter = covered(tmp_path / "adapter.ragcov")
+
+    # 3. spans recorded from the app by the real instrumentor, imported
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        for q in questions:
+            retriever.invoke(q["question"])
+    finally:
+        instrumentor.uninstrument()
+    spans = tmp_path / "spans.json"
+    spans.write_text("".join(s.to_json() + "\n" for s in exporter.get_finished_spans()))
+    code, out, err = cli(capsys, "import", str(spans), "--format", "openinference", "--corpus", url,
+                         "--data-file", str(tmp_path / "traces.ragcov"))
+    assert code == 0, err
+    by_traces = covered(tmp_path / "traces.ragcov")
+
+    assert len(corpus) == len(docs) and 0 < len(by_store) < len(corpus)
+    assert by_adapter == by_store
+    assert by_traces == by_store

@@ -267,6 +267,7 @@ def read_documents_jsonl(path: str | os.PathLike[str], chunk_size: int = DEFAULT
 def read_store(source: str | os.PathLike[str], doc_key: str | None = None) -> Corpus:
     """A store's chunks with its own ids, paged; the open store stays on for ``--retriever store``."""
     store = open_store(source)
+    doc_key = doc_key or getattr(store, "doc_key", None)  # a store URL may name it (pgvector's ?doc=)
     corpus = Corpus((Chunk(**fields) for fields in chunk_fields(store, doc_key)),
                     chunking={"method": "store", **store.describe()}, source=store.url)
     corpus.store = store

@@ -21,7 +21,8 @@ DEFAULT_DATA_PATH = Path(DEFAULT_DATA_FILE)
 CorpusPath = Annotated[str, typer.Option(
     "--corpus", metavar="PATH|URL",
     help="Chunks (.jsonl, BEIR folder), a folder of .txt/.md documents, or a vector store URL "
-    "(chroma:///PATH?collection=NAME, qdrant://, lancedb://, milvus://, faiss://, llamaindex://).")]
+    "(chroma:///PATH?collection=NAME, qdrant://, lancedb://, milvus://, faiss://, llamaindex://, "
+    "postgresql://USER@HOST/DB?table=T).")]
 DocKey = Annotated[str | None, typer.Option(
     "--doc-key", help="Metadata key naming a store chunk's document (default: doc_id, "
     "document_id, ref_doc_id, source, file_path, file_name).")]

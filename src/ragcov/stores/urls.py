@@ -1,7 +1,9 @@
 """Store URLs: which engine, where, which collection; and the registry that opens them.
 
 ``chroma:///abs/path?collection=docs`` names a folder on disk (``chroma://rel/path``
-a relative one); ``chroma+http://127.0.0.1:8000?collection=docs`` a server. A
+a relative one); ``chroma+http://127.0.0.1:8000?collection=docs`` a server;
+``postgresql://USER@HOST:PORT/DB?table=T`` a pgvector table (``postgres://`` and
+SQLAlchemy's ``postgresql+psycopg://`` too, as applications write them). A
 LangChain ``FAISS.save_local`` folder and a LlamaIndex storage folder are also
 recognised by the files in them, without a scheme.
 """
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
 from ragcov.errors import RagcovError
+from ragcov.retrievers.http_secrets import redact_url
 
 if TYPE_CHECKING:
     from ragcov.stores.base import VectorStore
@@ -29,8 +32,11 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "milvus": ("ragcov.stores.milvus", "MilvusStore"),
     "faiss": ("ragcov.stores.faiss", "FAISSStore"),
     "llamaindex": ("ragcov.stores.llamaindex", "LlamaIndexStore"),
+    "postgresql": ("ragcov.stores.pgvector", "PgVectorStore"),
+    "postgres": ("ragcov.stores.pgvector", "PgVectorStore"),
 }
 SERVER_SCHEMES = {"chroma", "qdrant", "milvus"}
+POSTGRES_SCHEMES = {"postgresql", "postgres"}
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
 FAISS_FILES = ("index.faiss", "index.pkl")
 LLAMAINDEX_FILES = ("docstore.json", "index_store.json")
@@ -80,9 +86,14 @@ def parse_store_url(source: str | os.PathLike[str]) -> StoreURL:
     scheme, _, transport = parts.scheme.lower().partition("+")
     if scheme not in REGISTRY:
         known = ", ".join(f"{s}://" for s in REGISTRY)
-        raise RagcovError(f"{text}: unknown store scheme {parts.scheme + '://'!r} "
+        # A mistyped database URL may carry a password: the message shows the URL without it.
+        raise RagcovError(f"{redact_url(text) if parts.netloc else text}: unknown store scheme "
+                          f"{parts.scheme + '://'!r} "
                           f"(expected one of {known}, or a file or folder)")
     params = dict(parse_qsl(parts.query))
+    if scheme in POSTGRES_SCHEMES:
+        # A connection string, not a path: libpq reads host, socket and credentials from it.
+        return StoreURL(scheme=scheme, url=text, server=text, params=params)
     if transport:
         if transport not in ("http", "https") or scheme not in SERVER_SCHEMES:
             raise RagcovError(f"{text}: unknown store scheme {parts.scheme!r} "
