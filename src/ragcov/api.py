@@ -21,7 +21,8 @@ from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.retrieval import Run, run_retriever, validate_k
 from ragcov.suite import Suite
-from ragcov.summary import CoverageSummary, display_percent, summarize
+from ragcov.summary import CoverageSummary, summarize
+from ragcov.summary import fails_under as _fails_under
 
 if TYPE_CHECKING:
     from ragcov.compare.diff import CoverageDiff
@@ -71,8 +72,7 @@ def coverage_summary(data_file: str | os.PathLike[str], **options: Any) -> Cover
 
 def fails_under(coverage: float, fail_under: float, precision: int = 0) -> bool:
     """True when the displayed total is below ``fail_under`` percent."""
-    shown = float(display_percent(coverage, precision))
-    return shown < fail_under
+    return _fails_under(coverage, fail_under, precision)
 
 
 @dataclass

@@ -55,6 +55,9 @@ FLAT_SCOPE: dict[str, frozenset[str]] = {
     "model": frozenset({"run", "index"}),
     "output": frozenset(),
     "directory": frozenset({"html"}),
+    # A flat fail_under gates total coverage in every reporter, as coverage.py's [report]
+    # fail_under does; gap's traffic-weighted gate is another number, set in [gap].
+    "fail_under": frozenset({"report", "json", "xml", "lcov", "html", "badge"}),
 }
 
 

@@ -122,6 +122,37 @@ def document_positions(m: CoverageMatrix, positions: Mapping[str, int] | None = 
     return out
 
 
+#: The precision ``ragcov report --format total`` prints, and so the one ``--fail-under``
+#: compares at unless ``--precision`` says otherwise: a ratchet
+#: (``--fail-under "$(ragcov report --format total)"``) must pass on the same data.
+GATE_PRECISION = 2
+
+
+def fails_under(coverage: float, fail_under: float, precision: int = GATE_PRECISION) -> bool:
+    """True when the total, rounded as it is printed at ``precision``, is below ``fail_under``.
+
+    As coverage.py's ``should_fail_under``: the gate never disagrees with the number a
+    reader sees, and :func:`display_percent` keeps 99.999% from passing a gate of 100.
+    """
+    return float(display_percent(coverage, precision)) < fail_under
+
+
+def fail_under_failure(coverage: float, fail_under: float | None,
+                       precision: int | None = None, what: str = "total") -> str | None:
+    """The one fail-under gate every command runs: None when it passes, else its message.
+
+    ``precision`` None means :data:`GATE_PRECISION`; the message shows the total at the
+    precision it was compared at, so "53.00% is less than 53.01" is never printed as "53%".
+    """
+    if fail_under is None:
+        return None
+    p = GATE_PRECISION if precision is None else precision
+    if not fails_under(coverage, fail_under, p):
+        return None
+    return (f"Coverage failure: {what} of {display_percent(coverage, p)}% is less than "
+            f"fail-under={fail_under:g}")
+
+
 def display_percent(fraction: float, precision: int = 0) -> str:
     """Format a 0..1 fraction as a percentage that never rounds to a false 0 or 100."""
     pc = fraction * 100.0

@@ -7,9 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ragcov.cli.console import err
 from ragcov.cli.diff import AllowK, AllowRetriever, Format, Output, Precision, check_format
-from ragcov.cli.options import check_fail_under, emit
+from ragcov.cli.options import check_fail_under, emit, gate
 from ragcov.errors import RagcovError
 
 
@@ -31,10 +30,9 @@ def gap(
     """Traffic-weighted coverage and the untested chunks production retrieves most."""
     import json
 
-    from ragcov.api import fails_under, traffic_gap
+    from ragcov.api import traffic_gap
     from ragcov.compare.jsondoc import gap_document
     from ragcov.compare.render import gap_markdown, gap_text
-    from ragcov.summary import display_percent
 
     check_format(format, precision)
     if top < 1:
@@ -48,8 +46,4 @@ def gap(
         emit(gap_markdown(g, precision), output, "markdown gap")
     else:
         emit(gap_text(g, precision), output, "gap")
-    if fail_under is not None and fails_under(g.traffic_weighted_coverage, fail_under, precision):
-        err.print(f"Coverage failure: traffic-weighted coverage of "
-                  f"{display_percent(g.traffic_weighted_coverage, precision)}% is less than "
-                  f"fail-under={fail_under:g}", markup=False)
-        raise typer.Exit(2)
+    gate(g.traffic_weighted_coverage, fail_under, precision, "traffic-weighted coverage")

@@ -37,6 +37,9 @@ Model = Annotated[str | None, typer.Option(
     help="Embedding model for the dense retriever: a sentence-transformers name or path.")]
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
+FailUnder = Annotated[float | None, typer.Option(
+    "--fail-under", help="Exit with status 2 when total chunk coverage (percent), rounded as "
+    "`ragcov report --format total` prints it, is below this.")]
 
 
 def load_corpus_opts(corpus: str | Path, chunk_size: int, chunk_overlap: int, split: bool,
@@ -65,6 +68,22 @@ def check_fail_under(fail_under: float | None) -> None:
     """coverage.py refuses a gate outside 0-100: one above always fails, one below never."""
     if fail_under is not None and not 0 <= fail_under <= 100:
         raise RagcovError(f"--fail-under must be a percentage from 0 to 100, got {fail_under:g}")
+
+
+def gate(coverage: float, fail_under: float | None, precision: int | None = None,
+         what: str = "total") -> None:
+    """``--fail-under`` for every command, run after its report is written (as coverage.py).
+
+    One check and one message (:func:`ragcov.summary.fail_under_failure`), so ``report``,
+    ``json``, ``xml``, ``lcov``, ``html``, ``badge`` and ``gap`` can never disagree.
+    """
+    from ragcov.cli.console import err
+    from ragcov.summary import fail_under_failure
+
+    message = fail_under_failure(coverage, fail_under, precision, what)
+    if message is not None:
+        err.print(message, markup=False)
+        raise typer.Exit(2)
 
 
 def emit(text: str, output: Path | None, what: str) -> None:

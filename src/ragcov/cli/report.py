@@ -8,14 +8,16 @@ from typing import Annotated
 
 import typer
 
-from ragcov.cli.console import err, out
+from ragcov.cli.console import out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,
+    FailUnder,
     Support,
     approximate_note,
     check_fail_under,
     check_precision,
+    gate,
 )
 from ragcov.cli.report_options import (
     Exclude,
@@ -40,8 +42,7 @@ def report(
     precision: Annotated[int | None, typer.Option(
         help="Digits after the decimal point (default 0; 2 for --format total).")] = None,
     format: Annotated[str, typer.Option("--format", help="text, markdown or total.")] = "text",
-    fail_under: Annotated[float | None, typer.Option(
-        help="Exit with status 2 when total chunk coverage (percent) is below this.")] = None,
+    fail_under: FailUnder = None,
     redundant: Annotated[bool, typer.Option(
         "--redundant/--no-redundant",
         help="List redundant tests, each with the test that subsumes it or overlaps it most.")]
@@ -53,13 +54,13 @@ def report(
     min_chunk_chars: MinChunkChars = 0,
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
-    from ragcov.api import fails_under
     from ragcov.report.duplicates import duplicate_groups, duplicates_line
     from ragcov.report.redundant import redundant_lines, redundant_report
     from ragcov.report.scope import excluded_line, load_scoped
     from ragcov.report.table import render_table
-    from ragcov.summary import display_percent
 
+    # The gate compares at the precision `--format total` prints, whatever this table shows.
+    gate_precision = precision
     if precision is None:
         precision = 2 if format == "total" else 0
     check_precision(precision)
@@ -81,10 +82,7 @@ def report(
         for line in lines:
             if line is not None:
                 out.print(line, markup=False)
-    if fail_under is not None and fails_under(summary.coverage, fail_under, precision):
-        err.print(f"Coverage failure: total of {display_percent(summary.coverage, precision)}% "
-                  f"is less than fail-under={fail_under:g}")
-        raise typer.Exit(2)
+    gate(summary.coverage, fail_under, gate_precision)
 
 
 def json_cmd(
@@ -99,6 +97,7 @@ def json_cmd(
     exclude: Exclude = None,
     exclude_docs: ExcludeDocs = None,
     min_chunk_chars: MinChunkChars = 0,
+    fail_under: FailUnder = None,
 ) -> None:
     """Write the versioned JSON report."""
     import json
@@ -107,6 +106,7 @@ def json_cmd(
     from ragcov.report.jsonreport import json_report
     from ragcov.report.scope import load_scoped
 
+    check_fail_under(fail_under)
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     doc = json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped)  # type: ignore[arg-type]
@@ -115,5 +115,6 @@ def json_cmd(
     else:
         write_json_atomic(output, doc, indent=2 if pretty else None)
         out.print(f"Wrote JSON report to {output}")
+    gate(scoped.summary(jaccard=False).coverage, fail_under)
 
 

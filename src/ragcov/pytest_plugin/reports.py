@@ -66,12 +66,14 @@ def write_reports(data: CoverageData, reports: Sequence[tuple[str, Path | None]]
 
 
 def fail_under_line(coverage: float, fail_under: float) -> tuple[bool, str]:
-    """Whether ``coverage`` misses ``--ragcov-fail-under`` (as pytest-cov words it), and the line."""
-    from ragcov.api import fails_under
-    from ragcov.summary import display_percent
+    """Whether ``coverage`` misses ``--ragcov-fail-under`` (as pytest-cov words it), and the line.
 
-    shown = display_percent(coverage, 2)
-    if fails_under(coverage, fail_under, 2):
+    The same gate as ``ragcov report --fail-under``; only the words are pytest-cov's.
+    """
+    from ragcov.summary import GATE_PRECISION, display_percent, fail_under_failure
+
+    shown = display_percent(coverage, GATE_PRECISION)
+    if fail_under_failure(coverage, fail_under) is not None:
         return True, (f"FAIL Required chunk coverage of {fail_under:g}% not reached. "
                       f"Total chunk coverage: {shown}%")
     return False, (f"Required chunk coverage of {fail_under:g}% reached. "
