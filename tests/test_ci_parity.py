@@ -99,3 +99,82 @@ def test_gate_writes_the_report_before_failing(in_sample: Path, capsys) -> None:
     code, _, _ = cli(capsys, "json", "-o", "gated.json", "--fail-under", "99")
     assert code == 2
     assert json.loads((in_sample / "gated.json").read_text())["totals"]
+
+
+# 3. Chunks named DOC#N (N from 1, the Cobertura/lcov line) wherever a person reads them ----
+
+UUIDS = [f"{i:08x}-7c1e-4b5a-9f00-{i:012x}" for i in range(8)]
+
+
+@pytest.fixture
+def uuid_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A store-like corpus (UUID ids): BASE retrieves manual#1-2, HEAD manual#1-5."""
+    from ragcov.corpus import load_corpus
+    from ragcov.data import CoverageData
+    from ragcov.retrieval import Run
+
+    monkeypatch.chdir(tmp_path)
+    texts = [f"Step {i} of the manual: turn valve {i} a quarter turn." for i in range(6)]
+    texts += ["Refunds take five working days.", "Refunds take five working days."]
+    chunks = [{"id": cid, "doc_id": "manual" if i < 6 else "faq", "text": text}
+              for i, (cid, text) in enumerate(zip(UUIDS, texts))]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(c) + "\n" for c in chunks))
+    corpus = load_corpus(tmp_path / "c.jsonl")
+    for name, hit in (("base", UUIDS[:2]), ("head", UUIDS[:5])):
+        run = Run(k=1, retriever={"kind": "hand-made"})
+        for i, cid in enumerate(hit):
+            run.add(f"q{i}", f"question {i}", [(cid, 1.0)])
+        CoverageData(tmp_path / f"{name}.ragcov").write(corpus, run)
+    return tmp_path
+
+
+def _row(out: str, doc: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith(doc + " "))
+
+
+def test_show_missing_numbers_are_the_cobertura_lines(uuid_runs: Path, capsys) -> None:
+    import xml.etree.ElementTree as ET
+
+    code, out, _ = cli(capsys, "report", "-m", "--data-file", "base.ragcov")
+    assert code == 0 and _row(out, "manual").endswith("   3-6")
+    assert UUIDS[2] not in out
+    code, xml_text, _ = cli(capsys, "xml", "--data-file", "base.ragcov", "-o", "-")
+    manual = next(c for c in ET.fromstring(xml_text).iter("class") if c.get("name") == "manual")
+    assert [int(line.get("number")) for line in manual.iter("line")
+            if line.get("hits") == "0"] == [3, 4, 5, 6]
+    code, out, _ = cli(capsys, "report", "-m", "--show-ids", "--data-file", "base.ragcov")
+    assert _row(out, "manual").endswith("   " + ", ".join(UUIDS[2:6]))
+
+
+def test_duplicates_line_names_chunks_by_document_and_line(uuid_runs: Path, capsys) -> None:
+    _, out, _ = cli(capsys, "report", "--data-file", "base.ragcov")
+    assert "first: faq#1, faq#2)" in out and UUIDS[6] not in out
+    _, out, _ = cli(capsys, "report", "--data-file", "base.ragcov", "--show-ids")
+    assert f"first: {UUIDS[6]}, {UUIDS[7]})" in out
+
+
+def test_diff_lists_gained_chunks_as_ranges(uuid_runs: Path, capsys) -> None:
+    code, out, _ = cli(capsys, "diff", "base.ragcov", "head.ragcov", "--format", "markdown")
+    assert code == 0 and "Gained chunks (3): `manual#3-5`" in out
+    assert UUIDS[3] not in out
+    _, out, _ = cli(capsys, "diff", "base.ragcov", "head.ragcov", "--format", "markdown",
+                    "--show-ids")
+    assert f"`{UUIDS[2]}`, `{UUIDS[3]}`, `{UUIDS[4]}`" in out
+    # JSON keeps the ids (nothing renamed).
+    _, out, _ = cli(capsys, "diff", "base.ragcov", "head.ragcov", "--format", "json")
+    assert json.loads(out)["gained"] == UUIDS[2:5]
+
+
+def test_gap_names_untested_chunks_by_document_and_line(uuid_runs: Path, capsys) -> None:
+    args = ["gap", "--tests", "base.ragcov", "--traffic", "head.ragcov"]
+    code, out, _ = cli(capsys, *args)
+    assert code == 0
+    assert {line.split()[0] for line in out.splitlines() if line.startswith("manual#")} == {
+        "manual#3", "manual#4", "manual#5"}
+    assert UUIDS[2] not in out
+    _, out, _ = cli(capsys, *args, "--show-ids")
+    assert UUIDS[2] in out
+    _, out, _ = cli(capsys, *args, "--format", "json")
+    untested = json.loads(out)["untested"]
+    assert {(u["chunk_id"], u["name"]) for u in untested} == {
+        (UUIDS[i], f"manual#{i + 1}") for i in (2, 3, 4)}

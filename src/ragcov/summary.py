@@ -109,12 +109,18 @@ def document_positions(m: CoverageMatrix, positions: Mapping[str, int] | None = 
     recorded, or repeated) the chunk's order within the document in the corpus, so
     two chunks never share a position, nor a line in Cobertura or lcov output.
     """
-    out = np.zeros(m.n_chunks, dtype=np.int64)
+    return positions_in_documents(m.doc_ids, m.chunk_ids, positions)
+
+
+def positions_in_documents(doc_ids: Sequence[object], chunk_ids: Sequence[str],
+                           positions: Mapping[str, int] | None = None) -> np.ndarray:
+    """:func:`document_positions` for any parallel lists of documents and chunk ids."""
+    out = np.zeros(len(doc_ids), dtype=np.int64)
     by_doc: dict[str, list[int]] = {}
-    for j, d in enumerate(m.doc_ids):
+    for j, d in enumerate(doc_ids):
         by_doc.setdefault(str(d), []).append(j)
     for cols in by_doc.values():
-        given = [positions.get(m.chunk_ids[j]) for j in cols] if positions else []
+        given = [positions.get(chunk_ids[j]) for j in cols] if positions else []
         if given and None not in given and len(set(given)) == len(given):
             out[cols] = given
         else:

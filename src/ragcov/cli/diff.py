@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragcov.cli.console import err, out
-from ragcov.cli.options import check_precision, emit
+from ragcov.cli.options import ShowIds, check_precision, emit
 from ragcov.errors import RagcovError
 
 FORMATS = ("text", "markdown", "json")
@@ -44,6 +44,7 @@ def diff(
     allow_different_k: AllowK = False,
     allow_different_retriever: AllowRetriever = False,
     precision: Precision = 1,
+    show_ids: ShowIds = False,
 ) -> None:
     """Chunks gained and lost, per-document change, queries that retrieve differently."""
     import json
@@ -60,7 +61,7 @@ def diff(
     if format == "json":
         emit(json.dumps(diff_document(d), indent=2, ensure_ascii=False), output, "JSON diff")
     elif format == "markdown":
-        emit(diff_markdown(d, precision), output, "markdown diff")
+        emit(diff_markdown(d, precision, show_ids), output, "markdown diff")
     else:
         emit(diff_text(d, precision), output, "diff")
     if html is not None:

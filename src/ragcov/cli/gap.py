@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragcov.cli.diff import AllowK, AllowRetriever, Format, Output, Precision, check_format
-from ragcov.cli.options import check_fail_under, emit, gate
+from ragcov.cli.options import ShowIds, check_fail_under, emit, gate
 from ragcov.errors import RagcovError
 
 
@@ -19,13 +19,15 @@ def gap(
     format: Format = "text",
     output: Output = None,
     top: Annotated[int, typer.Option(
-        help="Untested chunks listed (with example queries), most retrieved first.")] = 100,
+        help="Untested chunks and documents the text and markdown list, most retrieved "
+        "first (JSON lists them all).")] = 20,
     fail_under: Annotated[float | None, typer.Option(
         help="Exit with status 2 when traffic-weighted coverage (percent) is below this.")]
     = None,
     allow_different_k: AllowK = False,
     allow_different_retriever: AllowRetriever = False,
     precision: Precision = 1,
+    show_ids: ShowIds = False,
 ) -> None:
     """Traffic-weighted coverage and the untested chunks production retrieves most."""
     import json
@@ -38,12 +40,14 @@ def gap(
     if top < 1:
         raise RagcovError(f"--top must be at least 1, got {top}")
     check_fail_under(fail_under)
-    g = traffic_gap(tests, traffic, top=top, allow_different_k=allow_different_k,
+    # A machine output is whole; --top only shortens what a person reads.
+    g = traffic_gap(tests, traffic, top=None if format == "json" else top,
+                    allow_different_k=allow_different_k,
                     allow_different_retriever=allow_different_retriever)
     if format == "json":
         emit(json.dumps(gap_document(g), indent=2, ensure_ascii=False), output, "JSON gap")
     elif format == "markdown":
-        emit(gap_markdown(g, precision), output, "markdown gap")
+        emit(gap_markdown(g, precision, show_ids), output, "markdown gap")
     else:
-        emit(gap_text(g, precision), output, "gap")
+        emit(gap_text(g, precision, top, show_ids), output, "gap")
     gate(g.traffic_weighted_coverage, fail_under, precision, "traffic-weighted coverage")

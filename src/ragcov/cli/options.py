@@ -37,6 +37,9 @@ Model = Annotated[str | None, typer.Option(
     help="Embedding model for the dense retriever: a sentence-transformers name or path.")]
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
+ShowIds = Annotated[bool, typer.Option(
+    "--show-ids", help="Name chunks by their ids instead of DOC#N (N counts from 1, as "
+    "Cobertura and lcov lines do).")]
 FailUnder = Annotated[float | None, typer.Option(
     "--fail-under", help="Exit with status 2 when total chunk coverage (percent), rounded as "
     "`ragcov report --format total` prints it, is below this.")]

@@ -13,6 +13,7 @@ from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,
     FailUnder,
+    ShowIds,
     Support,
     approximate_note,
     check_fail_under,
@@ -34,7 +35,9 @@ def report(
     data_file: DataFile = DEFAULT_DATA_PATH,
     show_missing: Annotated[bool, typer.Option(
         "--show-missing/--no-show-missing", "-m",
-        help="List each document's uncovered chunk ids.")] = False,
+        help="List each document's uncovered chunks (positions from 1; ids with --show-ids).")]
+    = False,
+    show_ids: ShowIds = False,
     skip_covered: Annotated[bool, typer.Option(
         "--skip-covered/--no-skip-covered", help="Leave out fully covered documents.")] = False,
     sort: Annotated[str | None, typer.Option(
@@ -55,6 +58,7 @@ def report(
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
     from ragcov.report.duplicates import duplicate_groups, duplicates_line
+    from ragcov.report.names import matrix_names
     from ragcov.report.redundant import redundant_lines, redundant_report
     from ragcov.report.scope import excluded_line, load_scoped
     from ragcov.report.table import render_table
@@ -68,11 +72,12 @@ def report(
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     summary = scoped.summary(jaccard=False)
-    out.print(render_table(summary, format, show_missing, skip_covered, sort, precision),
-              markup=False)
+    out.print(render_table(summary, format, show_missing, skip_covered, sort, precision,
+                           show_ids), markup=False)
     if format != "total":
+        names = None if show_ids else matrix_names(scoped.matrix, scoped.positions)
         lines = [excluded_line(scoped.excluded),
-                 duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
+                 duplicates_line(duplicate_groups(scoped.matrix, scoped.texts), names),
                  approximate_note(data_file)]
         if lines[2]:
             lines[2] = f"Note: {lines[2]}"

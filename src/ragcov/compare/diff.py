@@ -61,6 +61,8 @@ class CoverageDiff:
     queries_only_base: int = 0
     queries_only_head: int = 0
     _b2h: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
+    gained_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
+    lost_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
 
     @property
     def base_meta(self) -> Meta:
@@ -169,7 +171,8 @@ def diff_recordings(base: Recording, head: Recording) -> CoverageDiff:
         new_documents=[c for c in changes if not c.base_chunks],
         removed_documents=[c for c in changes if not c.head_chunks],
         matched_chunks=int((b2h >= 0).sum()), query_base_rows=rows_b, query_head_rows=rows_h,
-        jaccard=jac, queries_only_base=only_b, queries_only_head=only_h, _b2h=b2h)
+        jaccard=jac, queries_only_base=only_b, queries_only_head=only_h, _b2h=b2h,
+        gained_rows=gained, lost_rows=lost)
 
 
 def match_chunks(base: Recording, head: Recording) -> np.ndarray:

@@ -66,7 +66,8 @@ def gap_document(g: TrafficGap) -> dict[str, Any]:
         "traffic_chunk_coverage": g.traffic_chunk_coverage,
         "tested_hits": g.tested_hits, "tested_traffic_chunks": g.tested_traffic_chunks,
         "untested_chunks": g.untested_total,
-        "untested": [{"chunk_id": u.chunk_id, "doc_id": u.doc_id, "traffic_hits": u.traffic_hits,
+        "untested": [{"chunk_id": u.chunk_id, "doc_id": u.doc_id, "name": u.name,
+                      "traffic_hits": u.traffic_hits,
                       "example_queries": [{"query_id": e.query_id, "text": e.text,
                                            "rank": e.rank} for e in u.example_queries]}
                      for u in g.untested],
