@@ -10,6 +10,8 @@ import pytest
 from helpers import cli
 from ragcov.demo import sample_path
 
+pytest_plugins = ["pytester"]
+
 REPORTERS = ["report", "json", "xml", "lcov", "html", "badge"]
 
 
@@ -178,3 +180,105 @@ def test_gap_names_untested_chunks_by_document_and_line(uuid_runs: Path, capsys)
     untested = json.loads(out)["untested"]
     assert {(u["chunk_id"], u["name"]) for u in untested} == {
         (UUIDS[i], f"manual#{i + 1}") for i in (2, 3, 4)}
+
+
+# 4. Usage errors, help, pytest-cov's suffix, gap --top, RAGCOV_FILE and --rcfile ----------
+
+@pytest.mark.parametrize("args", [
+    ["report", "--skip-covred"], ["report", "--precision", "many"], ["diff"],
+    ["nosuch"], ["gap", "--top"],
+])
+def test_usage_errors_are_one_line_and_exit_1(in_sample: Path, capsys, args: list[str]) -> None:
+    code, out, err = cli(capsys, *args)
+    assert code == 1
+    if args[0] == "report":
+        assert f"(see 'ragcov {args[0]} --help')" in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ragcov: error: "), err
+    assert "╭" not in err and out == ""
+
+
+def test_help_shows_no_bool_placeholder_on_flags(capsys) -> None:
+    from ragcov.cli.commands import COMMANDS
+
+    for name in ["", *(n for n, _ in COMMANDS)]:
+        code, out, _ = cli(capsys, *([name] if name else []), "--help")
+        assert code == 0 and "--help" in out
+        assert "<bool>" not in out, name
+
+
+def test_gap_top_limits_every_table_and_json_is_whole(sample: Path, capsys,
+                                                      tmp_path: Path) -> None:
+    questions = sample_path("finqa_questions.jsonl").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "few.jsonl").write_text("\n".join(questions[:20]) + "\n", encoding="utf-8")
+    tests = tmp_path / "tests.ragcov"
+    assert cli(capsys, "run", "--corpus", str(sample_path("finqa_pages.jsonl")), "--split",
+               "--queries", str(tmp_path / "few.jsonl"), "--retriever", "bm25",
+               "--data-file", str(tests), "-q")[0] == 0
+    args = ["gap", "--tests", str(tests), "--traffic", str(sample / ".ragcov")]
+    code, out, _ = cli(capsys, *args, "--top", "5")
+    assert code == 0
+    tables = out.split("\n\n")[1:]
+    assert len(tables) == 2
+    assert [len(t.strip().splitlines()) - 2 for t in tables] == [5, 5]  # header and rule
+    code, out, _ = cli(capsys, *args, "--format", "json")
+    doc = json.loads(out)
+    assert len(doc["untested"]) == doc["untested_chunks"] > 100
+
+
+def test_ragcov_file_names_the_data_file(in_sample: Path, capsys,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGCOV_FILE", "elsewhere.ragcov")
+    code, _, err = cli(capsys, "report")
+    assert code == 1 and "elsewhere.ragcov: no data file" in err
+    assert cli(capsys, "report", "--data-file", ".ragcov", "--format", "total")[0] == 0
+    (in_sample / "ragcov.toml").write_text('data_file = "config.ragcov"\n')
+    try:  # as COVERAGE_FILE: the variable wins over the config file, the flag over both
+        code, _, err = cli(capsys, "report")
+        assert code == 1 and "elsewhere.ragcov" in err
+    finally:
+        (in_sample / "ragcov.toml").unlink()
+    monkeypatch.setenv("RAGCOV_FILE", ".ragcov")
+    code, out, _ = cli(capsys, "report", "--format", "total")
+    assert code == 0 and out.strip() == "55.07"
+
+
+def test_rcfile_names_the_config_file(in_sample: Path, capsys, tmp_path: Path) -> None:
+    (in_sample / "ragcov.toml").write_text("[report]\nfail_under = 10\n")
+    (tmp_path / "ci.toml").write_text("[report]\nfail_under = 60\n")
+    try:
+        assert cli(capsys, "report")[0] == 0
+        for args in (["report", "--rcfile", str(tmp_path / "ci.toml")],
+                     [f"--rcfile={tmp_path / 'ci.toml'}", "report"]):
+            code, _, err = cli(capsys, *args)
+            assert code == 2 and "fail-under=60" in err
+        (tmp_path / "pyproject.toml").write_text("[tool.ragcov.report]\nfail_under = 70\n")
+        code, _, err = cli(capsys, "report", "--rcfile", str(tmp_path / "pyproject.toml"))
+        assert code == 2 and "fail-under=70" in err
+        code, _, err = cli(capsys, "report", "--rcfile", "missing.toml")
+        assert code == 1 and err.strip() == ("ragcov: error: missing.toml: no such config file "
+                                             "(given by --rcfile)")
+    finally:
+        (in_sample / "ragcov.toml").unlink()
+
+
+PLUGIN_TEST = '''
+def test_tokyo(ragcov_retriever):
+    assert ragcov_retriever("Tokyo, the capital of Japan")[0][0] == "tokyo"
+'''
+
+
+def test_pytest_plugin_accepts_skip_covered(pytester: pytest.Pytester) -> None:
+    """pytest-cov's ``--cov-report term-missing:skip-covered`` habit."""
+    from conftest import CITY_CHUNKS
+
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CITY_CHUNKS))
+    pytester.makepyfile(test_city=PLUGIN_TEST)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus", "corpus.jsonl",
+        "--ragcov-retriever", "bm25", "--ragcov-k", "1",
+        "--ragcov-report", "term-missing:skip-covered")
+    assert result.ret == 0, result.stderr.str()
+    result.stdout.fnmatch_lines(["Document * Missing chunks", "europe * 1-3",
+                                 "1 document skipped due to complete coverage."])
+    assert "asia " not in result.stdout.str()

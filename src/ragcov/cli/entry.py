@@ -11,6 +11,11 @@ import warnings
 
 import typer
 
+try:  # typer vendors its own click from 0.2x on; its errors are that copy's classes
+    from typer._click import exceptions as click
+except ImportError:  # pragma: no cover
+    from click import exceptions as click
+
 from ragcov.cli.commands import app
 from ragcov.cli.console import err
 from ragcov.errors import RagcovError
@@ -26,11 +31,13 @@ def _os_error(exc: OSError) -> str:
 INTERRUPTED = "ragcov: interrupted (the data file keeps what was committed; rerun to resume)"
 
 
-def _usage_error(exc: SystemExit) -> bool:
-    """A usage error (a misspelt option, a bad value): typer exits 2 for it, as for fail-under."""
-    inner = exc.__context__
-    return exc.code == 2 and inner is not None and any(
-        cls.__name__ == "UsageError" for cls in type(inner).__mro__)
+def _usage_line(exc: click.ClickException) -> str:
+    """A click error as one line, naming the command's help (typer draws a 5-line box)."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and isinstance(exc, click.UsageError):
+        message = f"{message.rstrip('.')} (see '{ctx.command_path} --help')"
+    return f"ragcov: error: {message}"
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
@@ -54,10 +61,28 @@ def _origin(filename: str) -> str:
     return parts[-1] or "python"
 
 
-def _interrupted(exc: SystemExit) -> bool:
-    """typer turns Ctrl-C into a silent exit 130; find the KeyboardInterrupt behind it."""
-    inner = exc.__context__
-    return isinstance(inner, typer.Exit) and isinstance(inner.__cause__, KeyboardInterrupt)
+def _rcfile_first(argv: list[str]) -> list[str]:
+    """``ragcov report --rcfile X`` as coverage.py users write it: moved before the command.
+
+    ``--rcfile`` is the app's option (config is read before any command parses its
+    own options, so it can supply their defaults).
+    """
+    args, moved, i = [], [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            args += argv[i:]
+            break
+        if arg == "--rcfile" and i + 1 < len(argv):
+            moved += argv[i:i + 2]
+            i += 2
+            continue
+        if arg.startswith("--rcfile="):
+            moved.append(arg)
+        else:
+            args.append(arg)
+        i += 1
+    return moved + args
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -66,15 +91,19 @@ def main(argv: list[str] | None = None) -> None:
     previous_format = warnings.formatwarning
     warnings.formatwarning = _one_line_warning
     try:
-        app(args=argv, prog_name="ragcov")
-    except SystemExit as exc:
-        if _interrupted(exc):
-            err.print(INTERRUPTED, markup=False)
-        if _usage_error(exc):
-            # As coverage.py: 1 for a usage error, 2 only for coverage under --fail-under,
-            # so CI can tell "the gate failed" from "the command was wrong".
-            sys.exit(1)
-        raise
+        # Not standalone: click's errors come here, to be printed as one line.
+        args = _rcfile_first(sys.argv[1:] if argv is None else list(argv))
+        code = app(args=args, prog_name="ragcov", standalone_mode=False)
+    except click.NoArgsIsHelpError:
+        sys.exit(1)  # the help is already printed
+    except click.ClickException as exc:
+        err.print(_usage_line(exc), markup=False)
+        # As coverage.py: 1 for a usage error, 2 only for coverage under --fail-under,
+        # so CI can tell "the gate failed" from "the command was wrong".
+        sys.exit(1)
+    except typer.Abort:
+        err.print(INTERRUPTED, markup=False)
+        sys.exit(130)
     except RagcovError as exc:
         err.print(f"ragcov: error: {exc}", markup=False)
         sys.exit(1)
@@ -93,3 +122,6 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         # main() is also called in-process (tests, scripts): leave the host's format as it was.
         warnings.formatwarning = previous_format
+    if code == 130:  # typer turns Ctrl-C into Exit(130)
+        err.print(INTERRUPTED, markup=False)
+    sys.exit(code if isinstance(code, int) else 0)

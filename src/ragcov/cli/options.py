@@ -16,7 +16,11 @@ from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.errors import RagcovError
 
 # Reusable option types -------------------------------------------------------
-DataFile = Annotated[Path, typer.Option("--data-file", help="The coverage data file.")]
+#: The data file's environment variable, as coverage.py's COVERAGE_FILE: a flag wins over
+#: it, and it wins over the config file.
+DATA_FILE_ENV = "RAGCOV_FILE"
+DataFile = Annotated[Path, typer.Option(
+    "--data-file", envvar=DATA_FILE_ENV, help="The coverage data file.")]
 DEFAULT_DATA_PATH = Path(DEFAULT_DATA_FILE)
 CorpusPath = Annotated[str, typer.Option(
     "--corpus", metavar="PATH|URL",

@@ -18,12 +18,13 @@ if TYPE_CHECKING:
 Reporter = Callable[["CoverageData", "CoverageMatrix", "CoverageSummary", "Path | None"], str]
 
 
-def _table(show_missing: bool) -> Reporter:
+def _table(show_missing: bool, skip_covered: bool = False) -> Reporter:
     def table(data: CoverageData, m: CoverageMatrix, summary: CoverageSummary,
               dest: Path | None) -> str:
         from ragcov.report.table import render_table
 
-        return render_table(summary, "text", show_missing=show_missing)
+        return render_table(summary, "text", show_missing=show_missing,
+                            skip_covered=skip_covered)
 
     return table
 
@@ -48,6 +49,9 @@ def _json(data: CoverageData, m: CoverageMatrix, summary: CoverageSummary,
 
 REPORTERS: dict[str, Reporter] = {
     "term": _table(show_missing=False), "term-missing": _table(show_missing=True),
+    # pytest-cov's suffix: leave out fully covered documents.
+    "term:skip-covered": _table(show_missing=False, skip_covered=True),
+    "term-missing:skip-covered": _table(show_missing=True, skip_covered=True),
     "html": _html, "json": _json,
 }
 
