@@ -282,3 +282,50 @@ def test_pytest_plugin_accepts_skip_covered(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["Document * Missing chunks", "europe * 1-3",
                                  "1 document skipped due to complete coverage."])
     assert "asia " not in result.stdout.str()
+
+
+# 5. diff: nothing compared is n/a, and --match text pairs a test run with traces ----------
+
+@pytest.fixture
+def renamed_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, city_corpus_file: Path
+                 ) -> Path:
+    """The same two questions recorded under test ids (BASE) and trace ids (HEAD)."""
+    from ragcov.corpus import load_corpus
+    from ragcov.data import CoverageData
+    from ragcov.retrieval import Run
+
+    monkeypatch.chdir(tmp_path)
+    corpus = load_corpus(city_corpus_file)
+    for name, ids, hits in (("base", ["test_paris", "test_tokyo"], [["paris"], ["tokyo"]]),
+                            ("head", ["trace-9f1", "trace-9f2"], [["paris"], ["berlin"]])):
+        run = Run(k=1, retriever={"kind": "hand-made"})
+        for qid, text, hit in zip(ids, ["Where is the Seine?", "Capital of Japan?"], hits):
+            run.add(qid, text, [(hit[0], 1.0)])
+        CoverageData(tmp_path / f"{name}.ragcov").write(corpus, run)
+    return tmp_path
+
+
+def test_diff_with_no_query_in_common_says_n_a(renamed_runs: Path, capsys) -> None:
+    code, out, _ = cli(capsys, "diff", "base.ragcov", "head.ragcov")
+    assert code == 0
+    assert "Queries: 0 in both" in out and "mean Jaccard of old and new top-k n/a" in out
+    assert "1.000" not in out
+    code, out, _ = cli(capsys, "diff", "base.ragcov", "head.ragcov", "--format", "json")
+    queries = json.loads(out)["queries"]
+    assert queries["compared"] == 0 and queries["mean_jaccard"] is None
+
+
+def test_diff_match_text_pairs_queries_by_their_text(renamed_runs: Path, capsys) -> None:
+    code, out, _ = cli(capsys, "diff", "base.ragcov", "head.ragcov", "--match", "text",
+                       "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["queries"]["compared"] == 2 and doc["queries"]["changed"] == 1
+    assert doc["queries"]["mean_jaccard"] == pytest.approx(0.5)
+    assert doc["queries"]["match"] == "text"
+    assert [q["query_id"] for q in doc["changed_queries"]] == ["test_tokyo"]
+    code, out, _ = cli(capsys, "diff", "base.ragcov", "head.ragcov", "--match", "text")
+    assert "Queries: 2 in both, 1 retrieve a different set (mean Jaccard of old and new " \
+           "top-k 0.500)" in out
+    code, _, err = cli(capsys, "diff", "base.ragcov", "head.ragcov", "--match", "name")
+    assert code == 1 and "--match must be one of id, text" in err

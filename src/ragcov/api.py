@@ -232,11 +232,11 @@ def generate(corpus: Corpus, retriever: Any, generator: Any, k: int,
 
 def coverage_diff(base: str | os.PathLike[str], head: str | os.PathLike[str],
                   allow_different_k: bool = False,
-                  allow_different_retriever: bool = False) -> CoverageDiff:
-    """What changed between two recordings (``ragcov diff``)."""
+                  allow_different_retriever: bool = False, match: str = "id") -> CoverageDiff:
+    """What changed between two recordings (``ragcov diff``); queries paired by ``match``."""
     from ragcov.compare.diff import coverage_diff as diff
 
-    return diff(base, head, allow_different_k, allow_different_retriever)
+    return diff(base, head, allow_different_k, allow_different_retriever, match)
 
 
 def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],

@@ -45,7 +45,7 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
         "removed_documents": [_doc(x) for x in d.removed_documents],
         "queries": {"compared": d.queries_compared, "changed": d.queries_changed,
                     "mean_jaccard": d.mean_jaccard, "only_in_base": d.queries_only_base,
-                    "only_in_head": d.queries_only_head},
+                    "only_in_head": d.queries_only_head, "match": d.match},
         "changed_queries": [{"query_id": d.base.query_ids[b], "jaccard": j}
                             for b, _h, j in changed],
     }

@@ -85,6 +85,15 @@ class Recording:
             self._in_doc = positions_in_documents(self.doc_ids, self.chunk_ids, recorded)
         return [(str(self.doc_ids[j]), int(self._in_doc[j])) for j in rows]
 
+    def read_query_texts(self) -> list[str]:
+        """Every query's text by row (``diff --match text`` pairs queries by them)."""
+        if self.texts is None:
+            with CoverageData(self.path).reading() as con:
+                self.texts = _strings(con.execute(
+                    "SELECT json_group_array(text) FROM (SELECT text FROM queries ORDER BY idx)"
+                ).fetchone()[0])
+        return self.texts
+
     def query_texts(self, rows: list[int]) -> dict[int, str]:
         """The texts of the queries at these positions (a report shows a few, not all)."""
         if not rows:

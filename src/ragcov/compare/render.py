@@ -27,6 +27,14 @@ def points(delta: float, precision: int) -> str:
     return f"{sign}{shown}"
 
 
+def _jaccard(d: CoverageDiff) -> str:
+    """The mean Jaccard, or why there is none: no query was in both files."""
+    if d.mean_jaccard is not None:
+        return f"{d.mean_jaccard:.3f}"
+    hint = "; --match text pairs queries by their text" if d.match == "id" else ""
+    return f"n/a: no query {'id' if d.match == 'id' else 'text'} in both{hint}"
+
+
 def _patch(docs: list[DocumentChange], head: bool) -> tuple[int, int]:
     if head:
         return sum(d.head_chunks for d in docs), sum(d.head_covered for d in docs)
@@ -43,7 +51,7 @@ def diff_totals(d: CoverageDiff, precision: int = 1) -> list[str]:
         f"Covered chunks: {d.base_covered} -> {d.head_covered} ({len(d.gained)} gained, "
         f"{len(d.lost)} lost)",
         f"Queries: {d.queries_compared} in both, {d.queries_changed} retrieve a different set "
-        f"(mean Jaccard of old and new top-k {d.mean_jaccard:.3f})"
+        f"(mean Jaccard of old and new top-k {_jaccard(d)})"
         + (f"; {d.queries_only_base} only in BASE" if d.queries_only_base else "")
         + (f"; {d.queries_only_head} only in HEAD" if d.queries_only_head else ""),
     ]
