@@ -329,3 +329,42 @@ def test_diff_match_text_pairs_queries_by_their_text(renamed_runs: Path, capsys)
            "top-k 0.500)" in out
     code, _, err = cli(capsys, "diff", "base.ragcov", "head.ragcov", "--match", "name")
     assert code == 1 and "--match must be one of id, text" in err
+
+
+# 6. The text report says which retriever, model and k produced its number ----------------
+
+def test_report_names_retriever_model_and_k(in_sample: Path, capsys) -> None:
+    code, out, _ = cli(capsys, "report")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "retriever: bm25 (bm25s(k1=1.5,b=0.75)), k=5"
+    assert lines[1].split()[0] == "Document"
+    _, total, _ = cli(capsys, "report", "--format", "total")
+    assert total.strip() == "55.07"  # a number only, for scripts
+    _, markdown, _ = cli(capsys, "report", "--format", "markdown")
+    assert markdown.startswith("| Document |")
+
+
+@pytest.mark.parametrize(("fingerprint", "line"), [
+    ({"kind": "dense", "model": "/home/ci/models/all-MiniLM-L6-v2", "index": "flat"},
+     "retriever: dense (all-MiniLM-L6-v2), k=5"),
+    ({"kind": "dense", "model": "all-MiniLM-L6-v2", "index": "hnsw", "approximate": True},
+     "retriever: dense (all-MiniLM-L6-v2, hnsw index), k=5"),
+    ({"kind": "traces", "name": "langfuse"}, "retriever: traces (langfuse), k=5"),
+    ({"kind": "callable", "name": "app.search:retrieve"},
+     "retriever: callable (app.search:retrieve), k=5"),
+])
+def test_retriever_line_from_the_recorded_fingerprint(tmp_path: Path, capsys,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      city_corpus_file: Path,
+                                                      fingerprint: dict, line: str) -> None:
+    from ragcov.corpus import load_corpus
+    from ragcov.data import CoverageData
+    from ragcov.retrieval import Run
+
+    monkeypatch.chdir(tmp_path)
+    run = Run(k=5, retriever=fingerprint)
+    run.add("q", "Capital of Japan?", [("tokyo", 1.0)])
+    CoverageData(tmp_path / ".ragcov").write(load_corpus(city_corpus_file), run)
+    code, out, _ = cli(capsys, "report")
+    assert code == 0 and out.splitlines()[0] == line

@@ -57,11 +57,12 @@ def report(
     min_chunk_chars: MinChunkChars = 0,
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
+    from ragcov.data import CoverageData
     from ragcov.report.duplicates import duplicate_groups, duplicates_line
     from ragcov.report.names import matrix_names
     from ragcov.report.redundant import redundant_lines, redundant_report
     from ragcov.report.scope import excluded_line, load_scoped
-    from ragcov.report.table import render_table
+    from ragcov.report.table import render_table, retriever_line
 
     # The gate compares at the precision `--format total` prints, whatever this table shows.
     gate_precision = precision
@@ -72,6 +73,9 @@ def report(
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     summary = scoped.summary(jaccard=False)
+    if format == "text":
+        meta = CoverageData(data_file).meta()
+        out.print(retriever_line(meta.k, meta.retriever), markup=False)
     out.print(render_table(summary, format, show_missing, skip_covered, sort, precision,
                            show_ids), markup=False)
     if format != "total":

@@ -136,3 +136,22 @@ def approximate_index_note(retriever: dict, recall: dict | None = None) -> str |
         return "results from an approximate index (recall not measured)"
     return (f"results from an approximate index (recall@{int(recall['k'])} = "
             f"{float(recall['recall_at_k']):.3f} on {int(recall['sample'])} sampled queries)")
+
+
+def retriever_line(k: int, retriever: dict) -> str:
+    """``retriever: dense (all-MiniLM-L6-v2), k=5``: what produced the number below it.
+
+    From the fingerprint the data file recorded, so a report read months later (or in
+    another repository's CI) still says which retriever, model and k it measures.
+    """
+    kind = str(retriever.get("kind", "unknown"))
+    detail = next((str(retriever[key]) for key in ("model", "name", "url")
+                   if retriever.get(key)), "")
+    if retriever.get("kind") in ("dense", "store") and "/" in detail:
+        detail = detail.rstrip("/").rsplit("/", 1)[-1]  # a local path: its folder names it
+    extras = [detail] if detail else []
+    if retriever.get("index") not in (None, "flat", "sparse"):
+        extras.append(f"{retriever['index']} index")
+    shown = f"{kind} ({', '.join(extras)})" if extras else kind
+    return f"retriever: {shown}, k={k}"
+
