@@ -368,3 +368,88 @@ def test_retriever_line_from_the_recorded_fingerprint(tmp_path: Path, capsys,
     CoverageData(tmp_path / ".ragcov").write(load_corpus(city_corpus_file), run)
     code, out, _ = cli(capsys, "report")
     assert code == 0 and out.splitlines()[0] == line
+
+
+# 7. Other libraries' warnings: once each, labelled with the library, silenced by -q --------
+
+VECDB = '''
+import warnings
+warnings.simplefilter("always", FutureWarning)  # as some libraries do: every call warns
+
+
+class VecDBWarning(UserWarning):
+    pass
+
+
+def search(text):
+    # stacklevel=2 attributes the warning to the caller's file (app.py), not to vecdb.
+    warnings.warn("search() is deprecated; use query()", FutureWarning, stacklevel=2)
+    return "Tokyo is the capital of Japan and a huge metropolis."
+
+
+def connect():
+    warnings.warn("no index on the table", VecDBWarning, stacklevel=2)
+'''
+APP = '''
+import vecdb
+
+vecdb.connect()
+
+
+def retrieve(text, k):
+    return [{"text": vecdb.search(text)}]
+'''
+
+
+def _run_app(folder: Path, corpus: Path, *extra: str) -> list[str]:
+    import os
+    import subprocess
+    import sys
+
+    (folder / "vecdb").mkdir(exist_ok=True)
+    (folder / "vecdb" / "__init__.py").write_text(VECDB)
+    (folder / "app.py").write_text(APP)
+    (folder / "q.jsonl").write_text("".join(
+        json.dumps({"id": f"q{i}", "text": f"capital {i}"}) + "\n" for i in range(20)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(folder), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-m", "ragcov", "run", "--corpus", str(corpus),
+                           "--queries", "q.jsonl", "--retriever", "app:retrieve", "--k", "1",
+                           *extra], cwd=folder, capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr.strip().splitlines()
+
+
+OURS = ("ragcov: warning: retriever results carry no corpus chunk id of their own; matched "
+        "them to the corpus by content hash")
+
+
+def test_library_warnings_once_each_labelled_with_the_library(tmp_path: Path,
+                                                             city_corpus_file: Path) -> None:
+    lines = _run_app(tmp_path, city_corpus_file)
+    assert sorted(lines) == sorted([
+        "ragcov: warning: (vecdb) no index on the table",
+        "ragcov: warning: (vecdb) search() is deprecated; use query()",  # 20 calls, one line
+        OURS])
+    assert "app.py" not in "\n".join(lines)
+
+
+def test_quiet_silences_other_libraries_warnings_not_ragcovs(tmp_path: Path,
+                                                            city_corpus_file: Path) -> None:
+    assert _run_app(tmp_path, city_corpus_file, "-q") == [OURS]
+
+
+def test_warning_label_is_the_library_not_the_file_it_points_at() -> None:
+    from ragcov.cli.entry import _library
+
+    class LanceDeprecationWarning(DeprecationWarning):
+        pass
+
+    LanceDeprecationWarning.__module__ = "lancedb.util"
+    # A library's own warning class names it, wherever stacklevel pointed.
+    assert _library(LanceDeprecationWarning, "/srv/app.py", "app") == "lancedb"
+    assert _library(FutureWarning, "/srv/app.py", "lancedb.table") == "lancedb"
+    # Relayed by ragcov (a Dask worker's) or raised in C under ragcov: never ragcov's voice.
+    assert _library(RuntimeWarning, "/x/site-packages/ragcov/metrics.py",
+                    "ragcov.metrics") == "RuntimeWarning"
