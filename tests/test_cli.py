@@ -57,10 +57,11 @@ def test_run_report_json_agree_with_an_independent_count(capsys, workdir: Path) 
 def test_report_formats_and_fail_under(capsys, workdir: Path) -> None:
     run_bm25(capsys, workdir)
     total = float(json.loads(subprocess_free_json(capsys))["totals"]["chunk_coverage"]) * 100
-    code, out, _ = cli(capsys, "report", "--show-missing")
+    code, out, _ = cli(capsys, "report", "--show-missing", "--show-ids")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split()[:5] == ["Document", "Chunks", "Covered", "Missing", "Cover"]
+    assert lines[0] == "retriever: bm25 (bm25s(k1=1.5,b=0.75)), k=2"
+    assert lines[1].split()[:5] == ["Document", "Chunks", "Covered", "Missing", "Cover"]
     assert lines[-1].split()[0] == "TOTAL" and lines[-1].split()[1] == "8"
     assert "mitochondria" in out  # a missing chunk is listed
     code, out, _ = cli(capsys, "report", "--format", "total")

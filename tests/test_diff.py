@@ -268,7 +268,8 @@ def test_ids_are_printed_and_escaped_as_they_are(capsys, tmp_path: Path) -> None
         files.append(str(tmp_path / f"k{k}.ragcov"))
         assert cli(capsys, "run", "--corpus", str(corpus), "--queries", str(queries),
                    "--retriever", "bm25", "--k", str(k), "--data-file", files[-1], "-q")[0] == 0
-    code, out, _ = cli(capsys, "diff", *files, "--allow-different-k", "--format", "markdown")
+    code, out, _ = cli(capsys, "diff", *files, "--allow-different-k", "--format", "markdown",
+                       "--show-ids")
     assert code == 0 and "`[bold]c" in out and ":smile:`" in out
     code, out, _ = cli(capsys, "diff", *files, "--allow-different-k", "--html",
                        str(tmp_path / "site"))

@@ -25,16 +25,17 @@ def _row(out: str, doc: str) -> str:
 
 
 def test_show_missing_prints_consecutive_positions_as_ranges(sample, capsys):
-    # guide: positions 2, 4, 6, 7 are not retrieved (0, 1, 3, 5 are).
+    # guide: positions 2, 4, 6, 7 are not retrieved (0, 1, 3, 5 are); shown counted from 1,
+    # as their Cobertura/lcov lines are.
     code, out, _ = cli(capsys, "report", "--show-missing")
     assert code == 0
-    assert _row(out, "guide").endswith("   2, 4, 6-7")
-    assert _row(out, "faq").endswith("   1")
-    # With guide#4 excluded, the missing run 6-7 stays and 4 goes.
+    assert _row(out, "guide").endswith("   3, 5, 7-8")
+    assert _row(out, "faq").endswith("   2")
+    # With guide#4 (position 4, shown 5) excluded, the missing run 7-8 stays and 5 goes.
     code, out, _ = cli(capsys, "report", "-m", "--min-chunk-chars", "10")
-    assert _row(out, "guide").endswith("   2, 6-7")
+    assert _row(out, "guide").endswith("   3, 7-8")
     code, out, _ = cli(capsys, "report", "-m", "--format", "markdown")
-    assert "| guide | 8 | 4 | 4 | 50% | 2, 4, 6-7 |" in out
+    assert "| guide | 8 | 4 | 4 | 50% | 3, 5, 7-8 |" in out
 
 
 @pytest.mark.parametrize(("positions", "shown"), [
@@ -59,7 +60,9 @@ def test_ids_that_are_not_positions_are_listed_as_they_are(tmp_path: Path, capsy
     run.add("q", "q", [("d#2", 1.0)])
     CoverageData(tmp_path / ".ragcov").write(load_corpus(tmp_path / "c.jsonl"), run)
     code, out, _ = cli(capsys, "report", "-m")
-    assert _row(out, "d").endswith("   1, 3, intro")
+    assert _row(out, "d").endswith("   1-2, 4")  # positions, whatever the ids
+    code, out, _ = cli(capsys, "report", "-m", "--show-ids")
+    assert _row(out, "d").endswith("   intro, d#1, d#3")
 
 
 def test_redundant_tests_name_the_test_that_subsumes_them(sample, capsys):
@@ -99,7 +102,7 @@ def test_subsumers_prefer_the_smallest_superset_then_the_earlier_test():
 
 def test_duplicate_chunk_texts_are_reported(sample, capsys):
     code, out, _ = cli(capsys, "report")
-    assert ("Duplicate chunk texts: 1 group (2 chunks in 1 document; first: guide#5, guide#6)"
+    assert ("Duplicate chunk texts: 1 group (2 chunks in 1 document; first: guide#6, guide#7)"
             in out)
     doc = json.loads(cli(capsys, "json", "-o", "-")[1])
     assert doc["duplicates"] == [{"chunk_ids": ["guide#5", "guide#6"], "doc_ids": ["guide"],

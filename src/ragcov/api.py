@@ -21,7 +21,8 @@ from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.retrieval import Run, run_retriever, validate_k
 from ragcov.suite import Suite
-from ragcov.summary import CoverageSummary, display_percent, summarize
+from ragcov.summary import CoverageSummary, summarize
+from ragcov.summary import fails_under as _fails_under
 
 if TYPE_CHECKING:
     from ragcov.compare.diff import CoverageDiff
@@ -71,8 +72,7 @@ def coverage_summary(data_file: str | os.PathLike[str], **options: Any) -> Cover
 
 def fails_under(coverage: float, fail_under: float, precision: int = 0) -> bool:
     """True when the displayed total is below ``fail_under`` percent."""
-    shown = float(display_percent(coverage, precision))
-    return shown < fail_under
+    return _fails_under(coverage, fail_under, precision)
 
 
 @dataclass
@@ -232,11 +232,11 @@ def generate(corpus: Corpus, retriever: Any, generator: Any, k: int,
 
 def coverage_diff(base: str | os.PathLike[str], head: str | os.PathLike[str],
                   allow_different_k: bool = False,
-                  allow_different_retriever: bool = False) -> CoverageDiff:
-    """What changed between two recordings (``ragcov diff``)."""
+                  allow_different_retriever: bool = False, match: str = "id") -> CoverageDiff:
+    """What changed between two recordings (``ragcov diff``); queries paired by ``match``."""
     from ragcov.compare.diff import coverage_diff as diff
 
-    return diff(base, head, allow_different_k, allow_different_retriever)
+    return diff(base, head, allow_different_k, allow_different_retriever, match)
 
 
 def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],

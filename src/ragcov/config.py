@@ -38,6 +38,19 @@ def find_config(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None
     return None
 
 
+def read_config(path: Path) -> tuple[Path, dict[str, Any]]:
+    """An explicit config file (``--rcfile``, like coverage.py's): no search, and it must exist.
+
+    A pyproject.toml gives its ``[tool.ragcov]`` section; any other file is read as
+    ragcov.toml is.
+    """
+    if not path.is_file():
+        raise RagcovError(f"{path}: no such config file (given by --rcfile)")
+    if path.name == "pyproject.toml":
+        return path, _load(path).get("tool", {}).get("ragcov", {})
+    return path, _load(path)
+
+
 def _load(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as fh:
@@ -55,6 +68,9 @@ FLAT_SCOPE: dict[str, frozenset[str]] = {
     "model": frozenset({"run", "index"}),
     "output": frozenset(),
     "directory": frozenset({"html"}),
+    # A flat fail_under gates total coverage in every reporter, as coverage.py's [report]
+    # fail_under does; gap's traffic-weighted gate is another number, set in [gap].
+    "fail_under": frozenset({"report", "json", "xml", "lcov", "html", "badge"}),
 }
 
 

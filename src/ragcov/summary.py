@@ -109,17 +109,54 @@ def document_positions(m: CoverageMatrix, positions: Mapping[str, int] | None = 
     recorded, or repeated) the chunk's order within the document in the corpus, so
     two chunks never share a position, nor a line in Cobertura or lcov output.
     """
-    out = np.zeros(m.n_chunks, dtype=np.int64)
+    return positions_in_documents(m.doc_ids, m.chunk_ids, positions)
+
+
+def positions_in_documents(doc_ids: Sequence[object], chunk_ids: Sequence[str],
+                           positions: Mapping[str, int] | None = None) -> np.ndarray:
+    """:func:`document_positions` for any parallel lists of documents and chunk ids."""
+    out = np.zeros(len(doc_ids), dtype=np.int64)
     by_doc: dict[str, list[int]] = {}
-    for j, d in enumerate(m.doc_ids):
+    for j, d in enumerate(doc_ids):
         by_doc.setdefault(str(d), []).append(j)
     for cols in by_doc.values():
-        given = [positions.get(m.chunk_ids[j]) for j in cols] if positions else []
+        given = [positions.get(chunk_ids[j]) for j in cols] if positions else []
         if given and None not in given and len(set(given)) == len(given):
             out[cols] = given
         else:
             out[cols] = np.arange(len(cols))
     return out
+
+
+#: The precision ``ragcov report --format total`` prints, and so the one ``--fail-under``
+#: compares at unless ``--precision`` says otherwise: a ratchet
+#: (``--fail-under "$(ragcov report --format total)"``) must pass on the same data.
+GATE_PRECISION = 2
+
+
+def fails_under(coverage: float, fail_under: float, precision: int = GATE_PRECISION) -> bool:
+    """True when the total, rounded as it is printed at ``precision``, is below ``fail_under``.
+
+    As coverage.py's ``should_fail_under``: the gate never disagrees with the number a
+    reader sees, and :func:`display_percent` keeps 99.999% from passing a gate of 100.
+    """
+    return float(display_percent(coverage, precision)) < fail_under
+
+
+def fail_under_failure(coverage: float, fail_under: float | None,
+                       precision: int | None = None, what: str = "total") -> str | None:
+    """The one fail-under gate every command runs: None when it passes, else its message.
+
+    ``precision`` None means :data:`GATE_PRECISION`; the message shows the total at the
+    precision it was compared at, so "53.00% is less than 53.01" is never printed as "53%".
+    """
+    if fail_under is None:
+        return None
+    p = GATE_PRECISION if precision is None else precision
+    if not fails_under(coverage, fail_under, p):
+        return None
+    return (f"Coverage failure: {what} of {display_percent(coverage, p)}% is less than "
+            f"fail-under={fail_under:g}")
 
 
 def display_percent(fraction: float, precision: int = 0) -> str:

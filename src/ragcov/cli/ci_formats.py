@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, check_precision, emit
+from ragcov.cli.options import (
+    DEFAULT_DATA_PATH,
+    DataFile,
+    FailUnder,
+    check_fail_under,
+    check_precision,
+    emit,
+    gate,
+)
 from ragcov.cli.report_options import (
     Exclude,
     ExcludeDocs,
@@ -28,6 +36,7 @@ def xml(
     exclude: Exclude = None,
     exclude_docs: ExcludeDocs = None,
     min_chunk_chars: MinChunkChars = 0,
+    fail_under: FailUnder = None,
 ) -> None:
     """Cobertura XML: documents as files, chunks as lines, hits = queries (like `coverage xml`)."""
     from ragcov import __version__
@@ -35,9 +44,11 @@ def xml(
     from ragcov.report.cobertura import cobertura_xml
     from ragcov.report.scope import load_scoped
 
+    check_fail_under(fail_under)
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     emit(cobertura_xml(file_lines(scoped), __version__), output, "Cobertura XML report")
+    gate(scoped.summary(jaccard=False).coverage, fail_under)
 
 
 def lcov(
@@ -48,15 +59,18 @@ def lcov(
     exclude: Exclude = None,
     exclude_docs: ExcludeDocs = None,
     min_chunk_chars: MinChunkChars = 0,
+    fail_under: FailUnder = None,
 ) -> None:
     """lcov tracefile: documents as SF records, chunks as DA lines (like `coverage lcov`)."""
     from ragcov.report.ci_lines import file_lines
     from ragcov.report.lcov import lcov_tracefile
     from ragcov.report.scope import load_scoped
 
+    check_fail_under(fail_under)
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     emit(lcov_tracefile(file_lines(scoped)), output, "lcov report")
+    gate(scoped.summary(jaccard=False).coverage, fail_under)
 
 
 def badge(
@@ -66,21 +80,27 @@ def badge(
         help="Lower bounds (percent) of yellow, green and bright green; below the first: red.")]
     = "50,75,90",
     label: Annotated[str, typer.Option(help="The badge's left-hand text.")] = "chunk coverage",
-    precision: Annotated[int, typer.Option(help="Digits after the decimal point.")] = 0,
+    precision: Annotated[int | None, typer.Option(
+        help="Digits after the decimal point (default 0; --fail-under then compares at 2).")]
+    = None,
     include: Include = None,
     omit: Omit = None,
     exclude: Exclude = None,
     exclude_docs: ExcludeDocs = None,
     min_chunk_chars: MinChunkChars = 0,
+    fail_under: FailUnder = None,
 ) -> None:
     """A shields-style SVG badge of total chunk coverage, for a README."""
     from ragcov.report.badge import badge_svg, colour_for, parse_thresholds
     from ragcov.report.scope import load_scoped
     from ragcov.summary import display_percent
 
-    check_precision(precision)
+    check_precision(precision or 0)
+    check_fail_under(fail_under)
     bands = parse_thresholds(thresholds)
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
-    shown = display_percent(scoped.summary(jaccard=False).coverage, precision)
+    coverage = scoped.summary(jaccard=False).coverage
+    shown = display_percent(coverage, precision or 0)
     emit(badge_svg(f"{shown}%", colour_for(float(shown), bands), label), output, "badge")
+    gate(coverage, fail_under, precision)

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from ragcov.cli.console import err, out
-from ragcov.cli.options import DEFAULT_DATA_PATH
+from ragcov.cli.options import DATA_FILE_ENV, DEFAULT_DATA_PATH
 from ragcov.errors import RagcovError
 
 # SQLite's side files of a shard being written are not shards.
@@ -55,7 +55,7 @@ def combine(
         help="Data files or folders to merge (default: the DATA_FILE.* shards of "
              "`ragcov run --parallel-mode` beside the output).")] = None,
     data_file: Annotated[Path, typer.Option(
-        "-o", "--output", "--data-file",
+        "-o", "--output", "--data-file", envvar=DATA_FILE_ENV,
         help="The combined data file (the shards are looked for beside it).")] = DEFAULT_DATA_PATH,
     keep: Annotated[bool, typer.Option(
         "--keep", help="Keep the shards found by name after combining them.")] = False,

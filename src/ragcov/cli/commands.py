@@ -7,9 +7,11 @@ by import side effect and no module imports the app back.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from ragcov.cli.ci_formats import badge, lcov, xml
 from ragcov.cli.combine import combine
@@ -25,8 +27,45 @@ from ragcov.cli.measure import index, run
 from ragcov.cli.report import json_cmd, report
 from ragcov.cli.select import select_cmd
 
+
+class _Flag(TyperOption):
+    """A flag takes no value, so its help shows no ``<bool>`` placeholder for one."""
+
+    def display_type_rich(self, ctx):  # type: ignore[no-untyped-def]
+        return None
+
+
+def _plain_flags(params: list) -> None:
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.__class__ = _Flag
+
+
+class _Command(TyperCommand):
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        _plain_flags(self.params)
+
+    def get_help_option(self, ctx):  # type: ignore[no-untyped-def]
+        option = super().get_help_option(ctx)
+        _plain_flags([option])
+        return option
+
+
+class _Group(TyperGroup):
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        _plain_flags(self.params)
+
+    def get_help_option(self, ctx):  # type: ignore[no-untyped-def]
+        option = super().get_help_option(ctx)
+        _plain_flags([option])
+        return option
+
+
 app = typer.Typer(
     name="ragcov",
+    cls=_Group,
     help="Chunk Coverage for RAG retrievers: how much of the corpus does your test suite retrieve?",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -45,11 +84,16 @@ def _show_version(value: bool) -> None:
 @app.callback()
 def _settings(ctx: typer.Context, version: Annotated[bool, typer.Option(
         "--version", callback=_show_version, is_eager=True,
-        help="Show the version and exit.")] = False) -> None:
+        help="Show the version and exit.")] = False,
+        rcfile: Annotated[Path | None, typer.Option(
+            "--rcfile", envvar="RAGCOV_RCFILE", metavar="FILE",
+            help="The config file to read (ragcov.toml format, or a pyproject.toml's "
+            "[tool.ragcov]) instead of searching upward from here; may follow the command.")]
+        = None) -> None:
     """Apply [tool.ragcov] / ragcov.toml settings as defaults for every command."""
-    from ragcov.config import check_values, default_map, find_config
+    from ragcov.config import check_values, default_map, find_config, read_config
 
-    found = find_config()
+    found = read_config(rcfile) if rcfile is not None else find_config()
     if found is None:
         return
     path, settings = found
@@ -82,4 +126,4 @@ COMMANDS = [
     ("gap", gap),
 ]
 for _name, _fn in COMMANDS:
-    app.command(_name)(_fn)
+    app.command(_name, cls=_Command)(_fn)

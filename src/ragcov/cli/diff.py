@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragcov.cli.console import err, out
-from ragcov.cli.options import check_precision, emit
+from ragcov.cli.options import ShowIds, check_precision, emit
 from ragcov.errors import RagcovError
 
 FORMATS = ("text", "markdown", "json")
@@ -44,6 +44,10 @@ def diff(
     allow_different_k: AllowK = False,
     allow_different_retriever: AllowRetriever = False,
     precision: Precision = 1,
+    show_ids: ShowIds = False,
+    match: Annotated[str, typer.Option(
+        "--match", help="Pair the two runs' queries by id or by text (a test run against "
+        "imported traces: their ids differ).")] = "id",
 ) -> None:
     """Chunks gained and lost, per-document change, queries that retrieve differently."""
     import json
@@ -56,11 +60,11 @@ def diff(
     if fail_under_delta is not None and not 0 <= fail_under_delta <= 100:
         raise RagcovError(f"--fail-under-delta must be 0 to 100 points, got {fail_under_delta:g}")
     d = coverage_diff(base, head, allow_different_k=allow_different_k,
-                      allow_different_retriever=allow_different_retriever)
+                      allow_different_retriever=allow_different_retriever, match=match)
     if format == "json":
         emit(json.dumps(diff_document(d), indent=2, ensure_ascii=False), output, "JSON diff")
     elif format == "markdown":
-        emit(diff_markdown(d, precision), output, "markdown diff")
+        emit(diff_markdown(d, precision, show_ids), output, "markdown diff")
     else:
         emit(diff_text(d, precision), output, "diff")
     if html is not None:

@@ -11,6 +11,13 @@ import warnings
 
 import typer
 
+try:  # typer vendors its own click from 0.2x on; its errors are that copy's classes
+    from typer._click import exceptions as click
+    from typer._click.globals import get_current_context
+except ImportError:  # pragma: no cover
+    from click import exceptions as click
+    from click.globals import get_current_context
+
 from ragcov.cli.commands import app
 from ragcov.cli.console import err
 from ragcov.errors import RagcovError
@@ -26,24 +33,45 @@ def _os_error(exc: OSError) -> str:
 INTERRUPTED = "ragcov: interrupted (the data file keeps what was committed; rerun to resume)"
 
 
-def _usage_error(exc: SystemExit) -> bool:
-    """A usage error (a misspelt option, a bad value): typer exits 2 for it, as for fail-under."""
-    inner = exc.__context__
-    return exc.code == 2 and inner is not None and any(
-        cls.__name__ == "UsageError" for cls in type(inner).__mro__)
+def _usage_line(exc: click.ClickException) -> str:
+    """A click error as one line, naming the command's help (typer draws a 5-line box)."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and isinstance(exc, click.UsageError):
+        message = f"{message.rstrip('.')} (see '{ctx.command_path} --help')"
+    return f"ragcov: error: {message}"
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
-                      lineno: int, line: str | None = None) -> str:
+                      lineno: int, line: str | None = None, issuer: str | None = None) -> str:
     """Warnings for users, not developers: one line, no source line.
 
     ragcov's own warnings speak for ragcov; any other library's (dask's "port in use")
-    is labelled with where it came from, so nobody reads it as ragcov's verdict.
+    is labelled with that library, so nobody reads it as ragcov's verdict.
     """
     text = " ".join(str(message).split())
-    if category.__module__.split(".")[0] == "ragcov":
-        return f"ragcov: warning: {text}\n"
-    return f"ragcov: warning: ({_origin(filename)}) {text}\n"
+    label = _library(category, filename, issuer)
+    return f"ragcov: warning: {text}\n" if label is None else \
+        f"ragcov: warning: ({label}) {text}\n"
+
+
+def _library(category: type[Warning], filename: str, issuer: str | None) -> str | None:
+    """Whose warning it is (None: ragcov's own), never the file it was attributed to.
+
+    A library's ``stacklevel`` points the warning at its caller (ragcov, or the user's
+    app.py), so the file says who called, not who warned: the warning's own class
+    names its library, else the module that called ``warnings.warn`` does.
+    """
+    owner = category.__module__.split(".")[0]
+    if owner == "ragcov":
+        return None
+    if owner not in ("builtins", "warnings"):
+        return owner
+    if issuer is not None:
+        top = issuer.split(".")[0]
+        # ragcov relays (Dask workers) or called C code that warned: the kind, not ragcov.
+        return category.__name__ if top == "ragcov" else top
+    return _origin(filename)
 
 
 def _origin(filename: str) -> str:
@@ -51,30 +79,78 @@ def _origin(filename: str) -> str:
     for marker in ("site-packages", "dist-packages"):
         if marker in parts and parts.index(marker) + 1 < len(parts):
             return parts[parts.index(marker) + 1].removesuffix(".py")
-    return parts[-1] or "python"
+    return parts[-1].removesuffix(".py") or "python"
 
 
-def _interrupted(exc: SystemExit) -> bool:
-    """typer turns Ctrl-C into a silent exit 130; find the KeyboardInterrupt behind it."""
-    inner = exc.__context__
-    return isinstance(inner, typer.Exit) and isinstance(inner.__cause__, KeyboardInterrupt)
+class _Warnings:
+    """``warnings.showwarning`` while a command runs: each warning once, and ``-q`` honoured."""
+
+    def __init__(self) -> None:
+        self.shown: set[str] = set()
+
+    def __call__(self, message: Warning | str, category: type[Warning], filename: str,
+                 lineno: int, file: object = None, line: str | None = None) -> None:
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_globals.get("__name__") == "warnings":
+            frame = frame.f_back  # type: ignore[assignment]
+        issuer = frame.f_globals.get("__name__") if frame is not None else None
+        text = _one_line_warning(message, category, filename, lineno, line, issuer)
+        if text in self.shown or (_quiet() and _library(category, filename, issuer)):
+            return
+        self.shown.add(text)
+        sys.stderr.write(text)
+
+
+def _quiet() -> bool:
+    """``-q``/``--quiet`` of the running command: other libraries' warnings are noise then."""
+    ctx = get_current_context(silent=True)
+    return bool(ctx is not None and ctx.params.get("quiet"))
+
+
+def _rcfile_first(argv: list[str]) -> list[str]:
+    """``ragcov report --rcfile X`` as coverage.py users write it: moved before the command.
+
+    ``--rcfile`` is the app's option (config is read before any command parses its
+    own options, so it can supply their defaults).
+    """
+    args, moved, i = [], [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            args += argv[i:]
+            break
+        if arg == "--rcfile" and i + 1 < len(argv):
+            moved += argv[i:i + 2]
+            i += 2
+            continue
+        if arg.startswith("--rcfile="):
+            moved.append(arg)
+        else:
+            args.append(arg)
+        i += 1
+    return moved + args
 
 
 def main(argv: list[str] | None = None) -> None:
     import sqlite3
 
-    previous_format = warnings.formatwarning
+    previous_format, previous_show = warnings.formatwarning, warnings.showwarning
     warnings.formatwarning = _one_line_warning
+    warnings.showwarning = _Warnings()
     try:
-        app(args=argv, prog_name="ragcov")
-    except SystemExit as exc:
-        if _interrupted(exc):
-            err.print(INTERRUPTED, markup=False)
-        if _usage_error(exc):
-            # As coverage.py: 1 for a usage error, 2 only for coverage under --fail-under,
-            # so CI can tell "the gate failed" from "the command was wrong".
-            sys.exit(1)
-        raise
+        # Not standalone: click's errors come here, to be printed as one line.
+        args = _rcfile_first(sys.argv[1:] if argv is None else list(argv))
+        code = app(args=args, prog_name="ragcov", standalone_mode=False)
+    except click.NoArgsIsHelpError:
+        sys.exit(1)  # the help is already printed
+    except click.ClickException as exc:
+        err.print(_usage_line(exc), markup=False)
+        # As coverage.py: 1 for a usage error, 2 only for coverage under --fail-under,
+        # so CI can tell "the gate failed" from "the command was wrong".
+        sys.exit(1)
+    except typer.Abort:
+        err.print(INTERRUPTED, markup=False)
+        sys.exit(130)
     except RagcovError as exc:
         err.print(f"ragcov: error: {exc}", markup=False)
         sys.exit(1)
@@ -92,4 +168,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     finally:
         # main() is also called in-process (tests, scripts): leave the host's format as it was.
-        warnings.formatwarning = previous_format
+        warnings.formatwarning, warnings.showwarning = previous_format, previous_show
+    if code == 130:  # typer turns Ctrl-C into Exit(130)
+        err.print(INTERRUPTED, markup=False)
+    sys.exit(code if isinstance(code, int) else 0)

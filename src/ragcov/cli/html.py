@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 
 from ragcov.cli.console import out
-from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile
+from ragcov.cli.options import (
+    DEFAULT_DATA_PATH,
+    DataFile,
+    FailUnder,
+    check_fail_under,
+    check_precision,
+    gate,
+)
 from ragcov.cli.report_options import (
     Exclude,
     ExcludeDocs,
@@ -19,7 +26,9 @@ from ragcov.cli.report_options import (
 )
 from ragcov.report import DEFAULT_HTML_DIR
 
-Precision = Annotated[int, typer.Option(help="Digits after the decimal point in percentages.")]
+Precision = Annotated[int | None, typer.Option(
+    help="Digits after the decimal point in percentages (default 0; --fail-under then "
+    "compares at 2).")]
 
 
 def html(
@@ -34,17 +43,24 @@ def html(
         "--greedy/--no-greedy", help="Also draw the coverage-greedy ordering's curve.")] = True,
     title: Annotated[str, typer.Option(help="Title shown on every page.")]
     = "Chunk coverage report",
-    precision: Precision = 0,
+    precision: Precision = None,
     include: Include = None,
     omit: Omit = None,
     exclude: Exclude = None,
     exclude_docs: ExcludeDocs = None,
     min_chunk_chars: MinChunkChars = 0,
+    fail_under: FailUnder = None,
 ) -> None:
     """Write an HTML report: documents, chunks shaded covered/uncovered, queries, curves."""
     from ragcov.api import write_html
+    from ragcov.report.scope import load_scoped
 
+    check_precision(precision or 0)
+    check_fail_under(fail_under)
+    scope = scope_of(include, omit, exclude, exclude_docs, min_chunk_chars)
     index = write_html(data_file, directory, order or [], greedy=greedy, title=title,
-                       precision=precision,
-                       scope=scope_of(include, omit, exclude, exclude_docs, min_chunk_chars))
+                       precision=precision or 0, scope=scope)
     out.print(f"Wrote HTML report to {index}")
+    if fail_under is not None:
+        gate(load_scoped(data_file, scope).summary(jaccard=False).coverage, fail_under,
+             precision)

@@ -16,7 +16,11 @@ from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.errors import RagcovError
 
 # Reusable option types -------------------------------------------------------
-DataFile = Annotated[Path, typer.Option("--data-file", help="The coverage data file.")]
+#: The data file's environment variable, as coverage.py's COVERAGE_FILE: a flag wins over
+#: it, and it wins over the config file.
+DATA_FILE_ENV = "RAGCOV_FILE"
+DataFile = Annotated[Path, typer.Option(
+    "--data-file", envvar=DATA_FILE_ENV, help="The coverage data file.")]
 DEFAULT_DATA_PATH = Path(DEFAULT_DATA_FILE)
 CorpusPath = Annotated[str, typer.Option(
     "--corpus", metavar="PATH|URL",
@@ -38,6 +42,12 @@ Model = Annotated[str | None, typer.Option(
     help="Embedding model for the dense retriever: a sentence-transformers name or path.")]
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
+ShowIds = Annotated[bool, typer.Option(
+    "--show-ids", help="Name chunks by their ids instead of DOC#N (N counts from 1, as "
+    "Cobertura and lcov lines do).")]
+FailUnder = Annotated[float | None, typer.Option(
+    "--fail-under", help="Exit with status 2 when total chunk coverage (percent), rounded as "
+    "`ragcov report --format total` prints it, is below this.")]
 
 
 def load_corpus_opts(corpus: str | Path, chunk_size: int, chunk_overlap: int, split: bool,
@@ -66,6 +76,22 @@ def check_fail_under(fail_under: float | None) -> None:
     """coverage.py refuses a gate outside 0-100: one above always fails, one below never."""
     if fail_under is not None and not 0 <= fail_under <= 100:
         raise RagcovError(f"--fail-under must be a percentage from 0 to 100, got {fail_under:g}")
+
+
+def gate(coverage: float, fail_under: float | None, precision: int | None = None,
+         what: str = "total") -> None:
+    """``--fail-under`` for every command, run after its report is written (as coverage.py).
+
+    One check and one message (:func:`ragcov.summary.fail_under_failure`), so ``report``,
+    ``json``, ``xml``, ``lcov``, ``html``, ``badge`` and ``gap`` can never disagree.
+    """
+    from ragcov.cli.console import err
+    from ragcov.summary import fail_under_failure
+
+    message = fail_under_failure(coverage, fail_under, precision, what)
+    if message is not None:
+        err.print(message, markup=False)
+        raise typer.Exit(2)
 
 
 def emit(text: str, output: Path | None, what: str) -> None:

@@ -8,14 +8,17 @@ from typing import Annotated
 
 import typer
 
-from ragcov.cli.console import err, out
+from ragcov.cli.console import out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,
+    FailUnder,
+    ShowIds,
     Support,
     approximate_note,
     check_fail_under,
     check_precision,
+    gate,
 )
 from ragcov.cli.report_options import (
     Exclude,
@@ -32,7 +35,9 @@ def report(
     data_file: DataFile = DEFAULT_DATA_PATH,
     show_missing: Annotated[bool, typer.Option(
         "--show-missing/--no-show-missing", "-m",
-        help="List each document's uncovered chunk ids.")] = False,
+        help="List each document's uncovered chunks (positions from 1; ids with --show-ids).")]
+    = False,
+    show_ids: ShowIds = False,
     skip_covered: Annotated[bool, typer.Option(
         "--skip-covered/--no-skip-covered", help="Leave out fully covered documents.")] = False,
     sort: Annotated[str | None, typer.Option(
@@ -40,8 +45,7 @@ def report(
     precision: Annotated[int | None, typer.Option(
         help="Digits after the decimal point (default 0; 2 for --format total).")] = None,
     format: Annotated[str, typer.Option("--format", help="text, markdown or total.")] = "text",
-    fail_under: Annotated[float | None, typer.Option(
-        help="Exit with status 2 when total chunk coverage (percent) is below this.")] = None,
+    fail_under: FailUnder = None,
     redundant: Annotated[bool, typer.Option(
         "--redundant/--no-redundant",
         help="List redundant tests, each with the test that subsumes it or overlaps it most.")]
@@ -53,13 +57,15 @@ def report(
     min_chunk_chars: MinChunkChars = 0,
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
-    from ragcov.api import fails_under
+    from ragcov.data import CoverageData
     from ragcov.report.duplicates import duplicate_groups, duplicates_line
+    from ragcov.report.names import matrix_names
     from ragcov.report.redundant import redundant_lines, redundant_report
     from ragcov.report.scope import excluded_line, load_scoped
-    from ragcov.report.table import render_table
-    from ragcov.summary import display_percent
+    from ragcov.report.table import render_table, retriever_line
 
+    # The gate compares at the precision `--format total` prints, whatever this table shows.
+    gate_precision = precision
     if precision is None:
         precision = 2 if format == "total" else 0
     check_precision(precision)
@@ -67,11 +73,15 @@ def report(
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     summary = scoped.summary(jaccard=False)
-    out.print(render_table(summary, format, show_missing, skip_covered, sort, precision),
-              markup=False)
+    if format == "text":
+        meta = CoverageData(data_file).meta()
+        out.print(retriever_line(meta.k, meta.retriever), markup=False)
+    out.print(render_table(summary, format, show_missing, skip_covered, sort, precision,
+                           show_ids), markup=False)
     if format != "total":
+        names = None if show_ids else matrix_names(scoped.matrix, scoped.positions)
         lines = [excluded_line(scoped.excluded),
-                 duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
+                 duplicates_line(duplicate_groups(scoped.matrix, scoped.texts), names),
                  approximate_note(data_file)]
         if lines[2]:
             lines[2] = f"Note: {lines[2]}"
@@ -81,10 +91,7 @@ def report(
         for line in lines:
             if line is not None:
                 out.print(line, markup=False)
-    if fail_under is not None and fails_under(summary.coverage, fail_under, precision):
-        err.print(f"Coverage failure: total of {display_percent(summary.coverage, precision)}% "
-                  f"is less than fail-under={fail_under:g}")
-        raise typer.Exit(2)
+    gate(summary.coverage, fail_under, gate_precision)
 
 
 def json_cmd(
@@ -99,6 +106,7 @@ def json_cmd(
     exclude: Exclude = None,
     exclude_docs: ExcludeDocs = None,
     min_chunk_chars: MinChunkChars = 0,
+    fail_under: FailUnder = None,
 ) -> None:
     """Write the versioned JSON report."""
     import json
@@ -107,6 +115,7 @@ def json_cmd(
     from ragcov.report.jsonreport import json_report
     from ragcov.report.scope import load_scoped
 
+    check_fail_under(fail_under)
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     doc = json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped)  # type: ignore[arg-type]
@@ -115,5 +124,6 @@ def json_cmd(
     else:
         write_json_atomic(output, doc, indent=2 if pretty else None)
         out.print(f"Wrote JSON report to {output}")
+    gate(scoped.summary(jaccard=False).coverage, fail_under)
 
 

@@ -17,6 +17,9 @@ import numpy as np
 
 from ragcov.compare.recording import Recording, check_comparable, read_pair
 from ragcov.data.schema import Meta
+from ragcov.errors import RagcovError
+
+MATCHES = ("id", "text")
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,9 @@ class CoverageDiff:
     queries_only_base: int = 0
     queries_only_head: int = 0
     _b2h: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
+    gained_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
+    lost_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
+    match: str = "id"  # how queries were paired: by id, or by text
 
     @property
     def base_meta(self) -> Meta:
@@ -92,8 +98,9 @@ class CoverageDiff:
         return int((self.jaccard < 1.0).sum())
 
     @property
-    def mean_jaccard(self) -> float:
-        return float(self.jaccard.mean()) if self.jaccard.size else 1.0
+    def mean_jaccard(self) -> float | None:
+        """None when no query is in both files: nothing was compared, nothing is the same."""
+        return float(self.jaccard.mean()) if self.jaccard.size else None
 
     def changed_queries(self, limit: int | None = None) -> list[tuple[int, int, float]]:
         """(base row, head row, Jaccard) of queries whose retrieved set changed, most first."""
@@ -118,8 +125,14 @@ class CoverageDiff:
 
 def coverage_diff(base_path: str | os.PathLike[str], head_path: str | os.PathLike[str],
                   allow_different_k: bool = False,
-                  allow_different_retriever: bool = False) -> CoverageDiff:
-    """Compare two data files; refuses k or retriever differences unless allowed."""
+                  allow_different_retriever: bool = False, match: str = "id") -> CoverageDiff:
+    """Compare two data files; refuses k or retriever differences unless allowed.
+
+    ``match="text"`` pairs queries by their text: a test run and imported traces name
+    the same question differently (a test id, a trace id).
+    """
+    if match not in MATCHES:
+        raise RagcovError(f"--match must be one of {', '.join(MATCHES)}, got {match!r}")
     from ragcov.data import CoverageData
 
     # Equal corpus hashes mean the same chunk ids and texts in order: read them once.
@@ -129,10 +142,13 @@ def coverage_diff(base_path: str | os.PathLike[str], head_path: str | os.PathLik
         head.chunk_ids, head.doc_ids, head.chunk_count = base.chunk_ids, base.doc_ids, None
     check_comparable(base, head, allow_different_k, allow_different_retriever,
                      allow_corpus=True)
-    return diff_recordings(base, head)
+    if match == "text":
+        base.read_query_texts()
+        head.read_query_texts()
+    return diff_recordings(base, head, match)
 
 
-def diff_recordings(base: Recording, head: Recording) -> CoverageDiff:
+def diff_recordings(base: Recording, head: Recording, match: str = "id") -> CoverageDiff:
     same = base.chunk_ids == head.chunk_ids and (
         base.meta.corpus_hash == head.meta.corpus_hash
         or base.chunk_hashes() == head.chunk_hashes())
@@ -161,7 +177,7 @@ def diff_recordings(base: Recording, head: Recording) -> CoverageDiff:
     in_both = np.flatnonzero((b_chunks > 0) & (h_chunks > 0))
     change = h_cov[in_both] / h_chunks[in_both] - b_cov[in_both] / b_chunks[in_both]
     both = [changes[d] for d in in_both[np.argsort(-np.abs(change), kind="stable")]]
-    rows_b, rows_h, jac, only_b, only_h = _query_jaccard(base, head, b2h)
+    rows_b, rows_h, jac, only_b, only_h = _query_jaccard(base, head, b2h, match)
     return CoverageDiff(
         base=base, head=head, same_corpus=same, base_covered=int(cov_b.sum()),
         head_covered=int(cov_h.sum()), gained=[head.chunk_ids[j] for j in gained],
@@ -169,7 +185,8 @@ def diff_recordings(base: Recording, head: Recording) -> CoverageDiff:
         new_documents=[c for c in changes if not c.base_chunks],
         removed_documents=[c for c in changes if not c.head_chunks],
         matched_chunks=int((b2h >= 0).sum()), query_base_rows=rows_b, query_head_rows=rows_h,
-        jaccard=jac, queries_only_base=only_b, queries_only_head=only_h, _b2h=b2h)
+        jaccard=jac, queries_only_base=only_b, queries_only_head=only_h, _b2h=b2h,
+        gained_rows=gained, lost_rows=lost, match=match)
 
 
 def match_chunks(base: Recording, head: Recording) -> np.ndarray:
@@ -209,7 +226,7 @@ def _doc_codes(a: np.ndarray, b: np.ndarray) -> tuple[list[str], np.ndarray, np.
     return names, ca, cb
 
 
-def _query_jaccard(base: Recording, head: Recording, b2h: np.ndarray
+def _query_jaccard(base: Recording, head: Recording, b2h: np.ndarray, match: str = "id"
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
     """Jaccard of the retrieved sets of every query in both files, all rows at once.
 
@@ -218,11 +235,17 @@ def _query_jaccard(base: Recording, head: Recording, b2h: np.ndarray
     row; the intersections are then k column comparisons over the whole table, with
     no Python loop over queries.
     """
-    if base.query_ids == head.query_ids:
+    keys_b, keys_h = ((base.texts, head.texts) if match == "text"
+                      else (base.query_ids, head.query_ids))
+    assert keys_b is not None and keys_h is not None
+    if keys_b == keys_h:
         rows_b = rows_h = np.arange(base.n_queries, dtype=np.int64)
     else:
-        where = {q: i for i, q in enumerate(head.query_ids)}
-        pairs = [(i, where[q]) for i, q in enumerate(base.query_ids) if q in where]
+        # The n-th BASE query with a key pairs with the n-th HEAD one (texts repeat).
+        pools: dict[str, list[int]] = {}
+        for i in range(len(keys_h) - 1, -1, -1):
+            pools.setdefault(keys_h[i], []).append(i)
+        pairs = [(i, pools[q].pop()) for i, q in enumerate(keys_b) if pools.get(q)]
         arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
         rows_b, rows_h = arr[:, 0], arr[:, 1]
     n = rows_b.size

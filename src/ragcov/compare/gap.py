@@ -16,6 +16,7 @@ import numpy as np
 
 from ragcov.compare.recording import Recording, check_comparable, read_pair
 from ragcov.errors import RagcovError
+from ragcov.report.names import chunk_name
 
 if TYPE_CHECKING:
     import sqlite3
@@ -37,6 +38,7 @@ class UntestedChunk:
     doc_id: str
     traffic_hits: int
     example_queries: list[ExampleQuery]
+    name: str = ""  # DOC#N, N from 1: the chunk as a person reads it
 
 
 @dataclass(frozen=True)
@@ -123,9 +125,11 @@ def _with_examples(traffic: Recording, chunks: np.ndarray, hits: np.ndarray
         picks = _examples_in_memory(traffic, chunks)
         ids = {row: traffic.query_ids[row] for p in picks.values() for row, *_ in p}
         texts = traffic.query_texts(sorted(ids))
+    names = [chunk_name(doc, p) for doc, p in traffic.chunk_names(chunks.tolist())]
     return [UntestedChunk(traffic.chunk_ids[j], str(traffic.doc_ids[j]), int(hits[j]),
                           [ExampleQuery(ids[row], texts[row], rank)
-                           for row, _q, rank, _t in picks[int(j)]]) for j in chunks]
+                           for row, _q, rank, _t in picks[int(j)]], name)
+            for j, name in zip(chunks, names)]
 
 
 Pick = list[tuple[int, str, int, str]]  # (query row, id, rank, text), best first

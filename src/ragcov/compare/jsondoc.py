@@ -45,7 +45,7 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
         "removed_documents": [_doc(x) for x in d.removed_documents],
         "queries": {"compared": d.queries_compared, "changed": d.queries_changed,
                     "mean_jaccard": d.mean_jaccard, "only_in_base": d.queries_only_base,
-                    "only_in_head": d.queries_only_head},
+                    "only_in_head": d.queries_only_head, "match": d.match},
         "changed_queries": [{"query_id": d.base.query_ids[b], "jaccard": j}
                             for b, _h, j in changed],
     }
@@ -66,7 +66,8 @@ def gap_document(g: TrafficGap) -> dict[str, Any]:
         "traffic_chunk_coverage": g.traffic_chunk_coverage,
         "tested_hits": g.tested_hits, "tested_traffic_chunks": g.tested_traffic_chunks,
         "untested_chunks": g.untested_total,
-        "untested": [{"chunk_id": u.chunk_id, "doc_id": u.doc_id, "traffic_hits": u.traffic_hits,
+        "untested": [{"chunk_id": u.chunk_id, "doc_id": u.doc_id, "name": u.name,
+                      "traffic_hits": u.traffic_hits,
                       "example_queries": [{"query_id": e.query_id, "text": e.text,
                                            "rank": e.rank} for e in u.example_queries]}
                      for u in g.untested],

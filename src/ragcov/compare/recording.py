@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +43,7 @@ class Recording:
     chunk_count: int | None = None  # when the chunk table was not read
     query_count: int | None = None  # when the query table was not read
     _hashes: list[str] | None = field(default=None, repr=False)
+    _in_doc: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n_chunks(self) -> int:
@@ -64,6 +67,32 @@ class Recording:
                     "SELECT json_group_array(hash) FROM (SELECT hash FROM chunks ORDER BY idx)"
                 ).fetchone()[0])
         return self._hashes
+
+    def chunk_names(self, rows: Iterable[int]) -> list[tuple[str, int]]:
+        """(document, 0-based position in it) of the chunks at these rows, as reports number them.
+
+        Positions are those ``ragcov report`` and the Cobertura lines use, read on first
+        use; a recording with no file behind it numbers chunks in corpus order.
+        """
+        if self._in_doc is None:
+            from ragcov.summary import positions_in_documents
+
+            try:
+                with CoverageData(self.path).reading() as con:
+                    recorded = dict(con.execute("SELECT id, position FROM chunks").fetchall())
+            except (RagcovError, OSError, sqlite3.Error):
+                recorded = None
+            self._in_doc = positions_in_documents(self.doc_ids, self.chunk_ids, recorded)
+        return [(str(self.doc_ids[j]), int(self._in_doc[j])) for j in rows]
+
+    def read_query_texts(self) -> list[str]:
+        """Every query's text by row (``diff --match text`` pairs queries by them)."""
+        if self.texts is None:
+            with CoverageData(self.path).reading() as con:
+                self.texts = _strings(con.execute(
+                    "SELECT json_group_array(text) FROM (SELECT text FROM queries ORDER BY idx)"
+                ).fetchone()[0])
+        return self.texts
 
     def query_texts(self, rows: list[int]) -> dict[int, str]:
         """The texts of the queries at these positions (a report shows a few, not all)."""

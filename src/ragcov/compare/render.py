@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ragcov.compare.diff import CoverageDiff, DocumentChange
 from ragcov.compare.gap import TrafficGap
+from ragcov.report.names import chunk_ranges
 from ragcov.summary import display_percent
 
 TOP = 10
@@ -24,6 +25,14 @@ def points(delta: float, precision: int) -> str:
     shown = display_percent(abs(delta), precision)
     sign = "+" if delta > 0 else "-" if delta < 0 else "±"
     return f"{sign}{shown}"
+
+
+def _jaccard(d: CoverageDiff) -> str:
+    """The mean Jaccard, or why there is none: no query was in both files."""
+    if d.mean_jaccard is not None:
+        return f"{d.mean_jaccard:.3f}"
+    hint = "; --match text pairs queries by their text" if d.match == "id" else ""
+    return f"n/a: no query {'id' if d.match == 'id' else 'text'} in both{hint}"
 
 
 def _patch(docs: list[DocumentChange], head: bool) -> tuple[int, int]:
@@ -42,7 +51,7 @@ def diff_totals(d: CoverageDiff, precision: int = 1) -> list[str]:
         f"Covered chunks: {d.base_covered} -> {d.head_covered} ({len(d.gained)} gained, "
         f"{len(d.lost)} lost)",
         f"Queries: {d.queries_compared} in both, {d.queries_changed} retrieve a different set "
-        f"(mean Jaccard of old and new top-k {d.mean_jaccard:.3f})"
+        f"(mean Jaccard of old and new top-k {_jaccard(d)})"
         + (f"; {d.queries_only_base} only in BASE" if d.queries_only_base else "")
         + (f"; {d.queries_only_head} only in HEAD" if d.queries_only_head else ""),
     ]
@@ -116,7 +125,15 @@ def _fit(lines: list[str], budget: int) -> list[str]:
     return out
 
 
-def diff_markdown(d: CoverageDiff, precision: int = 1) -> str:
+def _chunk_list(d: CoverageDiff, gained: bool, show_ids: bool) -> str:
+    """Gained or lost chunks as ``DOC#3-5`` runs (their ids with ``show_ids``)."""
+    if show_ids:
+        return ", ".join(f"`{c}`" for c in (d.gained if gained else d.lost))
+    side, rows = (d.head, d.gained_rows) if gained else (d.base, d.lost_rows)
+    return ", ".join(f"`{r}`" for r in chunk_ranges(side.chunk_names(rows.tolist())))
+
+
+def diff_markdown(d: CoverageDiff, precision: int = 1, show_ids: bool = False) -> str:
     totals = diff_totals(d, precision)
     lines = [f"### Chunk coverage {points(d.delta, precision)} points", "",
              *(f"- {t}" for t in totals[:1] + totals[2:])]
@@ -138,8 +155,8 @@ def diff_markdown(d: CoverageDiff, precision: int = 1) -> str:
         lines += ["", f"**Removed documents**: {len(d.removed_documents)}"]
     full = [*_md_rows(["Document", "Base", "Head", "Change"],
                       [_doc_row(x, precision) for x in changed]), "",
-            f"Gained chunks ({len(d.gained)}): " + ", ".join(f"`{c}`" for c in d.gained), "",
-            f"Lost chunks ({len(d.lost)}): " + ", ".join(f"`{c}`" for c in d.lost)]
+            f"Gained chunks ({len(d.gained)}): " + _chunk_list(d, True, show_ids), "",
+            f"Lost chunks ({len(d.lost)}): " + _chunk_list(d, False, show_ids)]
     head = "\n".join(lines)
     lines += ["", "<details><summary>Full list</summary>", "",
               *_fit(full, COMMENT_LIMIT - len(head) - 100), "", "</details>"]
@@ -157,17 +174,17 @@ def gap_totals(g: TrafficGap, precision: int = 1) -> list[str]:
     ]
 
 
-def _gap_rows(g: TrafficGap, limit: int | None) -> list[list[str]]:
+def _gap_rows(g: TrafficGap, limit: int | None, show_ids: bool = False) -> list[list[str]]:
     shown = g.untested if limit is None else g.untested[:limit]
-    return [[u.chunk_id, u.doc_id, str(u.traffic_hits),
+    return [[u.chunk_id if show_ids or not u.name else u.name, u.doc_id, str(u.traffic_hits),
              u.example_queries[0].text[:70] if u.example_queries else ""] for u in shown]
 
 
-def gap_text(g: TrafficGap, precision: int = 1, top: int = 20) -> str:
+def gap_text(g: TrafficGap, precision: int = 1, top: int = 20, show_ids: bool = False) -> str:
     lines = gap_totals(g, precision)
     if g.untested:
         lines += ["", *_table(["Untested chunk", "Document", "Hits", "Example production query"],
-                              _gap_rows(g, top), "llrl")]
+                              _gap_rows(g, top, show_ids), "llrl")]
     if g.documents:
         lines += ["", *_table(["Document", "Untested chunks", "Hits on them", "All hits"], [
             [d.doc_id, str(d.untested_chunks), str(d.traffic_hits), str(d.total_traffic_hits)]
@@ -175,14 +192,14 @@ def gap_text(g: TrafficGap, precision: int = 1, top: int = 20) -> str:
     return "\n".join(lines)
 
 
-def gap_markdown(g: TrafficGap, precision: int = 1) -> str:
+def gap_markdown(g: TrafficGap, precision: int = 1, show_ids: bool = False) -> str:
     lines = [f"### Traffic-weighted coverage {_pc(g.traffic_weighted_coverage, precision)}", "",
              *(f"- {t}" for t in gap_totals(g, precision))]
     if g.untested:
         lines += ["", f"**Most-retrieved untested chunks** ({min(TOP, len(g.untested))} of "
                   f"{g.untested_total})", "",
                   *_md_rows(["Chunk", "Document", "Hits", "Example production query"],
-                            _gap_rows(g, TOP))]
+                            _gap_rows(g, TOP, show_ids))]
     full = _md_rows(["Document", "Untested chunks", "Hits on them"], [
         [d.doc_id, str(d.untested_chunks), str(d.traffic_hits)] for d in g.documents])
     head = "\n".join(lines)

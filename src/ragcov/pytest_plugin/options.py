@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ragcov-fail-under", metavar="PCT", type=float, default=None,
                     help="Fail the run if total chunk coverage is below PCT percent.")
     group.addoption("--ragcov-report", metavar="TYPE", action="append", default=None,
-                    help="term (default), term-missing, html[:DIR], json[:FILE]; repeatable.")
+                    help="term (default), term-missing (either with :skip-covered), html[:DIR], "
+                         "json[:FILE]; repeatable.")
     group.addoption("--ragcov-retriever", metavar="KIND", default=None,
                     help="Built-in retriever behind the ragcov_retriever fixture: dense, bm25, "
                          "or store (the --ragcov-corpus store's own search).")
@@ -51,7 +53,9 @@ class Settings:
         self.k = _k(config)
         self.retriever = _retriever(config)
         self.fail_under = _fail_under(config)
-        self.data_file = root / (config.getoption("ragcov_data_file") or DEFAULT_DATA_FILE)
+        # RAGCOV_FILE as `ragcov` reads it (pytest-cov honours COVERAGE_FILE the same way).
+        self.data_file = root / (config.getoption("ragcov_data_file")
+                                 or os.environ.get("RAGCOV_FILE") or DEFAULT_DATA_FILE)
         self.reports = _reports(config, root)
 
 
@@ -90,6 +94,9 @@ def _reports(config: pytest.Config, root: Path) -> list[tuple[str, Path | None]]
     reports: list[tuple[str, Path | None]] = []
     for spec in config.getoption("ragcov_report") or ["term"]:
         kind, _, dest = spec.partition(":")
+        if kind in ("term", "term-missing") and dest == "skip-covered":
+            reports.append((spec, None))  # pytest-cov's term-missing:skip-covered
+            continue
         if kind not in REPORT_KINDS:
             raise pytest.UsageError(f"--ragcov-report must be one of "
                                     f"{', '.join(REPORT_KINDS)}, got {spec!r}")

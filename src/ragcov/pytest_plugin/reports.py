@@ -18,12 +18,13 @@ if TYPE_CHECKING:
 Reporter = Callable[["CoverageData", "CoverageMatrix", "CoverageSummary", "Path | None"], str]
 
 
-def _table(show_missing: bool) -> Reporter:
+def _table(show_missing: bool, skip_covered: bool = False) -> Reporter:
     def table(data: CoverageData, m: CoverageMatrix, summary: CoverageSummary,
               dest: Path | None) -> str:
         from ragcov.report.table import render_table
 
-        return render_table(summary, "text", show_missing=show_missing)
+        return render_table(summary, "text", show_missing=show_missing,
+                            skip_covered=skip_covered)
 
     return table
 
@@ -48,6 +49,9 @@ def _json(data: CoverageData, m: CoverageMatrix, summary: CoverageSummary,
 
 REPORTERS: dict[str, Reporter] = {
     "term": _table(show_missing=False), "term-missing": _table(show_missing=True),
+    # pytest-cov's suffix: leave out fully covered documents.
+    "term:skip-covered": _table(show_missing=False, skip_covered=True),
+    "term-missing:skip-covered": _table(show_missing=True, skip_covered=True),
     "html": _html, "json": _json,
 }
 
@@ -66,12 +70,14 @@ def write_reports(data: CoverageData, reports: Sequence[tuple[str, Path | None]]
 
 
 def fail_under_line(coverage: float, fail_under: float) -> tuple[bool, str]:
-    """Whether ``coverage`` misses ``--ragcov-fail-under`` (as pytest-cov words it), and the line."""
-    from ragcov.api import fails_under
-    from ragcov.summary import display_percent
+    """Whether ``coverage`` misses ``--ragcov-fail-under`` (as pytest-cov words it), and the line.
 
-    shown = display_percent(coverage, 2)
-    if fails_under(coverage, fail_under, 2):
+    The same gate as ``ragcov report --fail-under``; only the words are pytest-cov's.
+    """
+    from ragcov.summary import GATE_PRECISION, display_percent, fail_under_failure
+
+    shown = display_percent(coverage, GATE_PRECISION)
+    if fail_under_failure(coverage, fail_under) is not None:
         return True, (f"FAIL Required chunk coverage of {fail_under:g}% not reached. "
                       f"Total chunk coverage: {shown}%")
     return False, (f"Required chunk coverage of {fail_under:g}% reached. "

@@ -35,13 +35,18 @@ def duplicate_groups(m: CoverageMatrix, texts: Mapping[str, str]) -> list[Duplic
             for cols in by_text.values() if len(cols) > 1]
 
 
-def duplicates_line(groups: list[DuplicateGroup]) -> str | None:
-    """One line for ``ragcov report``; None when there are no duplicates."""
+def duplicates_line(groups: list[DuplicateGroup],
+                    names: Mapping[str, str] | None = None) -> str | None:
+    """One line for ``ragcov report``; None when there are no duplicates.
+
+    ``names`` maps chunk ids to what a person reads (``DOC#N``); ids not in it are shown as ids.
+    """
     if not groups:
         return None
     chunks = sum(len(g.chunk_ids) for g in groups)
     docs = len({d for g in groups for d in g.doc_ids})
-    first = ", ".join(groups[0].chunk_ids[:3]) + (" ..." if len(groups[0].chunk_ids) > 3 else "")
+    shown = [(names or {}).get(c, c) for c in groups[0].chunk_ids[:3]]
+    first = ", ".join(shown) + (" ..." if len(groups[0].chunk_ids) > 3 else "")
     return (f"Duplicate chunk texts: {len(groups)} group{'s' if len(groups) != 1 else ''} "
             f"({chunks} chunks in {docs} document{'s' if docs != 1 else ''}; first: {first}); "
             "identical chunks tie, so only some of them can be covered")

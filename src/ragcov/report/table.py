@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ragcov.errors import RagcovError
+from ragcov.report.names import number_ranges
 from ragcov.summary import CoverageSummary, DocumentNumbers, display_percent
 
 SORT_KEYS = ("name", "chunks", "covered", "missing", "cover")
@@ -29,34 +30,25 @@ def _rows(summary: CoverageSummary, skip_covered: bool, sort: str | None) -> lis
 
 
 def missing_ranges(positions: list[int]) -> str:
-    """Positions as coverage.py prints missing lines: ``0-2, 5, 7-8``."""
-    parts: list[str] = []
-    ordered = sorted(set(positions))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ", ".join(parts)
+    """Numbers as coverage.py prints missing lines: ``0-2, 5, 7-8``."""
+    return number_ranges(positions)
 
 
-def missing_cell(d: DocumentNumbers) -> str:
-    """A document's missing chunks: positions as ranges where the id is ``<doc>#<position>``.
+def missing_cell(d: DocumentNumbers, show_ids: bool = False) -> str:
+    """A document's missing chunks as coverage.py lists missing lines: ``3, 5-7``.
 
-    Chunks ragcov cut are named by their position, so ``12-20`` names them all; any
-    other id is listed as it is, so every missing chunk can be found by its id.
+    Each is its position in the document counted from 1, the line Cobertura and lcov
+    give it, whatever its id; ``show_ids`` lists the ids instead, for finding a chunk
+    in the store.
     """
-    numbered = [p for cid, p in zip(d.missing_chunks, d.missing_positions)
-                if cid == f"{d.doc_id}#{p}"]
-    named = [cid for cid, p in zip(d.missing_chunks, d.missing_positions)
-             if cid != f"{d.doc_id}#{p}"]
-    return ", ".join(filter(None, [missing_ranges(numbered), ", ".join(named)]))
+    if show_ids:
+        return ", ".join(d.missing_chunks)
+    return number_ranges(p + 1 for p in d.missing_positions)
 
 
 def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool = False,
-                 skip_covered: bool = False, sort: str | None = None, precision: int = 0) -> str:
+                 skip_covered: bool = False, sort: str | None = None, precision: int = 0,
+                 show_ids: bool = False) -> str:
     if fmt == "total":
         return display_percent(summary.coverage, precision)
     if fmt not in ("text", "markdown"):
@@ -74,7 +66,7 @@ def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool
         row += [str(d.excluded)] if with_excluded else []
         row.append(display_percent(d.coverage, precision) + "%")
         if show_missing:
-            row.append(missing_cell(d))
+            row.append(missing_cell(d, show_ids))
         body.append(row)
     total = ["TOTAL", str(summary.chunks), str(summary.covered), str(summary.missing)]
     total += [str(summary.excluded)] if with_excluded else []
@@ -144,3 +136,22 @@ def approximate_index_note(retriever: dict, recall: dict | None = None) -> str |
         return "results from an approximate index (recall not measured)"
     return (f"results from an approximate index (recall@{int(recall['k'])} = "
             f"{float(recall['recall_at_k']):.3f} on {int(recall['sample'])} sampled queries)")
+
+
+def retriever_line(k: int, retriever: dict) -> str:
+    """``retriever: dense (all-MiniLM-L6-v2), k=5``: what produced the number below it.
+
+    From the fingerprint the data file recorded, so a report read months later (or in
+    another repository's CI) still says which retriever, model and k it measures.
+    """
+    kind = str(retriever.get("kind", "unknown"))
+    detail = next((str(retriever[key]) for key in ("model", "name", "url")
+                   if retriever.get(key)), "")
+    if retriever.get("kind") in ("dense", "store") and "/" in detail:
+        detail = detail.rstrip("/").rsplit("/", 1)[-1]  # a local path: its folder names it
+    extras = [detail] if detail else []
+    if retriever.get("index") not in (None, "flat", "sparse"):
+        extras.append(f"{retriever['index']} index")
+    shown = f"{kind} ({', '.join(extras)})" if extras else kind
+    return f"retriever: {shown}, k={k}"
+
