@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ragcov.errors import RagcovError
-from ragcov.files import remove_stale_temps, temp_prefix
+from ragcov.files import remove_stale_temps, temp_prefix, written_path
 from ragcov.matrix import CoverageMatrix
 from ragcov.report.curves import (
     Curve,
@@ -59,8 +59,11 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
     """
     if precision < 0:
         raise RagcovError(f"precision must be 0 or more, got {precision}")
-    target = Path(directory)
-    _check_target(target)
+    given = Path(directory)
+    _check_target(given)
+    # A symlinked report folder is written through: the site replaces the link's target
+    # and the link stays, as for a symlinked data file.
+    target = written_path(given)
     if scoped is None:
         scoped = apply_scope(m, chunk_texts, {}, ReportScope())
     ctx = site_context(scoped.matrix, scoped.summary(), scoped.texts, curves, precision, title)
@@ -75,7 +78,7 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return target / "index.html"
+    return given / "index.html"
 
 
 def _check_target(target: Path) -> None:
