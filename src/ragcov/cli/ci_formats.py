@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, check_precision, emit
+from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, check_outputs, check_precision, emit
 from ragcov.cli.report_options import (
     Exclude,
     ExcludeDocs,
@@ -35,6 +35,7 @@ def xml(
     from ragcov.report.cobertura import cobertura_xml
     from ragcov.report.scope import load_scoped
 
+    check_outputs([output], [data_file])
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     emit(cobertura_xml(file_lines(scoped), __version__), output, "Cobertura XML report")
@@ -54,6 +55,7 @@ def lcov(
     from ragcov.report.lcov import lcov_tracefile
     from ragcov.report.scope import load_scoped
 
+    check_outputs([output], [data_file])
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     emit(lcov_tracefile(file_lines(scoped)), output, "lcov report")
@@ -79,6 +81,7 @@ def badge(
     from ragcov.summary import display_percent
 
     check_precision(precision)
+    check_outputs([output], [data_file])
     bands = parse_thresholds(thresholds)
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))

@@ -9,7 +9,7 @@ import typer
 
 from ragcov.cli.console import err
 from ragcov.cli.diff import AllowK, AllowRetriever, Format, Output, Precision, check_format
-from ragcov.cli.options import check_fail_under, emit
+from ragcov.cli.options import check_fail_under, check_outputs, emit
 from ragcov.errors import RagcovError
 
 
@@ -40,6 +40,7 @@ def gap(
     if top < 1:
         raise RagcovError(f"--top must be at least 1, got {top}")
     check_fail_under(fail_under)
+    check_outputs([output], [tests, traffic])
     g = traffic_gap(tests, traffic, top=top, allow_different_k=allow_different_k,
                     allow_different_retriever=allow_different_retriever)
     if format == "json":

@@ -15,6 +15,7 @@ from ragcov.cli.options import (
     Support,
     approximate_note,
     check_fail_under,
+    check_outputs,
     check_precision,
 )
 from ragcov.cli.report_options import (
@@ -107,6 +108,7 @@ def json_cmd(
     from ragcov.report.jsonreport import json_report
     from ragcov.report.scope import load_scoped
 
+    check_outputs([output], [data_file])
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     doc = json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped)  # type: ignore[arg-type]
