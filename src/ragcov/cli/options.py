@@ -82,7 +82,7 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | 
     or to any existing ragcov data file; a directory is refused by the name given.
     ``-`` (stdout) and devices or FIFOs (written through, never replaced) are fine.
     """
-    from ragcov.files import is_special_file, written_path
+    from ragcov.destinations import is_special_file, written_path
 
     protected: list[tuple[Path, str]] = []
     for given in inputs:

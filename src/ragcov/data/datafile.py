@@ -31,8 +31,9 @@ from ragcov.data.schema import (
     read_meta,
     sqlite_errors,
 )
+from ragcov.destinations import unwritable_reason, written_path
 from ragcov.errors import RagcovError
-from ragcov.files import TargetExists, atomic_path, unwritable_reason, written_path
+from ragcov.files import TargetExists, atomic_path
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus

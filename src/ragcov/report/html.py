@@ -22,8 +22,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ragcov.destinations import written_path
 from ragcov.errors import RagcovError
-from ragcov.files import remove_stale_temps, temp_prefix, written_path
+from ragcov.files import remove_stale_temps, temp_prefix
 from ragcov.matrix import CoverageMatrix
 from ragcov.report.curves import (
     Curve,
