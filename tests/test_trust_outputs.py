@@ -244,7 +244,7 @@ def test_an_output_inside_a_corpus_folder_is_refused(capsys, work: Path) -> None
     ok(capsys, "run", "--corpus", "docs", "--queries", "queries.jsonl", "--retriever", "bm25",
        "--k", "1", "-q")
     code, _, err = cli(capsys, "xml", "-o", "docs/tokyo.txt")
-    assert code == 1 and "the corpus .ragcov was recorded from" in err
+    assert code == 1 and "docs/tokyo.txt: is a file of the corpus .ragcov was recorded from" in err
     assert (docs / "tokyo.txt").read_text() == "Tokyo is the capital of Japan.\n"
     ok(capsys, "xml", "-o", "elsewhere.xml")  # an ordinary output is still written
 
@@ -253,6 +253,64 @@ def test_an_ordinary_existing_report_is_still_replaced(capsys, recorded: Path) -
     (recorded / "cov.json").write_text("old", encoding="utf-8")
     ok(capsys, "json", "--data-file", "tests.ragcov", "-o", "cov.json")
     assert json.loads((recorded / "cov.json").read_text())["totals"]["queries"] == 3
+
+
+def test_one_path_for_two_outputs_is_refused(capsys, recorded: Path) -> None:
+    code, _, err = cli(capsys, "select", "--data-file", "tests.ragcov", "-o", "x.json",
+                       "--suite-out", "x.json")
+    assert code == 1 and "x.json: given for two outputs" in err
+    assert not (recorded / "x.json").exists()
+
+
+def test_report_through_a_symlink_keeps_the_link(capsys, recorded: Path) -> None:
+    (recorded / "reports").mkdir()
+    (recorded / "reports" / "cov.json").write_text("old", encoding="utf-8")
+    (recorded / "cov.json").symlink_to(recorded / "reports" / "cov.json")
+    ok(capsys, "json", "--data-file", "tests.ragcov", "-o", "cov.json")
+    assert (recorded / "cov.json").is_symlink()
+    assert json.loads((recorded / "reports" / "cov.json").read_text())["totals"]["queries"] == 3
+    assert leftovers(recorded) == [] and leftovers(recorded / "reports") == []
+
+
+@pytest.fixture
+def immutable(tmp_path: Path) -> Iterator:
+    """chattr +i on paths, undone after the test; skipped where inode flags cannot be set."""
+    made: list[Path] = []
+
+    def set_immutable(path: Path) -> None:
+        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+            pytest.skip("chattr +i needs root and a filesystem with inode flags")
+        made.append(path)
+
+    yield set_immutable
+    for path in made:
+        subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+
+
+def test_immutable_report_is_refused_before_any_work(capsys, recorded: Path, immutable) -> None:
+    (recorded / "cov.xml").write_text("old", encoding="utf-8")
+    immutable(recorded / "cov.xml")
+    code, _, err = cli(capsys, "xml", "--data-file", "tests.ragcov", "-o", "cov.xml")
+    assert code == 1
+    assert err.strip() == ("ragcov: error: cov.xml: is immutable (chattr +i); refusing to change "
+                           "it (choose another output path)")
+    assert (recorded / "cov.xml").read_text() == "old"
+
+
+def test_unwritable_folder_is_named_never_a_temporary(capsys, recorded: Path, immutable) -> None:
+    """Root writes anywhere but an immutable folder: the error names the path given."""
+    (recorded / "locked").mkdir()
+    immutable(recorded / "locked")
+    code, _, err = cli(capsys, "lcov", "--data-file", "tests.ragcov", "-o", "locked/cov.lcov")
+    assert code == 1 and err.startswith("ragcov: error: locked/cov.lcov: cannot write in ")
+    assert ".tmp" not in err
+    # The same at the moment of writing, for a caller that skipped the check.
+    from ragcov.errors import RagcovError
+    from ragcov.files import write_text_atomic
+
+    with pytest.raises(RagcovError, match=r"^locked/cov.lcov: cannot write in .*locked") as exc:
+        write_text_atomic(Path("locked/cov.lcov"), "x")
+    assert ".tmp" not in str(exc.value)
 
 
 # ---------------------------------------------------------------- directories

@@ -194,10 +194,14 @@ def atomic_path(target: str | os.PathLike[str], replace: bool = True) -> Iterato
     :class:`TargetExists` is raised and the temporary removed, so two processes
     creating the same file never overwrite each other.
     """
-    target = replaceable_target(target)
+    given, target = target, replaceable_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(target)
-    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
+    except OSError as exc:  # the error names the path given, never a temporary's
+        raise RagcovError(f"{given}: cannot write in {target.parent} "
+                          f"({exc.strerror or exc})") from exc
     os.close(fd)
     tmp_path = Path(tmp)
     # mkstemp makes the file private (0600); give it the mode a plain open() would.
@@ -207,10 +211,15 @@ def atomic_path(target: str | os.PathLike[str], replace: bool = True) -> Iterato
         if tmp_path.is_file():  # durable before it replaces the old file
             with open(tmp_path, "rb+") as fh:
                 os.fsync(fh.fileno())
-        if replace:
-            os.replace(tmp_path, target)
-        else:
-            _publish_new(tmp_path, target)
+        try:
+            if replace:
+                os.replace(tmp_path, target)
+            else:
+                _publish_new(tmp_path, target)
+        except TargetExists:
+            raise
+        except OSError as exc:
+            raise RagcovError(f"{given}: cannot replace it ({exc.strerror or exc})") from exc
     finally:
         if tmp_path.exists():
             tmp_path.unlink()

@@ -79,17 +79,19 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | 
     Every command that writes files passes its outputs and inputs here. An output is
     refused when it resolves (symlinks followed, hard links by inode) to an input, to
     the corpus a data-file input recorded (a file, or a file inside a corpus folder),
-    or to any existing ragcov data file; a directory is refused by the name given.
+    or to any existing ragcov data file; a directory, a file that cannot be changed
+    and a folder that cannot be written are refused by the name given.
     ``-`` (stdout) and devices or FIFOs (written through, never replaced) are fine.
     """
-    from ragcov.destinations import is_special_file, written_path
+    from ragcov.destinations import is_special_file, unwritable_reason, written_path
 
     protected: list[tuple[Path, str]] = []
     for given in inputs:
         if given is None or str(given) in ("", "-") or "://" in str(given):
             continue
         protected.append((written_path(given), f"an input of this command ({given})"))
-        corpus = _recorded_corpus(Path(given))
+        # Only a regular file is opened: a FIFO input (``--qrels <(...)``) is read once.
+        corpus = _recorded_corpus(Path(given)) if os.path.isfile(given) else None
         if corpus is not None:
             protected.append((Path(corpus), f"the corpus {given} was recorded from"))
     taken: dict[Path, Path] = {}
@@ -105,14 +107,22 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | 
         for path, what in protected:
             inside = path.is_dir() and real.exists() and real.is_relative_to(path)
             if real == path or inside or _same_file(real, path):
-                raise RagcovError(f"{output}: is {what}" + (f" (in {path})" if inside else "")
-                                  + "; refusing to overwrite it (choose another output path)")
+                whose = f"a file of {what} ({path})" if inside and real != path else what
+                raise RagcovError(f"{output}: is {whose}; refusing to overwrite it (choose "
+                                  "another output path)")
         if real in taken:
             raise RagcovError(f"{output}: given for two outputs (also as {taken[real]})")
         taken[real] = output
         if _is_data_file(real):
             raise RagcovError(f"{output}: is a ragcov data file; refusing to overwrite it with "
                               "a report (choose another output path)")
+        reason = unwritable_reason(real)
+        if reason is not None:
+            raise RagcovError(f"{output}: {reason}; refusing to change it (choose another "
+                              "output path)")
+        folder = next(p for p in (real.parent, *real.parents) if p.exists())
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise RagcovError(f"{output}: cannot write in {folder} (permission denied)")
 
 
 def _same_file(a: Path, b: Path) -> bool:
