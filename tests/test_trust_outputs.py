@@ -174,6 +174,17 @@ def test_data_file_on_a_device_is_refused(capsys, work: Path, no_rename_over_spe
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
+def test_dev_stdout_into_a_pipe(recorded: Path) -> None:
+    """/dev/stdout is a link into /proc whose target has no path: the kernel's stat decides."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    done = subprocess.run([sys.executable, "-m", "ragcov", "xml", "--data-file", "tests.ragcov",
+                           "-o", "/dev/stdout"], cwd=recorded, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("<?xml") and "</coverage>" in done.stdout
+    assert leftovers(recorded) == []
+
+
 @pytest.mark.parametrize("name", sorted(REPORTS))
 def test_dash_writes_the_report_to_stdout(capsys, recorded: Path, name: str) -> None:
     out = ok(capsys, *report_argv(name, "-"))

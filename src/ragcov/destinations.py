@@ -33,7 +33,7 @@ def replaceable_target(target: str | os.PathLike[str]) -> Path:
     real = written_path(target)
     if real.is_dir():
         raise RagcovError(f"{target}: is a directory; give a file path")
-    if is_special_file(real):
+    if is_special_file(target):
         raise RagcovError(f"{target}: is not a regular file (a device, FIFO or socket); "
                           "refusing to replace it")
     return real
