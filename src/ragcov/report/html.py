@@ -71,6 +71,8 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
     add_extras(ctx, scoped)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(target)  # a build killed earlier: its half site, or the old one set aside
+    if target != given.absolute():
+        remove_stale_temps(given)  # links set aside beside the link by earlier versions
     tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent))
     try:
         _render(tmp, ctx)
