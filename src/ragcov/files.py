@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ragcov.destinations import is_special_file, replaceable_target
 from ragcov.errors import InputFormatError, RagcovError
 
 
@@ -183,15 +184,24 @@ def _alive(pid: int) -> bool:
 def atomic_path(target: str | os.PathLike[str], replace: bool = True) -> Iterator[Path]:
     """Give a temporary path beside ``target``; move it into place only on success.
 
+    A symlink is written through: the temporary goes beside the link's target and
+    replaces that, so the link stays a link and its target is current (as an editor
+    or coverage.py does). A directory, a device or a FIFO is refused: renaming a
+    regular file over it would put a file where the system expects something else.
+
     With ``replace=False`` the temporary is published only if ``target`` is still
     absent at that moment (a hard link, which never replaces); otherwise
     :class:`TargetExists` is raised and the temporary removed, so two processes
     creating the same file never overwrite each other.
     """
-    target = Path(target)
+    given, target = target, replaceable_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(target)
-    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
+    except OSError as exc:  # the error names the path given, never a temporary's
+        raise RagcovError(f"{given}: cannot write in {target.parent} "
+                          f"({exc.strerror or exc})") from exc
     os.close(fd)
     tmp_path = Path(tmp)
     # mkstemp makes the file private (0600); give it the mode a plain open() would.
@@ -201,10 +211,15 @@ def atomic_path(target: str | os.PathLike[str], replace: bool = True) -> Iterato
         if tmp_path.is_file():  # durable before it replaces the old file
             with open(tmp_path, "rb+") as fh:
                 os.fsync(fh.fileno())
-        if replace:
-            os.replace(tmp_path, target)
-        else:
-            _publish_new(tmp_path, target)
+        try:
+            if replace:
+                os.replace(tmp_path, target)
+            else:
+                _publish_new(tmp_path, target)
+        except TargetExists:
+            raise
+        except OSError as exc:
+            raise RagcovError(f"{given}: cannot replace it ({exc.strerror or exc})") from exc
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
@@ -227,6 +242,15 @@ def _publish_new(tmp_path: Path, target: Path) -> None:
 
 
 def write_text_atomic(target: str | os.PathLike[str], text: str) -> None:
+    """Regular files atomically; a device or FIFO (``/dev/null``, a pipe) by writing to it.
+
+    Nothing is ever renamed over a non-regular file: as root that would replace
+    ``/dev/null`` itself with a regular file, for every program on the machine.
+    """
+    if is_special_file(target):
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
     with atomic_path(target) as tmp:
         tmp.write_text(text, encoding="utf-8")
 

@@ -12,6 +12,7 @@ from ragcov.cli.options import (
     DataFile,
     FailUnder,
     check_fail_under,
+    check_outputs,
     check_precision,
     emit,
     gate,
@@ -45,6 +46,7 @@ def xml(
     from ragcov.report.scope import load_scoped
 
     check_fail_under(fail_under)
+    check_outputs([output], [data_file])
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     emit(cobertura_xml(file_lines(scoped), __version__), output, "Cobertura XML report")
@@ -67,6 +69,7 @@ def lcov(
     from ragcov.report.scope import load_scoped
 
     check_fail_under(fail_under)
+    check_outputs([output], [data_file])
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     emit(lcov_tracefile(file_lines(scoped)), output, "lcov report")
@@ -97,6 +100,7 @@ def badge(
 
     check_precision(precision or 0)
     check_fail_under(fail_under)
+    check_outputs([output], [data_file])
     bands = parse_thresholds(thresholds)
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))

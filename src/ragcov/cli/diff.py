@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragcov.cli.console import err, out
-from ragcov.cli.options import ShowIds, check_precision, emit
+from ragcov.cli.options import ShowIds, check_outputs, check_precision, emit
 from ragcov.errors import RagcovError
 
 FORMATS = ("text", "markdown", "json")
@@ -59,6 +59,9 @@ def diff(
     check_format(format, precision)
     if fail_under_delta is not None and not 0 <= fail_under_delta <= 100:
         raise RagcovError(f"--fail-under-delta must be 0 to 100 points, got {fail_under_delta:g}")
+    from ragcov.report.diff_html import PAGE
+
+    check_outputs([output, None if html is None else html / PAGE], [base, head])
     d = coverage_diff(base, head, allow_different_k=allow_different_k,
                       allow_different_retriever=allow_different_retriever, match=match)
     if format == "json":

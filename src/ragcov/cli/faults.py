@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from ragcov.cli.console import err, out
-from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile
+from ragcov.cli.console import err
+from ragcov.cli.console import out as _out
+from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, check_outputs, to_stdout, write_output
 
 SHOW = 8   # members / chunks listed per fault in the table
 
@@ -40,15 +41,19 @@ def faults(
         "--order", help="An order.json from 'ragcov select' (repeatable); its APFD is reported.")]
     = None,
     output: Annotated[Path | None, typer.Option(
-        "-o", "--output", help="Write the faults as JSON here.")] = None,
+        "-o", "--output", help="Write the faults as JSON here; - for stdout.")] = None,
 ) -> None:
     """Group failing queries into faults and score orderings by APFD."""
+    import json
+
     from rich.markup import escape
     from rich.table import Table
 
     from ragcov.api import find_faults
-    from ragcov.files import write_json_atomic
 
+    check_outputs([output], [data_file, qrels, scores, *(order or [])])
+    # The JSON on stdout is for a pipe: the tables go to stderr beside it.
+    out = err if output is not None and to_stdout(output) else _out
     found = find_faults(data_file, qrels=qrels, qrels_level=qrels_level, scores=scores,
                         metric=metric, fail_below=fail_below, tau=tau, clustering=clustering,
                         orders=order or [])
@@ -82,6 +87,7 @@ def faults(
                           f"{report.revealed[name]}/{len(report.faults)}",
                           "undefined" if value is None else f"{value:.4f}")
         out.print(table)
-    if output is not None:
-        write_json_atomic(output, report.as_dict())
+    if output is not None and write_output(
+            json.dumps(report.as_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+            output):
         out.print(f"Wrote {output}")

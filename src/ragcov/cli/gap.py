@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragcov.cli.diff import AllowK, AllowRetriever, Format, Output, Precision, check_format
-from ragcov.cli.options import ShowIds, check_fail_under, emit, gate
+from ragcov.cli.options import ShowIds, check_fail_under, check_outputs, emit, gate
 from ragcov.errors import RagcovError
 
 
@@ -40,6 +40,7 @@ def gap(
     if top < 1:
         raise RagcovError(f"--top must be at least 1, got {top}")
     check_fail_under(fail_under)
+    check_outputs([output], [tests, traffic])
     # A machine output is whole; --top only shortens what a person reads.
     g = traffic_gap(tests, traffic, top=None if format == "json" else top,
                     allow_different_k=allow_different_k,

@@ -18,6 +18,7 @@ from ragcov.cli.options import (
     K,
     RetrieverName,
     Split,
+    check_outputs,
     load_corpus_opts,
 )
 from ragcov.errors import RagcovError
@@ -97,6 +98,9 @@ def generate(
                         targets_per_call=targets_per_call, patience=patience,
                         max_attempts=max_attempts, seed=seed, max_calls=max_calls)
     config.check()
+    if str(output) == "-":
+        raise RagcovError("-o -: generate resumes from its output file, so it needs a file path")
+    check_outputs([output, ragas, deepeval], [corpus, prompt, targets, data_file])
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     if targets is not None:
         config.priority = _gap_priority(targets, corpus_obj, quiet)

@@ -6,7 +6,9 @@ its flag, help text and default cannot drift between commands.
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
@@ -94,18 +96,123 @@ def gate(coverage: float, fail_under: float | None, precision: int | None = None
         raise typer.Exit(2)
 
 
+def to_stdout(output: Path | None) -> bool:
+    return output is None or str(output) == "-"
+
+
+def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | None]) -> None:
+    """Refuse, before any work, an output that would overwrite something the command reads.
+
+    Every command that writes files passes its outputs and inputs here. An output is
+    refused when it resolves (symlinks followed, hard links by inode) to an input, to
+    the corpus a data-file input recorded (a file, or a file inside a corpus folder),
+    or to any existing ragcov data file; a directory, a file that cannot be changed
+    and a folder that cannot be written are refused by the name given.
+    ``-`` (stdout) and devices or FIFOs (written through, never replaced) are fine.
+    """
+    from ragcov.destinations import is_special_file, unwritable_reason, written_path
+
+    protected: list[tuple[Path, str]] = []
+    for given in inputs:
+        if given is None or str(given) in ("", "-") or "://" in str(given):
+            continue
+        protected.append((written_path(given), f"an input of this command ({given})"))
+        # Only a regular file is opened: a FIFO input (``--qrels <(...)``) is read once.
+        corpus = _recorded_corpus(Path(given)) if os.path.isfile(given) else None
+        if corpus is not None:
+            protected.append((Path(corpus), f"the corpus {given} was recorded from"))
+    taken: dict[Path, Path] = {}
+    for output in outputs:
+        if to_stdout(output):
+            continue
+        assert output is not None
+        real = written_path(output)
+        if real.is_dir():
+            raise RagcovError(f"{output}: is a directory; give a file path")
+        if is_special_file(output):  # the kernel follows /dev/stdout where realpath cannot
+            continue
+        for path, what in protected:
+            inside = path.is_dir() and real.exists() and real.is_relative_to(path)
+            if real == path or inside or _same_file(real, path):
+                whose = f"a file of {what} ({path})" if inside and real != path else what
+                raise RagcovError(f"{output}: is {whose}; refusing to overwrite it (choose "
+                                  "another output path)")
+        if real in taken:
+            raise RagcovError(f"{output}: given for two outputs (also as {taken[real]})")
+        taken[real] = output
+        if _is_data_file(real):
+            raise RagcovError(f"{output}: is a ragcov data file; refusing to overwrite it with "
+                              "a report (choose another output path)")
+        reason = unwritable_reason(real)
+        if reason is not None:
+            raise RagcovError(f"{output}: {reason}; refusing to change it (choose another "
+                              "output path)")
+        folder = next(p for p in (real.parent, *real.parents) if p.exists())
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise RagcovError(f"{output}: cannot write in {folder} (permission denied)")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _is_data_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
+                return False
+    except OSError:
+        return False
+    from ragcov.data import CoverageData
+
+    try:
+        CoverageData(path).meta()
+    except RagcovError:
+        return False
+    return True
+
+
+def _recorded_corpus(path: Path) -> str | None:
+    """The corpus path a data file recorded; None for anything else (its reader reports it)."""
+    if not _is_data_file(path):
+        return None
+    from ragcov.data import CoverageData
+    from ragcov.data.datafile import CORPUS_SOURCE
+
+    try:
+        source = CoverageData(path).annotation(CORPUS_SOURCE)
+    except RagcovError:
+        return None
+    return source if isinstance(source, str) else None
+
+
 def emit(text: str, output: Path | None, what: str) -> None:
     """A report to stdout (``None`` or ``-``) or atomically to ``output``.
 
     Not through rich: chunk ids, query texts and XML are written exactly as they are.
+    A device or FIFO (``-o /dev/null``) is written to, never replaced.
     """
     if not text.endswith("\n"):
         text += "\n"
-    if output is None or str(output) == "-":
+    if write_output(text, output):
+        from ragcov.cli.console import out
+
+        out.print(f"Wrote {what} to {output}", markup=False)
+
+
+def write_output(text: str, output: Path | None) -> bool:
+    """``text`` to stdout (``None`` or ``-``) or to ``output``; True when it went to a file."""
+    if to_stdout(output):
         sys.stdout.write(text)
-        return
-    from ragcov.cli.console import out
+        return False
     from ragcov.files import write_text_atomic
 
+    assert output is not None
     write_text_atomic(output, text)
-    out.print(f"Wrote {what} to {output}", markup=False)
+    return True

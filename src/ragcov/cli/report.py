@@ -17,6 +17,7 @@ from ragcov.cli.options import (
     Support,
     approximate_note,
     check_fail_under,
+    check_outputs,
     check_precision,
     gate,
 )
@@ -116,6 +117,7 @@ def json_cmd(
     from ragcov.report.scope import load_scoped
 
     check_fail_under(fail_under)
+    check_outputs([output], [data_file])
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
                                              min_chunk_chars))
     doc = json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped)  # type: ignore[arg-type]

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from ragcov.cli.console import out
-from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile
+from ragcov.cli.console import err
+from ragcov.cli.console import out as _out
+from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, check_outputs, to_stdout, write_output
 from ragcov.selection import DEFAULT_AFTER_SATURATION
 
 
@@ -28,20 +29,28 @@ def select_cmd(
         help="Coverage order once no query adds coverage: random (seeded random order of the "
         "rest) or reset (clear the covered set and continue greedily).")]
     = DEFAULT_AFTER_SATURATION,
-    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the order (JSON).")]
+    output: Annotated[Path, typer.Option(
+        "-o", "--output", help="Where to write the order (JSON); - for stdout.")]
     = Path("order.json"),
     suite_out: Annotated[Path | None, typer.Option(
-        help="Also write the selected queries as a JSONL suite (id, text).")] = None,
+        help="Also write the selected queries as a JSONL suite (id, text); - for stdout.")]
+    = None,
 ) -> None:
     """Order the recorded queries by a selection strategy; write the order and its curve."""
-    from ragcov.api import select_tests
-    from ragcov.files import write_json_atomic, write_jsonl_atomic
+    import json
 
+    from ragcov.api import select_tests
+
+    check_outputs([output, suite_out], [data_file])
     doc = select_tests(data_file, strategy, budget, target, seed, repeats, after_saturation)
     suite = doc.pop("suite")
-    write_json_atomic(output, doc)
-    if suite_out is not None:
-        write_jsonl_atomic(suite_out, suite)
+    written = [output] if write_output(
+        json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n", output) else []
+    if suite_out is not None and write_output(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in suite), suite_out):
+        written.append(suite_out)
+    # The order (or suite) on stdout is for a pipe: the account goes to stderr beside it.
+    out = err if to_stdout(output) or (suite_out is not None and to_stdout(suite_out)) else _out
     n, pool = len(doc["order"]), doc["pool_size"]
     cc = doc["curve"][n - 1] if n else 0.0
     out.print(f"{strategy}: {pool} queries in the pool, pool coverage "
@@ -52,4 +61,5 @@ def select_cmd(
     if doc["cut"] is not None:
         out.print(f"Cut to the first {n} of {pool} tests by the {doc['cut']['by']} "
                   f"(coverage {cc * 100:.1f}%)")
-    out.print(f"Wrote {output}" + (f" and {suite_out}" if suite_out is not None else ""))
+    if written:
+        out.print("Wrote " + " and ".join(str(p) for p in written), markup=False)

@@ -31,6 +31,7 @@ from ragcov.data.schema import (
     read_meta,
     sqlite_errors,
 )
+from ragcov.destinations import unwritable_reason, written_path
 from ragcov.errors import RagcovError
 from ragcov.files import TargetExists, atomic_path
 
@@ -38,6 +39,10 @@ if TYPE_CHECKING:
     from ragcov.corpus import Corpus
     from ragcov.matrix import CoverageMatrix
     from ragcov.retrieval import Run
+
+
+# Annotation key of the corpus's resolved path (a file or a folder).
+CORPUS_SOURCE = "corpus_source"
 
 
 class CoverageData:
@@ -89,7 +94,12 @@ class CoverageData:
                 raise RagcovError(
                     f"{self.path}: exists and is not a readable ragcov data file; refusing to "
                     f"replace it (remove it or choose another --data-file): {exc}") from exc
-        folder = self.path.parent if str(self.path.parent) else Path(".")
+        reason = unwritable_reason(self.path)
+        if reason is not None:
+            raise RagcovError(f"{self.path}: {reason}; refusing to change it (make it writable "
+                              "or choose another --data-file)")
+        # A symlink is written through to its target, so the target's folder must take it.
+        folder = written_path(self.path).parent
         existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
         if not existing.is_dir():
             raise RagcovError(f"{self.path}: {existing} is not a directory")
@@ -252,6 +262,7 @@ def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing:
     The query rows and the hit rows each go in as one statement over the whole run:
     a million imported retrievals are two executemany calls, not two million.
     """
+    _record_corpus_source(con, corpus)
     new: list[tuple[int, str, str, str | None]] = []
     for qid, text in run.queries.items():
         if qid in existing:
@@ -266,6 +277,18 @@ def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing:
         (idx, index(cid), rank, score) for idx, qid, _t, _c in new
         for rank, (cid, score) in enumerate(run.results.get(qid, []), start=1)))
     return len(new)
+
+
+def _record_corpus_source(con: sqlite3.Connection, corpus: Corpus) -> None:
+    """Where the corpus file or folder is, so no report output is ever written over it.
+
+    An annotation, not meta: it takes no part in the checks of ``--append`` and
+    ``combine``. A store URL is never recorded (it may hold a key).
+    """
+    source = getattr(corpus, "source", None)
+    if source and os.path.exists(source):
+        con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                    (f"x:{CORPUS_SOURCE}", json.dumps(os.path.realpath(source))))
 
 
 def _text_conflict(qid: str, recorded: str) -> RagcovError:

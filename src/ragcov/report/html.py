@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ragcov.destinations import written_path
 from ragcov.errors import RagcovError
 from ragcov.files import remove_stale_temps, temp_prefix
 from ragcov.matrix import CoverageMatrix
@@ -59,14 +60,19 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
     """
     if precision < 0:
         raise RagcovError(f"precision must be 0 or more, got {precision}")
-    target = Path(directory)
-    _check_target(target)
+    given = Path(directory)
+    _check_target(given)
+    # A symlinked report folder is written through: the site replaces the link's target
+    # and the link stays, as for a symlinked data file.
+    target = written_path(given)
     if scoped is None:
         scoped = apply_scope(m, chunk_texts, {}, ReportScope())
     ctx = site_context(scoped.matrix, scoped.summary(), scoped.texts, curves, precision, title)
     add_extras(ctx, scoped)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(target)  # a build killed earlier: its half site, or the old one set aside
+    if target != given.absolute():
+        remove_stale_temps(given)  # links set aside beside the link by earlier versions
     tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent))
     try:
         _render(tmp, ctx)
@@ -75,7 +81,7 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return target / "index.html"
+    return given / "index.html"
 
 
 def _check_target(target: Path) -> None:

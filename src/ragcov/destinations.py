@@ -1,0 +1,84 @@
+"""Where a write lands, checked before any work is done.
+
+A symlink is written through (its target replaced, the link kept), a device or FIFO
+is written to and never replaced, and a file that cannot be changed (permission
+bits, ``chattr +i``/``+a``) is found up front rather than after an hour of retrieval.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ragcov.errors import RagcovError
+
+
+def written_path(target: str | os.PathLike[str]) -> Path:
+    """The file a write to ``target`` lands in: symlinks followed, the link itself kept."""
+    return Path(os.path.realpath(target))
+
+
+def is_special_file(path: str | os.PathLike[str]) -> bool:
+    """An existing path (links followed) that is neither a regular file nor a directory."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def replaceable_target(target: str | os.PathLike[str]) -> Path:
+    """``target`` resolved for an atomic replacement, or an error naming the path given."""
+    real = written_path(target)
+    if real.is_dir():
+        raise RagcovError(f"{target}: is a directory; give a file path")
+    if is_special_file(target):
+        raise RagcovError(f"{target}: is not a regular file (a device, FIFO or socket); "
+                          "refusing to replace it")
+    return real
+
+
+def unwritable_reason(path: str | os.PathLike[str]) -> str | None:
+    """Why an existing file cannot be changed in place or replaced, or None when it can.
+
+    Permission bits are asked of the kernel (``os.access``: root passes them), and the
+    immutable and append-only attributes (``chattr +i``/``+a``), which stop root too,
+    are read directly: either way the refusal comes before any work, not after it.
+    """
+    if not os.path.lexists(path):
+        return None
+    flags = _inode_flags(path)
+    if flags & _FS_IMMUTABLE_FL:
+        return "is immutable (chattr +i)"
+    if flags & _FS_APPEND_FL:
+        return "is append-only (chattr +a)"
+    if not os.access(path, os.W_OK):
+        return "is read-only"
+    return None
+
+
+_FS_IOC_GETFLAGS = 0x80086601  # Linux, 64-bit: _IOR('f', 1, long)
+_FS_IMMUTABLE_FL = 0x10
+_FS_APPEND_FL = 0x20
+
+
+def _inode_flags(path: str | os.PathLike[str]) -> int:
+    """The file's inode flags on Linux; 0 where they cannot be read (other systems, filesystems)."""
+    try:
+        import array
+        import fcntl
+    except ImportError:
+        return 0
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return 0
+    try:
+        buf = array.array("l", [0])
+        fcntl.ioctl(fd, _FS_IOC_GETFLAGS, buf, True)
+        return int(buf[0])
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
