@@ -13,6 +13,7 @@ model: the same corpus always gives the same probes, whatever retriever they tes
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -20,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ragcov.data.probes import ProbeRow
-from ragcov.generation.tfidf import TermStats, words
+from ragcov.generation.tfidf import STOPWORDS, WORD
 
 TERMS = 8               # distinctive terms in a terms probe
 MIN_SENTENCE_WORDS = 3  # content words a sentence needs to be a probe
@@ -36,48 +37,59 @@ def probe_id(chunk_id: str, kind: str) -> str:
     return f"probe:{kind}:{chunk_id}"
 
 
+def words(text: str) -> list[str]:
+    """Content words, lower-cased: :func:`ragcov.generation.tfidf.words`, lower-casing once
+    per text rather than twice per word (probes tokenise a whole corpus)."""
+    return [w for w in WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS]
+
+
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
 
-def build_probes(texts: Sequence[str], chunk_ids: Sequence[str], rows: Iterable[int],
-                 stats: TermStats | None = None) -> list[ProbeRow]:
+def build_probes(texts: Sequence[str], chunk_ids: Sequence[str], rows: Iterable[int]
+                 ) -> list[ProbeRow]:
     """The terms and sentence probes of the chunks at ``rows`` (corpus positions).
 
     A chunk with no content word gets one empty probe of kind ``none`` that is never
     retrieved: it is recorded as probed, so it counts as unreachable (reason
     ``no-words``) unless another chunk's probe reaches it. A sentence probe that would
     repeat the terms probe's words is dropped.
+
+    Each text is cut into sentences and words once; document frequencies come from the
+    whole corpus (distinctive means rare in *this* corpus), probes from ``rows`` only.
     """
-    stats = stats if stats is not None else TermStats(texts)
+    split = [[(sent, words(sent)) for sent in sentences(t)] for t in texts]
+    df: Counter[str] = Counter()
+    for parts in split:
+        df.update({w for _, ws in parts for w in ws})
+    n = len(texts)
+    idf = {w: math.log((1 + n) / (1 + c)) + 1.0 for w, c in df.items()}
     out: list[ProbeRow] = []
     for row in rows:
-        text = texts[row]
-        counts = Counter(words(text))
+        parts = split[row]
+        counts = Counter(w for _, ws in parts for w in ws)
         if not counts:
             out.append(ProbeRow(probe_id(chunk_ids[row], NONE), row, NONE, ""))
             continue
-        weight = {w: c * stats.idf(w) for w, c in counts.items()}
         # Highest weight first; ties by the word, so the probe never depends on hash order.
-        top = sorted(weight, key=lambda w: (-weight[w], w))[:TERMS]
-        terms = " ".join(top)
-        out.append(ProbeRow(probe_id(chunk_ids[row], "terms"), row, "terms", terms))
-        best = _best_sentence(text, stats)
+        top = sorted(counts, key=lambda w: (-counts[w] * idf[w], w))[:TERMS]
+        out.append(ProbeRow(probe_id(chunk_ids[row], "terms"), row, "terms", " ".join(top)))
+        best = _best_sentence(parts, idf)
         if best is not None and set(words(best)) != set(top):
             out.append(ProbeRow(probe_id(chunk_ids[row], "sentence"), row, "sentence", best))
     return out
 
 
-def _best_sentence(text: str, stats: TermStats) -> str | None:
+def _best_sentence(parts: list[tuple[str, list[str]]], idf: dict[str, float]) -> str | None:
     """The sentence with the highest mean IDF of its content words (long enough to ask)."""
-    best, best_score = None, -np.inf
-    for s in sentences(text):
-        ws = words(s)
+    best, best_score = None, -math.inf
+    for sent, ws in parts:
         if len(ws) < MIN_SENTENCE_WORDS:
             continue
-        score = float(np.mean([stats.idf(w) for w in ws]))
+        score = sum(idf[w] for w in ws) / len(ws)
         if score > best_score:
-            best, best_score = s, score
+            best, best_score = sent, score
     if best is None:
         return None
     return best if len(best) <= MAX_SENTENCE_CHARS else best[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0]
