@@ -121,7 +121,11 @@ def append_probes(data: CoverageData, corpus: Corpus, k: int, retriever: dict,
             meta = read_meta(con, data.path)
             check_compatible(meta, k, corpus.hash, retriever, str(data.path), "this probe run")
             _ensure(con)
-            known = {r[0] for r in con.execute("SELECT id FROM probes")}
+            # Only this batch's ids are looked up (the UNIQUE index): a million probes
+            # recorded in batches never re-read what earlier batches wrote.
+            marks = ",".join("?" * len(rows))
+            known = {r[0] for r in con.execute(f"SELECT id FROM probes WHERE id IN ({marks})",
+                                               [row.id for row in rows])} if rows else set()
             start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM probes").fetchone()[0]
             new = [(row, ranked) for row, ranked in zip(rows, results) if row.id not in known]
             con.executemany("INSERT INTO probes VALUES (?, ?, ?, ?, ?)",

@@ -89,21 +89,20 @@ class BM25Retriever:
         # A chunk sharing no term with the query was not retrieved: no score above 0.
         scores.data[scores.data < 0] = 0
         scores.eliminate_zeros()
-        data = scores.data.astype(np.float64)
-        indptr, indices = scores.indptr, scores.indices
+        # One sort key per hit: a positive float32's bits grow with its value, so
+        # (~bits << 32 | chunk) sorts by score descending, then corpus order, exactly.
+        data = scores.data.astype(np.float32)
+        keys = ((~data.view(np.uint32)).astype(np.uint64) << np.uint64(32)) | \
+            scores.indices.astype(np.uint64)
+        indptr = scores.indptr
         for i in range(scores.shape[0]):
-            start, end = indptr[i], indptr[i + 1]
-            vals, cols = data[start:end], indices[start:end]
-            if k < vals.size:
-                # Everything above the k-th score, then the earliest of those tied at it.
-                kth = np.partition(vals, vals.size - k)[vals.size - k]
-                above = vals > kth
-                tied = np.flatnonzero(vals == kth)
-                tied = tied[np.argsort(cols[tied], kind="stable")][: k - int(above.sum())]
-                pick = np.concatenate([np.flatnonzero(above), tied])
-                vals, cols = vals[pick], cols[pick]
-            order = np.lexsort((cols, -vals))
-            out.append([(ids[int(cols[j])], float(vals[j])) for j in order])
+            row = keys[indptr[i]:indptr[i + 1]]
+            if k < row.size:
+                row = np.partition(row, k - 1)[:k]
+            row = np.sort(row)
+            cols = (row & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            vals = (~(row >> np.uint64(32)).astype(np.uint32)).view(np.float32)
+            out.append([(ids[c], float(v)) for c, v in zip(cols.tolist(), vals.tolist())])
         return out
 
 
