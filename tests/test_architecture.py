@@ -1,7 +1,8 @@
 """The house rules of docs/architecture.md, checked so they stay true.
 
 No import loops between ragcov's modules (``if TYPE_CHECKING:`` imports aside: they
-never run), and no module much past 300 lines, except those listed with a reason.
+never run), and no module much past 400 lines, except those listed with a reason: a
+module is one idea, whatever its length, but past 400 lines it is usually two.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-MAX_LINES = 300
+MAX_LINES = 400
 # module -> why it may be longer (keep this list short and the reasons true).
 LONGER = {
     "ragcov/distributed.py": "the Dask engine: driver and worker tasks share private helpers "

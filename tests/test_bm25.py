@@ -62,3 +62,22 @@ def test_top_k_is_the_sort_by_score_then_position(words: list[str], k: int):
     expected = sorted((i for i in range(len(texts)) if scores[i] > 0),
                       key=lambda i: (-scores[i], i))[:k]
     assert [c for c, _ in ranked] == [f"c{i}" for i in expected]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["revenue", "cost", "profit", "loss", "tax", "cash",
+                                          "debt"]), min_size=1, max_size=6),
+                min_size=3, max_size=30),
+       st.lists(st.lists(st.sampled_from(["revenue", "cost", "profit", "loss", "tax", "cash",
+                                          "debt", "unknown"]), min_size=1, max_size=8),
+                min_size=1, max_size=6))
+def test_batched_scores_are_bm25s_scores_bit_for_bit(docs: list[list[str]],
+                                                     queries: list[list[str]]):
+    """One sparse product per batch adds the same float32 terms in the same order as
+    bm25s scores one query: equal bit for bit, repeated and unknown words included."""
+    retriever = BM25Retriever(corpus_of([" ".join(d) for d in docs]), stopwords=None)
+    ids = [retriever._model.get_tokens_ids(q) for q in queries]
+    batched = retriever._scores(ids).toarray()
+    for row, q in zip(batched, ids):
+        expected = retriever._model.get_scores(q) if q else np.zeros(len(docs), np.float32)
+        assert np.array_equal(row, expected)

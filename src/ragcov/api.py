@@ -246,3 +246,84 @@ def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],
     from ragcov.compare.gap import traffic_gap as gap
 
     return gap(tests, traffic, top, allow_different_k, allow_different_retriever)
+
+
+@dataclass
+class ProbeRun:
+    """What ``probe`` did: probes built and recorded, chunks with no probe, the audit after."""
+
+    built: int
+    added: int
+    already: int
+    wordless: list[str]
+    reachability: Any  # ragcov.reachability.Reachability
+
+
+def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
+          sample: int | None = None, include: Sequence[str] = (), omit: Sequence[str] = (),
+          seed: int = 0, progress: bool = True, batch_size: int = 512) -> ProbeRun:
+    """Run each chunk's self-queries through ``retriever`` and record them as probes
+    (``ragcov probe``); resumable: probes already recorded are not retrieved again.
+
+    Probes are measured against a recorded run: the data file must exist and its k,
+    corpus and retriever must match, checked before any retrieval. The suite's own
+    coverage is untouched (probes have their own tables).
+    """
+    from ragcov.data.probes import append_probes, recorded_probe_ids
+    from ragcov.progress import progress_bar
+    from ragcov.reachability.selfquery import NONE, build_probes, choose_chunks
+
+    data = CoverageData(data_file)
+    if not data.exists():
+        raise RagcovError(f"{data_file}: no coverage data; probes are measured against a "
+                          "recorded run (run `ragcov run` first, with the same retriever)")
+    meta = data.meta()
+    fingerprint = retriever.fingerprint()
+    from ragcov.data.schema import check_compatible
+
+    check_compatible(meta, meta.k, corpus.hash, fingerprint, str(data.path), "this probe run")
+    rows = choose_chunks(corpus, sample=sample, include=include, omit=omit, seed=seed)
+    texts, ids = corpus.texts, corpus.ids
+    probes = build_probes(texts, ids, rows)
+    wordless = [ids[p.chunk] for p in probes if p.kind == NONE]
+    done = recorded_probe_ids(data)
+    todo = [p for p in probes if p.id not in done]
+    added = 0
+    with progress_bar("Probing", total=len(todo), enabled=progress) as advance:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start:start + batch_size]
+            asked = [(p.id, p.text) for p in batch if p.kind != NONE]
+            run = run_retriever(retriever, asked, meta.k, progress=False, corpus=corpus)
+            added += append_probes(data, corpus, meta.k, fingerprint, batch,
+                                   [run.results.get(p.id, []) for p in batch])
+            advance(len(batch))
+    return ProbeRun(built=len(probes), added=added, already=len(probes) - len(todo),
+                    wordless=wordless, reachability=reachability(data_file))
+
+
+def reachability(data_file: str | os.PathLike[str]) -> Any:
+    """Every chunk's status (covered, untested, unreachable), hubs and the reachable
+    denominator, from a data file's tests and probes."""
+    from ragcov.data.probes import chunk_details, read_probes
+    from ragcov.reachability.audit import audit
+
+    data = CoverageData(data_file)
+    tests = data.matrix()
+    probes = read_probes(data, tests.n_chunks)
+    return audit(tests, probes, details=lambda positions: chunk_details(data, positions))
+
+
+def lost_gold_of(r: Any, qrels: str | os.PathLike[str], level: str | None = None) -> dict[str, Any]:
+    """Lost gold (``ragcov probe --qrels``): relevant chunks or documents no test retrieves,
+    and those no probe retrieves either."""
+    from ragcov.qrels import load_qrels
+    from ragcov.reachability.audit import lost_gold
+
+    if level is not None and level not in ("doc", "chunk"):
+        raise RagcovError(f"--qrels-level must be doc or chunk, got {level!r}")
+    labels = load_qrels(qrels, level)  # type: ignore[arg-type]
+    relevant = {i for items in labels.relevant.values() for i in items}
+    if labels.level == "chunk":
+        position = {cid: i for i, cid in enumerate(r.chunk_ids)}
+        return lost_gold(r, relevant_chunks={position[c] for c in relevant if c in position})
+    return lost_gold(r, relevant_docs=relevant)

@@ -24,6 +24,7 @@ from ragcov.cli.generate import generate
 from ragcov.cli.html import html
 from ragcov.cli.imports import import_cmd
 from ragcov.cli.measure import index, run
+from ragcov.cli.probe import probe
 from ragcov.cli.report import json_cmd, report
 from ragcov.cli.select import select_cmd
 
@@ -124,6 +125,7 @@ COMMANDS = [
     ("select", select_cmd),
     ("diff", diff),
     ("gap", gap),
+    ("probe", probe),
 ]
 for _name, _fn in COMMANDS:
     app.command(_name, cls=_Command)(_fn)

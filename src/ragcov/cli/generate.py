@@ -83,6 +83,10 @@ def generate(
         help="Also write the suite as a RAGAS test set (JSON).")] = None,
     deepeval: Annotated[Path | None, typer.Option(
         help="Also write the suite as DeepEval goldens (JSON).")] = None,
+    include_unreachable: Annotated[bool, typer.Option(
+        "--include-unreachable", help="Also aim at chunks `ragcov probe` found no self-query "
+        "reaches (skipped by default: their questions always fail the retrieval check).")]
+    = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary.")] = False,
 ) -> None:
     """Generate questions aimed at uncovered chunks; each is checked against the retriever."""
@@ -96,7 +100,8 @@ def generate(
     config = LoopConfig(budget=budget, strategy=strategy, policy=policy,
                         target_cc=None if target is None else target / 100.0,
                         targets_per_call=targets_per_call, patience=patience,
-                        max_attempts=max_attempts, seed=seed, max_calls=max_calls)
+                        max_attempts=max_attempts, seed=seed, max_calls=max_calls,
+                        include_unreachable=include_unreachable)
     config.check()
     if str(output) == "-":
         raise RagcovError("-o -: generate resumes from its output file, so it needs a file path")
@@ -156,6 +161,11 @@ def _print_summary(s: Any) -> None:
     out.print(f"Reached their target: {s.hits}/{s.accepted} ({hit_rate}); chunk coverage "
               f"{s.cc_start * 100:.1f}% -> {s.cc_end * 100:.1f}% of {s.chunks} chunks",
               markup=False)
+    if s.skipped_unreachable:
+        shown = ", ".join(s.skipped_unreachable[:5])
+        more = " ..." if len(s.skipped_unreachable) > 5 else ""
+        out.print(f"Skipped {len(s.skipped_unreachable)} unreachable chunk(s) (no probe retrieves "
+                  f"them; --include-unreachable to aim at them): {shown}{more}", markup=False)
     out.print(f"Stopped: {s.stop_reason}; longest stretch without gain: "
               f"{s.longest_no_gain} attempts", markup=False)
     if s.never_reached:

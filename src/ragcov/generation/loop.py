@@ -60,6 +60,18 @@ def run_generation(corpus: Corpus, retriever: Any, generator: Any, k: int, out: 
     return loop.finish()
 
 
+def _unreachable(data: CoverageData, m: Any) -> list[int]:
+    """Corpus positions `ragcov probe` recorded as unreachable in this data file (none
+    when it was never probed)."""
+    from ragcov.data.probes import read_probes
+    from ragcov.reachability.audit import UNREACHABLE, audit
+
+    probes = read_probes(data, m.n_chunks)
+    if probes is None:
+        return []
+    return [int(i) for i in np.flatnonzero(audit(m, probes).status == UNREACHABLE)]
+
+
 # ---------------------------------------------------------------- resuming
 def _read_journals(out: Path) -> tuple[list[Record], list[Record]]:
     """The accepted and rejected records an earlier invocation left, checked as ours."""
@@ -142,9 +154,14 @@ class _Loop:
             for cid in r.get("targets", []):
                 if cid in corpus:
                     self.attempts[corpus.index_of(cid)] += 1
+        # Chunks no self-query reaches are a retrieval defect: a question aimed at one
+        # always fails the retrieval check, so it is not aimed at unless asked for.
+        skipped = [] if config.include_unreachable else _unreachable(data, m)
+        self.attempts[skipped] = np.maximum(self.attempts[skipped], config.max_attempts)
         self.no_gain = _trailing_no_gain(self.events)
         self.seq = (self.events[-1]["seq"] + 1) if self.events else 1
         self.summary = self._start_summary(rejected)
+        self.summary.skipped_unreachable = [corpus.ids[i] for i in skipped]
         template = getattr(generator, "template", None)
         self.examples = template.example_lines() if template is not None else []
         self.template_hash = template.hash if template is not None else None

@@ -22,6 +22,7 @@ class LoopConfig:
     seed: int = 0
     max_calls: int | None = None            # generator calls; default 5 x budget
     priority: list[str] | None = None       # chunk ids to aim at, most wanted first (--targets)
+    include_unreachable: bool = False       # aim at chunks `ragcov probe` found unreachable too
 
     def check(self) -> None:
         """Refuse impossible settings before any corpus is loaded or model started."""
@@ -57,6 +58,7 @@ class GenerationSummary:
     stop_reason: str = ""  # budget, target, complete, plateau, exhausted or call limit
     longest_no_gain: int = 0
     never_reached: list[str] = field(default_factory=list)
+    skipped_unreachable: list[str] = field(default_factory=list)  # not aimed at: no probe reaches them
     records: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -73,4 +75,5 @@ class GenerationSummary:
             "hits": self.hits, "cc_start": self.cc_start, "cc_end": self.cc_end,
             "stop_reason": self.stop_reason, "longest_no_gain": self.longest_no_gain,
             "never_reached": self.never_reached,
+            "skipped_unreachable": self.skipped_unreachable,
         }

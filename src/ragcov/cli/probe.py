@@ -1,0 +1,95 @@
+"""``ragcov probe``: can the retriever reach each chunk at all? Self-queries, no LLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragcov.cli.console import err
+from ragcov.cli.options import (
+    DEFAULT_DATA_PATH,
+    ChunkOverlap,
+    ChunkSize,
+    CorpusPath,
+    DataFile,
+    DocKey,
+    Index,
+    Model,
+    RetrieverName,
+    Split,
+    emit,
+    load_corpus_opts,
+)
+from ragcov.errors import RagcovError
+
+
+def probe(
+    corpus: CorpusPath,
+    retriever: RetrieverName = "dense",
+    model: Model = None,
+    index: Index = "flat",
+    data_file: DataFile = DEFAULT_DATA_PATH,
+    sample: Annotated[int | None, typer.Option(
+        help="Probe a seeded random sample of this many chunks (default: every chunk).")] = None,
+    include: Annotated[list[str] | None, typer.Option(
+        help="Probe only documents whose id matches this glob (repeatable).")] = None,
+    omit: Annotated[list[str] | None, typer.Option(
+        help="Skip documents whose id matches this glob (repeatable).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of --sample.")] = 0,
+    qrels: Annotated[Path | None, typer.Option(
+        help="Relevance labels: list the relevant chunks no test retrieves (lost gold), "
+        "and those no probe retrieves either.")] = None,
+    qrels_level: Annotated[str | None, typer.Option(help="doc or chunk (default: detected).")]
+    = None,
+    format: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Write the report here (default: stdout).")] = None,
+    chunk_size: ChunkSize = 1000,
+    chunk_overlap: ChunkOverlap = 100,
+    split: Split = False,
+    doc_key: DocKey = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or report.")] = False,
+) -> None:
+    """Probe every chunk with its own words and say which uncovered chunks no test could reach.
+
+    Each chunk's most distinctive terms and most distinctive sentence are run through
+    the same retriever, k and corpus as the recorded run, and kept apart from the tests:
+    the suite's coverage does not change. Rerun to resume an interrupted probe.
+    """
+    from ragcov.api import lost_gold_of
+    from ragcov.api import probe as run_probe
+    from ragcov.retrievers import make_retriever
+
+    if format not in ("text", "json"):
+        raise RagcovError(f"unknown --format {format!r}: expected text or json")
+    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
+    r = make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet)
+    done = run_probe(corpus_obj, r, data_file, sample=sample, include=include or (),
+                     omit=omit or (), seed=seed, progress=not quiet)
+    if done.wordless and not quiet:
+        err.print(f"ragcov: warning: {len(done.wordless)} chunk(s) have no word to build a probe "
+                  f"from (first: {done.wordless[0]}); unreachable unless another probe reaches "
+                  "them", markup=False)
+    gold = lost_gold_of(done.reachability, qrels, qrels_level) if qrels is not None else None
+    if quiet and output is None:
+        return
+    if format == "json":
+        import json
+
+        from ragcov.report.reachability import reachability_json
+
+        text = json.dumps(reachability_json(done.reachability, gold), indent=2, allow_nan=False)
+    else:
+        from ragcov.report.reachability import reachability_text
+
+        text = reachability_text(done.reachability)
+        if gold is not None:
+            text += (f"\nLost gold: {len(gold['not_covered'])} of {gold['relevant_chunks']} "
+                     f"relevant chunks no test retrieves; {len(gold['unreachable'])} of them no "
+                     "probe retrieves either")
+    if not quiet:
+        err.print(f"Probed {data_file}: {done.added} new probe(s), {done.already} already "
+                  f"recorded", markup=False)
+    emit(text, output, "the reachability report")

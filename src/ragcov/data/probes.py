@@ -1,0 +1,192 @@
+"""Self-query probes in the data file, kept apart from the test queries.
+
+Probes answer "can the retriever return this chunk at all?", a question about the
+retriever, not about the suite: they live in their own two tables so that no
+reader of the test matrix (``CoverageData.matrix``, ``combine``, every reporter)
+can ever count them, and a suite's coverage is the same before and after a probe
+run. The tables are created on first use; a file without them simply has no
+probes, so files written before probes existed need no migration and older
+readers ignore the tables.
+
+Like an ``--append``, probes are added in transactions of one batch each: an
+interrupted ``ragcov probe`` keeps every batch it committed and a rerun retrieves
+only the probes not yet recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+
+from ragcov.data.schema import read_meta, sqlite_errors
+from ragcov.errors import RagcovError
+
+if TYPE_CHECKING:
+    from ragcov.corpus import Corpus
+    from ragcov.data.datafile import CoverageData
+    from ragcov.fields import Ranked
+
+PROBE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS probes (
+    idx INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, chunk_idx INTEGER NOT NULL,
+    kind TEXT NOT NULL, text TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS probe_hits (
+    probe_idx INTEGER NOT NULL, chunk_idx INTEGER NOT NULL, rank INTEGER NOT NULL, score REAL,
+    PRIMARY KEY (probe_idx, rank)
+);
+"""
+
+
+@dataclass(frozen=True)
+class ProbeRow:
+    """One self-query: its id, the chunk it was built from, how, and its text."""
+
+    id: str
+    chunk: int   # the corpus position of the chunk the probe was built from
+    kind: str    # "terms", "sentence" or "llm"
+    text: str
+
+
+@dataclass
+class ProbeMatrix:
+    """Every recorded probe and its top-k, as a sparse (probes x chunks) matrix.
+
+    ``ranks`` holds 1-based ranks on the hits' pattern; ``source`` is, per probe row,
+    the corpus position of the chunk the probe was built from.
+    """
+
+    ids: list[str]
+    source: np.ndarray      # int64, per probe
+    kinds: list[str]
+    ranks: sp.csr_matrix    # (n_probes, n_chunks), int32 1-based rank
+
+    @property
+    def n_probes(self) -> int:
+        return len(self.ids)
+
+    def k_occurrence(self) -> np.ndarray:
+        """Per chunk, the number of probe top-k lists it appears in."""
+        return np.bincount(self.ranks.indices, minlength=self.ranks.shape[1]).astype(np.int64)
+
+    def first_hits(self) -> np.ndarray:
+        """Per probe, the chunk it ranked first (-1 when it retrieved nothing)."""
+        r = self.ranks
+        first = np.full(r.shape[0], -1, dtype=np.int64)
+        rows = np.repeat(np.arange(r.shape[0]), np.diff(r.indptr))
+        at_one = r.data == 1
+        first[rows[at_one]] = r.indices[at_one]
+        return first
+
+
+def _ensure(con) -> None:  # type: ignore[no-untyped-def]
+    for stmt in PROBE_SCHEMA.strip().split(";"):
+        if stmt.strip():
+            con.execute(stmt)
+
+
+def _has_tables(con) -> bool:  # type: ignore[no-untyped-def]
+    row = con.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
+                      "AND name IN ('probes', 'probe_hits')").fetchone()
+    return row[0] == 2
+
+
+def recorded_probe_ids(data: CoverageData) -> set[str]:
+    """The ids of the probes the file already holds (a resumed run skips them)."""
+    with data.reading() as con:
+        if not _has_tables(con):
+            return set()
+        return {r[0] for r in con.execute("SELECT id FROM probes")}
+
+
+def append_probes(data: CoverageData, corpus: Corpus, k: int, retriever: dict,
+                  rows: Sequence[ProbeRow], results: Sequence[Ranked]) -> int:
+    """Record one batch of probes and their ranked chunks in one transaction.
+
+    The file's k, corpus and retriever are checked inside the transaction, so a
+    probe run can never land in a file another process re-recorded meanwhile.
+    """
+    from ragcov.data.schema import check_compatible
+
+    if len(rows) != len(results):
+        raise RagcovError(f"{len(results)} result lists for {len(rows)} probes")
+    with closing(data._open()) as con, sqlite_errors(data.path):
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            meta = read_meta(con, data.path)
+            check_compatible(meta, k, corpus.hash, retriever, str(data.path), "this probe run")
+            _ensure(con)
+            # Only this batch's ids are looked up (the UNIQUE index): a million probes
+            # recorded in batches never re-read what earlier batches wrote.
+            marks = ",".join("?" * len(rows))
+            known = {r[0] for r in con.execute(f"SELECT id FROM probes WHERE id IN ({marks})",
+                                               [row.id for row in rows])} if rows else set()
+            start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM probes").fetchone()[0]
+            new = [(row, ranked) for row, ranked in zip(rows, results) if row.id not in known]
+            con.executemany("INSERT INTO probes VALUES (?, ?, ?, ?, ?)",
+                            ((start + i, row.id, row.chunk, row.kind, row.text)
+                             for i, (row, _) in enumerate(new)))
+            index = corpus.index_of
+            con.executemany("INSERT INTO probe_hits VALUES (?, ?, ?, ?)", (
+                (start + i, index(cid), rank, score)
+                for i, (_, ranked) in enumerate(new)
+                for rank, (cid, score) in enumerate(ranked, start=1)))
+            con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+    return len(new)
+
+
+def read_probes(data: CoverageData, n_chunks: int) -> ProbeMatrix | None:
+    """The file's probes as a matrix, or None when no probe was ever run on it."""
+    with data.reading() as con:
+        if not _has_tables(con):
+            return None
+        probe_rows = con.execute("SELECT idx, id, chunk_idx, kind FROM probes ORDER BY idx").fetchall()
+        hits = np.fromiter(con.execute("SELECT probe_idx, chunk_idx, rank FROM probe_hits"),
+                           dtype=[("p", np.int64), ("c", np.int64), ("r", np.int32)])
+    if not probe_rows:
+        return None
+    pidx = np.fromiter((r[0] for r in probe_rows), dtype=np.int64, count=len(probe_rows))
+    source = np.fromiter((r[2] for r in probe_rows), dtype=np.int64, count=len(probe_rows))
+    _check_positions(data, n_chunks, source, hits["c"])
+    position = np.zeros(int(pidx.max()) + 1, dtype=np.int64)
+    position[pidx] = np.arange(pidx.size)
+    if hits.size and (hits["p"].min() < 0 or hits["p"].max() > pidx.max()):
+        raise RagcovError(f"{data.path}: damaged probe_hits table (a hit of an unknown probe)")
+    ranks = sp.csr_matrix((hits["r"], (position[hits["p"]], hits["c"])),
+                          shape=(len(probe_rows), n_chunks), dtype=np.int32)
+    ranks.sort_indices()
+    return ProbeMatrix(ids=[r[1] for r in probe_rows], source=source,
+                       kinds=[r[3] for r in probe_rows], ranks=ranks)
+
+
+def _check_positions(data: CoverageData, n_chunks: int, *arrays: np.ndarray) -> None:
+    """A hit or probe naming a chunk the file does not hold is a damaged file, said in one line."""
+    for a in arrays:
+        if a.size and (a.min() < 0 or a.max() >= n_chunks):
+            raise RagcovError(f"{data.path}: damaged probe tables (a chunk position outside "
+                              f"0..{n_chunks - 1}); run `ragcov probe` again on a new recording")
+
+
+def chunk_details(data: CoverageData, positions: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """(text, content hash) of the chunks at ``positions``: only what a reason needs."""
+    out: dict[int, tuple[str, str]] = {}
+    with data.reading() as con:
+        for start in range(0, len(positions), 500):
+            part = list(positions[start:start + 500])
+            marks = ",".join("?" * len(part))
+            for idx, text, digest in con.execute(
+                    f"SELECT idx, text, hash FROM chunks WHERE idx IN ({marks})", part):
+                out[int(idx)] = (text or "", digest)
+    missing = [p for p in positions if p not in out]
+    if missing:
+        raise RagcovError(f"{data.path}: damaged chunks table (no chunk at position {missing[0]})")
+    return out

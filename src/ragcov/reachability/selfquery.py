@@ -1,0 +1,117 @@
+"""Self-queries: questions built from a chunk's own text, with no LLM.
+
+If a chunk cannot be retrieved by its own most distinctive words, nor by its own most
+distinctive sentence, no reasonable question will retrieve it either: that is the
+test of reachability. Two probes per chunk, because each fails differently: a bag of
+rare terms is what lexical retrievers match best, a real sentence is what dense
+retrievers were trained on.
+
+Distinctive means TF-IDF against the corpus (the same light statistics the extractive
+generator uses, :mod:`ragcov.generation.tfidf`), so probes are reproducible and need no
+model: the same corpus always gives the same probes, whatever retriever they test.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from ragcov.data.probes import ProbeRow
+from ragcov.generation.tfidf import STOPWORDS, WORD
+
+TERMS = 8               # distinctive terms in a terms probe
+MIN_SENTENCE_WORDS = 3  # content words a sentence needs to be a probe
+MAX_SENTENCE_CHARS = 400
+NONE = "none"  # a chunk with no word to ask with: recorded, never retrieved
+KINDS = ("terms", "sentence", NONE)
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*[-*#|])")
+
+
+def probe_id(chunk_id: str, kind: str) -> str:
+    """Stable, readable, and unique per chunk and kind (chunk ids are unique)."""
+    return f"probe:{kind}:{chunk_id}"
+
+
+def words(text: str) -> list[str]:
+    """Content words, lower-cased: :func:`ragcov.generation.tfidf.words`, lower-casing once
+    per text rather than twice per word (probes tokenise a whole corpus)."""
+    return [w for w in WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS]
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+def build_probes(texts: Sequence[str], chunk_ids: Sequence[str], rows: Iterable[int]
+                 ) -> list[ProbeRow]:
+    """The terms and sentence probes of the chunks at ``rows`` (corpus positions).
+
+    A chunk with no content word gets one empty probe of kind ``none`` that is never
+    retrieved: it is recorded as probed, so it counts as unreachable (reason
+    ``no-words``) unless another chunk's probe reaches it. A sentence probe that would
+    repeat the terms probe's words is dropped.
+
+    Each text is cut into sentences and words once; document frequencies come from the
+    whole corpus (distinctive means rare in *this* corpus), probes from ``rows`` only.
+    """
+    split = [[(sent, words(sent)) for sent in sentences(t)] for t in texts]
+    df: Counter[str] = Counter()
+    for parts in split:
+        df.update({w for _, ws in parts for w in ws})
+    n = len(texts)
+    idf = {w: math.log((1 + n) / (1 + c)) + 1.0 for w, c in df.items()}
+    out: list[ProbeRow] = []
+    for row in rows:
+        parts = split[row]
+        counts = Counter(w for _, ws in parts for w in ws)
+        if not counts:
+            out.append(ProbeRow(probe_id(chunk_ids[row], NONE), row, NONE, ""))
+            continue
+        # Highest weight first; ties by the word, so the probe never depends on hash order.
+        top = sorted(counts, key=lambda w: (-counts[w] * idf[w], w))[:TERMS]
+        out.append(ProbeRow(probe_id(chunk_ids[row], "terms"), row, "terms", " ".join(top)))
+        best = _best_sentence(parts, idf)
+        if best is not None and set(words(best)) != set(top):
+            out.append(ProbeRow(probe_id(chunk_ids[row], "sentence"), row, "sentence", best))
+    return out
+
+
+def _best_sentence(parts: list[tuple[str, list[str]]], idf: dict[str, float]) -> str | None:
+    """The sentence with the highest mean IDF of its content words (long enough to ask)."""
+    best, best_score = None, -math.inf
+    for sent, ws in parts:
+        if len(ws) < MIN_SENTENCE_WORDS:
+            continue
+        score = sum(idf[w] for w in ws) / len(ws)
+        if score > best_score:
+            best, best_score = sent, score
+    if best is None:
+        return None
+    return best if len(best) <= MAX_SENTENCE_CHARS else best[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0]
+
+
+def choose_chunks(corpus, sample: int | None = None, include: Sequence[str] = (),  # type: ignore[no-untyped-def]
+                  omit: Sequence[str] = (), seed: int = 0) -> list[int]:
+    """Corpus positions to probe: documents matching ``include`` globs (all when none) and
+    no ``omit`` glob, then a seeded random ``sample`` of them, in corpus order."""
+    from fnmatch import fnmatchcase
+
+    from ragcov.errors import RagcovError
+
+    rows = [i for i, c in enumerate(corpus)
+            if (not include or any(fnmatchcase(c.doc_id, g) for g in include))
+            and not any(fnmatchcase(c.doc_id, g) for g in omit)]
+    if not rows:
+        raise RagcovError("no chunk to probe: --include/--omit leave no document")
+    if sample is not None:
+        if sample < 1:
+            raise RagcovError(f"--sample must be at least 1, got {sample}")
+        if sample < len(rows):
+            picked = np.random.default_rng(seed).choice(len(rows), size=sample, replace=False)
+            rows = [rows[i] for i in sorted(picked)]
+    return rows

@@ -1,0 +1,80 @@
+"""The reachability report: text for people, JSON (``format`` 1) for machines.
+
+Text leads with what a team acts on: how many uncovered chunks are missing tests and
+how many no test could reach, then the unreachable chunks with what displaced each
+and why, then the hubs. JSON is whole (every chunk's status), as machine outputs are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragcov.reachability.audit import Reachability
+from ragcov.summary import display_percent
+
+SHOW_UNREACHABLE = 20
+
+
+def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNREACHABLE) -> str:
+    pct = lambda f: f"{display_percent(f, precision)}%"  # noqa: E731
+    t = r.totals()
+    lines = [
+        f"Chunks: {t['chunks']}   queries: {t['queries']}   k: {t['k']}   "
+        f"probes: {t['probes']} over {t['probed_chunks']} chunks",
+        f"  covered      {t['covered_chunks']:>8}   a test retrieves it",
+        f"  untested     {t['untested_chunks']:>8}   a probe retrieves it, no test does: "
+        "write a test",
+        f"  unreachable  {t['unreachable_chunks']:>8}   no probe retrieves it: a retrieval defect",
+    ]
+    unknown = t["chunks"] - t["covered_chunks"] - t["untested_chunks"] - t["unreachable_chunks"]
+    if unknown:
+        lines.append(f"  not probed   {unknown:>8}   no status (probe them to know)")
+    lines += [
+        f"Chunk coverage: {pct(t['coverage'])}; of reachable chunks: "
+        f"{pct(t['coverage_of_reachable'])}; workload ceiling min(1, queries x k / chunks): "
+        f"{pct(t['workload_ceiling'])} (coverage is {pct(t['coverage_of_ceiling'])} of it)",
+    ]
+    lost = r.unreachable()
+    if lost:
+        lines.append("")
+        lines.append(f"Unreachable chunks ({len(lost)}), each with the chunk its own probe "
+                     "ranked first:")
+        for i in lost[:show]:
+            by = int(r.displaced_by[i])
+            shown_by = r.chunk_ids[by] if by >= 0 else "-"
+            why = f"  [{r.reason[i]}]" if r.reason[i] else ""
+            lines.append(f"  {r.chunk_ids[i]}  displaced by {shown_by}{why}")
+        if len(lost) > show:
+            lines.append(f"  ... and {len(lost) - show} more (--format json lists them all)")
+    lines.append("")
+    lines.append("Hubs (share of all retrievals taken by the most retrieved chunks):")
+    for name, h in (("tests", r.tests), ("probes", r.probes)):
+        if not h.retrievals:
+            continue
+        cap = h.capture
+        skew = "n/a" if h.skewness is None else f"{h.skewness:.2f}"
+        lines.append(f"  {name:<6} top 5 {pct(cap['top5'])}, top 10 {pct(cap['top10'])}, "
+                     f"top 1% {pct(cap['top1%'])}; k-occurrence skewness {skew}, "
+                     f"Gini {h.gini:.3f}")
+        top = ", ".join(f"{r.chunk_ids[i]} ({c})" for i, c in h.top(5))
+        lines.append(f"         most retrieved: {top}")
+    return "\n".join(lines)
+
+
+def reachability_json(r: Reachability, lost_gold: dict[str, Any] | None = None) -> dict[str, Any]:
+    chunks = []
+    for i, cid in enumerate(r.chunk_ids):
+        by = int(r.displaced_by[i])
+        chunks.append({"chunk_id": cid, "doc_id": str(r.doc_ids[i]), "status": r.status[i],
+                       "probed": bool(r.probed[i]),
+                       "displaced_by": r.chunk_ids[by] if by >= 0 else None,
+                       "reason": r.reason[i],
+                       "k_occurrence": {"tests": int(r.tests.k_occurrence[i]),
+                                        "probes": int(r.probes.k_occurrence[i])}})
+    doc: dict[str, Any] = {"format": 1, "totals": r.totals(),
+                           "hubs": {"tests": r.tests.as_dict(r.chunk_ids),
+                                    "probes": r.probes.as_dict(r.chunk_ids)},
+                           "chunks": chunks}
+    if lost_gold is not None:
+        doc["lost_gold"] = lost_gold
+    return doc

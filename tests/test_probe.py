@@ -1,0 +1,219 @@
+"""Reachability: self-query probes, chunk statuses, planted defects, hubs and lost gold.
+
+Statuses are checked against a recount from the data file's own rows with plain
+sqlite3, not with ragcov's code.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ragcov
+from helpers import cli
+from ragcov.corpus import load_corpus
+from ragcov.reachability.audit import hubs, lorenz
+from ragcov.reachability.selfquery import build_probes, sentences
+
+SAMPLE = Path(ragcov.__file__).parent / "data_sample"
+PAGES = SAMPLE / "finqa_pages.jsonl"
+QUESTIONS = SAMPLE / "finqa_questions.jsonl"
+K = 5
+# A chunk with words nothing else in the sample uses, so its own probe ranks its twins first.
+PLANTED = ("Quarterly aquaculture hatchery yields for sturgeon caviar rose sharply while "
+           "zebrafish broodstock mortality in the Norwegian fjord pens fell.")
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample's chunks plus k+1 identical copies of one chunk, appended last.
+
+    Ties go to corpus order, so the first k copies fill every top-k list their text
+    can reach and the last copy can never enter one: it must be unreachable.
+    """
+    folder = tmp_path_factory.mktemp("planted")
+    corpus = load_corpus(PAGES, split=True)
+    path = folder / "chunks.jsonl"
+    with path.open("w") as f:
+        for c in corpus:
+            f.write(json.dumps({"id": c.id, "doc_id": c.doc_id, "text": c.text}) + "\n")
+        for n in range(K + 1):
+            f.write(json.dumps({"id": f"planted#{n}", "doc_id": "planted", "text": PLANTED}) + "\n")
+    return path
+
+
+def _recount(data_file: Path) -> dict[str, str | None]:
+    """Statuses from the rows alone: covered if a test hit it, else untested if any probe
+    hit it, else unreachable if its own probe was recorded, else no status."""
+    con = sqlite3.connect(data_file)
+    ids = dict(con.execute("SELECT idx, id FROM chunks"))
+    tested = {c for (c,) in con.execute("SELECT DISTINCT chunk_idx FROM hits")}
+    probed_hit = {c for (c,) in con.execute("SELECT DISTINCT chunk_idx FROM probe_hits")}
+    probed = {c for (c,) in con.execute("SELECT DISTINCT chunk_idx FROM probes")}
+    con.close()
+    status: dict[str, str | None] = {}
+    for idx, cid in ids.items():
+        status[cid] = ("covered" if idx in tested else "untested" if idx in probed_hit
+                       else "unreachable" if idx in probed else None)
+    return status
+
+
+def _run_and_probe(capsys, folder: Path, corpus: Path, retriever: str, *extra: str) -> dict:
+    data = folder / ".ragcov"
+    code, _, err = cli(capsys, "run", "--corpus", str(corpus), "--queries", str(QUESTIONS),
+                       "--retriever", retriever, "--data-file", str(data), "-q", *extra)
+    assert code == 0, err
+    code, out, err = cli(capsys, "probe", "--corpus", str(corpus), "--retriever", retriever,
+                         "--data-file", str(data), "--format", "json", "-q", "-o",
+                         str(folder / "reach.json"), *extra)
+    assert code == 0, err
+    return json.loads((folder / "reach.json").read_text())
+
+
+def _check_planted(doc: dict, data_file: Path) -> None:
+    by_id = {c["chunk_id"]: c for c in doc["chunks"]}
+    last = by_id[f"planted#{K}"]
+    assert last["status"] == "unreachable"
+    assert last["displaced_by"] in {f"planted#{n}" for n in range(K)}
+    assert last["reason"].startswith("duplicate")
+    for n in range(K):
+        assert by_id[f"planted#{n}"]["status"] in ("covered", "untested")
+    recount = _recount(data_file)
+    assert {c["chunk_id"]: c["status"] for c in doc["chunks"]} == recount
+    t = doc["totals"]
+    assert t["unreachable_chunks"] == sum(1 for s in recount.values() if s == "unreachable")
+    assert t["covered_chunks"] == sum(1 for s in recount.values() if s == "covered")
+    assert t["reachable_chunks"] == t["covered_chunks"] + t["untested_chunks"]
+    assert t["coverage_of_reachable"] == pytest.approx(
+        t["covered_chunks"] / (t["chunks"] - t["unreachable_chunks"]))
+    assert t["workload_ceiling"] == min(1.0, t["queries"] * K / t["chunks"])
+
+
+def test_planted_duplicate_is_unreachable_bm25(capsys, tmp_path: Path, planted: Path) -> None:
+    doc = _run_and_probe(capsys, tmp_path, planted, "bm25")
+    _check_planted(doc, tmp_path / ".ragcov")
+
+
+@pytest.mark.slow
+def test_planted_duplicate_is_unreachable_dense(capsys, tmp_path: Path, planted: Path,
+                                                minilm_path: str) -> None:
+    doc = _run_and_probe(capsys, tmp_path, planted, "dense", "--model", minilm_path)
+    _check_planted(doc, tmp_path / ".ragcov")
+
+
+def test_probes_never_change_the_suite_coverage(capsys, tmp_path: Path, planted: Path) -> None:
+    data = tmp_path / ".ragcov"
+    code, _, err = cli(capsys, "run", "--corpus", str(planted), "--queries", str(QUESTIONS),
+                       "--retriever", "bm25", "--data-file", str(data), "-q")
+    assert code == 0, err
+    before = {cmd: cli(capsys, *cmd.split(), "--data-file", str(data))[1]
+              for cmd in ("report --format total --precision 6", "json -o -")}
+    code, _, err = cli(capsys, "probe", "--corpus", str(planted), "--retriever", "bm25",
+                       "--data-file", str(data), "-q")
+    assert code == 0, err
+    after = {cmd: cli(capsys, *cmd.split(), "--data-file", str(data))[1] for cmd in before}
+    assert after["report --format total --precision 6"] == before["report --format total --precision 6"]
+    strip = lambda s: {k: v for k, v in json.loads(s).items() if k != "meta"}  # noqa: E731
+    assert strip(after["json -o -"]) == strip(before["json -o -"])
+
+
+def test_probe_resumes_and_refuses_another_retriever(capsys, tmp_path: Path, planted: Path) -> None:
+    data = tmp_path / ".ragcov"
+    assert cli(capsys, "run", "--corpus", str(planted), "--queries", str(QUESTIONS),
+               "--retriever", "bm25", "--data-file", str(data), "-q")[0] == 0
+    # Part of the corpus first, then all of it: the second run adds only what is missing.
+    code, _, err = cli(capsys, "probe", "--corpus", str(planted), "--retriever", "bm25",
+                       "--data-file", str(data), "--sample", "100")
+    assert code == 0, err
+    first = sqlite3.connect(data).execute("SELECT COUNT(*) FROM probes").fetchone()[0]
+    code, _, err = cli(capsys, "probe", "--corpus", str(planted), "--retriever", "bm25",
+                       "--data-file", str(data))
+    assert code == 0, err
+    assert f"{first} already recorded" in err
+    con = sqlite3.connect(data)
+    total, distinct = con.execute("SELECT COUNT(*), COUNT(DISTINCT id) FROM probes").fetchone()
+    assert total == distinct > first
+    # k differs from the recorded run's: refused before any retrieval, nothing written.
+    other = tmp_path / "other.ragcov"
+    assert cli(capsys, "run", "--corpus", str(planted), "--queries", str(QUESTIONS),
+               "--retriever", "bm25", "--data-file", str(other), "-k", "3", "-q")[0] == 0
+    code, _, err = cli(capsys, "probe", "--corpus", str(PAGES), "--split", "--retriever", "bm25",
+                       "--data-file", str(other))
+    assert code == 1 and "corpus differs" in err
+    assert "probes" not in {r[0] for r in sqlite3.connect(other).execute(
+        "SELECT name FROM sqlite_master")}
+
+
+def test_probe_needs_a_recorded_run(capsys, tmp_path: Path, planted: Path) -> None:
+    code, _, err = cli(capsys, "probe", "--corpus", str(planted), "--retriever", "bm25",
+                       "--data-file", str(tmp_path / "none.ragcov"))
+    assert code == 1 and "run `ragcov run` first" in err
+    assert not (tmp_path / "none.ragcov").exists()
+
+
+def test_generate_skips_unreachable_chunks(capsys, tmp_path: Path, planted: Path) -> None:
+    data = tmp_path / ".ragcov"
+    assert cli(capsys, "run", "--corpus", str(planted), "--queries", str(QUESTIONS),
+               "--retriever", "bm25", "--data-file", str(data), "-q")[0] == 0
+    assert cli(capsys, "probe", "--corpus", str(planted), "--retriever", "bm25",
+               "--data-file", str(data), "-q")[0] == 0
+    unreachable = [c for c, s in _recount(data).items() if s == "unreachable"]
+    assert f"planted#{K}" in unreachable
+    code, out, err = cli(capsys, "generate", "--corpus", str(planted), "--retriever", "bm25",
+                         "--generator", "extractive", "--data-file", str(data), "--budget", "3",
+                         "--policy", "order", "-o", str(tmp_path / "gen.jsonl"), "-q")
+    assert code == 0, err
+    assert f"Skipped {len(unreachable)} unreachable chunk(s)" in out
+    aimed = {t for line in (tmp_path / "gen.jsonl").read_text().splitlines()
+             for t in json.loads(line).get("targets", [])}
+    assert aimed and not aimed & set(unreachable)
+
+
+def test_self_queries_are_the_chunks_own_words() -> None:
+    texts = ["Revenue grew. The sturgeon caviar hatchery in Norway expanded its fjord pens.",
+             "the of and", "Net income fell in 2019 because of impairments."]
+    probes = build_probes(texts, ["a", "b", "c"], [0, 1, 2])
+    kinds = {(p.chunk, p.kind) for p in probes}
+    assert (1, "none") in kinds and (0, "terms") in kinds and (0, "sentence") in kinds
+    terms = next(p for p in probes if p.chunk == 0 and p.kind == "terms")
+    assert set(terms.text.split()) <= set(texts[0].lower().replace(".", "").split())
+    sentence = next(p for p in probes if p.chunk == 0 and p.kind == "sentence")
+    assert sentence.text == "The sturgeon caviar hatchery in Norway expanded its fjord pens."
+    assert sentences("One. Two!\n\nThree") == ["One.", "Two!", "Three"]
+
+
+def test_hubs_hand_worked() -> None:
+    occ = np.array([0, 0, 1, 1, 8])  # 10 retrievals, one hub
+    h = hubs(occ)
+    assert h.retrievals == 10
+    assert h.capture["top5"] == 1.0 and h.capture["top1%"] == pytest.approx(0.8)
+    # Population skewness of (0, 0, 1, 1, 8): mean 2, m2 = 46 / 5, m3 = 198 / 5.
+    assert h.skewness == pytest.approx((198 / 5) / (46 / 5) ** 1.5)
+    curve = dict(lorenz(occ, points=6))
+    assert curve[0.0] == 0.0 and curve[1.0] == 1.0
+    assert curve[0.4] == 0.0 and curve[0.8] == pytest.approx(0.2)
+    assert hubs(np.array([2, 2, 2])).skewness is None
+
+
+def test_lost_gold_from_chunk_qrels(capsys, tmp_path: Path, planted: Path) -> None:
+    data = tmp_path / ".ragcov"
+    assert cli(capsys, "run", "--corpus", str(planted), "--queries", str(QUESTIONS),
+               "--retriever", "bm25", "--data-file", str(data), "-q")[0] == 0
+    status = None
+    qrels = tmp_path / "qrels.jsonl"
+    qrels.write_text("\n".join(json.dumps({"query_id": "q1", "chunk_id": f"planted#{n}"})
+                               for n in (0, K)) + "\n")
+    code, _, err = cli(capsys, "probe", "--corpus", str(planted), "--retriever", "bm25",
+                       "--data-file", str(data), "--qrels", str(qrels), "--qrels-level", "chunk",
+                       "--format", "json", "-o", str(tmp_path / "r.json"), "-q")
+    assert code == 0, err
+    gold = json.loads((tmp_path / "r.json").read_text())["lost_gold"]
+    status = _recount(data)
+    assert gold["relevant"] == 2
+    assert f"planted#{K}" in gold["unreachable"]
+    assert set(gold["not_covered"]) == {c for c in ("planted#0", f"planted#{K}")
+                                        if status[c] != "covered"}
