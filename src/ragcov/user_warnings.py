@@ -22,6 +22,10 @@ _LIBRARIES = tuple({p + os.sep for p in (sysconfig.get_paths().get("purelib"),
                                          sysconfig.get_paths().get("stdlib")) if p})
 
 
+class RetrievalWarning(UserWarning):
+    """A query or setting that makes a measured coverage say less than it seems."""
+
+
 def _ours_or_a_library(filename: str) -> bool:
     path = os.path.abspath(filename) if not filename.startswith("<") else filename
     return (path.startswith(_RAGCOV) or path.startswith(_LIBRARIES) or filename.startswith("<")

@@ -10,6 +10,10 @@ import numpy as np
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
 from ragcov.retrievers.base import Ranked
+from ragcov.user_warnings import RetrievalWarning, warn
+
+# Queries named in one warning; the rest of a batch is counted.
+NAMED_QUERIES = 5
 
 
 class BM25Retriever:
@@ -23,6 +27,12 @@ class BM25Retriever:
         self.corpus = corpus
         self.k1, self.b, self.stopwords = k1, b, stopwords
         tokens = bm25s.tokenize(corpus.texts, stopwords=stopwords, show_progress=False)
+        if not tokens.vocab:
+            # bm25s would fail with "max() arg is an empty sequence".
+            raise RagcovError(
+                f"the bm25 retriever found no word to index in the corpus ({len(corpus)} "
+                f"chunk{'s' if len(corpus) != 1 else ''}): every chunk is empty, punctuation "
+                f"or {'stopwords' if stopwords else 'symbols'}; use another retriever")
         self._model = bm25s.BM25(k1=k1, b=b)
         self._model.index(tokens, show_progress=False)
         self._ids = corpus.ids
@@ -37,7 +47,11 @@ class BM25Retriever:
         kk = min(k, len(self._ids))
         tokens = self._bm25s.tokenize(list(texts), stopwords=self.stopwords, return_ids=False,
                                       show_progress=False)
-        return [self._top(query_tokens, kk) for query_tokens in tokens]
+        wordless = [text for text, query_tokens in zip(texts, tokens) if not query_tokens]
+        if wordless:
+            _warn_wordless(wordless)
+        # A query with no word to match retrieves nothing (bm25s cannot score it).
+        return [self._top(query_tokens, kk) if query_tokens else [] for query_tokens in tokens]
 
     def _top(self, query_tokens: list[str], k: int) -> Ranked:
         """Top-k by score, ties by corpus order, as the dense retriever breaks them.
@@ -58,3 +72,14 @@ class BM25Retriever:
         order = candidates[np.lexsort((candidates, -scores[candidates]))]
         # A chunk sharing no term with the query scores 0: it was not retrieved.
         return [(self._ids[int(j)], float(scores[j])) for j in order if scores[j] > 0]
+
+
+def _warn_wordless(texts: list[str]) -> None:
+    """Say which queries BM25 could not match on: they are recorded with no chunk, and a
+    suite full of them would otherwise look like a retriever that finds nothing."""
+    shown = ", ".join(repr(t if len(t) <= 60 else t[:57] + "...") for t in texts[:NAMED_QUERIES])
+    more = f" and {len(texts) - NAMED_QUERIES} more" if len(texts) > NAMED_QUERIES else ""
+    n = len(texts)
+    warn(f"bm25: {n} quer{'ies have' if n != 1 else 'y has'} no word to match (only stopwords, "
+         f"punctuation or nothing) and retrieve{'s' if n == 1 else ''} no chunk: {shown}{more}",
+         RetrievalWarning)
