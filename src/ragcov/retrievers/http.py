@@ -15,8 +15,11 @@ along to wherever they point); a 3xx is an error naming its ``Location``.
 Failures that may pass (connection errors, timeouts, 429 and 5xx) are retried
 with exponential backoff, honouring ``Retry-After`` (:mod:`ragcov.retry`). An API
 key is read from the environment variable named by ``api_key_env`` and sent as a
-header; it and the URL's other secrets never reach a message, the repr or the
-fingerprint (:mod:`~ragcov.retrievers.http_secrets`).
+header; a ``user:password@`` in the URL is sent as HTTP Basic, except when the API
+key goes in the ``Authorization`` header too: then the key is sent, and a warning
+says the URL's pair is not. Neither, nor the URL's other secrets, reaches a
+message, a returned id, the repr or the fingerprint, raw or encoded
+(:mod:`~ragcov.retrievers.http_secrets`).
 """
 
 from __future__ import annotations
@@ -37,8 +40,14 @@ from ragcov.retrievers.http_options import (
     whole,
 )
 from ragcov.retrievers.http_reply import parse_path, read_ranked
-from ragcov.retrievers.http_secrets import Scrubber, redact_url
+from ragcov.retrievers.http_secrets import (
+    Scrubber,
+    basic_credentials,
+    redact_url,
+    split_credentials,
+)
 from ragcov.retry import Backoff, GaveUp, Retryable, parse_retry_after, retrying
+from ragcov.user_warnings import CredentialWarning, warn
 
 if TYPE_CHECKING:
     from ragcov.retrievers.base import Ranked
@@ -90,7 +99,9 @@ class HTTPRetriever:
         unknown.update(merge_fragment(opts, fragment))
         if unknown:
             raise RagcovError(f"unknown HTTP retriever option(s): {', '.join(sorted(unknown))}")
-        self.url = url
+        # Credentials in the URL are sent as Basic by the retriever itself, not by httpx,
+        # so an API key for the same header can take precedence (see _auth_headers).
+        self.url, user, password = split_credentials(url)
         self.ids_path = opts["ids"]
         self.scores_path = opts["scores"]
         for path in (self.ids_path, self.scores_path):
@@ -106,12 +117,31 @@ class HTTPRetriever:
                          **(headers or {})}
         key_env = opts["api_key_env"]
         self._secret: str | None = os.environ.get(key_env) if key_env else None
-        if self._secret:
-            self._headers[opts["api_key_header"]] = f"{opts['api_key_prefix']}{self._secret}"
+        self._headers.update(self._auth_headers(user, password, key_env, opts["api_key_header"],
+                                                opts["api_key_prefix"]))
         self._clean = Scrubber(url, self._headers, self._secret)
         self.requests_sent = 0
         self._client: Any = None
         self._watchdog = Watchdog()
+
+    def _auth_headers(self, user: str | None, password: str | None, key_env: str,
+                      key_header: str, key_prefix: str) -> dict[str, str]:
+        """The credentials to send: the URL's ``user:password`` as Basic, the API key in
+        its header; when both want ``Authorization``, the API key wins.
+
+        The key is the retriever's own setting for a credential; the URL's pair is often
+        just how the address was copied. Dropping one is said once, not done silently.
+        """
+        sent: dict[str, str] = {}
+        if user is not None or password is not None:
+            sent["Authorization"] = f"Basic {basic_credentials(user, password)}"
+        if self._secret:
+            if key_header.lower() == "authorization" and sent:
+                del sent["Authorization"]
+                warn(f"{redact_url(self.url)}: the URL's user:password is not sent: the API "
+                     f"key from ${key_env} takes the Authorization header", CredentialWarning)
+            sent[key_header] = f"{key_prefix}{self._secret}"
+        return sent
 
     def __repr__(self) -> str:
         return f"HTTPRetriever({redact_url(self.url)!r})"
@@ -223,7 +253,12 @@ class HTTPRetriever:
             except (json.JSONDecodeError, ValueError) as exc:
                 raise RagcovError(f"{where}: the reply is not JSON: "
                                   f"{self._clean(response.text[:200])!r}") from exc
-            return read_ranked(reply, self.ids_path, self.scores_path, k, where)
+            ranked = read_ranked(reply, self.ids_path, self.scores_path, k, where)
         except RecursionError:
             raise RagcovError(f"{where}: the reply is nested too deeply to read "
                               "(JSON deeper than Python's recursion limit)") from None
+        # An id that echoes a credential back would reach the unknown-id error and,
+        # were it ever a corpus id, the data file.
+        if self._clean.secrets:
+            ranked = [(self._clean(cid), score) for cid, score in ranked]
+        return ranked
