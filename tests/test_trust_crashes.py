@@ -219,3 +219,114 @@ def test_the_api_key_wins_over_the_urls_user_and_says_so(echo_server, http_workd
     assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
     assert echo_server.headers[-1]["Authorization"] == f"Basic {BASIC_USER}"
     assert echo_server.headers[-1]["X-Key"] == f"Bearer {KEY}"
+
+
+# ------------------------------------------------ control characters in ids
+TITLE, CLEAR = "\x1b]0;owned\x07", "\x1b[2J"
+
+
+@pytest.fixture
+def escape_workdir(tmp_path) -> Path:
+    """A recorded run whose ids hold terminal escapes: a covered chunk in a document
+    named to clear the screen, a missed chunk named to retitle the window."""
+    write_jsonl(tmp_path / "corpus.jsonl", [
+        {"id": "paris", "doc_id": f"europe{CLEAR}", "text": "Paris is the capital of France."},
+        {"id": f"tokyo{TITLE}", "doc_id": f"asia{TITLE}", "text": "Tokyo is in Japan."},
+        {"id": "nul", "doc_id": "nul\x00doc", "text": "A document id with a NUL."},
+        {"id": "plain", "doc_id": "plain", "text": "An ordinary chunk."}])
+    write_jsonl(tmp_path / "queries.jsonl", [{"id": "q", "question": "capital of France"}])
+    proc = ragcov("run", "--corpus", "corpus.jsonl", "--queries", "queries.jsonl",
+                  "--retriever", "bm25", "--k", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return tmp_path
+
+
+def test_control_characters_in_ids_are_escaped_on_the_terminal(escape_workdir):
+    proc = ragcov("report", "--show-missing", cwd=escape_workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout and "\x00" not in proc.stdout
+    assert "europe\\x1b[2J" in proc.stdout and "tokyo\\x1b]0;owned\\x07" in proc.stdout
+    assert "nul\\x00doc" in proc.stdout
+    # The error printer: a path holding an escape is named, escaped, on one line.
+    proc = ragcov("report", "--data-file", f"cov{TITLE}\n{CLEAR}", cwd=escape_workdir)
+    assert_one_line_error(proc, "cov\\x1b]0;owned\\x07\\x0a\\x1b[2J: no data file")
+    assert "\x1b" not in proc.stderr
+
+
+@pytest.mark.parametrize("command, fmt", [("xml", "Cobertura XML"), ("lcov", "lcov")])
+def test_control_characters_in_document_ids_are_refused_by_xml_and_lcov(escape_workdir,
+                                                                       command, fmt):
+    out = escape_workdir / f"report.{command}"
+    proc = ragcov(command, "-o", str(out), cwd=escape_workdir)
+    assert_one_line_error(proc, f"holds the control character U+001B, which {fmt} cannot carry")
+    assert "document id 'asia\\x1b]0;owned\\x07'" in proc.stderr or \
+        "document id 'europe\\x1b[2J'" in proc.stderr
+    assert "\x1b" not in proc.stderr and not out.exists()
+    # Without those documents the same file is written and reads back.
+    proc = ragcov(command, "-o", str(out), "--omit", "europe*", "--omit", "asia*",
+                  "--omit", "nul*", cwd=escape_workdir)
+    assert proc.returncode == 0, proc.stderr
+
+
+ODD_BUT_LEGAL = ["a&b<c>\"d\"'e'", "häuser/日本/ü", "dir/sub dir/file name.md", "emoji 📄"]
+
+
+def test_odd_document_ids_make_well_formed_xml_and_lcov(tmp_path):
+    write_jsonl(tmp_path / "corpus.jsonl", [
+        {"id": f"c{i}", "doc_id": doc, "text": f"capital number {i} of France"}
+        for i, doc in enumerate(ODD_BUT_LEGAL)])
+    write_jsonl(tmp_path / "queries.jsonl", [{"id": "q", "question": "capital France"}])
+    assert ragcov("run", "--corpus", "corpus.jsonl", "--queries", "queries.jsonl",
+                  "--retriever", "bm25", "--k", "2", cwd=tmp_path).returncode == 0
+    assert ragcov("xml", "-o", "cov.xml", cwd=tmp_path).returncode == 0
+    assert ragcov("lcov", "-o", "cov.info", cwd=tmp_path).returncode == 0
+    lxml_etree = pytest.importorskip("lxml.etree")
+    import xml.etree.ElementTree as ElementTree
+
+    raw = (tmp_path / "cov.xml").read_bytes()
+    for root in (lxml_etree.fromstring(raw, lxml_etree.XMLParser(resolve_entities=False,
+                                                                  no_network=True)),
+                 ElementTree.fromstring(raw)):
+        names = sorted(c.get("filename") for c in root.iter("class"))
+        assert names == sorted(ODD_BUT_LEGAL)
+    assert_strict_lcov((tmp_path / "cov.info").read_text(encoding="utf-8"), ODD_BUT_LEGAL)
+
+
+def assert_strict_lcov(text: str, sources: list[str]) -> None:
+    """lcov's record grammar, line by line (``lcov --summary`` too when it is installed)."""
+    import re
+    import shutil
+
+    assert text.endswith("end_of_record\n")
+    grammar = re.compile(r"TN:[^\x00-\x1f\x7f]*|SF:[^\x00-\x1f\x7f]+|DA:\d+,\d+|LF:\d+|LH:\d+"
+                         r"|end_of_record")
+    seen = []
+    for number, line in enumerate(text.split("\n")[:-1], start=1):
+        assert grammar.fullmatch(line), (number, line)
+        if line.startswith("SF:"):
+            seen.append(line[3:])
+    assert sorted(seen) == sorted(sources)
+    if shutil.which("lcov"):
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".info", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            proc = subprocess.run(["lcov", "--summary", fh.name], capture_output=True,
+                                  text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_the_pytest_plugins_summary_escapes_control_characters(escape_workdir):
+    (escape_workdir / "test_rag.py").write_text(
+        "def test_capital(ragcov_retriever):\n"
+        "    assert ragcov_retriever('capital of France')[0][0] == 'paris'\n", encoding="utf-8")
+    environ = {**os.environ, "PYTHONPATH": SRC, "PY_COLORS": "0", "COLUMNS": "120"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--ragcov",
+         "--ragcov-corpus", "corpus.jsonl", "--ragcov-retriever", "bm25", "--ragcov-k", "1",
+         "--ragcov-report", "term-missing", "test_rag.py"],
+        cwd=escape_workdir, env=environ, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "\x1b" not in proc.stdout and "\x00" not in proc.stdout
+    assert "europe\\x1b[2J" in proc.stdout and "tokyo\\x1b]0;owned\\x07" in proc.stdout

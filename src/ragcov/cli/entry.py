@@ -13,6 +13,7 @@ import typer
 
 from ragcov.cli.commands import app
 from ragcov.cli.console import err
+from ragcov.controls import escape_controls
 from ragcov.errors import RagcovError
 
 
@@ -24,6 +25,13 @@ def _os_error(exc: OSError) -> str:
 
 
 INTERRUPTED = "ragcov: interrupted (the data file keeps what was committed; rerun to resume)"
+
+
+def _fail(message: str) -> None:
+    """The one line a failure prints: control characters escaped (an id in it could
+    otherwise retitle or clear the terminal, or break the line in two)."""
+    err.print(f"ragcov: error: {escape_controls(message)}", markup=False)
+    sys.exit(1)
 
 
 def _usage_error(exc: SystemExit) -> bool:
@@ -40,7 +48,7 @@ def _one_line_warning(message: Warning | str, category: type[Warning], filename:
     ragcov's own warnings speak for ragcov; any other library's (dask's "port in use")
     is labelled with where it came from, so nobody reads it as ragcov's verdict.
     """
-    text = " ".join(str(message).split())
+    text = escape_controls(" ".join(str(message).split()))
     if category.__module__.split(".")[0] == "ragcov":
         return f"ragcov: warning: {text}\n"
     return f"ragcov: warning: ({_origin(filename)}) {text}\n"
@@ -76,20 +84,16 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(1)
         raise
     except RagcovError as exc:
-        err.print(f"ragcov: error: {exc}", markup=False)
-        sys.exit(1)
+        _fail(str(exc))
     except KeyboardInterrupt:
         err.print(INTERRUPTED, markup=False)
         sys.exit(130)
     except sqlite3.Error as exc:  # a data file damaged in a way the readers did not foresee
-        err.print(f"ragcov: error: data file: {exc}", markup=False)
-        sys.exit(1)
+        _fail(f"data file: {exc}")
     except OSError as exc:
-        err.print(f"ragcov: error: {_os_error(exc)}", markup=False)
-        sys.exit(1)
+        _fail(_os_error(exc))
     except RecursionError:
-        err.print("ragcov: error: input nested too deeply to read", markup=False)
-        sys.exit(1)
+        _fail("input nested too deeply to read")
     finally:
         # main() is also called in-process (tests, scripts): leave the host's format as it was.
         warnings.formatwarning = previous_format
