@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -330,3 +331,85 @@ def test_the_pytest_plugins_summary_escapes_control_characters(escape_workdir):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "\x1b" not in proc.stdout and "\x00" not in proc.stdout
     assert "europe\\x1b[2J" in proc.stdout and "tokyo\\x1b]0;owned\\x07" in proc.stdout
+
+
+# ------------------------------------------------ the OpenAI generator's deadline
+COMPLETION = json.dumps({
+    "id": "x", "object": "text_completion", "created": 0, "model": "m",
+    "choices": [{"index": 0, "text": " Which city is the capital of France?",
+                 "finish_reason": "stop", "logprobs": None}]}).encode()
+
+
+@pytest.fixture
+def trickling_llm() -> Iterator[str]:
+    """A FAKE OpenAI-compatible server on 127.0.0.1 that sends its reply one byte every
+    0.1 s (about 30 s in all), each byte well inside any per-read timeout.
+
+    Fake because no real LLM server can be made to trickle on demand; it answers the
+    way one behind a stalled proxy does."""
+    stop = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            reply = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(COMPLETION)) + COMPLETION
+            try:
+                for i in range(len(reply)):
+                    if stop.wait(0.1):
+                        return
+                    self.wfile.write(reply[i:i + 1])
+                    self.wfile.flush()
+            except OSError:  # the client hung up at its deadline
+                self.close_connection = True
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    stop.set()
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(5)
+
+
+def test_openai_generator_timeout_is_a_deadline_for_the_whole_request(trickling_llm):
+    from ragcov.generation import GenerationError, OpenAIGenerator
+
+    generator = OpenAIGenerator("m", base_url=trickling_llm, api_key_env="RAGCOV_NO_SUCH_KEY",
+                                mode="completion", timeout=1, retries=1, backoff=0.01)
+    start = time.monotonic()
+    with pytest.raises(GenerationError) as info:
+        generator.generate(["Paris is the capital of France."], attempt=1, seed=1)
+    elapsed = time.monotonic() - start
+    assert elapsed < 4, f"two 1 s deadlines took {elapsed:.1f} s"
+    assert str(info.value) == (f"{trickling_llm}: gave up after 2 requests: request timed out "
+                               "after 1 s (the deadline for the whole request)")
+
+
+def test_generate_command_with_a_trickling_server_ends_at_its_deadline(trickling_llm, tmp_path,
+                                                                       city_corpus_file):
+    start = time.monotonic()
+    proc = ragcov("generate", "--corpus", str(city_corpus_file), "--generator", "openai",
+                  "--base-url", trickling_llm, "--model", "m", "--mode", "completion",
+                  "--api-key-env", "RAGCOV_NO_SUCH_KEY", "--timeout", "2", "--retries", "0",
+                  "--retriever", "bm25", "--budget", "1", "--max-calls", "1",
+                  "-o", "suite.jsonl", "-q", cwd=tmp_path, timeout=60)
+    elapsed = time.monotonic() - start
+    assert elapsed < 15, f"a 2 s deadline took {elapsed:.1f} s"
+    assert_one_line_error(proc, f"{trickling_llm}: gave up after 1 requests: request timed out "
+                                "after 2 s (the deadline for the whole request)")
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf")])
+def test_openai_generator_refuses_a_timeout_that_is_no_deadline(timeout):
+    from ragcov.generation import OpenAIGenerator
+
+    with pytest.raises(RagcovError, match="timeout must be a finite number of seconds above 0"):
+        OpenAIGenerator("m", base_url="http://127.0.0.1:9/v1", api_key_env="RAGCOV_NO_SUCH_KEY",
+                        timeout=timeout)
