@@ -413,3 +413,101 @@ def test_openai_generator_refuses_a_timeout_that_is_no_deadline(timeout):
     with pytest.raises(RagcovError, match="timeout must be a finite number of seconds above 0"):
         OpenAIGenerator("m", base_url="http://127.0.0.1:9/v1", api_key_env="RAGCOV_NO_SUCH_KEY",
                         timeout=timeout)
+
+
+# ------------------------------------------------ one line, not a traceback
+def test_lone_surrogate_in_the_corpus_is_a_one_line_error(tmp_path):
+    (tmp_path / "corpus.jsonl").write_text(
+        '{"id": "a", "doc_id": "d", "text": "fine \\ud83d\\ude00 pair"}\n'
+        '{"id": "b", "doc_id": "d", "text": "broken \\ud800 half"}\n', encoding="utf-8")
+    write_jsonl(tmp_path / "queries.jsonl", [{"id": "q", "question": "broken"}])
+    proc = ragcov("run", "--corpus", "corpus.jsonl", "--queries", "queries.jsonl",
+                  "--retriever", "bm25", cwd=tmp_path)
+    assert_one_line_error(proc, "corpus.jsonl:2: holds a lone UTF-16 surrogate (\\ud800)")
+    assert not (tmp_path / ".ragcov").exists()
+    # The same in a JSON (not JSON lines) file, with its line.
+    from ragcov.files import load_json
+
+    (tmp_path / "doc.json").write_text('{"ok": "\\ud83d\\ude00",\n "bad": ["\\udfff"]}',
+                                       encoding="utf-8")
+    with pytest.raises(RagcovError, match=r"doc.json:2: holds a lone UTF-16 surrogate"):
+        load_json(tmp_path / "doc.json")
+
+
+@pytest.mark.parametrize("name, content, words", [
+    ("ragcov.toml", b"k = 3\n# \xff\n", "ragcov.toml:2: not UTF-8 text"),
+    ("pyproject.toml", b"[tool]\nragcov = 5\n", "pyproject.toml: [tool.ragcov] must be a table"),
+], ids=["0xff-in-ragcov.toml", "tool.ragcov-not-a-table"])
+def test_broken_settings_files_are_one_line_errors(tmp_path, name, content, words):
+    (tmp_path / name).write_bytes(content)
+    assert_one_line_error(ragcov("report", cwd=tmp_path), words)
+
+
+def test_a_pyproject_whose_tool_is_not_a_table_has_no_ragcov_settings(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("tool = 5\n", encoding="utf-8")
+    assert_one_line_error(ragcov("report", cwd=tmp_path), "no data file")
+
+
+@pytest.mark.parametrize("spec", ["os:getcwd", "json:loads"])
+def test_a_function_that_cannot_take_query_and_k_is_refused_before_the_run(tmp_path,
+                                                                          city_corpus_file, spec):
+    write_jsonl(tmp_path / "queries.jsonl", [{"id": "q", "question": "capital"}])
+    proc = ragcov("run", "--corpus", str(city_corpus_file), "--queries", "queries.jsonl",
+                  "--retriever", spec, cwd=tmp_path)
+    assert_one_line_error(proc, f"{spec} cannot be called as a retriever, fn(query, k) -> ids")
+    assert not (tmp_path / ".ragcov").exists()
+
+
+def test_http_retriever_without_httpx_is_a_one_line_error(tmp_path, city_corpus_file):
+    # FAKE: an httpx module that fails to import, first on the path, stands in for an
+    # environment without the extra (httpx is installed here and cannot be removed).
+    missing = tmp_path / "no_httpx"
+    missing.mkdir()
+    (missing / "httpx.py").write_text('raise ImportError("No module named \'httpx\'")\n',
+                                      encoding="utf-8")
+    write_jsonl(tmp_path / "queries.jsonl", [{"id": "q", "question": "capital"}])
+    proc = ragcov("run", "--corpus", str(city_corpus_file), "--queries", "queries.jsonl",
+                  "--retriever", "http://127.0.0.1:9/search", cwd=tmp_path,
+                  env={"PYTHONPATH": f"{missing}{os.pathsep}{SRC}"})
+    assert_one_line_error(proc, "the HTTP retriever needs httpx: pip install "
+                                "'ragcov[integrations]' (No module named 'httpx')")
+
+
+def test_ctrl_c_while_ragcov_is_starting_exits_130_with_one_line(tmp_path, city_corpus_file):
+    """SIGINT to a real child at several moments of its start-up (its imports take about
+    0.35 s and more on a busy machine), then while the command runs."""
+    import re
+    import signal
+
+    # A retriever module that takes a minute to import: the command is still running
+    # when the last signal is sent, whatever this machine's speed.
+    (tmp_path / "slow_retriever.py").write_text(
+        "import time\ntime.sleep(60)\n\ndef retrieve(query, k):\n    return []\n",
+        encoding="utf-8")
+    write_jsonl(tmp_path / "queries.jsonl", [{"id": "q", "question": "capital"}])
+    environ = {**os.environ, "PYTHONPATH": SRC}
+    for offset in (0.05, 0.1, 0.2, 0.35, 0.6):
+        child = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "ragcov", "run", "--corpus",
+             str(city_corpus_file), "--queries", "queries.jsonl", "--retriever",
+             "slow_retriever:retrieve"], cwd=tmp_path, env=environ, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        # -X importtime names each module as its import ends: the clock starts when the
+        # ragcov package itself is in, so every offset lands in ragcov's own start-up.
+        assert child.stderr is not None
+        lines = []
+        for line in child.stderr:
+            lines.append(line)
+            if re.search(r"\|\s+ragcov$", line.rstrip()):
+                break
+        time.sleep(offset)
+        child.send_signal(signal.SIGINT)
+        try:
+            rest = child.communicate(timeout=30)[1]
+        except subprocess.TimeoutExpired:
+            child.kill()
+            raise
+        said = [line for line in lines + rest.splitlines(keepends=True)
+                if not line.startswith("import time:")]
+        assert child.returncode == 130, (offset, child.returncode, "".join(said)[-2000:])
+        assert len(said) == 1 and said[0].startswith("ragcov: interrupted"), (offset, said)

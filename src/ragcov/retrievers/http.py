@@ -56,6 +56,16 @@ RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 60.0
 
 
+def _import_httpx() -> Any:
+    """httpx, or the one-line error saying how to install it, before any query is sent."""
+    try:
+        import httpx
+    except ImportError as exc:  # an extra not installed, or an install that is broken
+        raise RagcovError("the HTTP retriever needs httpx: pip install 'ragcov[integrations]' "
+                          f"({exc})") from exc
+    return httpx
+
+
 class _TimedOut(Retryable):
     """An attempt that ended at its deadline."""
 
@@ -121,6 +131,7 @@ class HTTPRetriever:
                                                 opts["api_key_prefix"]))
         self._clean = Scrubber(url, self._headers, self._secret)
         self.requests_sent = 0
+        self._httpx = _import_httpx()
         self._client: Any = None
         self._watchdog = Watchdog()
 
@@ -169,14 +180,9 @@ class HTTPRetriever:
     # ----------------------------------------------------------- internals
     def _http(self) -> Any:
         if self._client is None:
-            try:
-                import httpx
-            except ImportError as exc:  # pragma: no cover - depends on installed extras
-                raise RagcovError(
-                    "the HTTP retriever needs httpx: pip install 'ragcov[integrations]'") from exc
             # No redirects: a custom key header would follow them to another host.
-            self._client = httpx.Client(timeout=self.timeout, headers=self._headers,
-                                        follow_redirects=False)
+            self._client = self._httpx.Client(timeout=self.timeout, headers=self._headers,
+                                              follow_redirects=False)
         return self._client
 
     def _one(self, query: str, k: int) -> Ranked:
@@ -221,8 +227,7 @@ class HTTPRetriever:
     def _send(self, payload: dict[str, Any]) -> Any:
         """One attempt under the deadline: the reply, read in full; a failure that may pass
         (the connection, the deadline) raises :class:`~ragcov.retry.Retryable`."""
-        import httpx
-
+        httpx = self._httpx
         client = self._http()
         with self._watchdog.attempt(self.timeout) as expired:
             try:
