@@ -511,3 +511,19 @@ def test_ctrl_c_while_ragcov_is_starting_exits_130_with_one_line(tmp_path, city_
                 if not line.startswith("import time:")]
         assert child.returncode == 130, (offset, child.returncode, "".join(said)[-2000:])
         assert len(said) == 1 and said[0].startswith("ragcov: interrupted"), (offset, said)
+
+
+# ------------------------------------------------ k that takes the whole corpus
+def test_k_at_least_the_corpus_size_is_said_once(tmp_path, city_corpus_file):
+    write_jsonl(tmp_path / "queries.jsonl", [{"id": f"q{i}", "question": q} for i, q in
+                                             enumerate(["capital", "plants", "dividends"])])
+    proc = ragcov("run", "--corpus", str(city_corpus_file), "--queries", "queries.jsonl",
+                  "--retriever", "bm25", "--k", "100", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "ragcov: warning: k=100 is at least the corpus's 8 chunks: every query may retrieve "
+        "the whole corpus, so coverage says little about the retriever; choose k well below "
+        "the number of chunks"]
+    proc = ragcov("run", "--corpus", str(city_corpus_file), "--queries", "queries.jsonl",
+                  "--retriever", "bm25", "--k", "7", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
