@@ -26,7 +26,7 @@ from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
 from ragcov.retrievers.bm25 import BM25Retriever
 from ragcov.retrievers.http_secrets import Scrubber
-from ragcov.user_warnings import RetrievalWarning
+from ragcov.user_warnings import CredentialWarning, RetrievalWarning
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -220,6 +220,26 @@ def test_the_api_key_wins_over_the_urls_user_and_says_so(echo_server, http_workd
     assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
     assert echo_server.headers[-1]["Authorization"] == f"Basic {BASIC_USER}"
     assert echo_server.headers[-1]["X-Key"] == f"Bearer {KEY}"
+
+
+
+def test_a_known_secret_in_the_extra_body_fields_is_not_recorded(echo_server, city_corpus,
+                                                                   tmp_path, monkeypatch):
+    from ragcov.api import measure
+    from ragcov.retrievers.http import HTTPRetriever
+    from ragcov.suite import Suite
+
+    monkeypatch.setenv("RAGCOV_HTTP_API_KEY", KEY)
+    with pytest.warns(CredentialWarning, match="user:password is not sent"):
+        retriever = HTTPRetriever(f"{echo_server.with_user}/ok", retries=0, body={
+            "collection": "docs", "auth": {"key": KEY}, "who": [USER]})
+    assert retriever.fingerprint()["body"] == {"collection": "docs", "auth": {"key": "***"},
+                                               "who": ["***"]}
+    data = tmp_path / "cov.ragcov"
+    measure(city_corpus, Suite.from_texts(["Paris"]), retriever, k=1, data_file=data,
+            progress=False)
+    stored = data.read_bytes()
+    assert KEY.encode() not in stored and USER.encode() not in stored
 
 
 # ------------------------------------------------ control characters in ids

@@ -168,8 +168,18 @@ class HTTPRetriever:
         if self.scores_path:
             fp["scores"] = self.scores_path
         if self.body:
-            fp["body"] = self.body
+            # Written to the data file: a known secret among the extra fields is not.
+            fp["body"] = self._scrubbed(self.body)
         return fp
+
+    def _scrubbed(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._clean(value)
+        if isinstance(value, dict):
+            return {self._scrubbed(key): self._scrubbed(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._scrubbed(item) for item in value]
+        return value
 
     def close(self) -> None:
         if self._client is not None:
