@@ -19,7 +19,7 @@ from ragcov.corpus import Corpus
 from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
-from ragcov.retrieval import Run, run_retriever, validate_k
+from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
 from ragcov.suite import Suite
 from ragcov.summary import CoverageSummary, summarize
 from ragcov.summary import fails_under as _fails_under
@@ -47,6 +47,7 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     validate_k(k)
     if len(suite) == 0:
         raise RagcovError("the suite is empty (no queries)")
+    warn_if_k_takes_the_corpus(k, len(corpus))
     todo = [(q.id, q.text) for q in suite]
     data = CoverageData(data_file) if data_file is not None else None
     # Refuse a file that cannot take this run before any retrieval work, not after it.

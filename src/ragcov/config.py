@@ -32,8 +32,13 @@ def find_config(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None
             return own, _load(own)
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
-            section = _load(pyproject).get("tool", {}).get("ragcov")
+            tool = _load(pyproject).get("tool")
+            # ``tool`` that is no table is another tool's problem: there is no ragcov section.
+            section = tool.get("ragcov") if isinstance(tool, dict) else None
             if section is not None:
+                if not isinstance(section, dict):
+                    raise RagcovError(f"{_shown_path(pyproject)}: [tool.ragcov] must be a table of "
+                                      f"settings, got {type(section).__name__} {section!r}")
                 return pyproject, section
     return None
 
@@ -52,9 +57,11 @@ def read_config(path: Path) -> tuple[Path, dict[str, Any]]:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    from ragcov.files import read_text
+
+    text = read_text(path)  # bytes that are not UTF-8: an error naming the line
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RagcovError(f"{path}: invalid TOML ({exc})") from exc
 

@@ -48,10 +48,10 @@ from ragcov.data import DEFAULT_DATA_FILE, CoverageData
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.progress import progress_bar, status
-from ragcov.retrieval import Run, run_retriever, validate_k
+from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
 from ragcov.retrievers.resolver import AdapterWarning
 from ragcov.suite import Suite
-from ragcov.user_warnings import RetrievalWarning
+from ragcov.user_warnings import CredentialWarning, RetrievalWarning
 
 # Retrievers built on a worker, by run token: one build per worker per run.
 _WORKER_RETRIEVERS: dict[str, Any] = {}
@@ -115,7 +115,8 @@ def _build_retriever(spec: dict[str, Any], corpus: Corpus, shared: dict[str, Any
 # Dask's; it is caught there and sent back, and the driver warns once per message.
 Caught = list[tuple[str, str]]
 _CATEGORIES: dict[str, type[Warning]] = {c.__name__: c for c in (
-    AdapterWarning, RetrievalWarning, UserWarning, RuntimeWarning, DeprecationWarning, FutureWarning)}
+    AdapterWarning, CredentialWarning, RetrievalWarning, UserWarning, RuntimeWarning,
+    DeprecationWarning, FutureWarning)}
 
 
 @contextlib.contextmanager
@@ -289,6 +290,7 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
         raise RagcovError("the suite is empty (no queries)")
     if partitions is not None and partitions < 1:
         raise RagcovError(f"--partitions must be at least 1, got {partitions}")
+    warn_if_k_takes_the_corpus(k, len(corpus))
     if retriever == "dense":
         from ragcov.retrievers.dense import INDEX_KINDS
 

@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -54,6 +55,8 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
             raise InputFormatError(path, lineno, f"invalid JSON ({exc.msg})") from exc
         if not isinstance(obj, dict):
             raise InputFormatError(path, lineno, "expected a JSON object")
+        if _SURROGATE_ESCAPE.search(line):
+            _refuse_lone_surrogates(obj, path, lineno)
         yield lineno, obj
 
 
@@ -96,9 +99,47 @@ def _csv_problem(exc: csv.Error) -> str:
 def load_json(path: str | os.PathLike[str]) -> Any:
     text = read_text(path)
     try:
-        return json.loads(text)
+        obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputFormatError(path, exc.lineno, f"invalid JSON ({exc.msg})") from exc
+    lone = next((m for m in _SURROGATE_ESCAPE.finditer(text) if not _paired(text, m)), None)
+    if lone is not None:
+        _refuse_lone_surrogates(obj, path, text.count("\n", 0, lone.start()) + 1)
+    return obj
+
+
+# JSON may escape half of a UTF-16 pair on its own ("\ud800"): Python reads it as a
+# lone surrogate, which no UTF-8 file, hash or database can take, so it is refused
+# here, with its line, before it fails somewhere far from its cause.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\\ud800-\\udfff]")
+
+
+def _paired(text: str, escape: re.Match[str]) -> bool:
+    """Whether a surrogate escape is half of a pair (high then low), so not lone."""
+    if int(escape.group()[2:], 16) < 0xDC00:  # a high half: a low one must follow
+        low = _SURROGATE_ESCAPE.match(text, escape.end())
+        return low is not None and int(low.group()[2:], 16) >= 0xDC00
+    high = _SURROGATE_ESCAPE.match(text, escape.start() - 6) if escape.start() >= 6 else None
+    return high is not None and int(high.group()[2:], 16) < 0xDC00
+
+
+def _refuse_lone_surrogates(obj: Any, path: str | os.PathLike[str], line: int) -> None:
+    """A paired escape decodes to one character; any surrogate left is a lone one."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found:
+                raise InputFormatError(path, line, f"holds a lone UTF-16 surrogate "
+                                                   f"(\\u{ord(found.group()):04x}), which is not "
+                                                   "text; fix the writer that split the pair")
 
 
 def cache_dir() -> Path:

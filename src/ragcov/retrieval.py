@@ -72,6 +72,17 @@ def validate_k(k: int) -> int:
     return k
 
 
+def warn_if_k_takes_the_corpus(k: int, n_chunks: int) -> None:
+    """Warn when the top k is the whole corpus: coverage then says nothing about retrieval
+    (a dense retriever returns every chunk, so every run reads 100%)."""
+    if 0 < n_chunks <= k:
+        from ragcov.user_warnings import RetrievalWarning, warn
+
+        warn(f"k={k} is at least the corpus's {n_chunks} chunk{'s' if n_chunks != 1 else ''}: "
+             "every query may retrieve the whole corpus, so coverage says little about the "
+             "retriever; choose k well below the number of chunks", RetrievalWarning)
+
+
 # A mismatch between the retriever's ids and the corpus is judged on this many queries
 # (sooner when one query's ids are all unknown), not after the whole suite.
 PROBE_QUERIES = 8

@@ -26,6 +26,10 @@ class RetrievalWarning(UserWarning):
     """A query or setting that makes a measured coverage say less than it seems."""
 
 
+class CredentialWarning(UserWarning):
+    """A credential the user gave is not sent, because another one takes its place."""
+
+
 def _ours_or_a_library(filename: str) -> bool:
     path = os.path.abspath(filename) if not filename.startswith("<") else filename
     return (path.startswith(_RAGCOV) or path.startswith(_LIBRARIES) or filename.startswith("<")

@@ -1,13 +1,76 @@
 """The ``ragcov`` command line: thin typer commands over :mod:`ragcov.api`.
 
-``app`` registers every command (``app.py``); ``main`` runs it and turns expected
-failures into one line (``main.py``); one module per command group parses options
+``app`` registers every command (``commands.py``); ``main`` runs it and turns expected
+failures into one line (``entry.py``); one module per command group parses options
 and prints, and the options shared by several commands live in ``options.py``.
+
+This package imports none of them until asked: loading the commands takes a good
+part of a second, and a Ctrl-C in that time must end the command as a Ctrl-C later
+does (one line, exit 130), which only code already running can arrange.
 """
 
 from __future__ import annotations
 
-from ragcov.cli.commands import app
-from ragcov.cli.entry import main
+import signal
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragcov.cli.commands import app
 
 __all__ = ["app", "main"]
+
+INTERRUPTED_AT_START = "ragcov: interrupted (before the command started; nothing was written)"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, as ragcov's own SIGINT handler raises it.
+
+    When a plain KeyboardInterrupt passes through certain frames (module imports run
+    by C code), CPython remembers it and, at exit, kills the process with SIGINT
+    (status -2) even though the exception was caught and exit 130 was asked for. A
+    subclass is not remembered, and every ``except KeyboardInterrupt`` still catches it.
+    """
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    raise Interrupted
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The ``ragcov`` command (its console script and ``python -m ragcov``)."""
+    previous = _handle_sigint()
+    try:
+        try:
+            from ragcov.cli.entry import main as run
+        except KeyboardInterrupt:
+            sys.stderr.write(INTERRUPTED_AT_START + "\n")
+            sys.exit(130)
+        run(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _handle_sigint() -> Any:
+    """Install :func:`_on_sigint` where Python's own handler is; the one replaced, or None.
+
+    A host that set its own handler (or a call from another thread, where handlers
+    cannot be set) keeps what it has.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    current = signal.getsignal(signal.SIGINT)
+    if current is not signal.default_int_handler:
+        return None
+    signal.signal(signal.SIGINT, _on_sigint)
+    return current
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from ragcov.cli.commands import app
+
+        return app
+    raise AttributeError(f"module 'ragcov.cli' has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """``python -m ragcov.cli``: the same as the ``ragcov`` command."""
 
-from ragcov.cli.entry import main
+from ragcov.cli import main
 
 main()

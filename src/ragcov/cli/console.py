@@ -2,7 +2,33 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+from collections.abc import Iterable
+from typing import Any
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+from rich.console import Console
+from rich.segment import Segment
+
+from ragcov.controls import CONTROL, escape_controls
+
+
+class Terminal(Console):
+    """A console that writes control characters in printed text as ``\\x1b``.
+
+    Ids and texts from users' data reach every report and message; escaping them at
+    the one place text becomes output covers all of them. rich's own control codes
+    (cursor moves, styles) are not text and pass unchanged. Strings are escaped before
+    rich reads them too, or it would drop a BEL or a carriage return unseen.
+    """
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:
+        return super().render_str(escape_controls(text, keep="\n\t"), **kwargs)
+
+    def render(self, renderable: Any, options: Any = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control is None and CONTROL.search(segment.text) is not None:
+                segment = Segment(escape_controls(segment.text, keep="\n\t"), segment.style)
+            yield segment
+
+
+out = Terminal(highlight=False, soft_wrap=True)
+err = Terminal(stderr=True, highlight=False, soft_wrap=True)

@@ -20,6 +20,7 @@ except ImportError:  # pragma: no cover
 
 from ragcov.cli.commands import app
 from ragcov.cli.console import err
+from ragcov.controls import escape_controls
 from ragcov.errors import RagcovError
 
 
@@ -42,6 +43,13 @@ def _usage_line(exc: click.ClickException) -> str:
     return f"ragcov: error: {message}"
 
 
+def _fail(message: str) -> None:
+    """The one line a failure prints: control characters escaped (an id in it could
+    otherwise retitle or clear the terminal, or break the line in two)."""
+    err.print(f"ragcov: error: {escape_controls(message)}", markup=False)
+    sys.exit(1)
+
+
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
                       lineno: int, line: str | None = None, issuer: str | None = None) -> str:
     """Warnings for users, not developers: one line, no source line.
@@ -49,7 +57,7 @@ def _one_line_warning(message: Warning | str, category: type[Warning], filename:
     ragcov's own warnings speak for ragcov; any other library's (dask's "port in use")
     is labelled with that library, so nobody reads it as ragcov's verdict.
     """
-    text = " ".join(str(message).split())
+    text = escape_controls(" ".join(str(message).split()))
     label = _library(category, filename, issuer)
     return f"ragcov: warning: {text}\n" if label is None else \
         f"ragcov: warning: ({label}) {text}\n"
@@ -144,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.NoArgsIsHelpError:
         sys.exit(1)  # the help is already printed
     except click.ClickException as exc:
-        err.print(_usage_line(exc), markup=False)
+        err.print(escape_controls(_usage_line(exc)), markup=False)
         # As coverage.py: 1 for a usage error, 2 only for coverage under --fail-under,
         # so CI can tell "the gate failed" from "the command was wrong".
         sys.exit(1)
@@ -152,20 +160,16 @@ def main(argv: list[str] | None = None) -> None:
         err.print(INTERRUPTED, markup=False)
         sys.exit(130)
     except RagcovError as exc:
-        err.print(f"ragcov: error: {exc}", markup=False)
-        sys.exit(1)
+        _fail(str(exc))
     except KeyboardInterrupt:
         err.print(INTERRUPTED, markup=False)
         sys.exit(130)
     except sqlite3.Error as exc:  # a data file damaged in a way the readers did not foresee
-        err.print(f"ragcov: error: data file: {exc}", markup=False)
-        sys.exit(1)
+        _fail(f"data file: {exc}")
     except OSError as exc:
-        err.print(f"ragcov: error: {_os_error(exc)}", markup=False)
-        sys.exit(1)
+        _fail(_os_error(exc))
     except RecursionError:
-        err.print("ragcov: error: input nested too deeply to read", markup=False)
-        sys.exit(1)
+        _fail("input nested too deeply to read")
     finally:
         # main() is also called in-process (tests, scripts): leave the host's format as it was.
         warnings.formatwarning, warnings.showwarning = previous_format, previous_show

@@ -76,7 +76,8 @@ def generate(
     seed: Annotated[int, typer.Option(help="Seed for target draws and LLM sampling.")] = 0,
     temperature: Annotated[float, typer.Option(help="LLM sampling temperature.")] = 0.7,
     max_tokens: Annotated[int, typer.Option(help="Tokens per LLM answer at most.")] = 48,
-    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.")] = 60.0,
+    timeout: Annotated[float, typer.Option(
+        help="Seconds each HTTP request may take in all (a deadline).")] = 60.0,
     retries: Annotated[int, typer.Option(
         help="Retries of a failed HTTP request (timeouts, 429, 5xx, malformed replies).")] = 4,
     ragas: Annotated[Path | None, typer.Option(

@@ -4,10 +4,16 @@ What is worth retrying (timeouts, 429, 5xx, a reply that cannot be read) is
 retried with exponential backoff by :mod:`ragcov.retry`, and the generator gives
 up with a clear error; the API key is read from the environment at start-up and
 kept only in the client.
+
+``timeout`` is each request's deadline, as for the HTTP retriever: the client's own
+timeouts bound each read, so a server that sends a byte at a time would hold a
+request forever; the retriever's :class:`~ragcov.retrievers.http_deadline.Watchdog`
+shuts the request's connection down when its seconds are up.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +28,7 @@ from ragcov.generation.base import (
     short,
 )
 from ragcov.generation.templates import PromptTemplate, load_template
+from ragcov.retrievers.http_deadline import Watchdog
 from ragcov.retry import Backoff, GaveUp, Retryable, parse_retry_after, retrying
 
 
@@ -42,6 +49,10 @@ class OpenAIGenerator:
             raise RagcovError("the openai generator needs the 'llm' extra "
                               "(pip install 'ragcov[llm]')") from exc
         check_mode(mode)
+        if isinstance(timeout, bool) or not (isinstance(timeout, (int, float))
+                                             and math.isfinite(timeout) and timeout > 0):
+            raise RagcovError(f"the openai generator's timeout must be a finite number of "
+                              f"seconds above 0, got {timeout!r}")
         if not model:
             raise RagcovError("the openai generator needs --model (the served model's name)")
         key = os.environ.get(api_key_env) if api_key_env else None
@@ -60,9 +71,12 @@ class OpenAIGenerator:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.sleep = sleep
+        self.timeout = float(timeout)
         self._openai = openai
+        self._watchdog = Watchdog()
         self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout,
-                                     max_retries=0)
+                                     max_retries=0,
+                                     http_client=_watched_client(openai, self._watchdog, timeout))
 
     def _request(self, prompt: str, seed: int) -> tuple[str, Any]:
         if self.mode == "completion":
@@ -83,7 +97,15 @@ class OpenAIGenerator:
         """One request; a failure that may pass raises :class:`~ragcov.retry.Retryable`."""
         oa = self._openai
         try:
-            return self._request(prompt, seed)
+            with self._watchdog.attempt(self.timeout) as expired:
+                try:
+                    return self._request(prompt, seed)
+                except (oa.APIConnectionError, oa.APIResponseValidationError, ValueError,
+                        TypeError, AttributeError, IndexError, KeyError) as exc:
+                    if expired.is_set():  # the deadline shut the connection down
+                        raise Retryable(f"request timed out after {self.timeout:g} s (the "
+                                        "deadline for the whole request)") from exc
+                    raise
         except oa.RateLimitError as exc:
             raise Retryable("rate limited (429)", _retry_after(exc)) from exc
         except oa.APITimeoutError as exc:
@@ -117,6 +139,18 @@ class OpenAIGenerator:
         except GaveUp as exc:
             raise GenerationError(f"{self.base_url or 'OpenAI'}: gave up after "
                                   f"{exc.attempts} requests: {exc.last.reason}") from None
+
+
+def _watched_client(openai: Any, watchdog: Watchdog, timeout: float) -> Any:
+    """The SDK's own HTTP client (its defaults kept), with every request traced by the
+    watchdog so the sockets it opens can be shut at the deadline."""
+
+    class WatchedClient(openai.DefaultHttpxClient):  # type: ignore[misc,name-defined]
+        def send(self, request: Any, **kwargs: Any) -> Any:
+            request.extensions = {**request.extensions, "trace": watchdog.trace}
+            return super().send(request, **kwargs)
+
+    return WatchedClient(timeout=timeout)
 
 
 def _usage(usage: Any, field: str) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ragcov.controls import escape_controls
 from ragcov.pytest_plugin.options import Settings
 from ragcov.pytest_plugin.recorder import Recorder, activate, deactivate
 from ragcov.pytest_plugin.reports import fail_under_line, write_reports
@@ -139,6 +140,7 @@ class _Session:
         terminalreporter.write_sep("-", "ragcov: chunk coverage")
         for line in self.lines:
             red = line.startswith("FAIL")
-            terminalreporter.write_line(line, red=red, bold=red)
+            # The table names documents and chunks from the user's data.
+            terminalreporter.write_line(escape_controls(line, keep="\n"), red=red, bold=red)
         if self.error:
-            terminalreporter.write_line(self.error, red=True, bold=True)
+            terminalreporter.write_line(escape_controls(self.error), red=True, bold=True)

@@ -4,6 +4,7 @@ Documents are files (``class`` elements, grouped into ``package`` elements by th
 folder part of the document id, as coverage.py groups modules by directory), chunks
 are lines (see :mod:`ragcov.report.ci_lines`). There are no branches: branch rates
 are 0 of 0 and written as 0, as coverage.py writes them without branch measurement.
+A document id holding a control character, which XML cannot carry, is refused.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from collections.abc import Sequence
 from xml.dom import minidom
 
+from ragcov.controls import refuse_controls
 from ragcov.report.ci_lines import FileLines
 
 DTD_URL = "http://cobertura.sourceforge.net/xml/coverage-04.dtd"
@@ -44,10 +46,11 @@ def cobertura_xml(files: Sequence[FileLines], version: str, source: str = ".",
         root.setAttribute(name, value)
     sources = root.appendChild(doc.createElement("sources"))
     src = sources.appendChild(doc.createElement("source"))
-    src.appendChild(doc.createTextNode(source))
+    src.appendChild(doc.createTextNode(refuse_controls(source, "source", "Cobertura XML")))
     packages = root.appendChild(doc.createElement("packages"))
     grouped: dict[str, list[FileLines]] = {}
     for f in files:
+        refuse_controls(f.name, "document id", "Cobertura XML")
         grouped.setdefault(package_of(f.name), []).append(f)
     for pkg_name in sorted(grouped):
         members = grouped[pkg_name]

@@ -8,6 +8,7 @@ and the item, instead of being recorded as something else.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import numbers
 from collections.abc import Callable, Sequence
@@ -51,7 +52,22 @@ class CallableRetriever:
             raise RagcovError(f"{fn!r} is not callable")
         self.fn = fn
         self.name = name or qualname(fn)
+        self._check_callable_as_retriever()
         self.resolver = IdResolver(corpus, "retriever")
+
+    def _check_callable_as_retriever(self) -> None:
+        """Refuse, before any query, a function that cannot take ``(query, k)``: named by
+        mistake (``--retriever os:getcwd``) it would fail on the first query with a
+        TypeError from deep inside the run."""
+        try:
+            signature = inspect.signature(self.fn)
+        except (TypeError, ValueError):  # some builtins have none: the first call tells
+            return
+        try:
+            signature.bind("query", 1)
+        except TypeError as exc:
+            raise RagcovError(f"{self.name} cannot be called as a retriever, fn(query, k) -> "
+                              f"ids: {exc}") from None
 
     def retrieve(self, texts: Sequence[str], k: int) -> list[Ranked]:
         results: list[Ranked] = []

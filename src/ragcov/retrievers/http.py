@@ -15,8 +15,11 @@ along to wherever they point); a 3xx is an error naming its ``Location``.
 Failures that may pass (connection errors, timeouts, 429 and 5xx) are retried
 with exponential backoff, honouring ``Retry-After`` (:mod:`ragcov.retry`). An API
 key is read from the environment variable named by ``api_key_env`` and sent as a
-header; it and the URL's other secrets never reach a message, the repr or the
-fingerprint (:mod:`~ragcov.retrievers.http_secrets`).
+header; a ``user:password@`` in the URL is sent as HTTP Basic, except when the API
+key goes in the ``Authorization`` header too: then the key is sent, and a warning
+says the URL's pair is not. Neither, nor the URL's other secrets, reaches a
+message, a returned id, the repr or the fingerprint, raw or encoded
+(:mod:`~ragcov.retrievers.http_secrets`).
 """
 
 from __future__ import annotations
@@ -37,14 +40,30 @@ from ragcov.retrievers.http_options import (
     whole,
 )
 from ragcov.retrievers.http_reply import parse_path, read_ranked
-from ragcov.retrievers.http_secrets import Scrubber, redact_url
+from ragcov.retrievers.http_secrets import (
+    Scrubber,
+    basic_credentials,
+    redact_url,
+    split_credentials,
+)
 from ragcov.retry import Backoff, GaveUp, Retryable, parse_retry_after, retrying
+from ragcov.user_warnings import CredentialWarning, warn
 
 if TYPE_CHECKING:
     from ragcov.retrievers.base import Ranked
 
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 60.0
+
+
+def _import_httpx() -> Any:
+    """httpx, or the one-line error saying how to install it, before any query is sent."""
+    try:
+        import httpx
+    except ImportError as exc:  # an extra not installed, or an install that is broken
+        raise RagcovError("the HTTP retriever needs httpx: pip install 'ragcov[integrations]' "
+                          f"({exc})") from exc
+    return httpx
 
 
 class _TimedOut(Retryable):
@@ -90,7 +109,9 @@ class HTTPRetriever:
         unknown.update(merge_fragment(opts, fragment))
         if unknown:
             raise RagcovError(f"unknown HTTP retriever option(s): {', '.join(sorted(unknown))}")
-        self.url = url
+        # Credentials in the URL are sent as Basic by the retriever itself, not by httpx,
+        # so an API key for the same header can take precedence (see _auth_headers).
+        self.url, user, password = split_credentials(url)
         self.ids_path = opts["ids"]
         self.scores_path = opts["scores"]
         for path in (self.ids_path, self.scores_path):
@@ -106,12 +127,32 @@ class HTTPRetriever:
                          **(headers or {})}
         key_env = opts["api_key_env"]
         self._secret: str | None = os.environ.get(key_env) if key_env else None
-        if self._secret:
-            self._headers[opts["api_key_header"]] = f"{opts['api_key_prefix']}{self._secret}"
+        self._headers.update(self._auth_headers(user, password, key_env, opts["api_key_header"],
+                                                opts["api_key_prefix"]))
         self._clean = Scrubber(url, self._headers, self._secret)
         self.requests_sent = 0
+        self._httpx = _import_httpx()
         self._client: Any = None
         self._watchdog = Watchdog()
+
+    def _auth_headers(self, user: str | None, password: str | None, key_env: str,
+                      key_header: str, key_prefix: str) -> dict[str, str]:
+        """The credentials to send: the URL's ``user:password`` as Basic, the API key in
+        its header; when both want ``Authorization``, the API key wins.
+
+        The key is the retriever's own setting for a credential; the URL's pair is often
+        just how the address was copied. Dropping one is said once, not done silently.
+        """
+        sent: dict[str, str] = {}
+        if user is not None or password is not None:
+            sent["Authorization"] = f"Basic {basic_credentials(user, password)}"
+        if self._secret:
+            if key_header.lower() == "authorization" and sent:
+                del sent["Authorization"]
+                warn(f"{redact_url(self.url)}: the URL's user:password is not sent: the API "
+                     f"key from ${key_env} takes the Authorization header", CredentialWarning)
+            sent[key_header] = f"{key_prefix}{self._secret}"
+        return sent
 
     def __repr__(self) -> str:
         return f"HTTPRetriever({redact_url(self.url)!r})"
@@ -127,8 +168,18 @@ class HTTPRetriever:
         if self.scores_path:
             fp["scores"] = self.scores_path
         if self.body:
-            fp["body"] = self.body
+            # Written to the data file: a known secret among the extra fields is not.
+            fp["body"] = self._scrubbed(self.body)
         return fp
+
+    def _scrubbed(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._clean(value)
+        if isinstance(value, dict):
+            return {self._scrubbed(key): self._scrubbed(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._scrubbed(item) for item in value]
+        return value
 
     def close(self) -> None:
         if self._client is not None:
@@ -139,14 +190,9 @@ class HTTPRetriever:
     # ----------------------------------------------------------- internals
     def _http(self) -> Any:
         if self._client is None:
-            try:
-                import httpx
-            except ImportError as exc:  # pragma: no cover - depends on installed extras
-                raise RagcovError(
-                    "the HTTP retriever needs httpx: pip install 'ragcov[integrations]'") from exc
             # No redirects: a custom key header would follow them to another host.
-            self._client = httpx.Client(timeout=self.timeout, headers=self._headers,
-                                        follow_redirects=False)
+            self._client = self._httpx.Client(timeout=self.timeout, headers=self._headers,
+                                              follow_redirects=False)
         return self._client
 
     def _one(self, query: str, k: int) -> Ranked:
@@ -191,8 +237,7 @@ class HTTPRetriever:
     def _send(self, payload: dict[str, Any]) -> Any:
         """One attempt under the deadline: the reply, read in full; a failure that may pass
         (the connection, the deadline) raises :class:`~ragcov.retry.Retryable`."""
-        import httpx
-
+        httpx = self._httpx
         client = self._http()
         with self._watchdog.attempt(self.timeout) as expired:
             try:
@@ -223,7 +268,12 @@ class HTTPRetriever:
             except (json.JSONDecodeError, ValueError) as exc:
                 raise RagcovError(f"{where}: the reply is not JSON: "
                                   f"{self._clean(response.text[:200])!r}") from exc
-            return read_ranked(reply, self.ids_path, self.scores_path, k, where)
+            ranked = read_ranked(reply, self.ids_path, self.scores_path, k, where)
         except RecursionError:
             raise RagcovError(f"{where}: the reply is nested too deeply to read "
                               "(JSON deeper than Python's recursion limit)") from None
+        # An id that echoes a credential back would reach the unknown-id error and,
+        # were it ever a corpus id, the data file.
+        if self._clean.secrets:
+            ranked = [(self._clean(cid), score) for cid, score in ranked]
+        return ranked

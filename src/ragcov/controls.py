@@ -1,0 +1,44 @@
+"""Control characters in ids and texts: escaped on a terminal, refused in XML and lcov.
+
+Chunk and document ids come from users' data and from services. Printed raw, an id
+holding ``ESC]0;...`` retitles the terminal and one holding ``ESC[2J`` clears it;
+XML 1.0 cannot carry most control characters at all, not even as references; and
+a line-based file such as lcov's is split by them. Every terminal line ragcov
+prints goes through :func:`escape_controls`; the file writers refuse with
+:func:`refuse_controls`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ragcov.errors import RagcovError
+
+# C0 and C1 controls and DEL; line and paragraph separators; the bidirectional
+# embeddings, overrides and isolates (they reorder what a terminal shows); lone
+# surrogates, which no UTF-8 stream can carry; U+FFFE and U+FFFF, which XML refuses.
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                     "\ud800-\udfff\ufffe\uffff]")
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str, keep: str = "") -> str:
+    """``text`` with each control character written as ``\\x1b`` or ``\\u2028``; those in
+    ``keep`` (the line breaks of a multi-line report) stay."""
+    if CONTROL.search(text) is None:
+        return text
+    return CONTROL.sub(lambda m: m.group() if m.group() in keep else _escaped(m.group()), text)
+
+
+def refuse_controls(text: str, what: str, fmt: str) -> str:
+    """``text`` itself, or a one-line error naming ``what`` when ``fmt`` cannot carry it."""
+    found = CONTROL.search(text)
+    if found is not None:
+        raise RagcovError(f"{what} '{escape_controls(text)}' holds the control character "
+                          f"U+{ord(found.group()):04X}, which {fmt} cannot carry; rename it "
+                          "or leave this format out")
+    return text
