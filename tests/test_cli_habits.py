@@ -66,10 +66,11 @@ def test_warnings_are_one_line_without_source(tmp_path: Path) -> None:
             warnings.warn("ids matched by content", UserWarning)
             return ["a"]
     """))
-    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "a", "text": "x"}) + "\n")
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "a", "text": "x"}) + "\n"
+                                      + json.dumps({"id": "b", "text": "z"}) + "\n")
     (tmp_path / "q.jsonl").write_text(json.dumps({"id": "q", "text": "y"}) + "\n")
     proc = subprocess.run([sys.executable, "-m", "ragcov", "run", "--corpus", "c.jsonl",
-                           "--queries", "q.jsonl", "--retriever", "chatty:retriever"],
+                           "--queries", "q.jsonl", "--retriever", "chatty:retriever", "-k", "1"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(
                               [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])})

@@ -263,7 +263,7 @@ def escape_workdir(tmp_path) -> Path:
 
 
 def test_control_characters_in_ids_are_escaped_on_the_terminal(escape_workdir):
-    proc = ragcov("report", "--show-missing", cwd=escape_workdir)
+    proc = ragcov("report", "--show-missing", "--show-ids", cwd=escape_workdir)
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout and "\x00" not in proc.stdout
     assert "europe\\x1b[2J" in proc.stdout and "tokyo\\x1b]0;owned\\x07" in proc.stdout
@@ -350,7 +350,7 @@ def test_the_pytest_plugins_summary_escapes_control_characters(escape_workdir):
         cwd=escape_workdir, env=environ, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "\x1b" not in proc.stdout and "\x00" not in proc.stdout
-    assert "europe\\x1b[2J" in proc.stdout and "tokyo\\x1b]0;owned\\x07" in proc.stdout
+    assert "europe\\x1b[2J" in proc.stdout and "asia\\x1b]0;owned\\x07" in proc.stdout
 
 
 # ------------------------------------------------ the OpenAI generator's deadline
