@@ -117,7 +117,19 @@ def test_probes_never_change_the_suite_coverage(capsys, tmp_path: Path, planted:
     assert code == 0, err
     after = {cmd: cli(capsys, *cmd.split(), "--data-file", str(data))[1] for cmd in before}
     assert after["report --format total --precision 6"] == before["report --format total --precision 6"]
-    strip = lambda s: {k: v for k, v in json.loads(s).items() if k != "meta"}  # noqa: E731
+    added = {"status", "displaced_by", "unreachable_reason", "probed_chunks", "reachable_chunks",
+             "unreachable_chunks", "coverage_of_reachable", "workload_ceiling",
+             "coverage_of_ceiling"}
+
+    def strip(text: str) -> dict:
+        """The report less its meta and the fields a probed file adds."""
+        doc = {k: v for k, v in json.loads(text).items() if k != "meta"}
+        doc["totals"] = {k: v for k, v in doc["totals"].items() if k not in added}
+        doc["chunks"] = {c: {k: v for k, v in e.items() if k not in added}
+                         for c, e in doc["chunks"].items()}
+        return doc
+
+    assert "unreachable_chunks" in json.loads(after["json -o -"])["totals"]
     assert strip(after["json -o -"]) == strip(before["json -o -"])
 
 
@@ -217,3 +229,58 @@ def test_lost_gold_from_chunk_qrels(capsys, tmp_path: Path, planted: Path) -> No
     assert f"planted#{K}" in gold["unreachable"]
     assert set(gold["not_covered"]) == {c for c in ("planted#0", f"planted#{K}")
                                         if status[c] != "covered"}
+
+
+def test_reachable_changes_only_the_denominator(capsys, tmp_path: Path, planted: Path) -> None:
+    data = tmp_path / ".ragcov"
+    assert cli(capsys, "run", "--corpus", str(planted), "--queries", str(QUESTIONS),
+               "--retriever", "bm25", "--data-file", str(data), "-q")[0] == 0
+    code, _, err = cli(capsys, "report", "--reachable", "--data-file", str(data))
+    assert code == 1 and "run `ragcov probe`" in err and len(err.strip().splitlines()) == 1
+    assert cli(capsys, "probe", "--corpus", str(planted), "--retriever", "bm25",
+               "--data-file", str(data), "-q")[0] == 0
+    status = _recount(data)
+    unreachable = sum(1 for s in status.values() if s == "unreachable")
+    covered = sum(1 for s in status.values() if s == "covered")
+    assert unreachable >= 1
+
+    def totals(*extra: str) -> dict:
+        code, out, err = cli(capsys, "json", "-o", "-", "--data-file", str(data), *extra)
+        assert code == 0, err
+        return json.loads(out)["totals"]
+
+    plain, reach = totals(), totals("--reachable")
+    assert plain["covered_chunks"] == reach["covered_chunks"] == covered
+    assert plain["chunks"] == len(status) and reach["chunks"] == len(status) - unreachable
+    assert reach["excluded_chunks"] == unreachable
+    assert reach["chunk_coverage"] == pytest.approx(covered / (len(status) - unreachable))
+    assert plain["coverage_of_reachable"] == pytest.approx(reach["chunk_coverage"])
+    # The gate and the CI formats count the same denominator.
+    gate = f"{reach['chunk_coverage'] * 100:.2f}"
+    assert cli(capsys, "report", "--data-file", str(data), "--fail-under", gate)[0] == 2
+    assert cli(capsys, "report", "--data-file", str(data), "--reachable",
+               "--fail-under", gate)[0] == 0
+    code, xml, _ = cli(capsys, "xml", "-o", "-", "--data-file", str(data), "--reachable")
+    assert code == 0 and f'lines-valid="{len(status) - unreachable}"' in xml
+    # The text report splits the uncovered chunks and names the unreachable ones.
+    code, out, _ = cli(capsys, "report", "-m", "--data-file", str(data))
+    assert f"{unreachable} unreachable" in out and f"planted#{K + 1}" in out
+
+
+def test_json_report_says_why_each_chunk_is_uncovered(capsys, tmp_path: Path, planted: Path) -> None:
+    data = tmp_path / ".ragcov"
+    assert cli(capsys, "run", "--corpus", str(planted), "--queries", str(QUESTIONS),
+               "--retriever", "bm25", "--data-file", str(data), "-q")[0] == 0
+    code, out, _ = cli(capsys, "json", "-o", "-", "--data-file", str(data))
+    assert "status" not in json.loads(out)["chunks"][f"planted#{K}"]  # never probed: no status
+    assert cli(capsys, "probe", "--corpus", str(planted), "--retriever", "bm25",
+               "--data-file", str(data), "-q")[0] == 0
+    code, out, _ = cli(capsys, "json", "-o", "-", "--data-file", str(data))
+    doc = json.loads(out)
+    recount = _recount(data)
+    assert {cid: c["status"] for cid, c in doc["chunks"].items()} == recount
+    last = doc["chunks"][f"planted#{K}"]
+    assert last["displaced_by"].startswith("planted#") and last["unreachable_reason"]
+    t = doc["totals"]
+    assert t["probed_chunks"] == len(recount)
+    assert t["unreachable_chunks"] == sum(1 for s in recount.values() if s == "unreachable")

@@ -23,6 +23,7 @@ from ragcov.cli.report_options import (
     Include,
     MinChunkChars,
     Omit,
+    Reachable,
     scope_of,
 )
 
@@ -37,6 +38,7 @@ def xml(
     exclude: Exclude = None,
     exclude_docs: ExcludeDocs = None,
     min_chunk_chars: MinChunkChars = 0,
+    reachable: Reachable = False,
     fail_under: FailUnder = None,
 ) -> None:
     """Cobertura XML: documents as files, chunks as lines, hits = queries (like `coverage xml`)."""
@@ -48,7 +50,7 @@ def xml(
     check_fail_under(fail_under)
     check_outputs([output], [data_file])
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
-                                             min_chunk_chars))
+                                             min_chunk_chars, reachable))
     emit(cobertura_xml(file_lines(scoped), __version__), output, "Cobertura XML report")
     gate(scoped.summary(jaccard=False).coverage, fail_under)
 
@@ -61,6 +63,7 @@ def lcov(
     exclude: Exclude = None,
     exclude_docs: ExcludeDocs = None,
     min_chunk_chars: MinChunkChars = 0,
+    reachable: Reachable = False,
     fail_under: FailUnder = None,
 ) -> None:
     """lcov tracefile: documents as SF records, chunks as DA lines (like `coverage lcov`)."""
@@ -71,7 +74,7 @@ def lcov(
     check_fail_under(fail_under)
     check_outputs([output], [data_file])
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
-                                             min_chunk_chars))
+                                             min_chunk_chars, reachable))
     emit(lcov_tracefile(file_lines(scoped)), output, "lcov report")
     gate(scoped.summary(jaccard=False).coverage, fail_under)
 
@@ -91,6 +94,7 @@ def badge(
     exclude: Exclude = None,
     exclude_docs: ExcludeDocs = None,
     min_chunk_chars: MinChunkChars = 0,
+    reachable: Reachable = False,
     fail_under: FailUnder = None,
 ) -> None:
     """A shields-style SVG badge of total chunk coverage, for a README."""
@@ -103,7 +107,7 @@ def badge(
     check_outputs([output], [data_file])
     bands = parse_thresholds(thresholds)
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
-                                             min_chunk_chars))
+                                             min_chunk_chars, reachable))
     coverage = scoped.summary(jaccard=False).coverage
     shown = display_percent(coverage, precision or 0)
     emit(badge_svg(f"{shown}%", colour_for(float(shown), bands), label), output, "badge")

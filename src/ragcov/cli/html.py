@@ -22,6 +22,7 @@ from ragcov.cli.report_options import (
     Include,
     MinChunkChars,
     Omit,
+    Reachable,
     scope_of,
 )
 from ragcov.report import DEFAULT_HTML_DIR
@@ -49,6 +50,7 @@ def html(
     exclude: Exclude = None,
     exclude_docs: ExcludeDocs = None,
     min_chunk_chars: MinChunkChars = 0,
+    reachable: Reachable = False,
     fail_under: FailUnder = None,
 ) -> None:
     """Write an HTML report: documents, chunks shaded covered/uncovered, queries, curves."""
@@ -57,7 +59,7 @@ def html(
 
     check_precision(precision or 0)
     check_fail_under(fail_under)
-    scope = scope_of(include, omit, exclude, exclude_docs, min_chunk_chars)
+    scope = scope_of(include, omit, exclude, exclude_docs, min_chunk_chars, reachable)
     index = write_html(data_file, directory, order or [], greedy=greedy, title=title,
                        precision=precision or 0, scope=scope)
     out.print(f"Wrote HTML report to {index}")

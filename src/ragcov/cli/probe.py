@@ -19,6 +19,7 @@ from ragcov.cli.options import (
     Model,
     RetrieverName,
     Split,
+    check_outputs,
     emit,
     load_corpus_opts,
 )
@@ -64,6 +65,7 @@ def probe(
 
     if format not in ("text", "json"):
         raise RagcovError(f"unknown --format {format!r}: expected text or json")
+    check_outputs([output], [data_file, qrels, corpus])
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
     r = make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet)
     done = run_probe(corpus_obj, r, data_file, sample=sample, include=include or (),

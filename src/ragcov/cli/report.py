@@ -27,6 +27,7 @@ from ragcov.cli.report_options import (
     Include,
     MinChunkChars,
     Omit,
+    Reachable,
     scope_of,
 )
 from ragcov.report import DEFAULT_JSON_FILE
@@ -56,11 +57,13 @@ def report(
     exclude: Exclude = None,
     exclude_docs: ExcludeDocs = None,
     min_chunk_chars: MinChunkChars = 0,
+    reachable: Reachable = False,
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
     from ragcov.data import CoverageData
     from ragcov.report.duplicates import duplicate_groups, duplicates_line
     from ragcov.report.names import matrix_names
+    from ragcov.report.reachability import reachability_lines
     from ragcov.report.redundant import redundant_lines, redundant_report
     from ragcov.report.scope import excluded_line, load_scoped
     from ragcov.report.table import render_table, retriever_line
@@ -72,7 +75,7 @@ def report(
     check_precision(precision)
     check_fail_under(fail_under)
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
-                                             min_chunk_chars))
+                                             min_chunk_chars, reachable))
     summary = scoped.summary(jaccard=False)
     if format == "text":
         meta = CoverageData(data_file).meta()
@@ -86,6 +89,8 @@ def report(
                  approximate_note(data_file)]
         if lines[2]:
             lines[2] = f"Note: {lines[2]}"
+        if scoped.reachability is not None:
+            lines += reachability_lines(scoped, show_missing, show_ids)
         if redundant:
             lines += ["", *redundant_lines(redundant_report(scoped.matrix),
                                            scoped.matrix.n_queries)]
@@ -107,6 +112,7 @@ def json_cmd(
     exclude: Exclude = None,
     exclude_docs: ExcludeDocs = None,
     min_chunk_chars: MinChunkChars = 0,
+    reachable: Reachable = False,
     fail_under: FailUnder = None,
 ) -> None:
     """Write the versioned JSON report."""
@@ -119,7 +125,7 @@ def json_cmd(
     check_fail_under(fail_under)
     check_outputs([output], [data_file])
     scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
-                                             min_chunk_chars))
+                                             min_chunk_chars, reachable))
     doc = json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped)  # type: ignore[arg-type]
     if str(output) == "-":
         sys.stdout.write(json.dumps(doc, indent=2 if pretty else None, ensure_ascii=False) + "\n")

@@ -2,7 +2,7 @@
 
 Declared once so ``report``, ``json``, ``html``, ``xml``, ``lcov`` and ``badge``
 read the same flags, and the same ``[tool.ragcov]`` keys (``include``, ``omit``,
-``exclude``, ``exclude_docs``, ``min_chunk_chars``): a flat key applies to every
+``exclude``, ``exclude_docs``, ``min_chunk_chars``, ``reachable``): a flat key applies to every
 report, as coverage.py's ``[report]`` section does.
 """
 
@@ -26,10 +26,14 @@ ExcludeDocs = Annotated[list[str] | None, typer.Option(
     "(repeatable); they are listed as excluded.")]
 MinChunkChars = Annotated[int, typer.Option(
     "--min-chunk-chars", help="Exclude chunks with fewer characters than this.")]
+Reachable = Annotated[bool, typer.Option(
+    "--reachable", help="Count only chunks a test can reach: those `ragcov probe` found "
+    "unreachable leave the denominator and are listed as excluded.")]
 
 
 def scope_of(include: list[str] | None, omit: list[str] | None, exclude: list[str] | None,
-             exclude_docs: list[str] | None, min_chunk_chars: int) -> ReportScope:
+             exclude_docs: list[str] | None, min_chunk_chars: int,
+             reachable: bool = False) -> ReportScope:
     return ReportScope(include=tuple(include or ()), omit=tuple(omit or ()),
                        exclude=tuple(exclude or ()), exclude_docs=tuple(exclude_docs or ()),
-                       min_chunk_chars=min_chunk_chars)
+                       min_chunk_chars=min_chunk_chars, reachable=reachable)

@@ -3,7 +3,9 @@
 FORMAT_VERSION history:
   1: meta, totals, documents, chunks, queries (the first published shape); later,
      within 1: scope, excluded, redundant, duplicates, totals.excluded_chunks and
-     documents.*.excluded_chunks.
+     documents.*.excluded_chunks; for a probed file, totals.probed_chunks,
+     reachable_chunks, unreachable_chunks, coverage_of_reachable, workload_ceiling,
+     coverage_of_ceiling, and chunks.*.status, displaced_by and unreachable_reason.
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -47,7 +49,7 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
 
         meta_out["ragcov_version"] = __version__
     by_chunk = m.queries_for_chunk()
-    return {
+    doc = {
         "meta": meta_out,
         "scope": {**{k: list(v) if isinstance(v, tuple) else v
                      for k, v in asdict(scoped.scope).items()},
@@ -87,3 +89,28 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         },
         "duplicates": [asdict(g) for g in duplicate_groups(m, scoped.texts)],
     }
+    if scoped.reachability is not None:
+        _add_reachability(doc, scoped.reachability)
+    return doc
+
+
+def _add_reachability(doc: dict[str, Any], r: Any) -> None:
+    """A probed file's report says, per chunk, why it is uncovered (fields added within 1).
+
+    The totals are over the whole recorded corpus, as ``ragcov probe`` counts them; each
+    chunk (counted or excluded) gets its ``status`` and, when unreachable, the chunk that
+    displaced it and the reason.
+    """
+    totals = r.totals()
+    doc["totals"].update({key: totals[key] for key in (
+        "probed_chunks", "reachable_chunks", "unreachable_chunks", "coverage_of_reachable",
+        "workload_ceiling", "coverage_of_ceiling")})
+    position = {cid: j for j, cid in enumerate(r.chunk_ids)}
+    for section in ("chunks", "excluded"):
+        for cid, entry in doc[section].items():
+            j = position[cid]
+            by = int(r.displaced_by[j])
+            entry["status"] = r.status[j]
+            entry["displaced_by"] = r.chunk_ids[by] if by >= 0 else None
+            if r.reason[j] is not None:
+                entry["unreachable_reason"] = r.reason[j]

@@ -78,3 +78,29 @@ def reachability_json(r: Reachability, lost_gold: dict[str, Any] | None = None) 
     if lost_gold is not None:
         doc["lost_gold"] = lost_gold
     return doc
+
+
+def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool = False
+                       ) -> list[str]:
+    """What ``ragcov report`` adds under the table of a probed file: the uncovered chunks
+    split into untested and unreachable, and with ``--show-missing`` the unreachable ones."""
+    from ragcov.report.names import chunk_ranges
+
+    r: Reachability = scoped.reachability
+    t = r.totals()
+    lines = [f"Reachability (ragcov probe): {t['untested_chunks']} untested (write a test), "
+             f"{t['unreachable_chunks']} unreachable (a retrieval defect); coverage of "
+             f"reachable chunks {display_percent(t['coverage_of_reachable'], 1)}%"
+             + ("" if scoped.scope.reachable else "; --reachable counts only those")]
+    lost = r.unreachable()
+    if show_missing and lost:
+        full = scoped.full if scoped.full is not None else scoped.matrix
+        if show_ids:
+            shown = ", ".join(r.chunk_ids[i] for i in lost)
+        else:
+            from ragcov.summary import document_positions
+
+            pos = document_positions(full, scoped.positions)
+            shown = ", ".join(chunk_ranges((full.doc_ids[i], pos[i]) for i in lost))
+        lines.append(f"Unreachable (no probe retrieves them): {shown}")
+    return lines

@@ -10,6 +10,9 @@ still showing them as excluded. ragcov does the same with documents and chunks:
   in chunk text (``^``/``$`` match at line ends, as coverage.py matches per line);
   ``min_chunk_chars``: chunks shorter than this (after trimming). Excluded chunks
   leave the denominator and are listed, with the reason, in every report.
+* ``reachable``: chunks ``ragcov probe`` found no self-query retrieves are a retrieval
+  defect, not a missing test; like coverage.py's excluded lines they leave the
+  denominator (reason ``unreachable: ...``) and are listed in every report.
 
 Retrievals of a chunk left out are dropped with it: the reported matrix is the
 matrix of the chunks that count, so totals, metrics and redundancy all agree.
@@ -38,6 +41,7 @@ class ReportScope:
     exclude: tuple[str, ...] = ()
     exclude_docs: tuple[str, ...] = ()
     min_chunk_chars: int = 0
+    reachable: bool = False
 
     def __post_init__(self) -> None:
         if self.min_chunk_chars < 0:
@@ -74,6 +78,7 @@ class Scoped:
     omitted_documents: int = 0
     full: CoverageMatrix | None = None  # the matrix before any chunk was left out
     scope: ReportScope = field(default_factory=ReportScope)
+    reachability: Any = None  # ragcov.reachability.Reachability when the file was probed
 
     def summary(self, **options: Any) -> CoverageSummary:
         """The summary every reporter prints: excluded chunks counted aside."""
@@ -86,7 +91,10 @@ def _matches(doc_id: str, globs: Sequence[str]) -> str | None:
 
 
 def exclusion_reason(doc_id: str, text: str, scope: ReportScope,
-                     compiled: Sequence[re.Pattern[str]]) -> str | None:
+                     compiled: Sequence[re.Pattern[str]], unreachable: str | None = None
+                     ) -> str | None:
+    if unreachable is not None:
+        return f"unreachable: {unreachable}"
     glob = _matches(doc_id, scope.exclude_docs)
     if glob is not None:
         return f"exclude_docs: {glob}"
@@ -99,7 +107,8 @@ def exclusion_reason(doc_id: str, text: str, scope: ReportScope,
 
 
 def apply_scope(m: CoverageMatrix, texts: Mapping[str, str], positions: Mapping[str, int],
-                scope: ReportScope) -> Scoped:
+                scope: ReportScope, reachability: Any = None) -> Scoped:
+    unreachable = _unreachable(m, reachability) if scope.reachable else {}
     compiled = [re.compile(p, re.MULTILINE) for p in scope.exclude]
     keep: list[int] = []
     excluded: list[ExcludedChunk] = []
@@ -109,7 +118,7 @@ def apply_scope(m: CoverageMatrix, texts: Mapping[str, str], positions: Mapping[
         if (scope.include and _matches(doc, scope.include) is None) or _matches(doc, scope.omit):
             omitted.add(doc)
             continue
-        reason = exclusion_reason(doc, texts.get(cid, ""), scope, compiled)
+        reason = exclusion_reason(doc, texts.get(cid, ""), scope, compiled, unreachable.get(j))
         if reason is None:
             keep.append(j)
         else:
@@ -119,7 +128,23 @@ def apply_scope(m: CoverageMatrix, texts: Mapping[str, str], positions: Mapping[
         raise RagcovError(f"{what}; nothing left to report")
     columns = np.asarray(keep, dtype=np.int64)
     inner = m if len(keep) == m.n_chunks else m.select_columns(columns)
-    return Scoped(inner, texts, positions, excluded, columns, len(omitted), full=m, scope=scope)
+    return Scoped(inner, texts, positions, excluded, columns, len(omitted), full=m, scope=scope,
+                  reachability=reachability)
+
+
+def _unreachable(m: CoverageMatrix, reachability: Any) -> dict[int, str]:
+    """Column -> why, for the chunks a probe run found unreachable (``--reachable``)."""
+    if reachability is None:
+        raise RagcovError("--reachable needs probes in the data file: run `ragcov probe` "
+                          "with the same corpus and retriever first")
+    from ragcov.reachability.audit import UNREACHABLE
+
+    out = {}
+    for j in np.flatnonzero(reachability.status == UNREACHABLE):
+        by = int(reachability.displaced_by[j])
+        out[int(j)] = (f"displaced by {m.chunk_ids[by]}" if by >= 0
+                       else (reachability.reason[j] or "no probe retrieves it"))
+    return out
 
 
 def chunk_positions(data_file: str | os.PathLike[str]) -> dict[str, int]:
@@ -133,10 +158,18 @@ def chunk_positions(data_file: str | os.PathLike[str]) -> dict[str, int]:
 def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = None) -> Scoped:
     """The data file's matrix with ``scope`` applied: what every report reads."""
     from ragcov.data import CoverageData
+    from ragcov.data.probes import chunk_details, read_probes
 
     data = CoverageData(data_file)
     m = data.matrix()
-    return apply_scope(m, data.chunk_texts(), chunk_positions(data_file), scope or ReportScope())
+    probes = read_probes(data, m.n_chunks)
+    reachability = None
+    if probes is not None:
+        from ragcov.reachability.audit import audit
+
+        reachability = audit(m, probes, details=lambda rows: chunk_details(data, rows))
+    return apply_scope(m, data.chunk_texts(), chunk_positions(data_file), scope or ReportScope(),
+                       reachability)
 
 
 def excluded_line(excluded: Sequence[ExcludedChunk]) -> str | None:
