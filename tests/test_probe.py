@@ -284,3 +284,30 @@ def test_json_report_says_why_each_chunk_is_uncovered(capsys, tmp_path: Path, pl
     t = doc["totals"]
     assert t["probed_chunks"] == len(recount)
     assert t["unreachable_chunks"] == sum(1 for s in recount.values() if s == "unreachable")
+
+
+def test_diff_of_probed_runs_gives_the_blast_radius(capsys, tmp_path: Path, planted: Path) -> None:
+    """k = K + 1 lets the last of K + 1 twins into a top-k list: raising k rescues it,
+    lowering it again makes it unreachable."""
+    files = {}
+    for k in (K, K + 1):
+        data = files[k] = tmp_path / f"k{k}.ragcov"
+        for cmd in (("run", "--queries", str(QUESTIONS), "-k", str(k)), ("probe",)):
+            code, _, err = cli(capsys, *cmd, "--corpus", str(planted), "--retriever", "bm25",
+                               "--data-file", str(data), "-q")
+            assert code == 0, err
+    status = {k: _recount(files[k]) for k in files}
+    became = sorted(c for c in status[K] if status[K][c] == "unreachable"
+                    and status[K + 1][c] in ("covered", "untested"))
+    assert f"planted#{K}" in became
+    code, out, err = cli(capsys, "diff", str(files[K + 1]), str(files[K]), "--allow-different-k",
+                         "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert sorted(doc["became_unreachable"]) == became and doc["rescued"] == []
+    code, out, _ = cli(capsys, "diff", str(files[K]), str(files[K + 1]), "--allow-different-k",
+                       "--format", "json")
+    assert sorted(json.loads(out)["rescued"]) == became
+    code, out, _ = cli(capsys, "diff", str(files[K]), str(files[K + 1]), "--allow-different-k")
+    assert f"0 chunks became unreachable, {len(became)} rescued" in out
+    assert f"planted#{K + 1}" in out  # named as a person reads it: DOC#N from 1

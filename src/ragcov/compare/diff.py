@@ -67,6 +67,12 @@ class CoverageDiff:
     gained_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
     lost_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
     match: str = "id"  # how queries were paired: by id, or by text
+    # Reachability's blast radius when both files were probed (else None): HEAD chunk
+    # ids that became unreachable, BASE chunk ids the change rescued.
+    became_unreachable: list[str] | None = None
+    rescued: list[str] | None = None
+    became_unreachable_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
+    rescued_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
 
     @property
     def base_meta(self) -> Meta:
@@ -145,7 +151,27 @@ def coverage_diff(base_path: str | os.PathLike[str], head_path: str | os.PathLik
     if match == "text":
         base.read_query_texts()
         head.read_query_texts()
-    return diff_recordings(base, head, match)
+    d = diff_recordings(base, head, match)
+    _blast_radius(d, base_path, head_path)
+    return d
+
+
+def _blast_radius(d: CoverageDiff, base_path: str | os.PathLike[str],
+                  head_path: str | os.PathLike[str]) -> None:
+    """Chunks that became unreachable or were rescued, when both sides were probed."""
+    from ragcov.data import CoverageData
+    from ragcov.data.probes import read_probes
+    from ragcov.reachability.audit import blast_radius, statuses
+
+    probes = [read_probes(CoverageData(p), r.n_chunks)
+              for p, r in ((base_path, d.base), (head_path, d.head))]
+    if any(p is None for p in probes):
+        return
+    became, rescued = blast_radius(statuses(d.base.covered(), probes[0]),
+                                   statuses(d.head.covered(), probes[1]), d._b2h)
+    d.became_unreachable = [d.head.chunk_ids[j] for j in became]
+    d.rescued = [d.base.chunk_ids[j] for j in rescued]
+    d.became_unreachable_rows, d.rescued_rows = became, rescued
 
 
 def diff_recordings(base: Recording, head: Recording, match: str = "id") -> CoverageDiff:

@@ -48,6 +48,8 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
                     "only_in_head": d.queries_only_head, "match": d.match},
         "changed_queries": [{"query_id": d.base.query_ids[b], "jaccard": j}
                             for b, _h, j in changed],
+        # Both files probed: the change's blast radius on reachability (else null).
+        "became_unreachable": d.became_unreachable, "rescued": d.rescued,
     }
 
 

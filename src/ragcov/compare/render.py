@@ -57,6 +57,9 @@ def diff_totals(d: CoverageDiff, precision: int = 1) -> list[str]:
     ]
     if not d.same_corpus:
         lines.append(f"Corpus changed: {d.matched_chunks} chunks matched by content")
+    if d.became_unreachable is not None and d.rescued is not None:
+        lines.append(f"Reachability (both probed): {len(d.became_unreachable)} chunks became "
+                     f"unreachable, {len(d.rescued)} rescued")
     if d.new_documents:
         n, c = _patch(d.new_documents, head=True)
         lines.append(f"New documents: {len(d.new_documents)} ({n} chunks, {c} covered, "
@@ -99,6 +102,11 @@ def diff_text(d: CoverageDiff, precision: int = 1, top: int | None = 20) -> str:
         lines += ["", *_table(["Query", "Jaccard", "Lost", "Gained"], [
             [d.base.query_ids[b], f"{j:.2f}", *(str(len(s)) for s in d.retrieved_change(b, h))]
             for b, h, j in queries])]
+    for title, side, rows in (("Became unreachable (no probe retrieves them now)", d.head,
+                               d.became_unreachable_rows),
+                              ("Rescued (reachable now)", d.base, d.rescued_rows)):
+        if len(rows):
+            lines += ["", f"{title}: {', '.join(chunk_ranges(side.chunk_names(rows.tolist())))}"]
     for title, docs, head in (("New documents", d.new_documents, True),
                               ("Removed documents", d.removed_documents, False)):
         if docs:

@@ -201,10 +201,8 @@ def audit(tests: CoverageMatrix, probes: ProbeMatrix | None,
     if probes is not None:
         probe_occ = probes.k_occurrence()
         probed[probes.source] = True
-        reached = probe_occ > 0
-        status[reached] = UNTESTED
-        lost = probed & ~reached
-        status[lost] = UNREACHABLE
+        status[:] = statuses(np.zeros(n, dtype=bool), probes)
+        lost = status == UNREACHABLE
         # displaced_by: what the chunk's own probe ranked first (its first probe that
         # retrieved anything, in recording order: terms before sentence).
         first = probes.first_hits()
@@ -235,6 +233,35 @@ def audit(tests: CoverageMatrix, probes: ProbeMatrix | None,
                         displaced_by=displaced, reason=reason, probed=probed,
                         tests=hubs(test_occ), probes=probe_hubs, n_queries=tests.n_queries,
                         k=int(tests.k or 0), n_probes=n_probes, reasons_seen=reasons_seen)
+
+
+def statuses(covered: np.ndarray, probes: ProbeMatrix | None) -> np.ndarray:
+    """Per chunk: covered if a test retrieves it, untested if any probe does, unreachable
+    if its own probes were run and none does, else None (nothing is known)."""
+    status = np.full(covered.size, None, dtype=object)
+    if probes is not None:
+        probed = np.zeros(covered.size, dtype=bool)
+        probed[probes.source] = True
+        reached = probes.k_occurrence() > 0
+        status[reached] = UNTESTED
+        status[probed & ~reached] = UNREACHABLE
+    status[covered] = COVERED
+    return status
+
+
+def blast_radius(base_status: np.ndarray, head_status: np.ndarray, base_to_head: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """What a retriever, embedder or chunking change did to reachability: the HEAD chunks
+    that became unreachable (their BASE counterpart was reachable) and the BASE chunks
+    rescued (unreachable in BASE, reachable in HEAD). ``base_to_head`` pairs chunks
+    (-1: no counterpart, so neither side counts)."""
+    paired = np.flatnonzero(base_to_head >= 0)
+    heads = base_to_head[paired]
+    was_lost = base_status[paired] == UNREACHABLE
+    now_lost = head_status[heads] == UNREACHABLE
+    was_known = np.isin(base_status[paired], (COVERED, UNTESTED))
+    now_known = np.isin(head_status[heads], (COVERED, UNTESTED))
+    return heads[now_lost & was_known], paired[was_lost & now_known]
 
 
 NO_HITS = "no-hits: its own probes retrieved nothing"
