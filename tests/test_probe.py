@@ -50,7 +50,7 @@ def _recount(data_file: Path) -> dict[str, str | None]:
     """Statuses from the rows alone: covered if a test hit it, else untested if any probe
     hit it, else unreachable if its own probe was recorded, else no status."""
     con = sqlite3.connect(data_file)
-    ids = dict(con.execute("SELECT idx, id FROM chunks"))
+    ids = dict(con.execute("SELECT idx, id FROM chunks ORDER BY idx"))
     tested = {c for (c,) in con.execute("SELECT DISTINCT chunk_idx FROM hits")}
     probed_hit = {c for (c,) in con.execute("SELECT DISTINCT chunk_idx FROM probe_hits")}
     probed = {c for (c,) in con.execute("SELECT DISTINCT chunk_idx FROM probes")}
@@ -311,3 +311,74 @@ def test_diff_of_probed_runs_gives_the_blast_radius(capsys, tmp_path: Path, plan
     code, out, _ = cli(capsys, "diff", str(files[K]), str(files[K + 1]), "--allow-different-k")
     assert f"0 chunks became unreachable, {len(became)} rescued" in out
     assert f"planted#{K + 1}" in out  # named as a person reads it: DOC#N from 1
+
+
+@pytest.fixture
+def probed_site(tmp_path: Path, planted: Path) -> tuple[Path, Path]:
+    """A probed run over the planted corpus plus a hostile document, and its HTML site."""
+    corpus = tmp_path / "chunks.jsonl"
+    hostile = {"id": "x#0", "doc_id": "</script><script>alert(1)</script>",
+               "text": "Sturgeon <b>hatchery</b> caviar & fjord"}
+    corpus.write_text(planted.read_text() + json.dumps(hostile) + "\n")
+    data = tmp_path / ".ragcov"
+    from ragcov.cli import main
+
+    for cmd in (("run", "--queries", str(QUESTIONS)), ("probe",)):
+        with pytest.raises(SystemExit) as exc:
+            main([*cmd, "--corpus", str(corpus), "--retriever", "bm25", "--data-file", str(data),
+                  "-q"])
+        assert exc.value.code in (0, None)
+    with pytest.raises(SystemExit):
+        main(["html", "--data-file", str(data), "-d", str(tmp_path / "site")])
+    return data, tmp_path / "site"
+
+
+def test_html_shades_each_status_and_maps_the_corpus(probed_site: tuple[Path, Path]) -> None:
+    from ragcov.report.html_context import document_filename
+
+    data, site = probed_site
+    index = (site / "index.html").read_text()
+    status = _recount(data)
+    # The map's JSON block: escaped (no raw </script>), and one code per chunk in order.
+    block = index.split('id="corpus-map-data">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in block
+    docs = json.loads(block)["docs"]
+    codes = {None: 0, "covered": 1, "untested": 2, "unreachable": 3}
+    ids = list(status)  # corpus order
+    assert [c for d in docs for c in d["c"]] == [codes[status[i]] for i in ids]
+    # The unreachable table names the planted copy and the twin that displaced it.
+    table = index.split('id="unreachable"', 1)[1].split("</table>", 1)[0]
+    assert f"planted#{K + 1}" in table and "duplicate" in table
+    page = (site / document_filename("planted")).read_text()
+    assert page.count('class="chunk missing unreachable"') == sum(
+        1 for i in ids if i.startswith("planted#") and status[i] == "unreachable")
+    assert "displaced by" in page
+    assert "Lorenz curve" in index and "k-occurrence skewness" in index
+
+
+@pytest.mark.browser
+def test_corpus_map_draws_and_links_in_chromium(probed_site: tuple[Path, Path]) -> None:
+    from test_html import _chrome
+
+    _, site = probed_site
+    driver = _chrome()
+    try:
+        driver.get((site / "index.html").as_uri())
+        canvas = driver.find_element("id", "corpus-map")
+        assert int(canvas.get_attribute("height")) > 0
+        # The first cell's colour is the first chunk's status; clicking it opens its chunk.
+        colour = driver.execute_script(
+            "const c = document.getElementById('corpus-map').getContext('2d');"
+            "return Array.from(c.getImageData(1, 1, 1, 1).data).slice(0, 3);")
+        assert colour in ([63, 154, 58], [224, 168, 0], [107, 74, 145], [217, 217, 217])
+        driver.execute_script(
+            "const c = document.getElementById('corpus-map'); const b = c.getBoundingClientRect();"
+            "c.dispatchEvent(new MouseEvent('click', {clientX: b.left + 1, clientY: b.top + 1}));")
+        assert "#c0" in driver.current_url and driver.current_url.endswith(".html#c0")
+        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+        driver.get((site / "index.html").as_uri())
+        assert driver.find_element("id", "shown-count").text.endswith("shown")
+        rows = driver.find_elements("css selector", "#documents tbody tr")
+        assert driver.find_element("id", "shown-count").text == f"{len(rows)} of {len(rows)} shown"
+    finally:
+        driver.quit()

@@ -35,6 +35,7 @@ from ragcov.report.curves import (
 )
 from ragcov.report.html_context import document_filename, site_context
 from ragcov.report.html_extras import add_extras
+from ragcov.report.html_reachability import add_reachability
 from ragcov.report.scope import ReportScope, Scoped, apply_scope
 
 __all__ = ["MARKER", "STATIC_FILES", "Curve", "curve_from_order", "curve_from_order_file",
@@ -69,6 +70,7 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
         scoped = apply_scope(m, chunk_texts, {}, ReportScope())
     ctx = site_context(scoped.matrix, scoped.summary(), scoped.texts, curves, precision, title)
     add_extras(ctx, scoped)
+    add_reachability(ctx, scoped)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(target)  # a build killed earlier: its half site, or the old one set aside
     if target != given.absolute():

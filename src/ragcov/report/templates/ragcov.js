@@ -68,7 +68,7 @@ function makeFilterable(table) {
 
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("table.sortable").forEach(makeSortable);
-  const table = document.querySelector("table.index");
+  const table = document.getElementById("documents") || document.querySelector("table.index");
   if (table && document.getElementById("filter")) makeFilterable(table);
   const onlyMissing = document.getElementById("only-missing");
   if (onlyMissing) {
@@ -128,3 +128,49 @@ document.addEventListener("keydown", (event) => {
   }
   event.preventDefault();
 });
+
+// The corpus map: one cell per chunk, documents in corpus order, a gap between documents.
+// Drawn on a canvas from a JSON block (no element per chunk), so 100,000 chunks stay light.
+const MAP_COLOURS = ["#d9d9d9", "#3f9a3a", "#e0a800", "#6b4a91"];
+function drawCorpusMap() {
+  const canvas = document.getElementById("corpus-map");
+  const source = document.getElementById("corpus-map-data");
+  if (!canvas || !source) return;
+  const docs = JSON.parse(source.textContent).docs;
+  const total = docs.reduce((n, d) => n + d.c.length + 1, 0);
+  const width = canvas.parentElement.clientWidth || 960;
+  const cell = total > 20000 ? 3 : total > 4000 ? 5 : 8;
+  const perRow = Math.max(1, Math.floor(width / cell));
+  const rows = Math.ceil(total / perRow);
+  canvas.width = perRow * cell;
+  canvas.height = rows * cell;
+  const ctx = canvas.getContext("2d");
+  const cells = [];  // per slot: [document index, chunk index] or null for a gap
+  let slot = 0;
+  docs.forEach((d, di) => {
+    d.c.forEach((code, ci) => {
+      ctx.fillStyle = MAP_COLOURS[code] || MAP_COLOURS[0];
+      ctx.fillRect((slot % perRow) * cell, Math.floor(slot / perRow) * cell,
+                   Math.max(1, cell - 1), Math.max(1, cell - 1));
+      cells[slot++] = [di, ci];
+    });
+    cells[slot++] = null;
+  });
+  const at = (event) => {
+    const box = canvas.getBoundingClientRect();
+    const x = Math.floor((event.clientX - box.left) * canvas.width / box.width / cell);
+    const y = Math.floor((event.clientY - box.top) * canvas.height / box.height / cell);
+    return cells[y * perRow + x] || null;
+  };
+  canvas.addEventListener("mousemove", (event) => {
+    const hit = at(event);
+    canvas.title = hit ? `${docs[hit[0]].d} #${hit[1] + 1}` : "";
+  });
+  canvas.addEventListener("click", (event) => {
+    const hit = at(event);
+    if (!hit) return;
+    const d = docs[hit[0]];
+    if (d.f) window.location.href = d.f + (d.h[hit[1]] ? "#" + d.h[hit[1]] : "");
+  });
+}
+document.addEventListener("DOMContentLoaded", drawCorpusMap);

@@ -1,0 +1,103 @@
+"""The HTML site's reachability views, for a data file that ``ragcov probe`` has probed.
+
+Three shades on every chunk (covered, untested, unreachable), a corpus map on the index
+page (one cell per chunk, grouped by document, each cell a link to its chunk; drawn on a
+canvas from a JSON block so it stays readable and light at 100,000 chunks), the
+unreachable chunks with the chunk that displaced each, and a hubs section with the
+Lorenz curve of retrievals over chunks. Nothing here is marked safe: the JSON block goes
+through Jinja's ``tojson`` (which escapes ``<``, ``>`` and ``&``) and text autoescapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ragcov.reachability.audit import COVERED, UNREACHABLE, UNTESTED, Hubs, Reachability
+from ragcov.report.html_context import document_filename
+from ragcov.report.names import matrix_names
+from ragcov.report.scope import Scoped
+from ragcov.summary import display_percent
+
+# Map cell codes; the script and the legend read the same numbers.
+CODES = {None: 0, COVERED: 1, UNTESTED: 2, UNREACHABLE: 3}
+LORENZ_SIZE = 240
+SHOW_UNREACHABLE = 500
+
+
+def add_reachability(ctx: dict[str, Any], scoped: Scoped) -> None:
+    """Shade each chunk by its status and add the index page's reachability sections."""
+    r: Reachability | None = scoped.reachability
+    ctx["reach"] = None
+    if r is None:
+        return
+    m, full = scoped.matrix, scoped.full if scoped.full is not None else scoped.matrix
+    position = {cid: j for j, cid in enumerate(r.chunk_ids)}
+    anchor = {cid: f"c{j}" for j, cid in enumerate(m.chunk_ids)}
+    paged = {p["doc"]["id"] for p in ctx["pages"]}
+    names = matrix_names(full, scoped.positions)
+
+    def href(j: int) -> str | None:
+        cid, doc = r.chunk_ids[j], str(r.doc_ids[j])
+        if doc not in paged:
+            return None
+        return document_filename(doc) + (f"#{anchor[cid]}" if cid in anchor else "")
+
+    for page in ctx["pages"]:
+        for c in page["chunks"]:
+            j = position[c["id"]]
+            c["status"] = r.status[j] or ("covered" if c["covered"] else "missing")
+            by = int(r.displaced_by[j])
+            c["displaced_by"] = None if by < 0 else {"name": names[r.chunk_ids[by]],
+                                                     "href": href(by) or ""}
+            c["reason"] = r.reason[j]
+    lost = r.unreachable()
+    t = r.totals()
+    pct = lambda f: display_percent(f, 1)  # noqa: E731
+    ctx["reach"] = {
+        "totals": {**t, "coverage_of_reachable": pct(t["coverage_of_reachable"]),
+                   "workload_ceiling": pct(t["workload_ceiling"]),
+                   "coverage_of_ceiling": pct(t["coverage_of_ceiling"])},
+        "unreachable": [{"name": names[r.chunk_ids[j]], "id": r.chunk_ids[j],
+                         "href": href(j) or "",
+                         "by": (names[r.chunk_ids[int(r.displaced_by[j])]]
+                                if r.displaced_by[j] >= 0 else ""),
+                         "by_href": (href(int(r.displaced_by[j])) or ""
+                                     if r.displaced_by[j] >= 0 else ""),
+                         "reason": r.reason[j] or ""} for j in lost[:SHOW_UNREACHABLE]],
+        "more_unreachable": max(0, len(lost) - SHOW_UNREACHABLE),
+        "hubs": [_hubs(name, h, names, r, href) for name, h in
+                 (("tests", r.tests), ("probes", r.probes)) if h.retrievals],
+        "map": _corpus_map(r, href),
+        "size": LORENZ_SIZE,
+    }
+
+
+def _hubs(side: str, h: Hubs, names: dict[str, str], r: Reachability, href: Any
+          ) -> dict[str, Any]:
+    size = LORENZ_SIZE
+    points = " ".join(f"{x * size:.1f},{(1 - y) * size:.1f}" for x, y in h.lorenz)
+    return {"side": side, "retrievals": h.retrievals,
+            "top5": display_percent(h.capture["top5"], 1),
+            "top10": display_percent(h.capture["top10"], 1),
+            "top1": display_percent(h.capture["top1%"], 1),
+            "skewness": "n/a" if h.skewness is None else f"{h.skewness:.2f}",
+            "gini": f"{h.gini:.3f}", "lorenz": points,
+            "top": [{"name": names[r.chunk_ids[j]], "href": href(j) or "", "count": c}
+                    for j, c in h.top(10)]}
+
+
+def _corpus_map(r: Reachability, href: Any) -> dict[str, Any]:
+    """Documents in corpus order, each with its chunks' status codes and links."""
+    codes = np.fromiter((CODES[s] for s in r.status), dtype=np.int64, count=r.n_chunks)
+    docs: list[dict[str, Any]] = []
+    order: dict[str, list[int]] = {}
+    for j, doc in enumerate(r.doc_ids):
+        order.setdefault(str(doc), []).append(j)
+    for doc, rows in order.items():
+        links = [href(j) for j in rows]
+        docs.append({"d": doc, "c": codes[rows].tolist(),
+                     "h": [(link or "").partition("#")[2] for link in links],
+                     "f": (links[0] or "").partition("#")[0]})
+    return {"docs": docs}
