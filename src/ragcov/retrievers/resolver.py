@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ragcov.errors import RagcovError
 from ragcov.fields import FieldError, Ranked, parse_id
 from ragcov.files import text_hash
-from ragcov.retrievers.twins import MatchCounts, pick_twin
+from ragcov.retrievers.twins import MatchCounts, fits, pick_twin
 from ragcov.user_warnings import warn
 
 if TYPE_CHECKING:
@@ -87,41 +87,47 @@ class IdResolver:
 
     def resolve(self, own_id: Any, metadata: Any, content: Any) -> str:
         """The chunk id of one item read on its own (no list to keep twins apart in)."""
-        counts = MatchCounts()
-        cid = self._resolve(Entry(own_id, metadata, content), set(), counts)
-        self.matching.add(counts)
-        return cid
+        return self.resolve_list([Entry(own_id, metadata, content)])[0]
 
     def resolve_list(self, entries: Sequence[Entry | str], query: str | None = None,
                      failed: Callable[[int, Exception], str] | None = None) -> list[str]:
         """The chunk ids of one result list, never two hits of it on one chunk by content.
 
         A ``str`` entry is an id already read. Entries that name a corpus chunk
-        themselves take it first, wherever they rank, so a content match earlier
-        in the list cannot take a chunk a later hit names. ``failed(position, exc)``
-        is asked about an entry that names no chunk (position from 0): it raises, or
-        returns the id to record instead.
+        themselves take it first, wherever they rank; then the hits matched by text
+        are placed, those whose metadata leaves the fewest twins first, so a hit
+        that could be any twin never takes the one a later hit's metadata names.
+        ``failed(position, exc)`` is asked about an entry that names no chunk
+        (position from 0): it raises, or returns the id to record instead.
         """
         ids: list[str | None] = [None] * len(entries)
         taken: set[str] = set()
         for n, entry in enumerate(entries):
-            if isinstance(entry, str):
-                ids[n] = entry
-            else:
-                ids[n] = self._direct(entry)
+            ids[n] = entry if isinstance(entry, str) else self._direct(entry)
             if ids[n] is not None:
                 taken.add(ids[n])  # type: ignore[arg-type]
-        counts = MatchCounts()
+        by_text: list[tuple[int, int, list[tuple[int, int]], int]] = []
         for n, entry in enumerate(entries):
             if ids[n] is not None:
                 continue
             assert not isinstance(entry, str)
             try:
-                ids[n] = cid = self._resolve(entry, taken, counts)
+                found = self._resolve(entry)
             except (FieldError, RagcovError) as exc:
                 if failed is None:
                     raise
-                ids[n] = cid = failed(n, exc)
+                found = failed(n, exc)
+            if isinstance(found, str):
+                ids[n] = found
+                taken.add(found)
+            else:
+                assert self.corpus is not None
+                pool = fits(self.corpus.chunks, found, entry.metadata)
+                by_text.append((len(pool) if len(found) > 1 else 0, n, pool, len(found)))
+        counts = MatchCounts()
+        for _, n, pool, twins in sorted(by_text, key=lambda t: t[:2]):
+            assert self.corpus is not None
+            ids[n] = cid = pick_twin(self.corpus.chunks, pool, twins, taken, counts)
             taken.add(cid)
         if not (self.once_per_query and query is not None and query in self._counted):
             self.matching.add(counts)
@@ -154,8 +160,9 @@ class IdResolver:
                 return cid
         return None
 
-    def _resolve(self, entry: Entry, taken: set[str], counts: MatchCounts) -> str:
-        """Own id, metadata id/chunk_id, then content hash (a twin not in ``taken``).
+    def _resolve(self, entry: Entry) -> str | list[int]:
+        """Own id, metadata id/chunk_id, then content hash: an id, or the corpus positions
+        of the chunks holding the item's text (one of which :func:`pick_twin` takes).
 
         None and blank strings count as absent. A value that cannot be an id (a
         list, a boolean, a float) is skipped, so the later candidates and the
@@ -184,7 +191,7 @@ class IdResolver:
             for h in (text_hash(content), text_hash(content.strip())):
                 if h in index:
                     self._note("content hash", candidates[0][0])
-                    return pick_twin(self.corpus.chunks, index[h], entry.metadata, taken, counts)
+                    return index[h]
         if first_present is not None:
             # Not in the corpus: return it so the caller reports all unknown ids together.
             return first_present

@@ -78,6 +78,24 @@ class MatchCounts:
                 f"text with other corpus chunks: {'; '.join(parts)}")
 
 
+def record_matching(data: Any, counts: MatchCounts | None, append: bool = False) -> None:
+    """Keep ``counts`` in the data file (``meta.id_matching`` of the JSON report), added to
+    what earlier appends recorded; nothing when no hit was matched by content."""
+    if counts is None or not counts.by_content:
+        return
+    total = MatchCounts()
+    if append:
+        total.add(MatchCounts.from_json(data.annotation(ID_MATCHING)))
+    total.add(counts)
+    data.annotate(ID_MATCHING, total.as_json())
+
+
+def resolver_counts(retriever: Any) -> MatchCounts | None:
+    """The counts of an adapter's id resolver (None for a retriever without one)."""
+    counts = getattr(getattr(retriever, "resolver", None), "matching", None)
+    return counts if isinstance(counts, MatchCounts) else None
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal, or the same scalar written differently (``3`` and ``"3"`` from a trace)."""
     if a == b:
@@ -108,20 +126,27 @@ def agreement(metadata: dict[str, Any], chunk: Chunk) -> int | None:
     return agree
 
 
-def pick_twin(chunks: Sequence[Chunk], twins: list[int], metadata: Any, taken: set[str],
-              counts: MatchCounts) -> str:
-    """One of the chunks with the hit's text (``twins``: their corpus positions): the only
-    one, the one its metadata points at, the one the list has left, or the first free one
-    in corpus order. ``taken`` holds the chunks the hit's list already has; ``counts``
-    is told which it was."""
-    counts.by_content += 1
+def fits(chunks: Sequence[Chunk], twins: list[int], metadata: Any) -> list[tuple[int, int]]:
+    """The twins (corpus positions) ``metadata`` leaves possible, each with how many of its
+    keys point at it. Metadata that rules out every twin describes none of them (another
+    corpus's, or a framework's own keys): it is not used."""
     if len(twins) == 1:
-        return chunks[twins[0]].id
-    counts.shared_text += 1
+        return [(twins[0], 0)]
     meta = metadata if isinstance(metadata, dict) else {}
-    fits = [(i, agreement(meta, chunks[i])) for i in twins]
-    # Metadata that rules out every twin describes none of them: it is not used.
-    pool = [(i, a) for i, a in fits if a is not None] or [(i, 0) for i in twins]
+    scored = [(i, agreement(meta, chunks[i])) for i in twins]
+    return [(i, a) for i, a in scored if a is not None] or [(i, 0) for i in twins]
+
+
+def pick_twin(chunks: Sequence[Chunk], pool: list[tuple[int, int]], twins: int,
+              taken: set[str], counts: MatchCounts) -> str:
+    """The chunk a hit matched by text is: of the ``pool`` its metadata left (out of
+    ``twins`` chunks holding the text), the one its metadata points at most, never one
+    in ``taken`` (the hit's list has it already), else the first in corpus order.
+    ``counts`` is told which way it was decided."""
+    counts.by_content += 1
+    if twins == 1:
+        return chunks[pool[0][0]].id
+    counts.shared_text += 1
     free = [(i, a) for i, a in pool if chunks[i].id not in taken]
     if not free:
         # More hits with this text than chunks hold it: the repeat is the same chunk.
@@ -130,6 +155,8 @@ def pick_twin(chunks: Sequence[Chunk], twins: list[int], metadata: Any, taken: s
     top = [i for i, a in free if a == best]
     if len(top) > 1:
         counts.ambiguous += 1
-    elif sum(chunks[i].id not in taken for i in twins) > 1:
-        counts.by_metadata += 1  # else it was the only twin the list had left
+    elif len(free) == 1 and best == 0 and len(pool) == twins:
+        pass  # nothing told the twins apart but the list: the only one it had left
+    else:
+        counts.by_metadata += 1
     return chunks[top[0]].id
