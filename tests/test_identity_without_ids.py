@@ -245,6 +245,28 @@ def test_no_hit_vanishes_bm25_run_and_its_traces_without_ids(capsys, tmp_path, f
         {qid: [m.chunk_ids[j] for j in m.retrieved(i)] for i, qid in enumerate(m.query_ids)}
 
 
+def test_run_with_a_function_returning_texts_says_how_twins_were_placed(
+        capsys, tmp_path, filings_file, monkeypatch):
+    (tmp_path / "passages.py").write_text(
+        f"FOOTER = {FOOTER!r}\n\n"
+        "def search(query, k):\n"
+        "    return [FOOTER, {'text': FOOTER, 'metadata': {'source': 'initech-10k.pdf'}}][:k]\n",
+        encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps({"id": "q", "query": "risks"}) + "\n", encoding="utf-8")
+    data = tmp_path / "run.ragcov"
+    code, _, err = cli(capsys, "run", "--corpus", str(filings_file), "--queries", str(suite),
+                       "--retriever", "passages:search", "-k", str(K), "--data-file", str(data),
+                       "--quiet")
+    assert code == 0, err
+    assert ("2 of 2 hit(s) matched by content share their text with other corpus chunks: "
+            "1 told apart by metadata; 1 ambiguous") in err
+    doc = json.loads(cli(capsys, "json", "--data-file", str(data), "-o", "-")[1])
+    assert doc["queries"]["q"]["retrieved"] == ["acme#1", "initech#1"]
+    assert doc["meta"]["id_matching"]["ambiguous"] == 1
+
+
 def test_the_pytest_plugin_counts_a_repeated_question_once(pytester: pytest.Pytester):
     pytester.makefile(".jsonl", filings="\n".join(json.dumps(c) for c in FILINGS))
     pytester.makepyfile(test_app=f"""
