@@ -183,7 +183,13 @@ def test_duplicate_texts_without_ids_agree_four_ways(capsys, pytester: pytest.Py
                                 client=chromadb.PersistentClient(path=str(folder)))
     questions = [json.loads(x)["question"] for x in
                  (SAMPLE / "finqa_questions.jsonl").read_text().splitlines()[:N_QUERIES]]
-    questions += twin_queries
+    # A list cut at k between two exactly tied chunks (twins) is the store's own pick, and
+    # may differ from one open of the folder to the next: such queries are left out.
+    tied = [q for q in questions + twin_queries
+            if abs((d := [s for _, s in app.similarity_search_with_score(q, k=K + 1)])[K - 1]
+                   - d[K]) < 1e-4]
+    questions = [q for q in questions + twin_queries if q not in tied]
+    assert len(tied) < 5 and sum(q in questions for q in twin_queries) >= len(twin_queries) - 2
     suite = tmp_path / "suite.jsonl"
     suite.write_text("".join(json.dumps({"id": f"q{n}", "query": q}) + "\n"
                              for n, q in enumerate(questions)))

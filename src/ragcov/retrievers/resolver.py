@@ -255,6 +255,7 @@ def ranked_top_k(items: Iterable[Any], k: int,
             rows.append(read(item))
         except (FieldError, RagcovError) as exc:
             raise unusable(kind, name, query, rank, item, exc) from exc
+
     def failed(n: int, exc: Exception) -> str:
         raise unusable(kind, name, query, n + 1, top[n], exc) from exc
 
