@@ -259,4 +259,3 @@ def test_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_path: str
     assert len(corpus) == len(docs) and 0 < len(by_store) < len(corpus)
     assert by_adapter == by_store
     assert by_traces == by_store
-
