@@ -8,6 +8,7 @@ and the item, instead of being recorded as something else.
 
 from __future__ import annotations
 
+import itertools
 import numbers
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -62,9 +63,9 @@ class CallableRetriever:
                     f"{self.name} returned {type(items).__name__}; expected a list of ids, "
                     "(id, score) pairs or objects carrying an id"
                 )
-            # Only the top k are recorded, so only they are read.
-            results.append(ranked_top_k(items, k, self._item, "retriever", self.name, text,
-                                        self.resolver))
+            # Only the top k are recorded, so only they are drawn (items may be a generator).
+            results.append(ranked_top_k(itertools.islice(items, k), k, self._item, "retriever",
+                                        self.name, text, self.resolver))
         return check_lists(results, texts)
 
     def _item(self, item: Any) -> tuple[str | Entry, float | None]:
