@@ -156,6 +156,36 @@ def _traces(path: Path, lines: list[dict]) -> Path:
     return path
 
 
+def _otlp(trace: str, attrs: dict) -> dict:
+    return {"traceId": trace, "spanId": trace + "1", "name": "retrieve",
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+
+
+def test_span_formats_without_document_ids(tmp_path, filings):
+    """OpenInference RETRIEVER spans with no ``document.id`` (as the LangChain instrumentor
+    records Chroma's Documents) and OTel GenAI documents with ``"id": null``."""
+    from ragcov.traces import import_traces
+
+    acme = json.dumps({"source": "acme-10k.pdf"})
+    oi = {"openinference.span.kind": "RETRIEVER", "input.value": "risks",
+          "retrieval.documents.0.document.content": FOOTER,
+          "retrieval.documents.1.document.content": FOOTER,
+          "retrieval.documents.1.document.metadata": acme,
+          "retrieval.documents.2.document.content": FOOTER}
+    otel = {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": "risks",
+            "gen_ai.retrieval.documents": json.dumps(
+                [{"id": None, "content": FOOTER},
+                 {"id": None, "content": FOOTER, "metadata": {"source": "acme-10k.pdf"}}])}
+    for fmt, attrs, expected in [("openinference", oi, ["globex#1", "acme#1", "initech#1"]),
+                                 ("otel", otel, ["globex#1", "acme#1"])]:
+        path = tmp_path / f"{fmt}.json"
+        path.write_text(json.dumps({"resourceSpans": [{"resource": {}, "scopeSpans": [
+            {"scope": {}, "spans": [_otlp("T", attrs)]}]}]}), encoding="utf-8")
+        result = import_traces(path, fmt, filings)
+        assert [cid for cid, _ in result.run.results["T"]] == expected, fmt
+        assert result.matching.by_metadata == 1
+
+
 def test_ambiguity_counted_in_import_summary_and_json_report(capsys, tmp_path, filings_file):
     traces = _traces(tmp_path / "traces.jsonl", [
         # Three hits with the footer's text and nothing else: which is which is unknowable.
