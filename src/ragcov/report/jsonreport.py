@@ -2,8 +2,8 @@
 
 FORMAT_VERSION history:
   1: meta, totals, documents, chunks, queries (the first published shape); later,
-     within 1: scope, excluded, redundant, duplicates, totals.excluded_chunks,
-     documents.*.excluded_chunks and meta.id_matching (hits without ids matched by text).
+     within 1: scope, excluded, redundant, duplicates, totals.excluded_chunks and
+     documents.*.excluded_chunks.
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -42,7 +42,8 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
                 "corpus_hash": meta.get("corpus_hash"), "created": meta.get("created")}
     if meta.get("index_recall") is not None:
         meta_out["index_recall"] = meta["index_recall"]
-    if meta.get("id_matching") is not None:  # hits placed by their text: how twins were told apart
+    if meta.get("id_matching") is not None:
+        # Added within 1: hits without ids matched by text, and how identical texts were told apart.
         meta_out["id_matching"] = meta["id_matching"]
     if meta_out["ragcov_version"] is None:
         from ragcov import __version__
