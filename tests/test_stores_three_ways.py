@@ -28,11 +28,171 @@ N_QUERIES = 30
 
 pytest.importorskip("langchain_community")
 pytest.importorskip("openinference.instrumentation.langchain")
+pytest_plugins = ["pytester"]
 
 
 def covered(data_file: Path) -> set[str]:
     m = CoverageData(data_file).matrix()
     return {cid for cid, hit in zip(m.chunk_ids, m.covered()) if hit}
+
+
+# ------------------------------------------------ duplicate texts, results without ids
+#: A paragraph every filing repeats word for word, each copy a chunk of its own document.
+BOILERPLATE = ("Forward-looking statements: this report contains statements about future "
+               "results that involve risks and uncertainties; actual results may differ "
+               "materially from those projected.")
+# As many documents end with the same paragraph as a query retrieves: a store's order among
+# exact ties is its own, so a list cut inside the group could differ from one open to the next.
+N_BOILERPLATE = K
+N_REPUBLISHED = 4   # chunks republished verbatim in a second document
+DUPLICATE_QUERIES = ["forward-looking statements risks and uncertainties",
+                     "actual results may differ materially from projections",
+                     "statements about future results"]
+
+PLUGIN_SUITE = '''
+import json
+
+import chromadb
+from langchain_community.embeddings import HuggingFaceEmbeddings
+from langchain_community.vectorstores import Chroma
+
+from ragcov.pytest_plugin import record
+
+QUESTIONS = json.loads(open("questions.json").read())
+store = Chroma(collection_name="filings", client=chromadb.PersistentClient(path=FOLDER),
+               embedding_function=HuggingFaceEmbeddings(model_name=MINILM))
+retriever = record(store.as_retriever(search_kwargs={"k": K}))
+
+
+def test_every_question():
+    for q in QUESTIONS:
+        docs = retriever.invoke(q)
+        assert len(docs) == K and all(d.id is None for d in docs)
+'''
+
+
+def _duplicate_filings():
+    """The sample's pages split by LangChain, plus exact twins in other documents."""
+    from langchain_core.documents import Document
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    pages = [json.loads(x) for x in
+             (SAMPLE / "finqa_pages.jsonl").read_text().splitlines()[:N_PAGES]]
+    splitter = RecursiveCharacterTextSplitter(chunk_size=800, chunk_overlap=80)
+    docs = splitter.create_documents([p["text"] for p in pages],
+                                     metadatas=[{"source": p["doc_id"]} for p in pages])
+    docs += [Document(page_content=BOILERPLATE, metadata={"source": p["doc_id"]})
+             for p in pages[:N_BOILERPLATE]]
+    republished = docs[:: len(docs) // N_REPUBLISHED][:N_REPUBLISHED]
+    docs += [Document(page_content=d.page_content,
+                      metadata={"source": d.metadata["source"] + "-republished"})
+             for d in republished]
+    queries = DUPLICATE_QUERIES + [d.page_content[:200] for d in republished]
+    return docs, queries
+
+
+@pytest.mark.slow
+def test_duplicate_texts_without_ids_agree_four_ways(capsys, pytester: pytest.Pytester,
+                                                     tmp_path: Path, minilm_path: str) -> None:
+    """langchain-community's Chroma returns ``Document.id = None``: its hits are matched by
+    text and metadata, and exact twins in different documents stay distinct chunks."""
+    import chromadb
+    from langchain_community.embeddings import HuggingFaceEmbeddings
+    from langchain_community.vectorstores import Chroma
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragcov.api import measure
+    from ragcov.corpus import load_corpus
+    from ragcov.retrievers.adapters import wrap
+    from ragcov.suite import load_suite
+
+    docs, twin_queries = _duplicate_filings()
+    folder = pytester.path / "chroma"
+    embeddings = HuggingFaceEmbeddings(model_name=minilm_path)
+    # One client per folder in a process: ragcov's store reader opens the same one.
+    app = Chroma.from_documents(docs, embeddings, collection_name="filings",
+                                client=chromadb.PersistentClient(path=str(folder)))
+    questions = [json.loads(x)["question"] for x in
+                 (SAMPLE / "finqa_questions.jsonl").read_text().splitlines()[:N_QUERIES]]
+    # A list cut at k between two exactly tied chunks (twins) is the store's own pick, and
+    # may differ from one open of the folder to the next: such queries are left out.
+    tied = [q for q in questions + twin_queries
+            if abs((d := [s for _, s in app.similarity_search_with_score(q, k=K + 1)])[K - 1]
+                   - d[K]) < 1e-4]
+    questions = [q for q in questions + twin_queries if q not in tied]
+    assert len(tied) < 5 and sum(q in questions for q in twin_queries) >= len(twin_queries) - 2
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"id": f"q{n}", "query": q}) + "\n"
+                             for n, q in enumerate(questions)))
+    url = f"chroma://{folder}?collection=filings"
+    corpus = load_corpus(url)
+    texts = [c.text for c in corpus]
+    assert len(corpus) == len(docs) and len(texts) - len(set(texts)) == \
+        N_BOILERPLATE - 1 + N_REPUBLISHED
+
+    # 1. the store as corpus and retriever (its own ids)
+    code, _, err = cli(capsys, "run", "--corpus", url, "--queries", str(suite),
+                       "--retriever", "store", "--model", minilm_path, "-k", str(K),
+                       "--data-file", str(tmp_path / "store.ragcov"), "--quiet")
+    assert code == 0, err
+    by_store = covered(tmp_path / "store.ragcov")
+
+    # 2. the app's retriever through the LangChain adapter (Documents without ids)
+    retriever = app.as_retriever(search_kwargs={"k": K})
+    assert all(d.id is None for d in retriever.invoke(questions[0]))
+    adapted = wrap(retriever, corpus)
+    measure(corpus, load_suite(suite), adapted, k=K, data_file=tmp_path / "adapter.ragcov",
+            progress=False)
+    by_adapter = covered(tmp_path / "adapter.ragcov")
+
+    # 3. the same retriever in a test suite, through record() and the pytest plugin
+    pytester.makepyfile(test_app=f"MINILM = {minilm_path!r}\nFOLDER = {str(folder)!r}\nK = {K}\n"
+                        + PLUGIN_SUITE)
+    (pytester.path / "questions.json").write_text(json.dumps(questions))
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "test_app.py", "--ragcov", "--ragcov-corpus", url,
+        "--ragcov-k", str(K), "--ragcov-report", "json:plugin.json")
+    result.assert_outcomes(passed=1)
+    by_plugin = covered(pytester.path / ".ragcov")
+    plugin_json = json.loads((pytester.path / "plugin.json").read_text())
+
+    # 4. spans recorded from the app by the real instrumentor (document ids absent), imported
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        for q in questions:
+            retriever.invoke(q)
+    finally:
+        instrumentor.uninstrument()
+    spans = tmp_path / "spans.json"
+    spans.write_text("".join(s.to_json() + "\n" for s in exporter.get_finished_spans()))
+    code, out, err = cli(capsys, "import", str(spans), "--format", "openinference", "--corpus",
+                         url, "-k", str(K), "--data-file", str(tmp_path / "traces.ragcov"))
+    assert code == 0, err
+    by_traces = covered(tmp_path / "traces.ragcov")
+
+    twins = {c.id for c in corpus if texts.count(c.text) > 1}
+    assert len(by_store & twins) >= N_BOILERPLATE, "the suite must reach the twins"
+    assert by_adapter == by_store
+    assert by_plugin == by_store
+    assert by_traces == by_store
+    # Every query keeps its k hits on every path: no twin folded into another.
+    for data_file in ("store.ragcov", "adapter.ragcov", "traces.ragcov"):
+        m = CoverageData(tmp_path / data_file).matrix()
+        assert all(len(m.retrieved(i)) == K for i in range(m.n_queries)), data_file
+    m = CoverageData(pytester.path / ".ragcov").matrix()
+    assert all(len(m.retrieved(i)) == K for i in range(m.n_queries))
+    # Source metadata told the twins apart: nothing was left to corpus order.
+    assert "told apart by metadata" in err and "0 ambiguous" in err, err
+    matching = plugin_json["meta"]["id_matching"]
+    assert matching["shared_text"] > 0 and matching["ambiguous"] == 0
+    assert adapted.resolver.matching.ambiguous == 0
 
 
 @pytest.mark.slow

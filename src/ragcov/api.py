@@ -62,6 +62,9 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     if data is None:
         return CoverageMatrix.from_run(run, corpus)
     data.write(corpus, run, append=append)
+    from ragcov.retrievers.twins import record_matching, resolver_counts
+
+    record_matching(data, resolver_counts(retriever), append)
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
         data.annotate(INDEX_RECALL, retriever.measure_recall(suite.texts, k=k))
     return data.matrix()
@@ -105,6 +108,9 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
     result = import_traces(path, fmt.lower(), corpus, k=k, ignore_unknown=ignore_unknown,
                            name=name, queries=queries)
     added = data.write(corpus, result.run, append=append)
+    from ragcov.retrievers.twins import record_matching
+
+    record_matching(data, result.matching, append)
     return Recorded(result, added, data)
 
 

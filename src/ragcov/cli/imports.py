@@ -89,6 +89,9 @@ def _import(file: Path, corpus: Path, format: str, k: int | None, data_file: Pat
                   "documents; imported as queries with no hits", markup=False)
     for how, n in result.fallbacks.items():
         err.print(f"Matched {n} retrieved entries to chunks by {how}", markup=False)
+    twins = result.matching.line()
+    if twins:
+        err.print(twins, markup=False)
     if not quiet:
         out.print(f"Imported {done.added} queries from {file} ({format}, k={result.run.k}) "
                   f"into {data_file}", markup=False)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragcov.cli.console import out
+from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     ChunkOverlap,
@@ -92,6 +92,11 @@ def run(
                                progress=not quiet)
         m = measure(corpus_obj, suite, r, k=k, data_file=data_file, append=append,
                     progress=not quiet)
+        from ragcov.retrievers.twins import resolver_counts
+
+        twins = resolver_counts(r)
+        if twins is not None and twins.line():
+            err.print(twins.line(), markup=False)
     if not quiet:
         out.print(f"Wrote {data_file}: {m.n_queries} queries, k={k}, {len(corpus_obj)} chunks")
         out.print(render_headline(summarize(m)))

@@ -68,6 +68,7 @@ class Recorder:
         self._corpus: Corpus | None = None
         self._known: set[str] | None = None
         self._lock = threading.Lock()
+        self._resolvers: dict[int, Any] = {}  # the adapters' id resolvers, for their counts
 
     def corpus(self) -> Corpus:
         if self._corpus is None:
@@ -84,6 +85,9 @@ class Recorder:
         from ragcov.errors import RagcovError
 
         fp = _fingerprint(retriever)
+        resolver = getattr(retriever, "resolver", None)
+        if resolver is not None and hasattr(resolver, "matching"):
+            self._resolvers.setdefault(id(resolver), resolver)
         ranked = _checked(retriever, text, list(ranked)[: self.k])
         self.corpus()
         assert self._known is not None
@@ -114,8 +118,30 @@ class Recorder:
         run = Run(k=self.k, retriever=self.fingerprint or {})
         for qid, text in self.queries.items():
             run.add(qid, text, self.results[qid])
-        CoverageData(path).write(self.corpus(), run, context=self.context)
+        data = CoverageData(path)
+        data.write(self.corpus(), run, context=self.context)
+        from ragcov.retrievers.twins import record_matching
+
+        record_matching(data, self.matching())
         return True
+
+    def matching(self) -> Any:
+        """How the session's hits without ids were matched to chunks (a MatchCounts)."""
+        from ragcov.retrievers.twins import MatchCounts
+
+        total = MatchCounts()
+        for resolver in self._resolvers.values():
+            total.add(resolver.matching)
+        return total
+
+
+def count_once_per_query(adapter: Any) -> Any:
+    """``adapter``, its id resolver told to count a query text once: the recorder keeps
+    the first retrieval of a text, so a question several tests ask is one query."""
+    resolver = getattr(adapter, "resolver", None)
+    if resolver is not None and hasattr(resolver, "once_per_query"):
+        resolver.once_per_query = True
+    return adapter
 
 
 def _checked(retriever: Any, text: str, items: list[Any]) -> Ranked:

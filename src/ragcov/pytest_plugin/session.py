@@ -121,6 +121,9 @@ class _Session:
             return
         self.summary, lines = write_reports(CoverageData(s.data_file), s.reports)
         self.lines += lines
+        twins = self.recorder.matching().line()
+        if twins:
+            self.lines.append(f"ragcov: {twins}")
         self.lines.append(f"ragcov data written to {s.data_file}")
         if s.fail_under is not None:
             self.failed_under, line = fail_under_line(self.summary.coverage, s.fail_under)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragcov.pytest_plugin.recorder import RecordingRetriever, active
+from ragcov.pytest_plugin.recorder import RecordingRetriever, active, count_once_per_query
 
 if TYPE_CHECKING:
     from ragcov.fields import Ranked
@@ -30,7 +30,7 @@ class _Recording:
 
     def __init__(self, inner: Any, adapter: Any, recorder: Recorder) -> None:
         self._inner = inner
-        self._adapter = adapter
+        self._adapter = count_once_per_query(adapter)
         self._recorder = recorder
 
     def __getattr__(self, name: str) -> Any:
@@ -156,5 +156,5 @@ def record(retriever: Any) -> Any:
     if not callable(getattr(retriever, "retrieve", None)):
         from ragcov.retrievers.adapters import wrap
 
-        inner = wrap(retriever, rec.corpus())
+        inner = count_once_per_query(wrap(retriever, rec.corpus()))
     return RecordingRetriever(inner, rec)

@@ -44,6 +44,9 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
                 "corpus_hash": meta.get("corpus_hash"), "created": meta.get("created")}
     if meta.get("index_recall") is not None:
         meta_out["index_recall"] = meta["index_recall"]
+    if meta.get("id_matching") is not None:
+        # Added within 1: hits without ids matched by text, and how identical texts were told apart.
+        meta_out["id_matching"] = meta["id_matching"]
     if meta_out["ragcov_version"] is None:
         from ragcov import __version__
 

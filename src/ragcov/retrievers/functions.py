@@ -24,9 +24,9 @@ from ragcov.fields import (
     parse_score,
 )
 from ragcov.files import first_key
-from ragcov.retrievers.langchain import langchain_id
-from ragcov.retrievers.llamaindex import llamaindex_id
-from ragcov.retrievers.resolver import IdResolver, check_lists, qualname, unusable
+from ragcov.retrievers.langchain import langchain_entry
+from ragcov.retrievers.llamaindex import llamaindex_entry
+from ragcov.retrievers.resolver import Entry, IdResolver, check_lists, qualname, ranked_top_k
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
@@ -41,7 +41,8 @@ class CallableRetriever:
     An item may be a chunk id, an ``(id, score)`` pair, a dict with ``id`` or
     ``chunk_id`` (and ``score``), a LangChain Document, a LlamaIndex
     NodeWithScore, or any object with an ``id``/``chunk_id``/``node_id``
-    attribute (and optionally ``score``).
+    attribute (and optionally ``score``). Items without an id (a passage's text,
+    a dict with ``text`` and ``metadata``) are matched by their text.
     """
 
     batches_queries = False  # one query per call: progress moves per query
@@ -78,17 +79,18 @@ class CallableRetriever:
                     f"{self.name} returned {type(items).__name__}; expected a list of ids, "
                     "(id, score) pairs or objects carrying an id"
                 )
-            ranked: Ranked = []
-            # Only the top k are recorded, so only they are read.
-            for rank, item in enumerate(itertools.islice(items, k), start=1):
-                try:
-                    ranked.append(self._item(item))
-                except (FieldError, RagcovError) as exc:
-                    raise unusable("retriever", self.name, text, rank, item, exc) from exc
-            results.append(ranked)
+            # Only the top k are recorded, so only they are drawn (items may be a generator).
+            results.append(ranked_top_k(itertools.islice(items, k), k, self._item, "retriever",
+                                        self.name, text, self.resolver))
         return check_lists(results, texts)
 
-    def _item(self, item: Any) -> tuple[str, float | None]:
+    def _item(self, item: Any) -> tuple[str | Entry, float | None]:
+        """The item's id when it gives one outright, else what it says about its chunk
+        (matched with the rest of its list, so identical texts stay distinct chunks)."""
+        if type(item) is str and item.strip():
+            # A chunk id, or a function that returns the passages themselves: an id the
+            # corpus does not hold is looked up as a chunk's text before it is unknown.
+            return Entry(item, None, item), None
         if item is None or isinstance(item, (str, bool, numbers.Number)):
             return parse_id(item), None
         if isinstance(item, (tuple, list)):
@@ -101,14 +103,13 @@ class CallableRetriever:
             own = first_key(item, ITEM_ID_KEYS)
             if own is not None:
                 parse_id(own)  # an id that cannot be one is the retriever's bug: say so
-            cid = self.resolver.resolve(own, item.get("metadata"),
-                                        first_key(item, ITEM_TEXT_KEYS))
-            return cid, parse_score(score)
+            return Entry(own, item.get("metadata"), first_key(item, ITEM_TEXT_KEYS)), \
+                parse_score(score)
         node = getattr(item, "node", None)
         if node is not None and hasattr(item, "score"):  # LlamaIndex NodeWithScore
-            return llamaindex_id(node, self.resolver), parse_score(item.score)
+            return llamaindex_entry(node), parse_score(item.score)
         if hasattr(item, "page_content"):  # LangChain Document
-            return langchain_id(item, self.resolver), parse_score(
+            return langchain_entry(item), parse_score(
                 (item.metadata or {}).get("score"))
         for attr in ID_ATTRS:
             value = getattr(item, attr, None)

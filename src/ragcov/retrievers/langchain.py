@@ -6,17 +6,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragcov.fields import parse_score
-from ragcov.retrievers.resolver import IdResolver, check_lists, qualname, ranked_top_k
+from ragcov.retrievers.resolver import Entry, IdResolver, check_lists, qualname, ranked_top_k
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
     from ragcov.retrievers.base import Ranked
 
 
-def langchain_id(doc: Any, resolver: IdResolver) -> str:
-    """The chunk id of a LangChain Document: its id, its metadata's, or its content's."""
-    return resolver.resolve(getattr(doc, "id", None), getattr(doc, "metadata", None),
-                            getattr(doc, "page_content", None))
+def langchain_entry(doc: Any) -> Entry:
+    """What a LangChain Document says about its chunk: its id, metadata and content."""
+    return Entry(getattr(doc, "id", None), getattr(doc, "metadata", None),
+                 getattr(doc, "page_content", None))
 
 
 class LangChainRetriever:
@@ -48,8 +48,8 @@ class LangChainRetriever:
                 pairs = [(d, (getattr(d, "metadata", None) or {}).get("score"))
                          for d in self.obj.invoke(text, k=k)]
             results.append(ranked_top_k(
-                pairs, k, lambda pair: (langchain_id(pair[0], self.resolver), parse_score(pair[1])),
-                "LangChain retriever", self.name, text))
+                pairs, k, lambda pair: (langchain_entry(pair[0]), parse_score(pair[1])),
+                "LangChain retriever", self.name, text, self.resolver))
         return check_lists(results, texts)
 
     def ranked(self, text: str, docs: Sequence[Any], k: int) -> Ranked:
@@ -58,9 +58,9 @@ class LangChainRetriever:
         retriever themselves (``record()`` in the pytest plugin)."""
         return ranked_top_k(
             docs, k,
-            lambda d: (langchain_id(d, self.resolver),
+            lambda d: (langchain_entry(d),
                        parse_score((getattr(d, "metadata", None) or {}).get("score"))),
-            "LangChain retriever", self.name, text)
+            "LangChain retriever", self.name, text, self.resolver)
 
     def fingerprint(self) -> dict[str, Any]:
         fp: dict[str, Any] = {"kind": "langchain", "name": self.name}

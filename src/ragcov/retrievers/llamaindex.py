@@ -6,15 +6,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragcov.fields import parse_score
-from ragcov.retrievers.resolver import IdResolver, check_lists, qualname, ranked_top_k
+from ragcov.retrievers.resolver import Entry, IdResolver, check_lists, qualname, ranked_top_k
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
     from ragcov.retrievers.base import Ranked
 
 
-def llamaindex_id(node: Any, resolver: IdResolver) -> str:
-    """The chunk id of a LlamaIndex node: its node_id, its metadata's, or its content's."""
+def llamaindex_entry(node: Any) -> Entry:
+    """What a LlamaIndex node says about its chunk: its node_id, metadata and content."""
     content = None
     get_content = getattr(node, "get_content", None)
     if callable(get_content):
@@ -22,8 +22,7 @@ def llamaindex_id(node: Any, resolver: IdResolver) -> str:
             content = get_content()
         except TypeError:  # pragma: no cover - very old signatures
             content = getattr(node, "text", None)
-    return resolver.resolve(getattr(node, "node_id", None), getattr(node, "metadata", None),
-                            content)
+    return Entry(getattr(node, "node_id", None), getattr(node, "metadata", None), content)
 
 
 class LlamaIndexRetriever:
@@ -63,8 +62,8 @@ class LlamaIndexRetriever:
         """The top k of the NodeWithScore list a retriever returned for ``text`` (also
         for callers that retrieved themselves: ``record()`` in the pytest plugin)."""
         return ranked_top_k(
-            nodes, k, lambda n: (llamaindex_id(n.node, self.resolver), parse_score(n.score)),
-            "LlamaIndex retriever", self.name, text)
+            nodes, k, lambda n: (llamaindex_entry(n.node), parse_score(n.score)),
+            "LlamaIndex retriever", self.name, text, self.resolver)
 
     def fingerprint(self) -> dict[str, Any]:
         fp: dict[str, Any] = {"kind": "llamaindex", "name": self.name}

@@ -146,7 +146,7 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
     if unknown and not ignore_unknown:
         raise RagcovError(_unknown_message(path, list(unknown)))
     return ImportResult(run, count, unknown, dict(resolver.fallbacks), duplicate_spans,
-                        stats.merged, stats.empty, fmt)
+                        stats.merged, stats.empty, fmt, resolver.matching)
 
 
 def _format(path: str | os.PathLike[str], fmt: str) -> str:
@@ -162,19 +162,26 @@ def _format(path: str | os.PathLike[str], fmt: str) -> str:
 def _resolve(trace: Trace, resolver: IdResolver, known: Mapping[str, int]) -> tuple[Ranked, bool]:
     """The trace's chunk ids in order, each once, and whether all are in the corpus; an
     item the corpus cannot place gets a descriptive id, so it is reported as unknown
-    rather than dropped. An item's own id that is a corpus chunk is taken at once."""
+    rather than dropped. An item's own id that is a corpus chunk is taken at once; the
+    others are matched as one list, so identical texts go to distinct chunks."""
+    items = trace.items
+    complete = True
+    if all(item.id is not None and item.id in known for item in items):
+        cids: list[str] = [item.id for item in items]  # type: ignore[misc]
+    else:
+        from ragcov.retrievers.resolver import Entry
+
+        def placeholder(n: int, exc: Exception) -> str:
+            return f"<no id; content {(items[n].content or '')[:40]!r} not in the corpus>"
+
+        cids = resolver.resolve_list(
+            [item.id if item.id is not None and item.id in known
+             else Entry(item.id, item.metadata, item.content) for item in items],
+            trace.query, placeholder)
+        complete = all(cid in known for cid in cids)
     ranked: Ranked = []
     seen: set[str] = set()
-    complete = True
-    for item in trace.items:
-        cid = item.id
-        if cid is None or cid not in known:
-            try:
-                cid = resolver.resolve(item.id, item.metadata, item.content)
-            except RagcovError:
-                snippet = (item.content or "")[:40]
-                cid = f"<no id; content {snippet!r} not in the corpus>"
-            complete = complete and cid in known
+    for cid, item in zip(cids, items):
         if cid not in seen:
             seen.add(cid)
             ranked.append((cid, item.score))

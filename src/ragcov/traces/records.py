@@ -10,11 +10,14 @@ here add the file and line, which only the reader knows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragcov.errors import InputFormatError
 from ragcov.fields import FieldError, parse_id, parse_score
 from ragcov.retrieval import Run
+
+if TYPE_CHECKING:
+    from ragcov.retrievers.twins import MatchCounts
 
 
 @dataclass(slots=True)
@@ -58,10 +61,19 @@ class ImportResult:
     empty_spans: int = 0
     #: The format read (the detected one when ``"auto"`` was asked for).
     format: str = ""
+    #: Hits placed by their text (no usable id), and how identical texts were told apart.
+    matching: MatchCounts = field(default_factory=lambda: _counts())
 
     @property
     def skipped(self) -> int:
         return sum(self.unknown.values())
+
+
+def _counts() -> MatchCounts:
+    # Imported when called: reading traces never loads the retrievers package.
+    from ragcov.retrievers.twins import MatchCounts
+
+    return MatchCounts()
 
 
 def parse_id_at(value: Any, path: Any, line: int | None, where: str) -> str:
