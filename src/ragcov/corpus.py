@@ -17,7 +17,15 @@ from types import MappingProxyType
 from typing import Any
 
 from ragcov.errors import InputFormatError, RagcovError
-from ragcov.fields import CHUNK_DOC_KEYS, CHUNK_ID_KEYS, CHUNK_TEXT_KEYS, FieldError, parse_id
+from ragcov.fields import (
+    CHUNK_DOC_KEYS,
+    CHUNK_ID_KEYS,
+    CHUNK_TEXT_KEYS,
+    FieldError,
+    parse_doc_id,
+    parse_id,
+    parse_title,
+)
 from ragcov.files import first_key, iter_jsonl, read_text, text_hash
 from ragcov.stores.base import chunk_fields
 from ragcov.stores.urls import is_store_url, open_store
@@ -222,17 +230,25 @@ def read_chunks_jsonl(path: str | os.PathLike[str]) -> Corpus:
         doc = first_key(obj, CHUNK_DOC_KEYS)
         if doc is None:
             doc = first_key(metadata, CHUNK_DOC_KEYS)
-        doc_id = str(doc) if doc is not None else str(cid)
+        doc_id = _field(parse_doc_id, doc, path, lineno, "document id") if doc is not None else cid
         pos = obj.get("position")
         if not isinstance(pos, int):
             pos = positions.get(doc_id, 0)
         positions[doc_id] = pos + 1
-        title = obj.get("title") or None
+        title = _field(parse_title, obj.get("title"), path, lineno, "title")
         chunks.append(Chunk(id=cid, text=text, doc_id=doc_id, position=pos,
-                            title=str(title) if title else None, metadata=metadata))
+                            title=title, metadata=metadata))
     if repeats:
         raise InputFormatError(path, repeats[0][1], repeated_ids_message("chunk", repeats))
     return Corpus(chunks, chunking={"method": "given"}, source=str(path))
+
+
+def _field(parse: Any, value: Any, path: Any, lineno: int, what: str) -> Any:
+    """A fields.py parser's refusal located by file and line."""
+    try:
+        return parse(value)
+    except FieldError as exc:
+        raise InputFormatError(path, lineno, f"{what}: {exc}") from None
 
 
 def read_text_folder(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -250,7 +266,9 @@ def read_documents_jsonl(path: str | os.PathLike[str], chunk_size: int = DEFAULT
     docs: list[tuple[str, str]] = []
     titles: dict[str, str] = {}
     for lineno, obj in iter_jsonl(path):
-        doc = first_key(obj, CHUNK_DOC_KEYS) or first_key(obj, CHUNK_ID_KEYS)
+        doc = first_key(obj, CHUNK_DOC_KEYS)
+        if doc is None:
+            doc = first_key(obj, CHUNK_ID_KEYS)
         if doc is None:
             raise InputFormatError(path, lineno, "no document id (expected one of "
                                    f"{', '.join(CHUNK_DOC_KEYS + CHUNK_ID_KEYS)})")
@@ -258,17 +276,22 @@ def read_documents_jsonl(path: str | os.PathLike[str], chunk_size: int = DEFAULT
         if not isinstance(text, str):
             raise InputFormatError(
                 path, lineno, f"no document text (expected one of {', '.join(CHUNK_TEXT_KEYS)})")
-        docs.append((str(doc), text))
-        if obj.get("title"):
-            titles[str(doc)] = str(obj["title"])
+        doc_id = _field(parse_doc_id, doc, path, lineno, "document id")
+        docs.append((doc_id, text))
+        title = _field(parse_title, obj.get("title"), path, lineno, "title")
+        if title:
+            titles[doc_id] = title
     return Corpus.from_documents(docs, chunk_size, chunk_overlap, titles=titles, source=str(path))
 
 
 def read_store(source: str | os.PathLike[str], doc_key: str | None = None) -> Corpus:
     """A store's chunks with its own ids, paged; the open store stays on for ``--retriever store``."""
     store = open_store(source)
-    corpus = Corpus((Chunk(**fields) for fields in chunk_fields(store, doc_key)),
-                    chunking={"method": "store", **store.describe()}, source=store.url)
+    try:
+        corpus = Corpus((Chunk(**fields) for fields in chunk_fields(store, doc_key)),
+                        chunking={"method": "store", **store.describe()}, source=store.url)
+    except FieldError as exc:  # a stored value that cannot be what it names
+        raise RagcovError(f"{store.url}: {exc}") from None
     corpus.store = store
     return corpus
 

@@ -66,6 +66,36 @@ def parse_id(value: Any) -> str:
     raise FieldError(f"{_short(value)} is not an id (expected a string or a whole number)")
 
 
+def parse_doc_id(value: Any) -> str:
+    """A document id: the same rule as a chunk id, since reports group chunks by it and
+    a document named ``['d']`` or ``False`` is as wrong as a chunk named so."""
+    return parse_id(value)
+
+
+def parse_title(value: Any) -> str | None:
+    """A chunk's or document's title: text, or None when absent or empty.
+
+    A whole number is taken as its text (a year, a page number); an object, a list
+    or a boolean is refused rather than shown in reports as its Python text.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
+    raise FieldError(f"title {_short(value)} is not text")
+
+
+def store_doc_id(value: Any, key: str, chunk_id: str) -> str:
+    """The document a stored chunk names in its metadata ``key``, refused naming the
+    chunk when it cannot be an id (a store has no lines to point at)."""
+    try:
+        return parse_doc_id(value)
+    except FieldError as exc:
+        raise FieldError(f"chunk {chunk_id!r}: metadata {key!r}: {exc}") from None
+
+
 def parse_score(value: Any, *, text_ok: bool = False) -> float | None:
     """A retrieval score: a finite number, or None (no score recorded).
 
