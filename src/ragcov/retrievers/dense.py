@@ -31,6 +31,7 @@ from ragcov.errors import RagcovError
 from ragcov.files import atomic_path, cache_dir
 from ragcov.progress import per_batch, progress_bar
 from ragcov.retrievers.base import Ranked
+from ragcov.user_warnings import warn
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _MINILM_ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
@@ -123,6 +124,12 @@ def torch_threads(n: int) -> Iterator[None]:
             torch.set_num_threads(before)
 
 
+def encoder_dimension(encoder: Any) -> int:
+    get_dim = getattr(encoder, "get_embedding_dimension", None) or \
+        encoder.get_sentence_embedding_dimension
+    return int(get_dim())
+
+
 def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str = "Embedding",
            progress: bool = True, threads: int | None = None) -> np.ndarray:
     """Normalised float32 embeddings, encoded a slice at a time under a progress bar.
@@ -131,9 +138,7 @@ def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str 
     text, with torch pinned to ``encode_threads(threads)`` threads: the two things,
     besides the model and the machine, that decide an embedding's bits.
     """
-    get_dim = getattr(encoder, "get_embedding_dimension", None) or \
-        encoder.get_sentence_embedding_dimension
-    dim = get_dim()
+    dim = encoder_dimension(encoder)
     out = np.empty((len(texts), dim), dtype=np.float32)
     with torch_threads(encode_threads(threads)), \
             progress_bar(label, total=len(texts), enabled=progress) as advance, \
@@ -156,15 +161,48 @@ def embedding_cache_path(corpus: Corpus, model_name: str) -> Path:
     return cache_dir() / "embeddings" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.npy"
 
 
-def load_cached_embeddings(path: Path, n: int) -> np.ndarray | None:
-    """The cached embeddings when present and whole; a damaged entry is simply rebuilt."""
+def load_cached_embeddings(path: Path, n: int, dim: int | None = None) -> np.ndarray | None:
+    """The cached embeddings when present and sound, else None (the caller rebuilds them).
+
+    The cache is a file anyone can damage (a partial copy, a disk error, another
+    tool), and a damaged one is worse than none: one NaN row makes every search
+    return nothing and coverage read 0% with no error. So it is checked before use
+    (a float matrix of ``n`` rows, ``dim`` columns when known, finite, unit rows as
+    written) and a damaged entry is rebuilt with a warning, never trusted.
+    """
     if not path.is_file():
         return None
     try:
-        emb = np.load(path)
-    except (OSError, ValueError):
-        return None
-    return emb if emb.shape[0] == n else None
+        emb = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        return _damaged(path, f"unreadable ({exc})")
+    problem = cache_problem(emb, n, dim)
+    if problem:
+        return _damaged(path, problem)
+    return emb
+
+
+def cache_problem(emb: np.ndarray, n: int, dim: int | None) -> str | None:
+    """What is wrong with cached embeddings for ``n`` chunks, or None when nothing is."""
+    if emb.ndim != 2 or emb.dtype.kind != "f":
+        return f"not a matrix of floats (shape {emb.shape}, dtype {emb.dtype})"
+    if emb.shape[0] != n:
+        return f"{emb.shape[0]} rows for {n} chunks"
+    if dim is not None and emb.shape[1] != dim:
+        return f"{emb.shape[1]} dimensions, the model gives {dim}"
+    finite = np.isfinite(emb).all(axis=1)
+    if not finite.all():
+        return f"{int((~finite).sum())} rows hold NaN or infinite values"
+    norms = np.linalg.norm(emb.astype(np.float64), axis=1)
+    off = (np.abs(norms - 1.0) > 1e-3) & (norms > 1e-6)  # an empty text embeds to zeros
+    if off.any():
+        return f"{int(off.sum())} rows are not unit vectors as saved"
+    return None
+
+
+def _damaged(path: Path, problem: str) -> None:
+    warn(f"embedding cache {path}: {problem}; rebuilding it")
+    return None
 
 
 def save_embeddings(path: Path, emb: np.ndarray) -> None:
@@ -211,7 +249,7 @@ class DenseRetriever:
     def _corpus_embeddings(self, use_cache: bool) -> np.ndarray:
         path = embedding_cache_path(self.corpus, self.model_name)
         if use_cache:
-            cached = load_cached_embeddings(path, len(self.corpus))
+            cached = load_cached_embeddings(path, len(self.corpus), encoder_dimension(self.encoder))
             if cached is not None:
                 return cached
         emb = encode(self.encoder, self.corpus.texts, self.batch_size, "Embedding corpus",
