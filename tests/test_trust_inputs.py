@@ -8,6 +8,7 @@ and checks the refusal names the file and, for line formats, the line.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -291,3 +292,92 @@ def test_dense_run_over_a_nan_cache_rebuilds_it_and_finds_the_chunks(
     code, out, _ = cli(capsys, "json", "--data-file", str(data), "-o", "-")
     assert json.loads(out)["totals"]["covered_chunks"] == 2
     assert np.isfinite(np.load(path)).all()
+
+
+# --------------------------------------------------------------------- Phoenix and Langfuse
+def trace_corpus():
+    from ragcov.corpus import Chunk, Corpus
+
+    return Corpus([Chunk(id=f"c{n}", doc_id="d", text=f"text {n}") for n in range(4)])
+
+
+def phoenix_parquet(path: Path, rows: list[dict]) -> Path:
+    """A spans dataframe as Phoenix lays it out (one row per span), saved by pyarrow."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def phoenix_row(span_id: str, docs: list[dict], query: str = "q") -> dict:
+    return {"context.span_id": span_id, "context.trace_id": f"t-{span_id}", "parent_id": None,
+            "name": "retrieve", "span_kind": "RETRIEVER", "attributes.input.value": query,
+            "attributes.retrieval.documents": docs}
+
+
+def test_phoenix_nan_document_score_is_refused_at_its_row(tmp_path: Path) -> None:
+    from ragcov.traces import import_traces
+
+    docs = [{"document.id": "c1", "document.score": 0.5}, {"document.id": "c2", "document.score": math.nan}]
+    path = phoenix_parquet(tmp_path / "spans.parquet", [
+        phoenix_row("s1", [{"document.id": "c0", "document.score": 0.9}]), phoenix_row("s2", docs)])
+    with pytest.raises(InputFormatError, match=r"spans\.parquet:2: .*retrieval\.documents\.1: "
+                                               r"score nan is not a finite number"):
+        import_traces(path, "phoenix", trace_corpus())
+
+
+def test_phoenix_span_id_twice_with_different_content_is_refused(tmp_path: Path) -> None:
+    from ragcov.traces import import_traces
+
+    path = phoenix_parquet(tmp_path / "spans.parquet", [
+        phoenix_row("s1", [{"document.id": "c0", "document.score": 0.9}]),
+        phoenix_row("s1", [{"document.id": "c1", "document.score": 0.9}], query="other")])
+    with pytest.raises(InputFormatError, match=r"spans\.parquet:2: span 's1' of trace 't-s1' already "
+                                               r"appeared on row 1 with different content"):
+        import_traces(path, "phoenix", trace_corpus())
+
+
+def test_phoenix_exact_copy_of_a_span_is_dropped_and_counted(tmp_path: Path) -> None:
+    from ragcov.traces import import_traces
+
+    row = phoenix_row("s1", [{"document.id": "c0", "document.score": 0.9}])
+    path = phoenix_parquet(tmp_path / "spans.parquet", [row, dict(row)])
+    result = import_traces(path, "phoenix", trace_corpus())
+    assert result.run.results == {"t-s1": [("c0", 0.9)]} and result.duplicate_spans == 1
+
+
+def langfuse_file(path: Path, output: object, type: str = "RETRIEVER", name: str = "search") -> Path:
+    obs = [{"id": "o0", "traceId": "t0", "type": "RETRIEVER", "name": "search", "input": "q0",
+            "output": [{"id": "c0", "page_content": "text 0"}], "startTime": "2025-01-01T00:00:00Z"},
+           {"id": "o1", "traceId": "t1", "type": type, "name": name, "input": "q1",
+            "output": output, "startTime": "2025-01-01T00:00:01Z"}]
+    path.write_text(json.dumps({"data": obs}, indent=1), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("output, type, message", [
+    ([{"id": ["c1"]}], "RETRIEVER", r"output\[0\]: \['c1'\] is not an id"),
+    ([{"id": ["c1"], "page_content": "text 1"}], "SPAN", r"output\[0\]: \['c1'\] is not an id"),
+    (5, "RETRIEVER", r"output 5 is not a list of documents"),
+    ({"documents": [{"id": True, "page_content": "x"}]}, "RETRIEVER", r"output\[0\]: True is not an id"),
+    ([{"id": "c1", "score": math.inf}], "RETRIEVER", r"output\[0\]: score inf is not a finite number"),
+    (["just text"], "RETRIEVER", r"output\[0\] 'just text' is not a document"),
+])
+def test_langfuse_retriever_output_that_is_not_documents_is_a_located_error(
+        tmp_path: Path, output: object, type: str, message: str) -> None:
+    from ragcov.traces import import_traces
+
+    path = langfuse_file(tmp_path / "obs.json", output, type)
+    with pytest.raises(InputFormatError, match=r"obs\.json:1: observation 'o1': " + message):
+        import_traces(path, "langfuse", trace_corpus())
+
+
+def test_langfuse_chain_span_outputs_are_still_not_retrievals(tmp_path: Path) -> None:
+    from ragcov.traces import import_traces
+
+    path = langfuse_file(tmp_path / "obs.json", {"result": "an answer"}, "SPAN", "RetrievalQA")
+    result = import_traces(path, "langfuse", trace_corpus())
+    assert result.run.results == {"t0": [("c0", None)]}
+    path = langfuse_file(tmp_path / "obs.json", None, "RETRIEVER")
+    assert import_traces(path, "langfuse", trace_corpus()).empty_spans == 1
