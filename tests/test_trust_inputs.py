@@ -381,3 +381,54 @@ def test_langfuse_chain_span_outputs_are_still_not_retrievals(tmp_path: Path) ->
     assert result.run.results == {"t0": [("c0", None)]}
     path = langfuse_file(tmp_path / "obs.json", None, "RETRIEVER")
     assert import_traces(path, "langfuse", trace_corpus()).empty_spans == 1
+
+
+# --------------------------------------------------------------------- repeated names, folders
+def test_csv_suite_header_with_a_repeated_column_is_refused(tmp_path: Path) -> None:
+    p = write(tmp_path / "q.csv", "id,question,question\nq1,first,second\n")
+    with pytest.raises(InputFormatError, match=r"q\.csv:1: the header names 'question' more than once"):
+        load_suite(p)
+
+
+def test_csv_scores_header_with_a_repeated_column_is_refused(tmp_path: Path) -> None:
+    p = write(tmp_path / "s.csv", "query_id,faith, faith\nq1,0,1\n")
+    with pytest.raises(InputFormatError, match=r"s\.csv:1: the header names 'faith' more than once"):
+        load_scores(p, "faith")
+
+
+def test_csv_blank_header_cells_are_not_repeats(tmp_path: Path) -> None:
+    p = write(tmp_path / "q.csv", ",id,question,\n0,q1,first,\n")
+    assert load_suite(p).ids == ["q1"]
+
+
+def otlp_span_line(attrs: list[dict], span_id: str = "s1") -> str:
+    span = {"traceId": "t1", "spanId": span_id, "name": "retrieve", "attributes": attrs}
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + "\n"
+
+
+@pytest.mark.parametrize("second", [{"stringValue": "c2"}, {"intValue": "2"}])
+def test_otlp_attribute_given_twice_is_refused_at_its_line(tmp_path: Path, second: dict) -> None:
+    from ragcov.traces import import_traces
+
+    good = [{"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}},
+            {"key": "retrieval.documents.0.document.id", "value": {"stringValue": "c1"}}]
+    bad = good + [{"key": "retrieval.documents.0.document.id", "value": second}]
+    path = write(tmp_path / "spans.jsonl", otlp_span_line(good, "s0") + otlp_span_line(bad))
+    with pytest.raises(InputFormatError, match=r"spans\.jsonl:2: span 's1': attribute "
+                                               r"'retrieval\.documents\.0\.document\.id' is given "
+                                               r"more than once"):
+        import_traces(path, "openinference", trace_corpus())
+
+
+@pytest.mark.parametrize("fmt", [None, "jsonl", "phoenix"])
+def test_cli_import_of_a_folder_says_it_is_a_folder(capsys, tmp_path: Path, fmt: str | None) -> None:
+    corpus = write(tmp_path / "c.jsonl", lines({"id": "c0", "text": "text 0"}))
+    folder = tmp_path / "exports"
+    write(folder / "part-1.jsonl", lines({"query_id": "q", "retrieved": ["c0"]}))
+    data = tmp_path / ".ragcov"
+    args = ["import", str(folder), "--corpus", str(corpus), "--data-file", str(data)]
+    code, _, err = cli(capsys, *args, *(["--format", fmt] if fmt else []))
+    assert code == 1 and err.strip().count("\n") == 0
+    assert f"{folder}: is a folder; import reads one trace file" in err
+    assert "(it holds part-1.jsonl)" in err and "no such file" not in err
+    assert not data.exists()
