@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ragcov.errors import InputFormatError
+
+T = TypeVar("T")
 
 # Keys that name a retrieved item's id, score and text, most specific first.
 ITEM_ID_KEYS = ("id", "chunk_id", "doc_id", "_id")
@@ -94,6 +99,14 @@ def store_doc_id(value: Any, key: str, chunk_id: str) -> str:
         return parse_doc_id(value)
     except FieldError as exc:
         raise FieldError(f"chunk {chunk_id!r}: metadata {key!r}: {exc}") from None
+
+
+def located(parse: Callable[[Any], T], value: Any, path: Any, line: int | None, what: str) -> T:
+    """``parse(value)``, its refusal located by file and line for a reader that has them."""
+    try:
+        return parse(value)
+    except FieldError as exc:
+        raise InputFormatError(path, line, f"{what}: {exc}") from None
 
 
 def parse_score(value: Any, *, text_ok: bool = False) -> float | None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 from ragcov.errors import InputFormatError, RagcovError
-from ragcov.fields import QUERY_ID_KEYS, FieldError, parse_doc_id, parse_id, parse_score
+from ragcov.fields import QUERY_ID_KEYS, FieldError, located, parse_doc_id, parse_id, parse_score
 from ragcov.files import first_key, iter_jsonl, read_text
 
 Level = Literal["doc", "chunk"]
@@ -79,13 +79,6 @@ def _relevance(value: object, path: object, line: int) -> float:
     return grade
 
 
-def _id(parse: object, value: object, path: object, line: int, what: str) -> str:
-    try:
-        return parse(value)  # type: ignore[operator]
-    except FieldError as exc:
-        raise InputFormatError(path, line, f"{what}: {exc}") from None
-
-
 def iter_judgements(path: str | os.PathLike[str]) -> Iterator[Judgement]:
     """Every judgement in a qrels file: ``(line, query id, item id, relevance, level)``.
 
@@ -115,11 +108,11 @@ def _jsonl_judgements(p: Path) -> Iterator[Judgement]:
             raise InputFormatError(p, lineno, "expected exactly one of 'doc_id', 'chunk_id'")
         rel_value = first_key(obj, REL_KEYS)
         rel = 1.0 if rel_value is None else _relevance(rel_value, p, lineno)
-        qid = _id(parse_id, qid, p, lineno, "query id")
+        qid = located(parse_id, qid, p, lineno, "query id")
         if chunk is not None:
-            yield lineno, qid, _id(parse_id, chunk, p, lineno, "chunk id"), rel, "chunk"
+            yield lineno, qid, located(parse_id, chunk, p, lineno, "chunk id"), rel, "chunk"
         else:
-            yield lineno, qid, _id(parse_doc_id, doc, p, lineno, "document id"), rel, "doc"
+            yield lineno, qid, located(parse_doc_id, doc, p, lineno, "document id"), rel, "doc"
 
 
 def _column_judgements(p: Path, text: str) -> Iterator[Judgement]:
