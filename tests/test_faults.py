@@ -281,7 +281,7 @@ def test_scores_ragas_csv_by_text_and_jsonl_by_id(tmp_path: Path, finqa_slice: l
     questions = [r["qa"]["question"] for r in finqa_slice]
     m = CoverageMatrix.from_sets([[0]] * len(questions), 1)
     m.query_texts = list(questions)
-    values = ["0.0", "0.5", "", "nan", "1", "0"]
+    values = ["0.0", "0.5", "", " ", "1", "0"]
     with (tmp_path / "ragas.csv").open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["user_input", "retrieved_contexts", "context_relevance", "faithfulness"])

@@ -64,6 +64,8 @@ def _load(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RagcovError(f"{path}: invalid TOML ({exc})") from exc
+    except UnicodeDecodeError as exc:  # TOML is UTF-8; tomllib lets the codec's error out
+        raise RagcovError(f"{path}: invalid TOML (not UTF-8 text: byte {exc.start})") from exc
 
 
 # Options whose meaning differs between commands (``--format`` of ``report`` is not

@@ -16,8 +16,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ragcov import fields
 from ragcov.errors import InputFormatError, RagcovError
-from ragcov.fields import CHUNK_DOC_KEYS, CHUNK_ID_KEYS, CHUNK_TEXT_KEYS, FieldError, parse_id
+from ragcov.fields import CHUNK_DOC_KEYS, CHUNK_ID_KEYS, CHUNK_TEXT_KEYS, FieldError, located
 from ragcov.files import first_key, iter_jsonl, read_text, text_hash
 from ragcov.stores.base import chunk_fields
 from ragcov.stores.urls import is_store_url, open_store
@@ -205,10 +206,7 @@ def read_chunks_jsonl(path: str | os.PathLike[str]) -> Corpus:
                     "to chunk the documents" if first_key(obj, CHUNK_DOC_KEYS) is not None else "")
             keys = ", ".join(CHUNK_ID_KEYS)
             raise InputFormatError(path, lineno, f"no chunk id (expected one of {keys}){hint}")
-        try:
-            cid = parse_id(raw_id)
-        except FieldError as exc:
-            raise InputFormatError(path, lineno, f"chunk id: {exc}") from None
+        cid = located(fields.parse_id, raw_id, path, lineno, "chunk id")
         if cid not in first_line:
             first_line[cid] = lineno
         elif cid not in repeated:
@@ -222,14 +220,13 @@ def read_chunks_jsonl(path: str | os.PathLike[str]) -> Corpus:
         doc = first_key(obj, CHUNK_DOC_KEYS)
         if doc is None:
             doc = first_key(metadata, CHUNK_DOC_KEYS)
-        doc_id = str(doc) if doc is not None else str(cid)
+        doc_id = cid if doc is None else located(fields.parse_doc_id, doc, path, lineno, "document id")
         pos = obj.get("position")
         if not isinstance(pos, int):
             pos = positions.get(doc_id, 0)
         positions[doc_id] = pos + 1
-        title = obj.get("title") or None
-        chunks.append(Chunk(id=cid, text=text, doc_id=doc_id, position=pos,
-                            title=str(title) if title else None, metadata=metadata))
+        chunks.append(Chunk(id=cid, text=text, doc_id=doc_id, position=pos, metadata=metadata,
+                            title=located(fields.parse_title, obj.get("title"), path, lineno, "title")))
     if repeats:
         raise InputFormatError(path, repeats[0][1], repeated_ids_message("chunk", repeats))
     return Corpus(chunks, chunking={"method": "given"}, source=str(path))
@@ -250,7 +247,7 @@ def read_documents_jsonl(path: str | os.PathLike[str], chunk_size: int = DEFAULT
     docs: list[tuple[str, str]] = []
     titles: dict[str, str] = {}
     for lineno, obj in iter_jsonl(path):
-        doc = first_key(obj, CHUNK_DOC_KEYS) or first_key(obj, CHUNK_ID_KEYS)
+        doc = first_key(obj, CHUNK_DOC_KEYS + CHUNK_ID_KEYS)  # the first that is not null
         if doc is None:
             raise InputFormatError(path, lineno, "no document id (expected one of "
                                    f"{', '.join(CHUNK_DOC_KEYS + CHUNK_ID_KEYS)})")
@@ -258,9 +255,10 @@ def read_documents_jsonl(path: str | os.PathLike[str], chunk_size: int = DEFAULT
         if not isinstance(text, str):
             raise InputFormatError(
                 path, lineno, f"no document text (expected one of {', '.join(CHUNK_TEXT_KEYS)})")
-        docs.append((str(doc), text))
-        if obj.get("title"):
-            titles[str(doc)] = str(obj["title"])
+        doc_id = located(fields.parse_doc_id, doc, path, lineno, "document id")
+        docs.append((doc_id, text))
+        if title := located(fields.parse_title, obj.get("title"), path, lineno, "title"):
+            titles[doc_id] = title
     return Corpus.from_documents(docs, chunk_size, chunk_overlap, titles=titles, source=str(path))
 
 
@@ -268,8 +266,11 @@ def read_store(source: str | os.PathLike[str], doc_key: str | None = None) -> Co
     """A store's chunks with its own ids, paged; the open store stays on for ``--retriever store``."""
     store = open_store(source)
     doc_key = doc_key or getattr(store, "doc_key", None)  # a store URL may name it (pgvector's ?doc=)
-    corpus = Corpus((Chunk(**fields) for fields in chunk_fields(store, doc_key)),
-                    chunking={"method": "store", **store.describe()}, source=store.url)
+    try:
+        corpus = Corpus((Chunk(**row) for row in chunk_fields(store, doc_key)),
+                        chunking={"method": "store", **store.describe()}, source=store.url)
+    except FieldError as exc:  # a stored value that cannot be what it names
+        raise RagcovError(f"{store.url}: {exc}") from None
     corpus.store = store
     return corpus
 

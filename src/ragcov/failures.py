@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ragcov.errors import InputFormatError, RagcovError
-from ragcov.fields import QUERY_ID_KEYS, QUERY_TEXT_KEYS
+from ragcov.fields import QUERY_ID_KEYS, QUERY_TEXT_KEYS, FieldError, parse_id, parse_score
 from ragcov.files import first_key, iter_csv, iter_jsonl, load_json
 from ragcov.matrix import CoverageMatrix
 from ragcov.qrels import Qrels
@@ -96,18 +96,37 @@ def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _score_value(raw: Any, metric: str, path: Path, lineno: int) -> float:
-    """The metric's value in one row; NaN for an empty cell or a judge's NaN/None."""
-    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "nan", "none")):
+    """The metric's value in one row; NaN (no score) for an empty cell or null.
+
+    A NaN or infinite value is refused: NaN would quietly turn a judged query into an
+    unlabelled one, and an infinity would never (or always) fail. A judge that gave
+    no score leaves the cell empty, as pandas writes a missing value.
+    """
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "none")):
         return math.nan
     try:
-        return float(raw)
-    except (TypeError, ValueError) as exc:
-        raise InputFormatError(path, lineno, f"{metric} = {raw!r} is not a number") from exc
+        value = parse_score(raw.strip() if isinstance(raw, str) else raw, text_ok=True)
+    except FieldError as exc:
+        what = ("a finite number (leave it empty or null for a query with no score)"
+                if "finite" in str(exc) else "a number")
+        raise InputFormatError(path, lineno, f"{metric} = {raw!r} is not {what}") from None
+    return math.nan if value is None else value
 
 
-def _stripped(value: Any) -> str | None:
-    text = str(value).strip() if value is not None else ""
-    return text or None
+def _query_key(value: Any, path: Path, lineno: int, what: str, parse: Any) -> str | None:
+    """A row's query id or text, stripped; None when absent or blank."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        return parse(value.strip() if isinstance(value, str) else value)
+    except FieldError as exc:
+        raise InputFormatError(path, lineno, f"{what}: {exc}") from None
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise FieldError(f"a {type(value).__name__}, not text")
+    return value
 
 
 def load_scores(path: str | os.PathLike[str], metric: str) -> Scores:
@@ -124,8 +143,8 @@ def load_scores(path: str | os.PathLike[str], metric: str) -> Scores:
             raise InputFormatError(p, lineno, f"no {metric!r} column (have: "
                                    f"{', '.join(sorted(map(str, row)))})")
         value = _score_value(row[metric], metric, p, lineno)
-        qid = _stripped(first_key(row, QUERY_ID_KEYS))
-        text = _stripped(first_key(row, QUERY_TEXT_KEYS))
+        qid = _query_key(first_key(row, QUERY_ID_KEYS), p, lineno, "query id", parse_id)
+        text = _query_key(first_key(row, QUERY_TEXT_KEYS), p, lineno, "query text", _text)
         if qid is None and text is None:
             raise InputFormatError(p, lineno, "no query id or query text (expected one of "
                                    f"{', '.join(QUERY_ID_KEYS + QUERY_TEXT_KEYS)})")

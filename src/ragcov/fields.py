@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ragcov.errors import InputFormatError
+
+T = TypeVar("T")
 
 # Keys that name a retrieved item's id, score and text, most specific first.
 ITEM_ID_KEYS = ("id", "chunk_id", "doc_id", "_id")
@@ -64,6 +69,44 @@ def parse_id(value: Any) -> str:
             raise FieldError("the id is blank")
         return value
     raise FieldError(f"{_short(value)} is not an id (expected a string or a whole number)")
+
+
+def parse_doc_id(value: Any) -> str:
+    """A document id: the same rule as a chunk id, since reports group chunks by it and
+    a document named ``['d']`` or ``False`` is as wrong as a chunk named so."""
+    return parse_id(value)
+
+
+def parse_title(value: Any) -> str | None:
+    """A chunk's or document's title: text, or None when absent or empty.
+
+    A whole number is taken as its text (a year, a page number); an object, a list
+    or a boolean is refused rather than shown in reports as its Python text.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
+    raise FieldError(f"title {_short(value)} is not text")
+
+
+def store_doc_id(value: Any, key: str, chunk_id: str) -> str:
+    """The document a stored chunk names in its metadata ``key``, refused naming the
+    chunk when it cannot be an id (a store has no lines to point at)."""
+    try:
+        return parse_doc_id(value)
+    except FieldError as exc:
+        raise FieldError(f"chunk {chunk_id!r}: metadata {key!r}: {exc}") from None
+
+
+def located(parse: Callable[[Any], T], value: Any, path: Any, line: int | None, what: str) -> T:
+    """``parse(value)``, its refusal located by file and line for a reader that has them."""
+    try:
+        return parse(value)
+    except FieldError as exc:
+        raise InputFormatError(path, line, f"{what}: {exc}") from None
 
 
 def parse_score(value: Any, *, text_ok: bool = False) -> float | None:

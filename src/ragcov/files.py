@@ -73,6 +73,10 @@ def iter_csv(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]
     except csv.Error as exc:
         raise InputFormatError(path, 1, f"invalid CSV ({exc})") from exc
     header = [h.strip() for h in header]
+    repeated = sorted({h for h in header if h and header.count(h) > 1})
+    if repeated:  # dict(zip(...)) would keep the last column of each name, silently
+        names = ", ".join(repr(h) for h in repeated)
+        raise InputFormatError(path, 1, f"the header names {names} more than once")
     while True:
         started = reader.line_num + 1  # where the row that may fail begins
         try:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 from ragcov.errors import InputFormatError, RagcovError
-from ragcov.fields import QUERY_ID_KEYS
+from ragcov.fields import QUERY_ID_KEYS, FieldError, located, parse_doc_id, parse_id, parse_score
 from ragcov.files import first_key, iter_jsonl, read_text
 
 Level = Literal["doc", "chunk"]
@@ -62,10 +62,21 @@ Judgement = tuple[int, str, str, float, "Level | None"]
 
 
 def _relevance(value: object, path: object, line: int) -> float:
+    """A judgement's grade: a finite number (numeric text included), or true/false.
+
+    NaN is neither relevant nor not (``NaN > 0`` is false, so it would silently read
+    as judged non-relevant) and an infinite grade is no grade: both are refused.
+    """
+    if isinstance(value, bool):  # a JSON label true/false
+        return float(value)
     try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise InputFormatError(path, line, f"relevance {value!r} is not a number") from exc
+        grade = parse_score(value, text_ok=True)
+    except FieldError as exc:
+        what = "a finite number" if "finite" in str(exc) else "a number"
+        raise InputFormatError(path, line, f"relevance {value!r} is not {what}") from None
+    if grade is None:
+        raise InputFormatError(path, line, "the relevance is empty")
+    return grade
 
 
 def iter_judgements(path: str | os.PathLike[str]) -> Iterator[Judgement]:
@@ -97,10 +108,11 @@ def _jsonl_judgements(p: Path) -> Iterator[Judgement]:
             raise InputFormatError(p, lineno, "expected exactly one of 'doc_id', 'chunk_id'")
         rel_value = first_key(obj, REL_KEYS)
         rel = 1.0 if rel_value is None else _relevance(rel_value, p, lineno)
+        qid = located(parse_id, qid, p, lineno, "query id")
         if chunk is not None:
-            yield lineno, str(qid), str(chunk), rel, "chunk"
+            yield lineno, qid, located(parse_id, chunk, p, lineno, "chunk id"), rel, "chunk"
         else:
-            yield lineno, str(qid), str(doc), rel, "doc"
+            yield lineno, qid, located(parse_doc_id, doc, p, lineno, "document id"), rel, "doc"
 
 
 def _column_judgements(p: Path, text: str) -> Iterator[Judgement]:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from trace_samples import otlp_export, ranked_ids, retriever_span, write
 
 from ragcov.errors import InputFormatError
+from ragcov.fields import FieldError
 from ragcov.traces import SpanFile, import_traces, read_spans
 from ragcov.traces.otlp import NAN, otlp_key_values, otlp_value
 from ragcov.traces.retrievals import _document_name
@@ -50,7 +51,12 @@ def _same(a, b) -> bool:
 @example([("a", {"stringValue": "x", "intValue": "1"}), ("a", {"doubleValue": 2.5})])
 def test_key_value_fast_path_reads_what_the_general_decoder_reads(pairs):
     """Strings and doubles take a shortcut; every value still decodes as otlp_value
-    decodes it, a later repeat of a key still wins, and every NaN is the one NAN."""
+    decodes it, a repeated key is refused on either path, and every NaN is the one NAN."""
+    keys = [k for k, _v in pairs]
+    if len(set(keys)) < len(keys):
+        with pytest.raises(FieldError, match="is given more than once"):
+            otlp_key_values([{"key": k, "value": v} for k, v in pairs], "attribute")
+        return
     decoded = otlp_key_values([{"key": k, "value": v} for k, v in pairs], "attribute")
     expected: dict = {}
     for k, v in pairs:

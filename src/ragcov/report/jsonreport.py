@@ -5,7 +5,8 @@ FORMAT_VERSION history:
      within 1: scope, excluded, redundant, duplicates, totals.excluded_chunks and
      documents.*.excluded_chunks; for a probed file, totals.probed_chunks,
      reachable_chunks, unreachable_chunks, coverage_of_reachable, workload_ceiling,
-     coverage_of_ceiling, and chunks.*.status, displaced_by and unreachable_reason.
+     coverage_of_ceiling, and chunks.*.status, displaced_by and unreachable_reason;
+     meta.id_matching (how hits without ids were matched to chunks).
 Keys may be added within a version; none is renamed or removed.
 """
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
-import json
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -28,9 +26,13 @@ import numpy as np
 
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
-from ragcov.files import atomic_path, cache_dir
 from ragcov.progress import per_batch, progress_bar
 from ragcov.retrievers.base import Ranked
+from ragcov.retrievers.embedding_cache import (
+    embedding_cache_path,
+    load_cached_embeddings,
+    save_embeddings,
+)
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _MINILM_ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
@@ -123,6 +125,12 @@ def torch_threads(n: int) -> Iterator[None]:
             torch.set_num_threads(before)
 
 
+def encoder_dimension(encoder: Any) -> int:
+    get_dim = getattr(encoder, "get_embedding_dimension", None) or \
+        encoder.get_sentence_embedding_dimension
+    return int(get_dim())
+
+
 def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str = "Embedding",
            progress: bool = True, threads: int | None = None) -> np.ndarray:
     """Normalised float32 embeddings, encoded a slice at a time under a progress bar.
@@ -131,9 +139,7 @@ def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str 
     text, with torch pinned to ``encode_threads(threads)`` threads: the two things,
     besides the model and the machine, that decide an embedding's bits.
     """
-    get_dim = getattr(encoder, "get_embedding_dimension", None) or \
-        encoder.get_sentence_embedding_dimension
-    dim = get_dim()
+    dim = encoder_dimension(encoder)
     out = np.empty((len(texts), dim), dtype=np.float32)
     with torch_threads(encode_threads(threads)), \
             progress_bar(label, total=len(texts), enabled=progress) as advance, \
@@ -147,29 +153,6 @@ def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str 
             settle(len(part))
     return out
 
-
-
-def embedding_cache_path(corpus: Corpus, model_name: str) -> Path:
-    """Where the corpus embeddings of ``model_name`` are cached: keyed by corpus, model, chunking."""
-    key = json.dumps({"corpus": corpus.hash, "model": model_name,
-                      "chunking": corpus.chunking, "normalized": True}, sort_keys=True)
-    return cache_dir() / "embeddings" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.npy"
-
-
-def load_cached_embeddings(path: Path, n: int) -> np.ndarray | None:
-    """The cached embeddings when present and whole; a damaged entry is simply rebuilt."""
-    if not path.is_file():
-        return None
-    try:
-        emb = np.load(path)
-    except (OSError, ValueError):
-        return None
-    return emb if emb.shape[0] == n else None
-
-
-def save_embeddings(path: Path, emb: np.ndarray) -> None:
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.save(fh, emb)
 
 
 class DenseRetriever:
@@ -211,7 +194,7 @@ class DenseRetriever:
     def _corpus_embeddings(self, use_cache: bool) -> np.ndarray:
         path = embedding_cache_path(self.corpus, self.model_name)
         if use_cache:
-            cached = load_cached_embeddings(path, len(self.corpus))
+            cached = load_cached_embeddings(path, len(self.corpus), encoder_dimension(self.encoder))
             if cached is not None:
                 return cached
         emb = encode(self.encoder, self.corpus.texts, self.batch_size, "Embedding corpus",

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ragcov.errors import RagcovError
-from ragcov.fields import STORE_DOC_KEYS, Ranked
+from ragcov.fields import STORE_DOC_KEYS, Ranked, store_doc_id
 
 PAGE_SIZE = 1000  # rows asked of a store at a time while enumerating
 INSTALL_HINT = "pip install 'ragcov[stores]'"
@@ -48,7 +48,7 @@ def doc_id_of(chunk: StoreChunk, doc_key: str | None = None) -> str:
     for key in keys:
         value = chunk.metadata.get(key)
         if value is not None and value != "":
-            return str(value)
+            return store_doc_id(value, key, chunk.id)
     return chunk.id
 
 

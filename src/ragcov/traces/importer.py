@@ -13,13 +13,13 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
 from ragcov.retrieval import Run, validate_k
+from ragcov.traces.detect import require_trace_file
 from ragcov.traces.jsonl import read_jsonl
 from ragcov.traces.langfuse import read_langfuse_spans
 from ragcov.traces.openinference import (
@@ -66,8 +66,7 @@ def _read_traces_counted(path: str | os.PathLike[str],
     fmt = _format(path, fmt)
     if fmt not in READERS:
         raise RagcovError(f"unknown trace format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    if not Path(path).is_file():
-        raise RagcovError(f"{path}: no such file")
+    require_trace_file(path)
     stats = SpanStats()
     if fmt in SPAN_SOURCES:
         spans, dropped = SPAN_SOURCES[fmt](path)

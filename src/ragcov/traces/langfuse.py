@@ -22,19 +22,24 @@ from ragcov.fields import FieldError
 from ragcov.files import first_key
 from ragcov.traces.jsontext import iter_json_values
 from ragcov.traces.otlp import Span, span_from
-from ragcov.traces.outputs import output_documents
+from ragcov.traces.outputs import documents_in, looks_like_documents, strict_documents
+from ragcov.traces.records import short
+from ragcov.traces.spanfile import SpanCopies
 
 
 def read_langfuse_spans(path: str | os.PathLike[str]) -> tuple[list[Span], int]:
     """Every observation in the file as a span, in file order."""
     spans: list[Span] = []
+    copies = SpanCopies(path)
     for line, value in iter_json_values(path):
         for obs in _observations(value, path, line):
             try:
-                spans.append(span_from(_span_object(obs), len(spans), line))
+                span = span_from(_span_object(obs), len(spans), line)
             except FieldError as exc:
                 raise InputFormatError(path, line, str(exc)) from exc
-    return spans, 0
+            if copies.keep(span, line):
+                spans.append(span)
+    return spans, copies.dropped
 
 
 def _observations(value: Any, path: Any, line: int) -> list[dict[str, Any]]:
@@ -57,15 +62,33 @@ def _span_object(obs: dict[str, Any]) -> dict[str, Any]:
     if output is not None:
         attributes["output.value"] = output if isinstance(output, str) else json.dumps(output)
     kind = str(obs.get("type") or "").upper()
-    if kind == "SPAN":
-        docs = output_documents(attributes)
-        # An empty list is a retrieval that found nothing only when the name says so.
-        if docs or (docs == [] and "retriev" in str(obs.get("name") or "").lower()):
+    structured = _structured(output)
+    entries = documents_in(structured)
+    try:
+        if kind == "RETRIEVER" and output is not None:
+            strict_documents(structured)
+        elif kind == "SPAN" and entries is not None and looks_like_documents(entries):
+            strict_documents(structured)  # a retriever's output: its ids must be ids
             kind = "RETRIEVER"
+        # An empty list is a retrieval that found nothing only when the name says so.
+        elif kind == "SPAN" and entries == [] and "retriev" in str(obs.get("name") or "").lower():
+            kind = "RETRIEVER"
+    except FieldError as exc:
+        raise FieldError(f"observation {short(obs.get('id'))}: {exc}") from None
     return {"traceId": obs.get("traceId"), "spanId": obs.get("id"),
             "parentSpanId": obs.get("parentObservationId"), "name": obs.get("name"),
             "startTime": obs.get("startTime"), "span_kind": kind or None,
             "attributes": attributes}
+
+
+def _structured(output: Any) -> Any:
+    """The output as data: a JSON string of a list or an object decoded, else as is."""
+    if isinstance(output, str) and output.lstrip().startswith(("[", "{")):
+        try:
+            return json.loads(output)
+        except json.JSONDecodeError:
+            return output
+    return output
 
 
 def _query(value: Any) -> str:

@@ -137,7 +137,7 @@ def otlp_key_values(entries: list[Any], what: str) -> dict[str, Any]:
         # double that is the only member of its AnyValue.
         if type(kv) is dict:
             key, value = kv.get("key"), kv.get("value")
-            if type(key) is str and type(value) is dict:
+            if type(key) is str and type(value) is dict and key not in out:
                 plain = value.get("stringValue")
                 if type(plain) is str:
                     out[key] = plain
@@ -152,6 +152,8 @@ def otlp_key_values(entries: list[Any], what: str) -> dict[str, Any]:
                              '{"key": "...", "value": {...}})')
         if not isinstance(kv["key"], str):
             raise FieldError(f"{what} {short(kv)} has a key that is not a string")
+        if kv["key"] in out:  # OTLP keys are unique; a dict would keep the last silently
+            raise FieldError(f"{what} {kv['key']!r} is given more than once")
         try:
             out[kv["key"]] = otlp_value(kv.get("value"))
         except FieldError as exc:

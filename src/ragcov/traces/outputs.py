@@ -21,7 +21,7 @@ import math
 import re
 from typing import Any
 
-from ragcov.fields import FieldError, parse_id
+from ragcov.fields import FieldError, parse_id, parse_score
 from ragcov.traces.records import Item
 
 _NODE_REPR = re.compile(r"<NodeWithScore\(node=\w+\(id_=(?P<id>.+)\), score=(?P<score>[^)]*)\)>")
@@ -44,6 +44,58 @@ def output_documents(attrs: dict[str, Any]) -> list[Item] | None:
     if any(i is None for i in items):
         return None
     return [i for i in items if i is not None]  # [] is a retrieval that found nothing
+
+
+def documents_in(value: Any) -> list[Any] | None:
+    """The entries of a structured output that holds a list of documents: the list
+    itself, or its ``documents``/``nodes``; None when it holds no list."""
+    if isinstance(value, dict):
+        value = value.get("documents", value.get("nodes"))
+    return value if isinstance(value, list) else None
+
+
+def looks_like_documents(entries: list[Any]) -> bool:
+    """Whether every entry is a serialized document (an object with an id or page
+    content, or a NodeWithScore repr): what a retriever's output is, not a chain's."""
+    return bool(entries) and all(
+        (isinstance(e, dict) and not _DOC_KEYS.isdisjoint(e))
+        or (isinstance(e, str) and _NODE_REPR.fullmatch(e) is not None) for e in entries)
+
+
+_DOC_KEYS = frozenset(("id", "id_", "page_content", "text", "kwargs"))
+
+
+def strict_documents(value: Any) -> list[Item]:
+    """A retriever's structured output read as documents, or :class:`FieldError` saying
+    why it is not: where the output is known to be a retrieval's (a Langfuse RETRIEVER
+    observation), an unreadable one is an error, not a retrieval that found nothing."""
+    entries = documents_in(value)
+    if entries is None:
+        raise FieldError(f"output {_short(value)} is not a list of documents")
+    items = []
+    for n, entry in enumerate(entries):
+        if isinstance(entry, dict) and isinstance(entry.get("kwargs"), dict) and "lc" in entry:
+            entry = entry["kwargs"]
+        if isinstance(entry, dict):
+            raw_id = entry.get("id", entry.get("id_"))
+            try:
+                if raw_id is not None:
+                    parse_id(raw_id)
+                if entry.get("score") is not None:
+                    parse_score(entry["score"], text_ok=True)
+            except FieldError as exc:
+                raise FieldError(f"output[{n}]: {exc}") from None
+        item = _entry(entry)
+        if item is None:
+            raise FieldError(f"output[{n}] {_short(entry)} is not a document (an object with "
+                             "an id or page_content)")
+        items.append(item)
+    return items
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _entry(entry: Any) -> Item | None:

@@ -21,6 +21,7 @@ from typing import Any
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import FieldError
 from ragcov.traces.otlp import Span, span_from
+from ragcov.traces.spanfile import SpanCopies
 
 #: Column → span object field; phoenix.client's newer dataframe drops the ``context.``.
 _CONTEXT = {"context.span_id": "span_id", "context.trace_id": "trace_id",
@@ -30,8 +31,10 @@ _FIELDS = {"parent_id": "parent_id", "span_kind": "span_kind", "name": "name",
 
 
 def read_phoenix_spans(path: str | os.PathLike[str]) -> tuple[list[Span], int]:
-    """The spans of a Phoenix spans parquet file, in row order (no duplicates to drop:
-    the dataframe is indexed by span id)."""
+    """The spans of a Phoenix spans parquet file, in row order, and how many identical
+    copies were dropped. A dataframe is indexed by span id, but dataframes are
+    concatenated too: a span id on two rows is read as in an OTLP export (an exact
+    copy dropped, different content refused), never as two queries."""
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:  # pragma: no cover - pyarrow comes with the parquet extra
@@ -42,12 +45,15 @@ def read_phoenix_spans(path: str | os.PathLike[str]) -> tuple[list[Span], int]:
     except Exception as exc:  # pyarrow raises several unrelated types for a bad file
         raise RagcovError(f"{path}: not a readable parquet file ({exc})") from exc
     spans = []
+    copies = SpanCopies(path, unit="row")
     for n, row in enumerate(rows):
         try:
-            spans.append(span_from(_span_object(row), n, n + 1))
+            span = span_from(_span_object(row), len(spans), n + 1)
         except FieldError as exc:
             raise InputFormatError(path, n + 1, f"row {n + 1}: {exc}") from exc
-    return spans, 0
+        if copies.keep(span, n + 1):
+            spans.append(span)
+    return spans, copies.dropped
 
 
 def _span_object(row: dict[str, Any]) -> dict[str, Any]:
@@ -55,7 +61,9 @@ def _span_object(row: dict[str, Any]) -> dict[str, Any]:
     obj: dict[str, Any] = {"context": {}}
     attributes: dict[str, Any] = {}
     for column, value in row.items():
-        value = _plain(value)
+        # A NaN cell is pandas' missing value; a NaN inside a cell is a value (a
+        # document's score) and is left for the span reader to refuse.
+        value = None if isinstance(value, float) and math.isnan(value) else _plain(value)
         if value is None:
             continue
         if column.startswith("attributes."):
@@ -69,10 +77,8 @@ def _span_object(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    """A cell as JSON-like data: NaN (pandas' missing) is None, a time is ISO text, a
-    parquet map (list of key/value pairs) an object."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
+    """A cell as JSON-like data: a time is ISO text, a parquet map (list of key/value
+    pairs) an object."""
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, dict):

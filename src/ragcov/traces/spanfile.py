@@ -54,25 +54,65 @@ def _mark(fingerprint: int, line: int) -> int:
     return (fingerprint << _LINE_BITS) | (line & _LINE_MASK)
 
 
+class SpanCopies:
+    """Which spans repeat an earlier one: an identical copy is dropped and counted, one
+    with different content is an error naming both places (``unit``: line or row).
+
+    Every span reader asks this, so a span exported twice means the same in an OTLP
+    file, a Phoenix dataframe and a Langfuse export.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], unit: str = "line") -> None:
+        self.path = path
+        self.unit = unit
+        self.dropped = 0
+        #: (traceId, spanId) → the fingerprint and line of its first copy, in one int
+        #: (:func:`_mark`): a million-span file keeps a million of them while it is read.
+        self._first: dict[tuple[str | None, str], int] = {}
+
+    def forget(self) -> None:
+        """Let the first copies go once every span has been seen (the count stays)."""
+        self._first = {}
+
+    def keep(self, span: Span, line: int) -> bool:
+        """Whether ``span`` (at ``line``) is new; False for an identical copy."""
+        if span.span_id is None:
+            return True
+        key = (span.trace_id, span.span_id)
+        mark = _mark(fingerprint(span), line)
+        earlier = self._first.get(key)
+        if earlier is None:
+            self._first[key] = mark
+            return True
+        if earlier >> _LINE_BITS == mark >> _LINE_BITS:
+            self.dropped += 1
+            return False
+        of_trace = f" of trace {span.trace_id!r}" if span.trace_id is not None else ""
+        raise InputFormatError(self.path, line, f"span {span.span_id!r}{of_trace} already "
+                               f"appeared on {self.unit} {earlier & _LINE_MASK} with different "
+                               "content")
+
+
 class SpanFile:
     """Iterate the spans of ``path``; ``dropped`` counts the identical copies skipped
     (complete once the iteration has ended)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = path
-        self.dropped = 0
         self._kept = 0
-        #: (traceId, spanId) → the fingerprint and line of its first copy, in one int
-        #: (:func:`_mark`): a million-span file keeps a million of them while it is read.
-        self._first: dict[tuple[str | None, str], int] = {}
+        self._copies = SpanCopies(path)
+
+    @property
+    def dropped(self) -> int:
+        return self._copies.dropped
 
     def __iter__(self) -> Iterator[Span]:
-        self.dropped, self._kept, self._first = 0, 0, {}
+        self._kept, self._copies = 0, SpanCopies(self.path)
         for line, value in iter_json_values(self.path):
             spans: list[Span] = []
             self._visit(value, line, spans)
             yield from spans
-        self._first = {}  # read to the end: nothing left to compare with
+        self._copies.forget()  # read to the end: nothing left to compare with
 
     def _visit(self, value: Any, line: int, out: list[Span]) -> None:
         """A top-level value: an OTLP export, a span, or a list (or ``spans``/``data``
@@ -115,21 +155,9 @@ class SpanFile:
             span = span_from(value, self._kept, line)
         except FieldError as exc:
             raise InputFormatError(self.path, line, str(exc)) from exc
-        if span.span_id is not None:
-            key = (span.trace_id, span.span_id)
-            mark = _mark(fingerprint(span), line)
-            earlier = self._first.get(key)
-            if earlier is not None:
-                if earlier >> _LINE_BITS == mark >> _LINE_BITS:
-                    self.dropped += 1
-                    return
-                of_trace = f" of trace {span.trace_id!r}" if span.trace_id is not None else ""
-                raise InputFormatError(self.path, line, f"span {span.span_id!r}{of_trace} "
-                                       "already appeared on line "
-                                       f"{earlier & _LINE_MASK} with different content")
-            self._first[key] = mark
-        self._kept += 1
-        out.append(span)
+        if self._copies.keep(span, line):
+            self._kept += 1
+            out.append(span)
 
 
 def read_spans(path: str | os.PathLike[str]) -> list[Span]:
