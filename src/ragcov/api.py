@@ -313,11 +313,16 @@ def reachability(data_file: str | os.PathLike[str]) -> Any:
     denominator, from a data file's tests and probes."""
     from ragcov.data.probes import chunk_details, read_probes
     from ragcov.reachability.audit import audit
+    from ragcov.report.names import matrix_names
+    from ragcov.report.scope import chunk_positions
 
     data = CoverageData(data_file)
     tests = data.matrix()
     probes = read_probes(data, tests.n_chunks)
-    return audit(tests, probes, details=lambda positions: chunk_details(data, positions))
+    r = audit(tests, probes, details=lambda positions: chunk_details(data, positions))
+    names = matrix_names(tests, chunk_positions(data_file))
+    r.names = [names[c] for c in tests.chunk_ids]
+    return r
 
 
 def lost_gold_of(r: Any, qrels: str | os.PathLike[str], level: str | None = None) -> dict[str, Any]:

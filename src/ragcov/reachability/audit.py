@@ -80,6 +80,11 @@ class Reachability:
     k: int
     n_probes: int
     reasons_seen: dict[str, int] = field(default_factory=dict)
+    # Per chunk, the name a person reads (DOC#N, N from 1); the id where none was given.
+    names: list[str] = field(default_factory=list)
+
+    def name(self, j: int) -> str:
+        return self.names[j] if self.names else self.chunk_ids[j]
 
     @property
     def n_chunks(self) -> int:

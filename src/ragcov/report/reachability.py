@@ -41,9 +41,9 @@ def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNRE
                      "ranked first:")
         for i in lost[:show]:
             by = int(r.displaced_by[i])
-            shown_by = r.chunk_ids[by] if by >= 0 else "-"
+            shown_by = r.name(by) if by >= 0 else "-"
             why = f"  [{r.reason[i]}]" if r.reason[i] else ""
-            lines.append(f"  {r.chunk_ids[i]}  displaced by {shown_by}{why}")
+            lines.append(f"  {r.name(i)}  displaced by {shown_by}{why}")
         if len(lost) > show:
             lines.append(f"  ... and {len(lost) - show} more (--format json lists them all)")
     lines.append("")
@@ -56,7 +56,7 @@ def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNRE
         lines.append(f"  {name:<6} top 5 {pct(cap['top5'])}, top 10 {pct(cap['top10'])}, "
                      f"top 1% {pct(cap['top1%'])}; k-occurrence skewness {skew}, "
                      f"Gini {h.gini:.3f}")
-        top = ", ".join(f"{r.chunk_ids[i]} ({c})" for i, c in h.top(5))
+        top = ", ".join(f"{r.name(i)} ({c})" for i, c in h.top(5))
         lines.append(f"         most retrieved: {top}")
     return "\n".join(lines)
 
