@@ -86,13 +86,12 @@ def combine(
     inputs = explicit + usable
     if not inputs:
         raise RagcovError("No data to combine")
-    if append and output.exists():
-        inputs = [output, *inputs]
-    n = combine_files(inputs, output)
+    n = combine_files(inputs, output, append=append)
     if not keep:
         for shard in usable:
             shard.unlink(missing_ok=True)
     if not quiet:
         for f in explicit + usable:
             out.print(f"Combined data file {f}", markup=False)
-        out.print(f"Combined {len(inputs)} data files into {output} ({n} queries)", markup=False)
+        total = len(inputs) + int(append and output.exists())
+        out.print(f"Combined {total} data files into {output} ({n} queries)", markup=False)

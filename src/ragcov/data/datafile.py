@@ -25,11 +25,14 @@ from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.data.schema import (
     Meta,
     check_compatible,
+    create_tables,
+    has_tables,
     new_file,
     new_meta,
     open_existing,
     read_meta,
     sqlite_errors,
+    write_lock,
 )
 from ragcov.errors import RagcovError
 from ragcov.files import TargetExists, atomic_path
@@ -137,11 +140,11 @@ class CoverageData:
         compatibility checks of ``--append`` and ``combine`` (the fingerprint must
         stay identical across runs; a measured recall varies with its sample).
         """
-        with closing(self._open()) as con, sqlite_errors(self.path):
-            con.execute("BEGIN IMMEDIATE")
+        with write_lock(self.path) as con:
+            if con is None or not has_tables(con):
+                raise RagcovError(f"{self.path}: no data file (run 'ragcov run' first)")
             con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                         (f"x:{key}", json.dumps(value, sort_keys=True)))
-            con.execute("COMMIT")
 
     def query_ids(self) -> set[str]:
         with self.reading() as con:
@@ -209,33 +212,32 @@ class CoverageData:
         try:
             with (atomic_path(self.path, replace=not append) as tmp, sqlite_errors(tmp),
                   new_file(tmp, meta) as con):
-                con.executemany(
-                    "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    ((i, c.id, c.doc_id, c.position, c.hash, c.title, c.text)
-                     for i, c in enumerate(corpus)),
-                )
+                _insert_chunks(con, corpus)
                 added = _insert_queries(con, corpus, run, {}, 0, context or {})
         except TargetExists:
             return self._append(corpus, run, context or {})
         return added
 
     def _append(self, corpus: Corpus, run: Run, context: dict[str, str]) -> int:
-        with closing(self._open()) as con, sqlite_errors(self.path):
+        # Under the write lock that combine and erase take too, so an append never lands
+        # in a file they have just replaced or removed.
+        with write_lock(self.path) as con:
+            if con is None:  # erased since: a new file, published only if still absent
+                return self.write(corpus, run, append=True, context=context)
+            if not has_tables(con):  # an empty file (touch, a killed >): no data yet
+                create_tables(con, new_meta(run.k, run.retriever, corpus.hash))
+                _insert_chunks(con, corpus)
             meta = read_meta(con, self.path)
             check_compatible(meta, run.k, corpus.hash, run.retriever, str(self.path), "this run")
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
-                start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
-                added = _insert_queries(con, corpus, run, existing, start, context)
-                con.execute("COMMIT")
-            except BaseException:
-                # An interrupt can land after COMMIT: a ROLLBACK then would raise and hide
-                # it (Ctrl-C would exit 1, not 130).
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-                raise
-        return added
+            existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
+            start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
+            return _insert_queries(con, corpus, run, existing, start, context)
+
+
+def _insert_chunks(con: sqlite3.Connection, corpus: Corpus) -> None:
+    con.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    ((i, c.id, c.doc_id, c.position, c.hash, c.title, c.text)
+                     for i, c in enumerate(corpus)))
 
 
 def _check_run_against_corpus(run: Run, corpus: Corpus) -> None:

@@ -8,33 +8,57 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ragcov.data.datafile import CoverageData
-from ragcov.data.schema import check_compatible, insert_query, new_file, new_meta, sqlite_errors
+from ragcov.data.schema import (
+    check_compatible,
+    has_tables,
+    insert_query,
+    new_file,
+    new_meta,
+    sqlite_errors,
+    write_lock,
+)
 from ragcov.errors import RagcovError
-from ragcov.files import atomic_path
+from ragcov.files import TargetExists, atomic_path
 
 # Per query id already written: its text and its (chunk idx, rank, score) hits.
 _Seen = dict[str, tuple[str, list[tuple[int, int, float | None]]]]
 
 
-def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]) -> int:
+def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
+            append: bool = False) -> int:
     """Merge data files from sharded runs into ``out``; returns the number of queries.
 
     All inputs must share k, corpus and retriever. A query id recorded in several
     files must have the same text and hits in each (the same query run twice by
     one deterministic system); anything else is a conflict, not a silent merge.
+    With ``append``, what ``out`` holds when the merge starts is merged too.
     """
     if not paths:
         raise RagcovError("combine needs at least one data file")
+    out_path = Path(out)
     datas = [CoverageData(p) for p in paths]
+    if out_path.resolve() not in {d.path.resolve() for d in datas}:
+        CoverageData(out_path).check_destination()
+    while True:
+        # The write lock appenders take: none commits to the output between our read
+        # of it and our rename over it (their rows would vanish with the old file).
+        with write_lock(out_path) as held:
+            inputs = datas
+            if append and held is not None and has_tables(held):
+                inputs = [CoverageData(out_path), *datas]
+            try:
+                return _combine_into(inputs, out_path, replace=held is not None)
+            except TargetExists:
+                continue  # the output appeared while we merged: again, under its lock
+
+
+def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool) -> int:
     metas = [d.meta() for d in datas]
     first = metas[0]
     for d, m in zip(datas[1:], metas[1:]):
         check_compatible(first, m.k, m.corpus_hash, m.retriever, str(datas[0].path), str(d.path))
-    out_path = Path(out)
-    if out_path.resolve() not in {d.path.resolve() for d in datas}:
-        CoverageData(out_path).check_destination()
     meta = new_meta(first.k, first.retriever, first.corpus_hash)
-    with (atomic_path(out_path) as tmp, sqlite_errors(out_path),
+    with (atomic_path(out_path, replace=replace) as tmp, sqlite_errors(out_path),
           new_file(tmp, meta) as con):
         seen: _Seen = {}
         next_idx = 0

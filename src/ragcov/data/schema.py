@@ -10,6 +10,7 @@ locked file) surface as one line naming the file.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -126,16 +127,31 @@ def sqlite_errors(path: Path) -> Iterator[None]:
         raise database_error(path, exc) from exc
 
 
-def open_existing(path: Path) -> sqlite3.Connection:
-    """A connection to the ragcov data file at ``path``, refused if it is anything else."""
+def is_empty(path: Path) -> bool:
+    """A 0-byte file (what ``touch`` or a killed ``>`` leaves) holds no data yet."""
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def open_existing(path: Path, allow_empty: bool = False) -> sqlite3.Connection:
+    """A connection to the ragcov data file at ``path``, refused if it is anything else.
+
+    ``allow_empty`` also accepts a 0-byte file, for a writer that fills it under
+    :func:`write_lock`; a reader finds no data there, as when there is no file.
+    """
     if path.is_dir():
         raise RagcovError(f"{path}: is a directory, not a data file")
-    if not path.is_file():
+    empty = is_empty(path)
+    if not path.is_file() or (empty and not allow_empty):
         raise RagcovError(f"{path}: no data file (run 'ragcov run' first)")
     try:
         con = connect(path)
     except sqlite3.Error as exc:
         raise database_error(path, exc) from exc
+    if empty:
+        return con
     try:
         _check_format(con, path)
     except BaseException:
@@ -163,6 +179,56 @@ def _check_format(con: sqlite3.Connection, path: Path) -> None:
         raise RagcovError(f"{path}: not a ragcov data file (no format version)")
 
 
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+@contextmanager
+def write_lock(path: Path) -> Iterator[sqlite3.Connection | None]:
+    """The write lock (``BEGIN IMMEDIATE``) of the data file now at ``path``; None if none.
+
+    Every writer takes it: appenders, and ``combine`` and ``erase`` while they
+    replace or remove the file. A writer that waited for it may then hold the lock
+    of a file no longer at ``path`` (renamed over or deleted meanwhile), and what it
+    committed there would be lost; so once it has the lock it checks that ``path``
+    still names the file it opened, and starts over if not. The transaction commits
+    when the block ends without an error and rolls back otherwise.
+    """
+    while True:
+        before = _file_id(path)
+        if before is None:
+            yield None
+            return
+        con = open_existing(path, allow_empty=True)
+        try:
+            with sqlite_errors(path):
+                con.execute("BEGIN IMMEDIATE")
+            if _file_id(path) == before:
+                break
+            con.execute("ROLLBACK")
+        except BaseException:
+            con.close()
+            raise
+        con.close()
+    try:
+        with sqlite_errors(path):
+            yield con
+            if con.in_transaction:
+                con.execute("COMMIT")
+    except BaseException:
+        # An interrupt can land after COMMIT: a ROLLBACK then would raise and hide it
+        # (Ctrl-C would exit 1, not 130).
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    finally:
+        con.close()
+
+
 # ---------------------------------------------------------------- writing
 @contextmanager
 def new_file(tmp: Path, meta: Meta) -> Iterator[sqlite3.Connection]:
@@ -180,13 +246,23 @@ def new_file(tmp: Path, meta: Meta) -> Iterator[sqlite3.Connection]:
         con.execute("PRAGMA journal_mode = OFF")
         con.execute("PRAGMA synchronous = OFF")
         con.execute("BEGIN")
-        for stmt in SCHEMA.strip().split(";"):
-            if stmt.strip():
-                con.execute(stmt)
-        row = {**meta.as_dict(), "retriever": retriever_key(meta.retriever)}
-        con.executemany("INSERT INTO meta VALUES (?, ?)", ((k, str(v)) for k, v in row.items()))
+        create_tables(con, meta)
         yield con
         con.execute("COMMIT")
+
+
+def create_tables(con: sqlite3.Connection, meta: Meta) -> None:
+    """The tables and the meta row, inside the caller's transaction."""
+    for stmt in SCHEMA.strip().split(";"):
+        if stmt.strip():
+            con.execute(stmt)
+    row = {**meta.as_dict(), "retriever": retriever_key(meta.retriever)}
+    con.executemany("INSERT INTO meta VALUES (?, ?)", ((k, str(v)) for k, v in row.items()))
+
+
+def has_tables(con: sqlite3.Connection) -> bool:
+    """False for a database with no table yet (an empty file being filled under the lock)."""
+    return con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] > 0
 
 
 def insert_query(con: sqlite3.Connection, idx: int, qid: str, text: str, context: str | None,
