@@ -7,9 +7,13 @@ a locked file, a combine killed halfway, and a corpus whose document ids changed
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 
+import pytest
+
 from datafile_race import RUN, race, recorded, workers, write_corpus, write_queries
+from helpers import cli
 
 
 def test_combine_append_racing_run_append_keeps_the_appended_queries(tmp_path: Path) -> None:
@@ -36,3 +40,56 @@ def test_combine_append_racing_run_append_keeps_the_appended_queries(tmp_path: P
                 lost.append(trial)
     assert lost == []
     assert recorded(tmp_path / ".ragcov") >= {"b0", "b1", *(f"s{i}" for i in range(200))}
+
+
+# ---------------------------------------------------------------- crafted files
+def _recorded_file(capsys, folder: Path, name: str = ".ragcov") -> Path:
+    corpus = write_corpus(folder)
+    write_queries(folder / "q.jsonl", ["q0", "q1", "q2"])
+    code, _, err = cli(capsys, "run", "--corpus", str(corpus), "--queries", str(folder / "q.jsonl"),
+                       *RUN, "--data-file", str(folder / name))
+    assert code == 0, err
+    return folder / name
+
+
+CRAFTED = {
+    "chunk 99999": "UPDATE hits SET chunk_idx = 99999 WHERE query_idx = 1 AND rank = 2",
+    "chunk -1": "UPDATE hits SET chunk_idx = -1 WHERE query_idx = 0 AND rank = 1",
+    "text score": "UPDATE hits SET score = 'high' WHERE query_idx = 2 AND rank = 1",
+    "blob query id": "UPDATE queries SET id = X'00ff' WHERE idx = 1",
+    "unknown query": "UPDATE hits SET query_idx = 42 WHERE query_idx = 2 AND rank = 3",
+}
+
+
+@pytest.mark.parametrize("change", list(CRAFTED), ids=list(CRAFTED))
+def test_crafted_rows_are_one_line_errors_in_every_reader(capsys, tmp_path: Path, change: str) -> None:
+    good = _recorded_file(capsys, tmp_path, "good.ragcov")
+    bad = _recorded_file(capsys, tmp_path, "bad.ragcov")
+    con = sqlite3.connect(bad)
+    con.execute(CRAFTED[change])
+    con.commit()
+    con.close()
+    for args in (["report", "--data-file", str(bad)], ["json", "--data-file", str(bad), "-o", "-"],
+                 ["combine", str(good), str(bad), "-o", str(tmp_path / "all.ragcov")],
+                 # diff reads no score: a text score does not change what it compares
+                 *([["diff", str(good), str(bad)]] if change != "text score" else [])):
+        code, _, err = cli(capsys, *args)
+        assert code == 1, (args, err)
+        assert err.startswith("ragcov: error: ") and err.count("\n") == 1, (args, err)
+        assert "Traceback" not in err
+    assert "damaged data file" in err or "bad.ragcov" in err
+    assert not (tmp_path / "all.ragcov").exists()  # nothing out of range copied into a combined file
+
+
+def test_combine_names_the_out_of_range_hit(capsys, tmp_path: Path) -> None:
+    good = _recorded_file(capsys, tmp_path, "good.ragcov")
+    bad = _recorded_file(capsys, tmp_path, "bad.ragcov")
+    con = sqlite3.connect(bad)
+    con.execute(CRAFTED["chunk 99999"])
+    con.commit()
+    con.close()
+    code, _, err = cli(capsys, "combine", str(good), str(bad), "-o", str(tmp_path / "all.ragcov"))
+    assert code == 1
+    assert err.strip() == (f"ragcov: error: {bad}: damaged data file: the hit at query row 1, rank 2 "
+                           "names chunk row 99999, which the file does not hold; rerun to record it "
+                           "again")

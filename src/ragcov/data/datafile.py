@@ -19,12 +19,13 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.data.schema import (
     Meta,
     check_compatible,
+    check_rows,
     create_tables,
     has_tables,
     new_file,
@@ -175,14 +176,29 @@ class CoverageData:
             query_rows = con.execute(
                 "SELECT idx, id, text, context FROM queries ORDER BY idx").fetchall()
             # Straight into a structured array: no Python tuple per hit survives.
-            hits = np.fromiter(
-                con.execute("SELECT query_idx, chunk_idx, rank, COALESCE(score, 0.0), "
-                            "score IS NULL FROM hits"),
-                dtype=[("q", np.int64), ("c", np.int64), ("r", np.int32), ("s", np.float64),
-                       ("null", np.bool_)])
-        qidx = np.array([r[0] for r in query_rows], dtype=np.int64)
-        position = np.zeros(int(qidx.max()) + 1 if qidx.size else 0, dtype=np.int64)
-        position[qidx] = np.arange(qidx.size)
+            try:
+                hits = np.fromiter(
+                    con.execute("SELECT query_idx, chunk_idx, rank, COALESCE(score, 0.0), "
+                                "score IS NULL FROM hits"),
+                    dtype=[("q", np.int64), ("c", np.int64), ("r", np.int32), ("s", np.float64),
+                           ("null", np.bool_)])
+            except (TypeError, ValueError, OverflowError):  # a text or blob where a number goes
+                _refuse(con, self.path)
+            qidx = np.array([r[0] for r in query_rows], dtype=np.int64)
+            position = np.zeros(int(qidx.max()) + 1 if qidx.size else 0, dtype=np.int64)
+            position[qidx] = np.arange(qidx.size)
+            # The checks of check_rows, cheap on what was read; it runs only to say what is wrong.
+            known = np.zeros(position.size, dtype=bool)
+            known[qidx] = True
+            if hits.size and (
+                    hits["c"].min() < 0 or hits["c"].max() >= len(chunk_rows)
+                    or hits["q"].min() < 0 or hits["q"].max() >= known.size
+                    or not known[hits["q"]].all() or hits["r"].min() < 1) \
+                    or (chunk_rows and con.execute("SELECT MIN(idx), MAX(idx) FROM chunks")
+                        .fetchone() != (0, len(chunk_rows) - 1)) \
+                    or not all(type(v) is str for row in chunk_rows for v in row[:2]) \
+                    or not all(type(v) is str for row in query_rows for v in row[1:3]):
+                _refuse(con, self.path)
         rows, cols, ranks = position[hits["q"]], hits["c"], hits["r"]
         scores = np.where(hits["null"], np.nan, hits["s"])
         return CoverageMatrix.from_triples(
@@ -232,6 +248,13 @@ class CoverageData:
             existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
             start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
             return _insert_queries(con, corpus, run, existing, start, context)
+
+
+def _refuse(con: sqlite3.Connection, path: Path) -> NoReturn:
+    """Raise the one-line reason a file that failed a cheap check is damaged."""
+    check_rows(con, path)
+    raise RagcovError(f"{path}: damaged data file: its chunk rows are not numbered 0 to n-1; "
+                      "rerun to record it again")
 
 
 def _insert_chunks(con: sqlite3.Connection, corpus: Corpus) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from ragcov.data.datafile import CoverageData
 from ragcov.data.schema import (
     check_compatible,
+    check_rows,
     has_tables,
     insert_query,
     new_file,
@@ -64,6 +65,7 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool) 
         next_idx = 0
         for n, d in enumerate(datas):
             with d.reading() as src:
+                check_rows(src, d.path)
                 if n == 0:
                     _copy_corpus(con, src)
                 next_idx = _copy_queries(con, src, d.path, seen, next_idx)

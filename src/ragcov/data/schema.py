@@ -81,6 +81,48 @@ def read_meta(con: sqlite3.Connection, path: Path) -> Meta:
         raise RagcovError(f"{path}: damaged meta table ({exc})") from exc
 
 
+def check_rows(con: sqlite3.Connection, path: Path) -> None:
+    """Raise, in one line, when a row is one ragcov never writes (a crafted or damaged file).
+
+    Every reader of queries and hits (reports, ``combine``, ``diff``) calls it inside
+    its read transaction, so a hit naming no chunk is refused everywhere rather than
+    copied into a combined file or counted in a report. One linear pass over hits.
+    """
+    for table, columns in (("chunks", ("id", "doc_id")), ("queries", ("id", "text"))):
+        test = " OR ".join(f"typeof({c}) != 'text'" for c in columns)
+        row = con.execute(f"SELECT idx, {', '.join(f'typeof({c})' for c in columns)} FROM {table} "
+                          f"WHERE typeof(idx) != 'integer' OR {test} LIMIT 1").fetchone()
+        if row is not None:
+            kinds = ", ".join(f"{c} is {t}" for c, t in zip(columns, row[1:]) if t != "text")
+            raise _damaged(path, f"{table} row {row[0]!r} is not text ({kinds})")
+    row = con.execute(
+        "SELECT query_idx, chunk_idx, rank, typeof(query_idx), typeof(chunk_idx), typeof(rank), "
+        "typeof(score) FROM hits h WHERE typeof(query_idx) != 'integer' "
+        "OR typeof(chunk_idx) != 'integer' OR typeof(rank) != 'integer' "
+        "OR typeof(score) NOT IN ('real', 'integer', 'null') OR rank < 1 "
+        "OR NOT EXISTS (SELECT 1 FROM chunks c WHERE c.idx = h.chunk_idx) "
+        "OR NOT EXISTS (SELECT 1 FROM queries q WHERE q.idx = h.query_idx) LIMIT 1").fetchone()
+    if row is None:
+        return
+    q, c, r, tq, tc, tr, ts = row
+    where = f"the hit at query row {q!r}, rank {r!r}"
+    if (tq, tc, tr) != ("integer",) * 3:
+        problem = "has a non-integer query, chunk or rank"
+    elif ts not in ("real", "integer", "null"):
+        problem = f"has a score that is {ts}, not a number"
+    elif r < 1:
+        problem = "has a rank below 1"
+    elif con.execute("SELECT 1 FROM chunks WHERE idx = ?", (c,)).fetchone() is None:
+        problem = f"names chunk row {c}, which the file does not hold"
+    else:
+        problem = "belongs to no recorded query"
+    raise _damaged(path, f"{where} {problem}")
+
+
+def _damaged(path: Path, what: str) -> RagcovError:
+    return RagcovError(f"{path}: damaged data file: {what}; rerun to record it again")
+
+
 def check_compatible(meta: Meta, k: int, corpus_hash: str, retriever: dict[str, Any],
                      where: str, other: str) -> None:
     """Raise, naming every difference, unless data recorded with these settings may mix."""
