@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,3 +95,38 @@ def test_combine_names_the_out_of_range_hit(capsys, tmp_path: Path) -> None:
     assert err.strip() == (f"ragcov: error: {bad}: damaged data file: the hit at query row 1, rank 2 "
                            "names chunk row 99999, which the file does not hold; rerun to record it "
                            "again")
+
+
+# ---------------------------------------------------------------- a locked file
+HOLD = """
+import sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("BEGIN EXCLUSIVE")
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_locked_data_file_is_reported_as_locked_by_its_holder(capsys, tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    import ragcov.data.schema
+
+    data = _recorded_file(capsys, tmp_path)
+    before = data.read_bytes()
+    monkeypatch.setattr(ragcov.data.schema, "BUSY_TIMEOUT_S", 0.3)  # instead of 60 s
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(data)], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        name = Path(f"/proc/{holder.pid}/comm").read_text().strip()
+        run = ["run", "--corpus", str(tmp_path / "corpus.jsonl"), "--queries",
+               str(tmp_path / "q.jsonl"), *RUN, "--data-file", str(data)]
+        for args in (run, [*run, "--append"], ["report", "--data-file", str(data)]):
+            code, _, err = cli(capsys, *args)
+            assert code == 1, (args, err)
+            assert err == (f"ragcov: error: {data}: locked by process {holder.pid} ({name}) for "
+                           "over 0.3 s (the file is intact); retry when it has finished\n"), args
+    finally:
+        holder.kill()
+        holder.wait()
+    assert data.read_bytes() == before

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.data.schema import (
+    DataFileLocked,
     Meta,
     check_compatible,
     check_rows,
@@ -89,6 +90,8 @@ class CoverageData:
                 raise RagcovError(f"{self.path}: is not a regular file; refusing to replace it")
             try:
                 self.meta()
+            except DataFileLocked:
+                raise  # a valid file another process is writing: never advise removing it
             except RagcovError as exc:
                 raise RagcovError(
                     f"{self.path}: exists and is not a readable ragcov data file; refusing to "

@@ -146,19 +146,54 @@ def connect(path: Path) -> sqlite3.Connection:
     return con
 
 
+class DataFileLocked(RagcovError):
+    """Another process held the data file's lock for longer than :data:`BUSY_TIMEOUT_S`."""
+
+
 def database_error(path: Path, exc: sqlite3.Error) -> RagcovError:
     """SQLite's error as one line that names the file and says what to do."""
     text = str(exc)
     if "locked" in text or "busy" in text:
-        hint = (f"another process held it for over {BUSY_TIMEOUT_S:g} s; "
-                "retry when it has finished")
-    elif "malformed" in text or "not a database" in text or "corrupt" in text:
+        return DataFileLocked(f"{path}: locked by {lock_holder(path)} for over {BUSY_TIMEOUT_S:g} s "
+                              "(the file is intact); retry when it has finished")
+    if "malformed" in text or "not a database" in text or "corrupt" in text:
         hint = "the file is damaged; rerun to record it again"
     elif "readonly" in text or "read-only" in text:
         hint = "the file or its folder is not writable"
     else:
         hint = "cannot use the data file"
     return RagcovError(f"{path}: {text} ({hint})")
+
+
+def lock_holder(path: Path) -> str:
+    """Which process holds a lock on ``path``: its pid and name from /proc/locks (Linux).
+
+    The name is the kernel's short process name (``comm``), never its command line,
+    which may carry secrets.
+    """
+    try:
+        st = os.stat(path)
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return "another process"
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 5 and "->" not in fields and fields[5] == where and fields[4].isdigit():
+            pid = int(fields[4])
+            if pid != os.getpid() and pid not in pids:
+                pids.append(pid)
+    if not pids:
+        return "another process"
+    names = []
+    for pid in pids[:3]:
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            comm = ""
+        names.append(f"process {pid}" + (f" ({comm})" if comm else ""))
+    return ", ".join(names)
 
 
 @contextmanager
