@@ -130,3 +130,58 @@ def test_a_locked_data_file_is_reported_as_locked_by_its_holder(capsys, tmp_path
         holder.kill()
         holder.wait()
     assert data.read_bytes() == before
+
+
+# ---------------------------------------------------------------- an empty file, a report beside it
+def _run_args(folder: Path, *more: str) -> list[str]:
+    return ["run", "--corpus", str(folder / "corpus.jsonl"), "--queries", str(folder / "q.jsonl"),
+            *RUN, *more]
+
+
+def test_an_empty_data_file_is_no_data(capsys, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_corpus(tmp_path)
+    write_queries(tmp_path / "q.jsonl", ["q0", "q1", "q2"])
+    data = tmp_path / ".ragcov"
+    data.touch()
+    code, _, err = cli(capsys, "report")
+    assert (code, err) == (1, "ragcov: error: .ragcov: an empty file, no data recorded yet "
+                              "(run 'ragcov run' first)\n")
+    for args in (_run_args(tmp_path, "--append"), _run_args(tmp_path)):
+        data.write_bytes(b"")
+        code, _, err = cli(capsys, *args)
+        assert code == 0, (args, err)
+        assert recorded(data) == {"q0", "q1", "q2"}
+    code, _, err = cli(capsys, *_run_args(tmp_path, "--parallel-mode"))
+    assert code == 0, err
+    data.write_bytes(b"")
+    code, _, err = cli(capsys, "combine", "--append")
+    assert code == 0, err
+    assert recorded(data) == {"q0", "q1", "q2"}
+    data.write_bytes(b"")
+    code, _, err = cli(capsys, "erase")
+    assert (code, err) == (0, "")
+    assert not data.exists()
+
+
+def test_a_report_beside_the_data_file_blocks_nothing(capsys, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_corpus(tmp_path)
+    write_queries(tmp_path / "q.jsonl", ["q0", "q1", "q2"])
+    code, _, err = cli(capsys, *_run_args(tmp_path))
+    assert code == 0, err
+    code, _, err = cli(capsys, "json", "-o", ".ragcov.json")
+    assert code == 0, err
+    report = (tmp_path / ".ragcov.json").read_bytes()
+    code, _, err = cli(capsys, *_run_args(tmp_path, "--parallel-mode"))
+    assert code == 0, err
+    code, _, err = cli(capsys, "combine")
+    assert code == 0, err
+    assert recorded(tmp_path / ".ragcov") == {"q0", "q1", "q2"}
+    code, _, err = cli(capsys, *_run_args(tmp_path, "--append"))
+    assert code == 0, err
+    code, out, err = cli(capsys, "erase")
+    assert code == 0
+    assert err == "ragcov: warning: not erasing .ragcov.json: not a ragcov data file\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ragcov.json", "corpus.jsonl", "q.jsonl"]
+    assert (tmp_path / ".ragcov.json").read_bytes() == report

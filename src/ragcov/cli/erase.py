@@ -12,7 +12,8 @@ from ragcov.errors import RagcovError
 
 def erase(data_file: DataFile = DEFAULT_DATA_PATH) -> None:
     """Delete the data file and the DATA_FILE.* shards beside it."""
-    from ragcov.data.schema import is_empty, write_lock
+    from ragcov.data import CoverageData
+    from ragcov.data.schema import DataFileLocked, is_empty, write_lock
     from ragcov.files import remove_stale_temps
 
     targets: list[Path] = []
@@ -29,9 +30,11 @@ def erase(data_file: DataFile = DEFAULT_DATA_PATH) -> None:
         # one: it stays, and says so.
         try:
             if not is_empty(shard):
-                _check_data_file(shard)
-        except RagcovError as exc:
-            err.print(f"ragcov: warning: not erasing {shard}: {exc}", markup=False)
+                CoverageData(shard).meta()
+        except DataFileLocked:
+            raise
+        except RagcovError:
+            err.print(f"ragcov: warning: not erasing {shard}: not a ragcov data file", markup=False)
             continue
         targets.append(shard)
     for path in targets:

@@ -29,6 +29,7 @@ from ragcov.data.schema import (
     check_rows,
     create_tables,
     has_tables,
+    is_empty,
     new_file,
     new_meta,
     open_existing,
@@ -53,7 +54,8 @@ class CoverageData:
 
     # ---------------------------------------------------------------- reading
     def exists(self) -> bool:
-        return self.path.is_file()
+        """A data file is there; a 0-byte file (``touch``, a killed ``>``) holds no data."""
+        return self.path.is_file() and not is_empty(self.path)
 
     def _open(self) -> sqlite3.Connection:
         return open_existing(self.path)
@@ -85,7 +87,7 @@ class CoverageData:
         """
         if self.path.is_dir():
             raise RagcovError(f"{self.path}: is a directory; --data-file needs a file path")
-        if self.path.exists():
+        if self.path.exists() and not is_empty(self.path):
             if not self.path.is_file():
                 raise RagcovError(f"{self.path}: is not a regular file; refusing to replace it")
             try:

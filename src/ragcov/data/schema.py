@@ -221,8 +221,10 @@ def open_existing(path: Path, allow_empty: bool = False) -> sqlite3.Connection:
     if path.is_dir():
         raise RagcovError(f"{path}: is a directory, not a data file")
     empty = is_empty(path)
-    if not path.is_file() or (empty and not allow_empty):
+    if not path.is_file():
         raise RagcovError(f"{path}: no data file (run 'ragcov run' first)")
+    if empty and not allow_empty:
+        raise RagcovError(f"{path}: an empty file, no data recorded yet (run 'ragcov run' first)")
     try:
         con = connect(path)
     except sqlite3.Error as exc:
@@ -273,7 +275,8 @@ def write_lock(path: Path) -> Iterator[sqlite3.Connection | None]:
     of a file no longer at ``path`` (renamed over or deleted meanwhile), and what it
     committed there would be lost; so once it has the lock it checks that ``path``
     still names the file it opened, and starts over if not. The transaction commits
-    when the block ends without an error and rolls back otherwise.
+    when the block ends without an error and rolls back otherwise (or when the block
+    itself replaced or removed the file).
     """
     while True:
         before = _file_id(path)
@@ -295,7 +298,9 @@ def write_lock(path: Path) -> Iterator[sqlite3.Connection | None]:
         with sqlite_errors(path):
             yield con
             if con.in_transaction:
-                con.execute("COMMIT")
+                # The block may have replaced or removed the file (combine, erase): then
+                # there is nothing to commit, and SQLite refuses to write to a deleted file.
+                con.execute("COMMIT" if _file_id(path) == before else "ROLLBACK")
     except BaseException:
         # An interrupt can land after COMMIT: a ROLLBACK then would raise and hide it
         # (Ctrl-C would exit 1, not 130).
