@@ -6,6 +6,7 @@ a locked file, a combine killed halfway, and a corpus whose document ids changed
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -16,6 +17,8 @@ import pytest
 
 from datafile_race import RUN, race, recorded, workers, write_corpus, write_queries
 from helpers import cli
+
+HERE = Path(__file__).resolve().parent
 
 
 def test_combine_append_racing_run_append_keeps_the_appended_queries(tmp_path: Path) -> None:
@@ -185,3 +188,49 @@ def test_a_report_beside_the_data_file_blocks_nothing(capsys, tmp_path: Path, mo
     assert err == "ragcov: warning: not erasing .ragcov.json: not a ragcov data file\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [".ragcov.json", "corpus.jsonl", "q.jsonl"]
     assert (tmp_path / ".ragcov.json").read_bytes() == report
+
+
+# ---------------------------------------------------------------- a killed combine, rerun
+def _fault_child(kill_at: int, args: list[str], cwd: Path, count_file: Path | None = None
+                 ) -> subprocess.CompletedProcess:
+    """``ragcov ARGS`` in a child that SIGKILLs itself at its N-th write point (tests/fault_child.py)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
+    if count_file is not None:
+        env["RAGCOV_FAULT_COUNT"] = str(count_file)
+    return subprocess.run([sys.executable, str(HERE / "fault_child.py"), str(kill_at), *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_combine_killed_between_deleting_its_shards_is_finished_by_a_rerun(
+        capsys, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_corpus(tmp_path)
+    for name in ("a", "b"):
+        write_queries(tmp_path / f"{name}.jsonl", [f"{name}0", f"{name}1"])
+        code, _, err = cli(capsys, "run", "--corpus", "corpus.jsonl", "--queries", f"{name}.jsonl",
+                           *RUN, "--parallel-mode")
+        assert code == 0, err
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    shards = sorted(tmp_path.glob(".ragcov.*"))
+    for shard in shards:
+        shutil.copy2(shard, saved / shard.name)
+    counted = _fault_child(0, ["combine"], tmp_path, tmp_path / "points")
+    assert counted.returncode == 0, counted.stderr
+    total = int((tmp_path / "points").read_text())
+    # The last write points are the two deletions: kill at each until one shard is left.
+    for kill_at in range(total, total - 5, -1):
+        (tmp_path / ".ragcov").unlink(missing_ok=True)
+        for shard in shards:
+            shutil.copy2(saved / shard.name, shard)
+        killed = _fault_child(kill_at, ["combine"], tmp_path)
+        assert killed.returncode == -9
+        if sum(s.exists() for s in shards) == 1:
+            break
+    else:
+        pytest.fail("no kill point left exactly one of the two shards")
+    assert recorded(tmp_path / ".ragcov") == {"a0", "a1", "b0", "b1"}
+    code, _, err = cli(capsys, "combine")
+    assert code == 0, err
+    assert recorded(tmp_path / ".ragcov") == {"a0", "a1", "b0", "b1"}
+    assert not any(s.exists() for s in shards)

@@ -86,7 +86,7 @@ def combine(
     inputs = explicit + usable
     if not inputs:
         raise RagcovError("No data to combine")
-    n = combine_files(inputs, output, append=append)
+    n = combine_files(inputs, output, append=append, shards=[] if keep else usable)
     if not keep:
         for shard in usable:
             shard.unlink(missing_ok=True)

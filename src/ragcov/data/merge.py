@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -26,13 +27,18 @@ _Seen = dict[str, tuple[str, list[tuple[int, int, float | None]]]]
 
 
 def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
-            append: bool = False) -> int:
+            append: bool = False, shards: Sequence[str | os.PathLike[str]] = ()) -> int:
     """Merge data files from sharded runs into ``out``; returns the number of queries.
 
     All inputs must share k, corpus and retriever. A query id recorded in several
     files must have the same text and hits in each (the same query run twice by
     one deterministic system); anything else is a conflict, not a silent merge.
     With ``append``, what ``out`` holds when the merge starts is merged too.
+
+    ``shards`` are the inputs the caller deletes once this returns. They are
+    recorded in ``out`` in the same transaction as the merge, so a rerun after a
+    kill between two deletions finds the ones left listed there: it merges into
+    what was combined instead of replacing it with the shards that remain.
     """
     if not paths:
         raise RagcovError("combine needs at least one data file")
@@ -45,15 +51,40 @@ def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]
         # of it and our rename over it (their rows would vanish with the old file).
         with write_lock(out_path) as held:
             inputs = datas
-            if append and held is not None and has_tables(held):
-                inputs = [CoverageData(out_path), *datas]
+            if held is not None and has_tables(held):
+                merged = _merged_shards(held)
+                leftovers = {Path(p).resolve() for p in shards if _stamp(Path(p)) in merged}
+                if leftovers:  # a combine killed while deleting its shards: finish it
+                    inputs = [d for d in datas if d.path.resolve() not in leftovers]
+                if append or leftovers:
+                    inputs = [CoverageData(out_path), *inputs]
             try:
-                return _combine_into(inputs, out_path, replace=held is not None)
+                return _combine_into(inputs, out_path, replace=held is not None,
+                                     shards=[_stamp(Path(p)) for p in shards])
             except TargetExists:
                 continue  # the output appeared while we merged: again, under its lock
 
 
-def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool) -> int:
+# The meta row naming the shards a combine merged and is about to delete.
+_MERGED_KEY = "combined_shards"
+
+
+def _stamp(path: Path) -> tuple[str, int, int]:
+    """A shard as combine saw it: name, size and modification time (a rewritten shard differs)."""
+    st = path.stat()
+    return path.name, st.st_size, st.st_mtime_ns
+
+
+def _merged_shards(con: sqlite3.Connection) -> set[tuple[str, int, int]]:
+    row = con.execute("SELECT value FROM meta WHERE key = ?", (_MERGED_KEY,)).fetchone()
+    try:
+        return {(str(n), int(s), int(t)) for n, s, t in json.loads(row[0])} if row else set()
+    except (ValueError, TypeError):
+        return set()
+
+
+def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
+                  shards: Sequence[tuple[str, int, int]]) -> int:
     metas = [d.meta() for d in datas]
     first = metas[0]
     for d, m in zip(datas[1:], metas[1:]):
@@ -69,6 +100,8 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool) 
                 if n == 0:
                     _copy_corpus(con, src)
                 next_idx = _copy_queries(con, src, d.path, seen, next_idx)
+        if shards:
+            con.execute("INSERT INTO meta VALUES (?, ?)", (_MERGED_KEY, json.dumps(list(shards))))
     return next_idx
 
 
