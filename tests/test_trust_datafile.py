@@ -6,6 +6,7 @@ a locked file, a combine killed halfway, and a corpus whose document ids changed
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -234,3 +235,75 @@ def test_a_combine_killed_between_deleting_its_shards_is_finished_by_a_rerun(
     assert code == 0, err
     assert recorded(tmp_path / ".ragcov") == {"a0", "a1", "b0", "b1"}
     assert not any(s.exists() for s in shards)
+
+
+# ---------------------------------------------------------------- document ids in the corpus hash
+def _moved_corpus(folder: Path) -> Path:
+    """The race corpus with one chunk moved to another document, nothing else changed."""
+    moved = folder / "moved.jsonl"
+    rows = [json.loads(line) for line in (folder / "corpus.jsonl").read_text().splitlines()]
+    rows[0]["doc_id"] = "elsewhere"
+    moved.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return moved
+
+
+def test_the_corpus_hash_covers_document_ids(tmp_path: Path) -> None:
+    from ragcov.corpus import load_corpus
+
+    write_corpus(tmp_path)
+    assert load_corpus(tmp_path / "corpus.jsonl").hash != load_corpus(_moved_corpus(tmp_path)).hash
+
+
+def test_append_combine_and_diff_see_a_change_of_document_ids(capsys, tmp_path: Path) -> None:
+    base = _recorded_file(capsys, tmp_path, "base.ragcov")
+    moved = _moved_corpus(tmp_path)
+    head = tmp_path / "head.ragcov"
+    code, _, err = cli(capsys, "run", "--corpus", str(moved), "--queries", str(tmp_path / "q.jsonl"),
+                       *RUN, "--data-file", str(head))
+    assert code == 0, err
+    before = base.read_bytes()
+    code, _, err = cli(capsys, "run", "--corpus", str(moved), "--queries", str(tmp_path / "q.jsonl"),
+                       *RUN, "--data-file", str(base), "--append")
+    assert code == 1 and err.count("\n") == 1
+    assert ("only document ids changed (chunk 'c0': document 'd0' recorded, 'elsewhere' now); "
+            "per-document reports would mix the two mappings, so record again without --append") in err
+    assert base.read_bytes() == before
+    code, _, err = cli(capsys, "combine", str(base), str(head), "-o", str(tmp_path / "all.ragcov"))
+    assert code == 1 and (f"only document ids changed (chunk 'c0': document 'd0' in {base}, "
+                          f"'elsewhere' in {head})") in err
+    code, out, err = cli(capsys, "diff", str(base), str(head), "--format", "json")
+    assert code == 0, err
+    assert "elsewhere" in out  # the head's documents are the head's own mapping
+
+
+def _as_format_1(path: Path) -> None:
+    """Rewrite a file's meta as ragcov wrote format 1: a corpus hash of ids and contents only."""
+    import hashlib
+
+    con = sqlite3.connect(path)
+    h = hashlib.sha256()
+    for cid, content in con.execute("SELECT id, hash FROM chunks ORDER BY idx"):
+        h.update(cid.encode("utf-8") + b"\0" + content.encode("ascii") + b"\n")
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'format'")
+    con.execute("UPDATE meta SET value = ? WHERE key = 'corpus_hash'", (h.hexdigest()[:24],))
+    con.commit()
+    con.close()
+
+
+def test_a_format_1_file_is_read_combined_and_appended_to(capsys, tmp_path: Path) -> None:
+    old = _recorded_file(capsys, tmp_path, "old.ragcov")
+    new = _recorded_file(capsys, tmp_path, "new.ragcov")
+    _as_format_1(old)
+    for args in (["report", "--data-file", str(old)], ["json", "--data-file", str(old), "-o", "-"],
+                 ["diff", str(old), str(new)],
+                 ["combine", str(old), str(new), "-o", str(tmp_path / "all.ragcov")]):
+        code, _, err = cli(capsys, *args)
+        assert code == 0, (args, err)
+    write_queries(tmp_path / "more.jsonl", ["m0"])
+    code, _, err = cli(capsys, "run", "--corpus", str(tmp_path / "corpus.jsonl"), "--queries",
+                       str(tmp_path / "more.jsonl"), *RUN, "--data-file", str(old), "--append")
+    assert code == 0, err
+    assert recorded(old) == {"q0", "q1", "q2", "m0"}
+    code, _, err = cli(capsys, "run", "--corpus", str(_moved_corpus(tmp_path)), "--queries",
+                       str(tmp_path / "more.jsonl"), *RUN, "--data-file", str(old), "--append")
+    assert code == 1 and "only document ids changed (chunk 'c0'" in err

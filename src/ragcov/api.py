@@ -50,7 +50,7 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     data = CoverageData(data_file) if data_file is not None else None
     # Refuse a file that cannot take this run before any retrieval work, not after it.
     if data is not None and append:
-        todo = data.pending(todo, k, corpus.hash, retriever.fingerprint())
+        todo = data.pending(todo, k, corpus.hash, retriever.fingerprint(), corpus)
     elif data is not None:
         data.check_destination()
     run = Run(k=k, retriever=retriever.fingerprint())

@@ -3,7 +3,7 @@
 Chunk ids are what every other file refers to, so they must not depend on list
 positions: ids given in the input are kept; chunks cut from plain-text files get
 ``<document>#<n>``. Each chunk's content hash is recorded so a changed corpus is
-detected (the corpus hash covers ids and content, in order).
+detected (the corpus hash covers ids, document ids and content, in order).
 """
 
 from __future__ import annotations
@@ -63,6 +63,19 @@ class Chunk:
     def __post_init__(self) -> None:
         if not self.hash:
             self.hash = text_hash(self.text)
+
+
+def corpus_digest(chunks: Iterable[tuple[str, str, str]]) -> str:
+    """The corpus hash of ``(chunk id, document id, content hash)`` rows in corpus order.
+
+    Document ids take part: per-document reports group chunks by them, so data
+    recorded under one mapping must not mix with data recorded under another.
+    """
+    h = hashlib.sha256()
+    for cid, doc_id, content in chunks:
+        h.update(cid.encode("utf-8") + b"\0" + doc_id.encode("utf-8") + b"\0"
+                 + content.encode("utf-8") + b"\n")
+    return h.hexdigest()[:24]
 
 
 class Corpus(Sequence[Chunk]):
@@ -127,12 +140,9 @@ class Corpus(Sequence[Chunk]):
 
     @property
     def hash(self) -> str:
-        """A digest of ids and contents in order: equal hashes mean the same corpus."""
+        """A digest of ids, document ids and contents in order: equal hashes mean the same corpus."""
         if self._hash is None:
-            h = hashlib.sha256()
-            for c in self.chunks:
-                h.update(c.id.encode("utf-8") + b"\0" + c.hash.encode("ascii") + b"\n")
-            self._hash = h.hexdigest()[:24]
+            self._hash = corpus_digest((c.id, c.doc_id, c.hash) for c in self.chunks)
         return self._hash
 
     def documents(self) -> dict[str, list[Chunk]]:

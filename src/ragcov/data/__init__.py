@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
 # Version of the data-file schema.
 #   1: meta, chunks, queries, hits (rank, score).
-FORMAT_VERSION = 1
+#   2: the corpus hash covers document ids too. A format-1 file is still read and
+#      appended to: its hash is recomputed from the chunks it holds (see read_meta).
+FORMAT_VERSION = 2
 # The data file every command and the pytest plugin use unless told otherwise.
 DEFAULT_DATA_FILE = ".ragcov"
 

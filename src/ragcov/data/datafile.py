@@ -28,6 +28,7 @@ from ragcov.data.schema import (
     check_compatible,
     check_rows,
     create_tables,
+    doc_id_change,
     has_tables,
     is_empty,
     new_file,
@@ -74,9 +75,15 @@ class CoverageData:
         with self.reading() as con:
             return read_meta(con, self.path)
 
-    def check_compatible(self, k: int, corpus_hash: str, retriever: dict[str, Any]) -> None:
-        """Raise unless a run with these settings may be appended to this file."""
-        check_compatible(self.meta(), k, corpus_hash, retriever, str(self.path), "this run")
+    def check_compatible(self, k: int, corpus_hash: str, retriever: dict[str, Any],
+                         corpus: Corpus | None = None) -> None:
+        """Raise unless a run with these settings may be appended to this file.
+
+        Given the ``corpus``, a corpus that differs only in document ids is named as such.
+        """
+        with self.reading() as con:
+            _check_appendable(con, self.path, read_meta(con, self.path), k, corpus_hash, retriever,
+                              corpus)
 
     def check_destination(self) -> None:
         """Raise unless this path may receive a data file: called before any work.
@@ -114,7 +121,7 @@ class CoverageData:
                               "rerun without --append to record it again")
 
     def pending(self, queries: Iterable[tuple[str, str]], k: int, corpus_hash: str,
-                retriever: dict[str, Any]) -> list[tuple[str, str]]:
+                retriever: dict[str, Any], corpus: Corpus | None = None) -> list[tuple[str, str]]:
         """The ``(id, text)`` pairs an ``--append`` still has to retrieve.
 
         Checked before any retrieval work: the file must accept this run, and a
@@ -125,7 +132,7 @@ class CoverageData:
         queries = list(queries)
         if not self.exists():
             return queries
-        self.check_compatible(k, corpus_hash, retriever)
+        self.check_compatible(k, corpus_hash, retriever, corpus)
         self.check_integrity()  # no hour of retrieval added to a file that is already broken
         recorded = self.query_texts()
         for qid, text in queries:
@@ -248,11 +255,25 @@ class CoverageData:
             if not has_tables(con):  # an empty file (touch, a killed >): no data yet
                 create_tables(con, new_meta(run.k, run.retriever, corpus.hash))
                 _insert_chunks(con, corpus)
-            meta = read_meta(con, self.path)
-            check_compatible(meta, run.k, corpus.hash, run.retriever, str(self.path), "this run")
+            _check_appendable(con, self.path, read_meta(con, self.path), run.k, corpus.hash,
+                              run.retriever, corpus)
             existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
             start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
             return _insert_queries(con, corpus, run, existing, start, context)
+
+
+def _check_appendable(con: sqlite3.Connection, path: Path, meta: Meta, k: int, corpus_hash: str,
+                      retriever: dict[str, Any], corpus: Corpus | None) -> None:
+    try:
+        check_compatible(meta, k, corpus_hash, retriever, str(path), "this run")
+    except RagcovError as exc:
+        moved = None
+        if corpus is not None and meta.corpus_hash != corpus_hash:
+            moved = doc_id_change(con, [(c.id, c.doc_id, c.hash) for c in corpus])
+        if moved is None:
+            raise
+        raise RagcovError(f"{exc}: {moved}; per-document reports would mix the two mappings, "
+                          "so record again without --append") from exc
 
 
 def _refuse(con: sqlite3.Connection, path: Path) -> NoReturn:

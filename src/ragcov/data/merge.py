@@ -12,6 +12,7 @@ from ragcov.data.datafile import CoverageData
 from ragcov.data.schema import (
     check_compatible,
     check_rows,
+    doc_id_change,
     has_tables,
     insert_query,
     new_file,
@@ -88,7 +89,18 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
     metas = [d.meta() for d in datas]
     first = metas[0]
     for d, m in zip(datas[1:], metas[1:]):
-        check_compatible(first, m.k, m.corpus_hash, m.retriever, str(datas[0].path), str(d.path))
+        try:
+            check_compatible(first, m.k, m.corpus_hash, m.retriever, str(datas[0].path), str(d.path))
+        except RagcovError as exc:
+            moved = None
+            if first.corpus_hash != m.corpus_hash:
+                with datas[0].reading() as a, d.reading() as b:
+                    moved = doc_id_change(a, b.execute(
+                        "SELECT id, doc_id, hash FROM chunks ORDER BY idx").fetchall(),
+                        f"in {datas[0].path}", f"in {d.path}")
+            if moved is None:
+                raise
+            raise RagcovError(f"{exc}: {moved}") from exc
     meta = new_meta(first.k, first.retriever, first.corpus_hash)
     with (atomic_path(out_path, replace=replace) as tmp, sqlite_errors(out_path),
           new_file(tmp, meta) as con):

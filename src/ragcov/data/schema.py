@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -72,12 +72,25 @@ def retriever_key(fp: dict[str, Any]) -> str:
 
 
 def read_meta(con: sqlite3.Connection, path: Path) -> Meta:
+    """The file's meta row; a format-1 file's corpus hash is the current one of its chunks.
+
+    Format 1 hashed chunk ids and contents only. The file holds every chunk's id,
+    document id and content hash, so the hash this version computes is recomputed
+    from them: old files are read, combined, diffed and appended to as they are,
+    and one whose document ids differ from the corpus's is refused like any other.
+    """
     rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
     try:
-        return Meta(format=int(rows["format"]), ragcov_version=rows["ragcov_version"],
+        fmt = int(rows["format"])
+        corpus_hash = rows["corpus_hash"]
+        if fmt < 2:
+            from ragcov.corpus import corpus_digest
+
+            corpus_hash = corpus_digest(con.execute("SELECT id, doc_id, hash FROM chunks ORDER BY idx"))
+        return Meta(format=fmt, ragcov_version=rows["ragcov_version"],
                     k=int(rows["k"]), retriever=json.loads(rows["retriever"]),
-                    corpus_hash=rows["corpus_hash"], created=rows["created"])
-    except (KeyError, ValueError) as exc:
+                    corpus_hash=corpus_hash, created=rows["created"])
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise RagcovError(f"{path}: damaged meta table ({exc})") from exc
 
 
@@ -121,6 +134,21 @@ def check_rows(con: sqlite3.Connection, path: Path) -> None:
 
 def _damaged(path: Path, what: str) -> RagcovError:
     return RagcovError(f"{path}: damaged data file: {what}; rerun to record it again")
+
+
+def doc_id_change(con: sqlite3.Connection, chunks: Sequence[tuple[str, str, str]],
+                  where: str = "recorded", other: str = "now") -> str | None:
+    """When ``chunks`` (id, document id, content hash) differ from the file's in document ids only.
+
+    The corpus hash cannot say what changed; this names the first chunk that moved.
+    """
+    stored = con.execute("SELECT id, doc_id, hash FROM chunks ORDER BY idx").fetchall()
+    if len(stored) != len(chunks) or any(
+            (a[0], a[2]) != (b[0], b[2]) for a, b in zip(stored, chunks)):
+        return None
+    moved = next((a, b) for a, b in zip(stored, chunks) if a[1] != b[1])
+    return (f"only document ids changed (chunk {moved[0][0]!r}: document {moved[0][1]!r} {where}, "
+            f"{moved[1][1]!r} {other})")
 
 
 def check_compatible(meta: Meta, k: int, corpus_hash: str, retriever: dict[str, Any],
