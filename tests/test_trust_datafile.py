@@ -307,3 +307,23 @@ def test_a_format_1_file_is_read_combined_and_appended_to(capsys, tmp_path: Path
     code, _, err = cli(capsys, "run", "--corpus", str(_moved_corpus(tmp_path)), "--queries",
                        str(tmp_path / "more.jsonl"), *RUN, "--data-file", str(old), "--append")
     assert code == 1 and "only document ids changed (chunk 'c0'" in err
+
+
+# ---------------------------------------------------------------- a damaged page
+def test_a_damaged_page_is_one_line(capsys, tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    queries = write_queries(tmp_path / "q.jsonl", [f"q{i}" for i in range(400)])
+    data = tmp_path / ".ragcov"
+    args = ["run", "--corpus", str(corpus), "--queries", str(queries), *RUN, "--data-file", str(data)]
+    code, _, err = cli(capsys, *args)
+    assert code == 0, err
+    page = sqlite3.connect(data).execute("PRAGMA page_size").fetchone()[0]
+    damaged = bytearray(data.read_bytes())
+    assert len(damaged) > 15 * page
+    for n in (5, 9, 14):  # cell pointers of three b-tree pages overwritten
+        damaged[page * n + 8:page * n + 40] = b"\x7f" * 32
+    data.write_bytes(bytes(damaged))
+    code, _, err = cli(capsys, *args, "--append")
+    assert code == 1
+    assert err.startswith(f"ragcov: error: {data}: database disk image is damaged (On tree page ")
+    assert err.endswith(" more); rerun without --append to record it again\n") and err.count("\n") == 1

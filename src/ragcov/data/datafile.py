@@ -117,7 +117,11 @@ class CoverageData:
         with self.reading() as con:
             problems = [row[0] for row in con.execute("PRAGMA quick_check(5)")]
         if problems != ["ok"]:
-            raise RagcovError(f"{self.path}: database disk image is damaged ({problems[0]}); "
+            # SQLite reports one problem per line under a "*** in database main ***" header.
+            lines = [ln.strip() for p in problems for ln in str(p).splitlines()
+                     if ln.strip() and not ln.startswith("***")] or ["unknown damage"]
+            more = f", and {len(lines) - 1} more" if len(lines) > 1 else ""
+            raise RagcovError(f"{self.path}: database disk image is damaged ({lines[0]}{more}); "
                               "rerun without --append to record it again")
 
     def pending(self, queries: Iterable[tuple[str, str]], k: int, corpus_hash: str,
