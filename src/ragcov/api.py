@@ -8,6 +8,7 @@ parses options, calls one of these and prints what it returns.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -100,7 +101,10 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
     data = CoverageData(data_file)
     data.check_destination()
     if k is None and append and data.exists():
-        k = data.meta().k  # the file's k, not this batch's longest list
+        from ragcov.data.schema import NoDataFile
+
+        with contextlib.suppress(NoDataFile):  # erased meanwhile: this batch starts a file
+            k = data.meta().k  # the file's k, not this batch's longest list
     result = import_traces(path, fmt.lower(), corpus, k=k, ignore_unknown=ignore_unknown,
                            name=name, queries=queries)
     added = data.write(corpus, result.run, append=append)

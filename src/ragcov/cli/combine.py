@@ -19,8 +19,8 @@ from ragcov.cli.console import err, out
 from ragcov.cli.options import DEFAULT_DATA_PATH
 from ragcov.errors import RagcovError
 
-# SQLite's side files of a shard being written are not shards.
-_SIDE_SUFFIXES = ("-journal", "-wal", "-shm")
+# SQLite's side files of a shard being written, and its writers' lock file, are not shards.
+_SIDE_SUFFIXES = ("-journal", "-wal", "-shm", "-lock")
 
 
 def shard_path(data_file: Path) -> Path:

@@ -13,7 +13,7 @@ from ragcov.errors import RagcovError
 def erase(data_file: DataFile = DEFAULT_DATA_PATH) -> None:
     """Delete the data file and the DATA_FILE.* shards beside it."""
     from ragcov.data import CoverageData
-    from ragcov.data.schema import DataFileLocked, is_empty, write_lock
+    from ragcov.data.schema import DataFileLocked, NoDataFile, is_empty, write_lock
     from ragcov.files import remove_stale_temps
 
     targets: list[Path] = []
@@ -22,15 +22,20 @@ def erase(data_file: DataFile = DEFAULT_DATA_PATH) -> None:
         # coverage.py .coverage, a corpus given as --data-file by mistake) stops it all.
         if data_file.is_symlink() or not data_file.is_file():
             raise RagcovError(f"{data_file}: is not a regular file; refusing to erase it")
-        if not is_empty(data_file):  # an empty file (touch, a killed >) holds no data
-            _check_data_file(data_file)
-        targets.append(data_file)
+        try:
+            if not is_empty(data_file):  # an empty file (touch, a killed >) holds no data
+                _check_data_file(data_file)
+            targets.append(data_file)
+        except NoDataFile:
+            pass  # removed meanwhile (another erase, a combine's rename): nothing to erase
     for shard in find_shards(data_file):
         # A report beside the data file (.ragcov.json) is named like a shard but is not
         # one: it stays, and says so.
         try:
             if not is_empty(shard):
                 CoverageData(shard).meta()
+        except NoDataFile:
+            continue  # merged and deleted by a combine meanwhile
         except DataFileLocked:
             raise
         except RagcovError:
@@ -49,9 +54,12 @@ def erase(data_file: DataFile = DEFAULT_DATA_PATH) -> None:
 
 def _check_data_file(path: Path) -> None:
     from ragcov.data import CoverageData
+    from ragcov.data.schema import NoDataFile
 
     try:
         CoverageData(path).meta()
+    except NoDataFile:
+        raise
     except RagcovError as exc:
         raise RagcovError(f"{path}: is not a ragcov data file; refusing to erase it "
                           f"({exc})") from exc

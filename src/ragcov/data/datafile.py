@@ -25,6 +25,7 @@ from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.data.schema import (
     DataFileLocked,
     Meta,
+    NoDataFile,
     check_compatible,
     check_rows,
     create_tables,
@@ -99,6 +100,8 @@ class CoverageData:
                 raise RagcovError(f"{self.path}: is not a regular file; refusing to replace it")
             try:
                 self.meta()
+            except NoDataFile:
+                pass  # erased since the check above: the path is free
             except DataFileLocked:
                 raise  # a valid file another process is writing: never advise removing it
             except RagcovError as exc:
@@ -136,9 +139,12 @@ class CoverageData:
         queries = list(queries)
         if not self.exists():
             return queries
-        self.check_compatible(k, corpus_hash, retriever, corpus)
-        self.check_integrity()  # no hour of retrieval added to a file that is already broken
-        recorded = self.query_texts()
+        try:
+            self.check_compatible(k, corpus_hash, retriever, corpus)
+            self.check_integrity()  # no hour of retrieval added to a file that is already broken
+            recorded = self.query_texts()
+        except NoDataFile:  # erased meanwhile: nothing is recorded
+            return queries
         for qid, text in queries:
             if qid in recorded and recorded[qid] != text:
                 raise _text_conflict(qid, recorded[qid])
@@ -235,35 +241,38 @@ class CoverageData:
         are kept as they were.
         """
         _check_run_against_corpus(run, corpus)
-        if append and self.exists():
+        if append:
             return self._append(corpus, run, context or {})
         self.check_destination()
+        return self._create(corpus, run, context or {}, replace=True)
+
+    def _create(self, corpus: Corpus, run: Run, context: dict[str, str], replace: bool) -> int:
+        """A new file, built aside and published; without ``replace`` only if the path is free."""
         meta = new_meta(run.k, run.retriever, corpus.hash)
-        # With append and no file yet, another process may create one meanwhile: publish
-        # ours only if the path is still free, else append to theirs (nothing replaced).
-        try:
-            with (atomic_path(self.path, replace=not append) as tmp, sqlite_errors(tmp),
-                  new_file(tmp, meta) as con):
-                _insert_chunks(con, corpus)
-                added = _insert_queries(con, corpus, run, {}, 0, context or {})
-        except TargetExists:
-            return self._append(corpus, run, context or {})
-        return added
+        with (atomic_path(self.path, replace=replace) as tmp, sqlite_errors(tmp),
+              new_file(tmp, meta) as con):
+            _insert_chunks(con, corpus)
+            return _insert_queries(con, corpus, run, {}, 0, context)
 
     def _append(self, corpus: Corpus, run: Run, context: dict[str, str]) -> int:
         # Under the write lock that combine and erase take too, so an append never lands
         # in a file they have just replaced or removed.
-        with write_lock(self.path) as con:
-            if con is None:  # erased since: a new file, published only if still absent
-                return self.write(corpus, run, append=True, context=context)
-            if not has_tables(con):  # an empty file (touch, a killed >): no data yet
-                create_tables(con, new_meta(run.k, run.retriever, corpus.hash))
-                _insert_chunks(con, corpus)
-            _check_appendable(con, self.path, read_meta(con, self.path), run.k, corpus.hash,
-                              run.retriever, corpus)
-            existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
-            start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
-            return _insert_queries(con, corpus, run, existing, start, context)
+        while True:
+            with write_lock(self.path) as con:
+                if con is None:  # no file (or erased since): a new one, if the path is still free
+                    self.check_destination()
+                    try:
+                        return self._create(corpus, run, context, replace=False)
+                    except TargetExists:
+                        continue  # made meanwhile by a writer that takes no turn: append to it
+                if not has_tables(con):  # an empty file (touch, a killed >): no data yet
+                    create_tables(con, new_meta(run.k, run.retriever, corpus.hash))
+                    _insert_chunks(con, corpus)
+                _check_appendable(con, self.path, read_meta(con, self.path), run.k, corpus.hash,
+                                  run.retriever, corpus)
+                existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
+                start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
+                return _insert_queries(con, corpus, run, existing, start, context)
 
 
 def _check_appendable(con: sqlite3.Connection, path: Path, meta: Meta, k: int, corpus_hash: str,

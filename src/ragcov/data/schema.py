@@ -9,9 +9,12 @@ locked file) surface as one line naming the file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+import time
+import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -168,10 +171,20 @@ def check_compatible(meta: Meta, k: int, corpus_hash: str, retriever: dict[str, 
 
 
 # ---------------------------------------------------------------- connections
-def connect(path: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_S)
+def connect(path: Path, create: bool = True) -> sqlite3.Connection:
+    """A connection in autocommit mode; without ``create`` a missing file is an error.
+
+    Opening a file that another process removes a moment earlier (erase) must not
+    leave an empty database in its place, so readers never create.
+    """
+    target = str(path) if create else "file:" + urllib.parse.quote(str(path.absolute())) + "?mode=rw"
+    con = sqlite3.connect(target, isolation_level=None, timeout=BUSY_TIMEOUT_S, uri=not create)
     con.execute("PRAGMA foreign_keys = OFF")
     return con
+
+
+class NoDataFile(RagcovError):
+    """There is no data file at the path (never was, or erased a moment ago)."""
 
 
 class DataFileLocked(RagcovError):
@@ -250,12 +263,14 @@ def open_existing(path: Path, allow_empty: bool = False) -> sqlite3.Connection:
         raise RagcovError(f"{path}: is a directory, not a data file")
     empty = is_empty(path)
     if not path.is_file():
-        raise RagcovError(f"{path}: no data file (run 'ragcov run' first)")
+        raise NoDataFile(f"{path}: no data file (run 'ragcov run' first)")
     if empty and not allow_empty:
         raise RagcovError(f"{path}: an empty file, no data recorded yet (run 'ragcov run' first)")
     try:
-        con = connect(path)
+        con = connect(path, create=False)
     except sqlite3.Error as exc:
+        if not path.exists():
+            raise NoDataFile(f"{path}: no data file (run 'ragcov run' first)") from exc
         raise database_error(path, exc) from exc
     if empty:
         return con
@@ -294,49 +309,105 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def lock_path(path: Path) -> Path:
+    """``DATA_FILE-lock``: the file writers of ``DATA_FILE`` take turns on (never a shard name)."""
+    return path.with_name(f"{path.name}-lock")
+
+
+@contextmanager
+def writers_turn(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``DATA_FILE-lock``, held by one writer of the data file at a time.
+
+    SQLite's own lock lives in the data file, and combine and erase replace or
+    remove that file: a writer that waited on SQLite's lock would then hold a file
+    no longer at ``path``, and even start its transaction there (where SQLite, which
+    finds journals by name, may take another file's live journal for its own). The
+    turn is taken before the data file is opened, so the file a writer opens is the
+    one at ``path``. The lock file exists only while a writer holds it: a writer that
+    got the lock of a removed lock file tries again on a new one.
+    """
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): SQLite's lock alone, as before
+        yield
+        return
+    lock = lock_path(path)
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise DataFileLocked(
+                            f"{path}: locked by {lock_holder(lock)} for over {BUSY_TIMEOUT_S:g} s "
+                            "(the file is intact); retry when it has finished") from None
+                    time.sleep(0.005)
+            st = os.fstat(fd)
+            if _file_id(lock) == (st.st_dev, st.st_ino):
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the lock file was removed while we waited: take the new one's turn
+    try:
+        yield
+    finally:
+        # Removed before it is released, so no lock file stays beside the data file; a
+        # writer waiting on this one finds it removed and takes a new one's turn.
+        if _file_id(lock) == (st.st_dev, st.st_ino):
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+        os.close(fd)
+
+
 @contextmanager
 def write_lock(path: Path) -> Iterator[sqlite3.Connection | None]:
-    """The write lock (``BEGIN IMMEDIATE``) of the data file now at ``path``; None if none.
+    """The writer's turn and SQLite's write lock (``BEGIN IMMEDIATE``) of the data file; None if none.
 
     Every writer takes it: appenders, and ``combine`` and ``erase`` while they
-    replace or remove the file. A writer that waited for it may then hold the lock
-    of a file no longer at ``path`` (renamed over or deleted meanwhile), and what it
-    committed there would be lost; so once it has the lock it checks that ``path``
-    still names the file it opened, and starts over if not. The transaction commits
-    when the block ends without an error and rolls back otherwise (or when the block
-    itself replaced or removed the file).
+    replace or remove the file (see :func:`writers_turn`). ``BEGIN IMMEDIATE`` also
+    keeps out writers that take no turn; should one of them have replaced the file
+    meanwhile, the path no longer names the file opened, and this starts over. The
+    transaction commits when the block ends without an error and rolls back
+    otherwise; when the block itself replaced or removed the file, the connection
+    is closed without another statement on a file that is no longer there.
     """
-    while True:
-        before = _file_id(path)
-        if before is None:
-            yield None
-            return
-        con = open_existing(path, allow_empty=True)
+    with writers_turn(path):
+        while True:
+            before = _file_id(path)
+            try:
+                con = None if before is None else open_existing(path, allow_empty=True)
+            except NoDataFile:  # removed since the stat
+                con = None
+            if con is None:
+                yield None
+                return
+            try:
+                with sqlite_errors(path):
+                    con.execute("BEGIN IMMEDIATE")
+                if _file_id(path) == before:
+                    break
+            except BaseException:
+                con.close()
+                raise
+            con.close()
         try:
             with sqlite_errors(path):
-                con.execute("BEGIN IMMEDIATE")
-            if _file_id(path) == before:
-                break
-            con.execute("ROLLBACK")
+                yield con
+                if con.in_transaction and _file_id(path) == before:
+                    con.execute("COMMIT")
         except BaseException:
-            con.close()
+            # An interrupt can land after COMMIT: a ROLLBACK then would raise and hide it
+            # (Ctrl-C would exit 1, not 130).
+            if con.in_transaction and _file_id(path) == before:
+                con.execute("ROLLBACK")
             raise
-        con.close()
-    try:
-        with sqlite_errors(path):
-            yield con
-            if con.in_transaction:
-                # The block may have replaced or removed the file (combine, erase): then
-                # there is nothing to commit, and SQLite refuses to write to a deleted file.
-                con.execute("COMMIT" if _file_id(path) == before else "ROLLBACK")
-    except BaseException:
-        # An interrupt can land after COMMIT: a ROLLBACK then would raise and hide it
-        # (Ctrl-C would exit 1, not 130).
-        if con.in_transaction:
-            con.execute("ROLLBACK")
-        raise
-    finally:
-        con.close()
+        finally:
+            con.close()
 
 
 # ---------------------------------------------------------------- writing
