@@ -38,6 +38,7 @@ from ragcov.data.schema import (
     read_meta,
     sqlite_errors,
     write_lock,
+    writers_turn,
 )
 from ragcov.errors import RagcovError
 from ragcov.files import TargetExists, atomic_path
@@ -244,7 +245,10 @@ class CoverageData:
         if append:
             return self._append(corpus, run, context or {})
         self.check_destination()
-        return self._create(corpus, run, context or {}, replace=True)
+        # In the writers' turn: an appender mid-transaction keeps its file (and its journal,
+        # which SQLite finds by name) until it commits; one that waits appends to ours.
+        with writers_turn(self.path):
+            return self._create(corpus, run, context or {}, replace=True)
 
     def _create(self, corpus: Corpus, run: Run, context: dict[str, str], replace: bool) -> int:
         """A new file, built aside and published; without ``replace`` only if the path is free."""

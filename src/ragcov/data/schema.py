@@ -332,6 +332,7 @@ def writers_turn(path: Path) -> Iterator[None]:
         yield
         return
     lock = lock_path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)  # as atomic_path does for the file itself
     deadline = time.monotonic() + BUSY_TIMEOUT_S
     while True:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
