@@ -64,6 +64,7 @@ def combine(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No messages.")] = False,
 ) -> None:
     """Merge data files from sharded runs (same k, corpus and retriever)."""
+    from ragcov.data import CoverageData
     from ragcov.data import combine as combine_files
 
     output = data_file
@@ -86,6 +87,7 @@ def combine(
     inputs = explicit + usable
     if not inputs:
         raise RagcovError("No data to combine")
+    had_output = append and CoverageData(output).exists()
     n = combine_files(inputs, output, append=append, shards=[] if keep else usable)
     if not keep:
         for shard in usable:
@@ -93,5 +95,5 @@ def combine(
     if not quiet:
         for f in explicit + usable:
             out.print(f"Combined data file {f}", markup=False)
-        total = len(inputs) + int(append and output.exists())
-        out.print(f"Combined {total} data files into {output} ({n} queries)", markup=False)
+        out.print(f"Combined {len(inputs) + had_output} data files into {output} ({n} queries)",
+                  markup=False)

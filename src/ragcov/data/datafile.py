@@ -2,13 +2,15 @@
 
 Atomicity: a new file is built under a temporary name and renamed into place;
 additions to an existing file happen in a single SQLite transaction, so a crash
-leaves either the old file or the new one, never half of a run. Concurrency: an
-``--append`` that finds no file publishes its new file only if none appeared in the
-meantime (a hard link never replaces), and appends otherwise; every read of the
-matrix happens in one read transaction, so it never sees half of another
-process's append. Safety: a file that is not a ragcov data file is never
-replaced, and SQLite's own errors (a damaged page, a locked file) surface as one
-line naming the file.
+leaves either the old file or the new one, never half of a run. Concurrency: every
+writer (append, combine, erase, a run that replaces the file) takes its turn
+(:func:`ragcov.data.schema.write_lock`) before it opens the file, so none commits
+to a file another has just replaced or removed; an ``--append`` that finds no file
+publishes its new file only if none appeared in the meantime (a hard link never
+replaces); every read of the matrix happens in one read transaction, so it never
+sees half of another process's append. Safety: a file that is not a ragcov data
+file is never replaced, rows ragcov never writes are refused on read, and SQLite's
+own errors (a damaged page, a locked file) surface as one line naming the file.
 """
 
 from __future__ import annotations
