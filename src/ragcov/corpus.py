@@ -8,7 +8,6 @@ detected (the corpus hash covers ids, document ids and content, in order).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ragcov.data.schema import corpus_digest
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import CHUNK_DOC_KEYS, CHUNK_ID_KEYS, CHUNK_TEXT_KEYS, FieldError, parse_id
 from ragcov.files import first_key, iter_jsonl, read_text, text_hash
@@ -63,19 +63,6 @@ class Chunk:
     def __post_init__(self) -> None:
         if not self.hash:
             self.hash = text_hash(self.text)
-
-
-def corpus_digest(chunks: Iterable[tuple[str, str, str]]) -> str:
-    """The corpus hash of ``(chunk id, document id, content hash)`` rows in corpus order.
-
-    Document ids take part: per-document reports group chunks by them, so data
-    recorded under one mapping must not mix with data recorded under another.
-    """
-    h = hashlib.sha256()
-    for cid, doc_id, content in chunks:
-        h.update(cid.encode("utf-8") + b"\0" + doc_id.encode("utf-8") + b"\0"
-                 + content.encode("utf-8") + b"\n")
-    return h.hexdigest()[:24]
 
 
 class Corpus(Sequence[Chunk]):
@@ -141,8 +128,7 @@ class Corpus(Sequence[Chunk]):
     @property
     def hash(self) -> str:
         """A digest of ids, document ids and contents in order: equal hashes mean the same corpus."""
-        if self._hash is None:
-            self._hash = corpus_digest((c.id, c.doc_id, c.hash) for c in self.chunks)
+        self._hash = self._hash or corpus_digest((c.id, c.doc_id, c.hash) for c in self.chunks)
         return self._hash
 
     def documents(self) -> dict[str, list[Chunk]]:

@@ -13,7 +13,8 @@ from ragcov.errors import RagcovError
 def erase(data_file: DataFile = DEFAULT_DATA_PATH) -> None:
     """Delete the data file and the DATA_FILE.* shards beside it."""
     from ragcov.data import CoverageData
-    from ragcov.data.schema import DataFileLocked, NoDataFile, is_empty, write_lock
+    from ragcov.data.locking import write_lock
+    from ragcov.data.schema import DataFileLocked, NoDataFile, is_empty
     from ragcov.files import remove_stale_temps
 
     targets: list[Path] = []

@@ -21,17 +21,16 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from ragcov.data import DEFAULT_DATA_FILE
+from ragcov.data.checks import check_appendable, check_read, first_problem, refuse
+from ragcov.data.locking import write_lock, writers_turn
 from ragcov.data.schema import (
     DataFileLocked,
     Meta,
     NoDataFile,
-    check_compatible,
-    check_rows,
     create_tables,
-    doc_id_change,
     has_tables,
     is_empty,
     new_file,
@@ -39,8 +38,6 @@ from ragcov.data.schema import (
     open_existing,
     read_meta,
     sqlite_errors,
-    write_lock,
-    writers_turn,
 )
 from ragcov.errors import RagcovError
 from ragcov.files import TargetExists, atomic_path
@@ -86,8 +83,8 @@ class CoverageData:
         Given the ``corpus``, a corpus that differs only in document ids is named as such.
         """
         with self.reading() as con:
-            _check_appendable(con, self.path, read_meta(con, self.path), k, corpus_hash, retriever,
-                              corpus)
+            check_appendable(con, self.path, read_meta(con, self.path), k, corpus_hash, retriever,
+                             corpus)
 
     def check_destination(self) -> None:
         """Raise unless this path may receive a data file: called before any work.
@@ -123,12 +120,8 @@ class CoverageData:
         with self.reading() as con:
             problems = [row[0] for row in con.execute("PRAGMA quick_check(5)")]
         if problems != ["ok"]:
-            # SQLite reports one problem per line under a "*** in database main ***" header.
-            lines = [ln.strip() for p in problems for ln in str(p).splitlines()
-                     if ln.strip() and not ln.startswith("***")] or ["unknown damage"]
-            more = f", and {len(lines) - 1} more" if len(lines) > 1 else ""
-            raise RagcovError(f"{self.path}: database disk image is damaged ({lines[0]}{more}); "
-                              "rerun without --append to record it again")
+            raise RagcovError(f"{self.path}: database disk image is damaged "
+                              f"({first_problem(problems)}); rerun without --append to record it again")
 
     def pending(self, queries: Iterable[tuple[str, str]], k: int, corpus_hash: str,
                 retriever: dict[str, Any], corpus: Corpus | None = None) -> list[tuple[str, str]]:
@@ -208,22 +201,11 @@ class CoverageData:
                     dtype=[("q", np.int64), ("c", np.int64), ("r", np.int32), ("s", np.float64),
                            ("null", np.bool_)])
             except (TypeError, ValueError, OverflowError):  # a text or blob where a number goes
-                _refuse(con, self.path)
+                refuse(con, self.path)
             qidx = np.array([r[0] for r in query_rows], dtype=np.int64)
             position = np.zeros(int(qidx.max()) + 1 if qidx.size else 0, dtype=np.int64)
             position[qidx] = np.arange(qidx.size)
-            # The checks of check_rows, cheap on what was read; it runs only to say what is wrong.
-            known = np.zeros(position.size, dtype=bool)
-            known[qidx] = True
-            if hits.size and (
-                    hits["c"].min() < 0 or hits["c"].max() >= len(chunk_rows)
-                    or hits["q"].min() < 0 or hits["q"].max() >= known.size
-                    or not known[hits["q"]].all() or hits["r"].min() < 1) \
-                    or (chunk_rows and con.execute("SELECT MIN(idx), MAX(idx) FROM chunks")
-                        .fetchone() != (0, len(chunk_rows) - 1)) \
-                    or not all(type(v) is str for row in chunk_rows for v in row[:2]) \
-                    or not all(type(v) is str for row in query_rows for v in row[1:3]):
-                _refuse(con, self.path)
+            check_read(con, self.path, hits, qidx, chunk_rows, query_rows)
         rows, cols, ranks = position[hits["q"]], hits["c"], hits["r"]
         scores = np.where(hits["null"], np.nan, hits["s"])
         return CoverageMatrix.from_triples(
@@ -274,32 +256,11 @@ class CoverageData:
                 if not has_tables(con):  # an empty file (touch, a killed >): no data yet
                     create_tables(con, new_meta(run.k, run.retriever, corpus.hash))
                     _insert_chunks(con, corpus)
-                _check_appendable(con, self.path, read_meta(con, self.path), run.k, corpus.hash,
-                                  run.retriever, corpus)
+                check_appendable(con, self.path, read_meta(con, self.path), run.k, corpus.hash,
+                                 run.retriever, corpus)
                 existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
                 start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
                 return _insert_queries(con, corpus, run, existing, start, context)
-
-
-def _check_appendable(con: sqlite3.Connection, path: Path, meta: Meta, k: int, corpus_hash: str,
-                      retriever: dict[str, Any], corpus: Corpus | None) -> None:
-    try:
-        check_compatible(meta, k, corpus_hash, retriever, str(path), "this run")
-    except RagcovError as exc:
-        moved = None
-        if corpus is not None and meta.corpus_hash != corpus_hash:
-            moved = doc_id_change(con, [(c.id, c.doc_id, c.hash) for c in corpus])
-        if moved is None:
-            raise
-        raise RagcovError(f"{exc}: {moved}; per-document reports would mix the two mappings, "
-                          "so record again without --append") from exc
-
-
-def _refuse(con: sqlite3.Connection, path: Path) -> NoReturn:
-    """Raise the one-line reason a file that failed a cheap check is damaged."""
-    check_rows(con, path)
-    raise RagcovError(f"{path}: damaged data file: its chunk rows are not numbered 0 to n-1; "
-                      "rerun to record it again")
 
 
 def _insert_chunks(con: sqlite3.Connection, corpus: Corpus) -> None:

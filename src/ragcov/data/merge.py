@@ -8,17 +8,16 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+from ragcov.data.checks import check_rows, doc_id_change
 from ragcov.data.datafile import CoverageData
+from ragcov.data.locking import write_lock
 from ragcov.data.schema import (
     check_compatible,
-    check_rows,
-    doc_id_change,
     has_tables,
     insert_query,
     new_file,
     new_meta,
     sqlite_errors,
-    write_lock,
 )
 from ragcov.errors import RagcovError
 from ragcov.files import TargetExists, atomic_path

@@ -9,13 +9,12 @@ locked file) surface as one line naming the file.
 
 from __future__ import annotations
 
-import contextlib
+import hashlib
 import json
 import os
 import sqlite3
-import time
 import urllib.parse
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -74,6 +73,18 @@ def retriever_key(fp: dict[str, Any]) -> str:
     return json.dumps(fp, sort_keys=True)
 
 
+def corpus_digest(chunks: Iterable[tuple[str, str, str]]) -> str:
+    """The corpus hash a data file records: (chunk id, document id, content hash) rows in order.
+
+    Document ids take part: per-document reports group chunks by them, so data
+    recorded under one mapping must not mix with data recorded under another.
+    """
+    h = hashlib.sha256()
+    for row in chunks:
+        h.update(b"\0".join(part.encode("utf-8") for part in row) + b"\n")
+    return h.hexdigest()[:24]
+
+
 def read_meta(con: sqlite3.Connection, path: Path) -> Meta:
     """The file's meta row; a format-1 file's corpus hash is the current one of its chunks.
 
@@ -87,71 +98,12 @@ def read_meta(con: sqlite3.Connection, path: Path) -> Meta:
         fmt = int(rows["format"])
         corpus_hash = rows["corpus_hash"]
         if fmt < 2:
-            from ragcov.corpus import corpus_digest
-
             corpus_hash = corpus_digest(con.execute("SELECT id, doc_id, hash FROM chunks ORDER BY idx"))
         return Meta(format=fmt, ragcov_version=rows["ragcov_version"],
                     k=int(rows["k"]), retriever=json.loads(rows["retriever"]),
                     corpus_hash=corpus_hash, created=rows["created"])
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise RagcovError(f"{path}: damaged meta table ({exc})") from exc
-
-
-def check_rows(con: sqlite3.Connection, path: Path) -> None:
-    """Raise, in one line, when a row is one ragcov never writes (a crafted or damaged file).
-
-    Every reader of queries and hits (reports, ``combine``, ``diff``) calls it inside
-    its read transaction, so a hit naming no chunk is refused everywhere rather than
-    copied into a combined file or counted in a report. One linear pass over hits.
-    """
-    for table, columns in (("chunks", ("id", "doc_id")), ("queries", ("id", "text"))):
-        test = " OR ".join(f"typeof({c}) != 'text'" for c in columns)
-        row = con.execute(f"SELECT idx, {', '.join(f'typeof({c})' for c in columns)} FROM {table} "
-                          f"WHERE typeof(idx) != 'integer' OR {test} LIMIT 1").fetchone()
-        if row is not None:
-            kinds = ", ".join(f"{c} is {t}" for c, t in zip(columns, row[1:]) if t != "text")
-            raise _damaged(path, f"{table} row {row[0]!r} is not text ({kinds})")
-    row = con.execute(
-        "SELECT query_idx, chunk_idx, rank, typeof(query_idx), typeof(chunk_idx), typeof(rank), "
-        "typeof(score) FROM hits h WHERE typeof(query_idx) != 'integer' "
-        "OR typeof(chunk_idx) != 'integer' OR typeof(rank) != 'integer' "
-        "OR typeof(score) NOT IN ('real', 'integer', 'null') OR rank < 1 "
-        "OR NOT EXISTS (SELECT 1 FROM chunks c WHERE c.idx = h.chunk_idx) "
-        "OR NOT EXISTS (SELECT 1 FROM queries q WHERE q.idx = h.query_idx) LIMIT 1").fetchone()
-    if row is None:
-        return
-    q, c, r, tq, tc, tr, ts = row
-    where = f"the hit at query row {q!r}, rank {r!r}"
-    if (tq, tc, tr) != ("integer",) * 3:
-        problem = "has a non-integer query, chunk or rank"
-    elif ts not in ("real", "integer", "null"):
-        problem = f"has a score that is {ts}, not a number"
-    elif r < 1:
-        problem = "has a rank below 1"
-    elif con.execute("SELECT 1 FROM chunks WHERE idx = ?", (c,)).fetchone() is None:
-        problem = f"names chunk row {c}, which the file does not hold"
-    else:
-        problem = "belongs to no recorded query"
-    raise _damaged(path, f"{where} {problem}")
-
-
-def _damaged(path: Path, what: str) -> RagcovError:
-    return RagcovError(f"{path}: damaged data file: {what}; rerun to record it again")
-
-
-def doc_id_change(con: sqlite3.Connection, chunks: Sequence[tuple[str, str, str]],
-                  where: str = "recorded", other: str = "now") -> str | None:
-    """When ``chunks`` (id, document id, content hash) differ from the file's in document ids only.
-
-    The corpus hash cannot say what changed; this names the first chunk that moved.
-    """
-    stored = con.execute("SELECT id, doc_id, hash FROM chunks ORDER BY idx").fetchall()
-    if len(stored) != len(chunks) or any(
-            (a[0], a[2]) != (b[0], b[2]) for a, b in zip(stored, chunks)):
-        return None
-    moved = next((a, b) for a, b in zip(stored, chunks) if a[1] != b[1])
-    return (f"only document ids changed (chunk {moved[0][0]!r}: document {moved[0][1]!r} {where}, "
-            f"{moved[1][1]!r} {other})")
 
 
 def check_compatible(meta: Meta, k: int, corpus_hash: str, retriever: dict[str, Any],
@@ -299,116 +251,6 @@ def _check_format(con: sqlite3.Connection, path: Path) -> None:
         )
     if fmt < 1:
         raise RagcovError(f"{path}: not a ragcov data file (no format version)")
-
-
-def _file_id(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def lock_path(path: Path) -> Path:
-    """``DATA_FILE-lock``: the file writers of ``DATA_FILE`` take turns on (never a shard name)."""
-    return path.with_name(f"{path.name}-lock")
-
-
-@contextmanager
-def writers_turn(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``DATA_FILE-lock``, held by one writer of the data file at a time.
-
-    SQLite's own lock lives in the data file, and combine and erase replace or
-    remove that file: a writer that waited on SQLite's lock would then hold a file
-    no longer at ``path``, and even start its transaction there (where SQLite, which
-    finds journals by name, may take another file's live journal for its own). The
-    turn is taken before the data file is opened, so the file a writer opens is the
-    one at ``path``. The lock file exists only while a writer holds it: a writer that
-    got the lock of a removed lock file tries again on a new one.
-    """
-    try:
-        import fcntl
-    except ImportError:  # no flock (Windows): SQLite's lock alone, as before
-        yield
-        return
-    lock = lock_path(path)
-    lock.parent.mkdir(parents=True, exist_ok=True)  # as atomic_path does for the file itself
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise DataFileLocked(
-                            f"{path}: locked by {lock_holder(lock)} for over {BUSY_TIMEOUT_S:g} s "
-                            "(the file is intact); retry when it has finished") from None
-                    time.sleep(0.005)
-            st = os.fstat(fd)
-            if _file_id(lock) == (st.st_dev, st.st_ino):
-                break
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)  # the lock file was removed while we waited: take the new one's turn
-    try:
-        yield
-    finally:
-        # Removed before it is released, so no lock file stays beside the data file; a
-        # writer waiting on this one finds it removed and takes a new one's turn.
-        if _file_id(lock) == (st.st_dev, st.st_ino):
-            with contextlib.suppress(OSError):
-                os.unlink(lock)
-        os.close(fd)
-
-
-@contextmanager
-def write_lock(path: Path) -> Iterator[sqlite3.Connection | None]:
-    """The writer's turn and SQLite's write lock (``BEGIN IMMEDIATE``) of the data file; None if none.
-
-    Every writer takes it: appenders, and ``combine`` and ``erase`` while they
-    replace or remove the file (see :func:`writers_turn`). ``BEGIN IMMEDIATE`` also
-    keeps out writers that take no turn; should one of them have replaced the file
-    meanwhile, the path no longer names the file opened, and this starts over. The
-    transaction commits when the block ends without an error and rolls back
-    otherwise; when the block itself replaced or removed the file, the connection
-    is closed without another statement on a file that is no longer there.
-    """
-    with writers_turn(path):
-        while True:
-            before = _file_id(path)
-            try:
-                con = None if before is None else open_existing(path, allow_empty=True)
-            except NoDataFile:  # removed since the stat
-                con = None
-            if con is None:
-                yield None
-                return
-            try:
-                with sqlite_errors(path):
-                    con.execute("BEGIN IMMEDIATE")
-                if _file_id(path) == before:
-                    break
-            except BaseException:
-                con.close()
-                raise
-            con.close()
-        try:
-            with sqlite_errors(path):
-                yield con
-                if con.in_transaction and _file_id(path) == before:
-                    con.execute("COMMIT")
-        except BaseException:
-            # An interrupt can land after COMMIT: a ROLLBACK then would raise and hide it
-            # (Ctrl-C would exit 1, not 130).
-            if con.in_transaction and _file_id(path) == before:
-                con.execute("ROLLBACK")
-            raise
-        finally:
-            con.close()
 
 
 # ---------------------------------------------------------------- writing
