@@ -8,6 +8,7 @@ parses options, calls one of these and prints what it returns.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     data = CoverageData(data_file) if data_file is not None else None
     # Refuse a file that cannot take this run before any retrieval work, not after it.
     if data is not None and append:
-        todo = data.pending(todo, k, corpus.hash, retriever.fingerprint())
+        todo = data.pending(todo, k, corpus.hash, retriever.fingerprint(), corpus)
     elif data is not None:
         data.check_destination()
     run = Run(k=k, retriever=retriever.fingerprint())
@@ -104,7 +105,10 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
     data = CoverageData(data_file)
     data.check_destination()
     if k is None and append and data.exists():
-        k = data.meta().k  # the file's k, not this batch's longest list
+        from ragcov.data.schema import NoDataFile
+
+        with contextlib.suppress(NoDataFile):  # erased meanwhile: this batch starts a file
+            k = data.meta().k  # the file's k, not this batch's longest list
     result = import_traces(path, fmt.lower(), corpus, k=k, ignore_unknown=ignore_unknown,
                            name=name, queries=queries)
     added = data.write(corpus, result.run, append=append)

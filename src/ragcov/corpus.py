@@ -3,12 +3,11 @@
 Chunk ids are what every other file refers to, so they must not depend on list
 positions: ids given in the input are kept; chunks cut from plain-text files get
 ``<document>#<n>``. Each chunk's content hash is recorded so a changed corpus is
-detected (the corpus hash covers ids and content, in order).
+detected (the corpus hash covers ids, document ids and content, in order).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ragcov import fields
+from ragcov.data.schema import corpus_digest
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import CHUNK_DOC_KEYS, CHUNK_ID_KEYS, CHUNK_TEXT_KEYS, FieldError, located
 from ragcov.files import first_key, iter_jsonl, read_text, text_hash
@@ -128,12 +128,8 @@ class Corpus(Sequence[Chunk]):
 
     @property
     def hash(self) -> str:
-        """A digest of ids and contents in order: equal hashes mean the same corpus."""
-        if self._hash is None:
-            h = hashlib.sha256()
-            for c in self.chunks:
-                h.update(c.id.encode("utf-8") + b"\0" + c.hash.encode("ascii") + b"\n")
-            self._hash = h.hexdigest()[:24]
+        """A digest of ids, document ids and contents in order: equal hashes mean the same corpus."""
+        self._hash = self._hash or corpus_digest((c.id, c.doc_id, c.hash) for c in self.chunks)
         return self._hash
 
     def documents(self) -> dict[str, list[Chunk]]:

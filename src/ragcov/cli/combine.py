@@ -19,8 +19,8 @@ from ragcov.cli.console import err, out
 from ragcov.cli.options import DATA_FILE_ENV, DEFAULT_DATA_PATH
 from ragcov.errors import RagcovError
 
-# SQLite's side files of a shard being written are not shards.
-_SIDE_SUFFIXES = ("-journal", "-wal", "-shm")
+# SQLite's side files of a shard being written, and its writers' lock file, are not shards.
+_SIDE_SUFFIXES = ("-journal", "-wal", "-shm", "-lock")
 
 
 def shard_path(data_file: Path) -> Path:
@@ -64,6 +64,7 @@ def combine(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No messages.")] = False,
 ) -> None:
     """Merge data files from sharded runs (same k, corpus and retriever)."""
+    from ragcov.data import CoverageData
     from ragcov.data import combine as combine_files
 
     output = data_file
@@ -86,13 +87,13 @@ def combine(
     inputs = explicit + usable
     if not inputs:
         raise RagcovError("No data to combine")
-    if append and output.exists():
-        inputs = [output, *inputs]
-    n = combine_files(inputs, output)
+    had_output = append and CoverageData(output).exists()
+    n = combine_files(inputs, output, append=append, shards=[] if keep else usable)
     if not keep:
         for shard in usable:
             shard.unlink(missing_ok=True)
     if not quiet:
         for f in explicit + usable:
             out.print(f"Combined data file {f}", markup=False)
-        out.print(f"Combined {len(inputs)} data files into {output} ({n} queries)", markup=False)
+        out.print(f"Combined {len(inputs) + had_output} data files into {output} ({n} queries)",
+                  markup=False)

@@ -10,7 +10,9 @@ version and refuses to mix incompatible data.
   errors as one line;
 * :mod:`ragcov.data.datafile`: :class:`CoverageData`, reading, writing, appending;
 * :mod:`ragcov.data.merge`: :func:`combine`, merging the files of sharded runs (not
-  named ``combine`` so the module never shadows the function).
+  named ``combine`` so the module never shadows the function);
+* :mod:`ragcov.data.locking`: writers of one file take turns;
+* :mod:`ragcov.data.checks`: rows validated on read.
 
 The file's name and version are defined here and the rest is imported on first
 use, so ``from ragcov.data import DEFAULT_DATA_FILE`` (the pytest plugin declaring
@@ -28,7 +30,9 @@ if TYPE_CHECKING:
 
 # Version of the data-file schema.
 #   1: meta, chunks, queries, hits (rank, score).
-FORMAT_VERSION = 1
+#   2: the corpus hash covers document ids too. A format-1 file is still read and
+#      appended to: its hash is recomputed from the chunks it holds (see read_meta).
+FORMAT_VERSION = 2
 # The data file every command and the pytest plugin use unless told otherwise.
 DEFAULT_DATA_FILE = ".ragcov"
 

@@ -2,13 +2,15 @@
 
 Atomicity: a new file is built under a temporary name and renamed into place;
 additions to an existing file happen in a single SQLite transaction, so a crash
-leaves either the old file or the new one, never half of a run. Concurrency: an
-``--append`` that finds no file publishes its new file only if none appeared in the
-meantime (a hard link never replaces), and appends otherwise; every read of the
-matrix happens in one read transaction, so it never sees half of another
-process's append. Safety: a file that is not a ragcov data file is never
-replaced, and SQLite's own errors (a damaged page, a locked file) surface as one
-line naming the file.
+leaves either the old file or the new one, never half of a run. Concurrency: every
+writer (append, combine, erase, a run that replaces the file) takes its turn
+(:func:`ragcov.data.schema.write_lock`) before it opens the file, so none commits
+to a file another has just replaced or removed; an ``--append`` that finds no file
+publishes its new file only if none appeared in the meantime (a hard link never
+replaces); every read of the matrix happens in one read transaction, so it never
+sees half of another process's append. Safety: a file that is not a ragcov data
+file is never replaced, rows ragcov never writes are refused on read, and SQLite's
+own errors (a damaged page, a locked file) surface as one line naming the file.
 """
 
 from __future__ import annotations
@@ -22,9 +24,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragcov.data import DEFAULT_DATA_FILE
+from ragcov.data.checks import check_appendable, check_read, first_problem, refuse
+from ragcov.data.locking import write_lock, writers_turn
 from ragcov.data.schema import (
+    DataFileLocked,
     Meta,
-    check_compatible,
+    NoDataFile,
+    create_tables,
+    has_tables,
+    is_empty,
     new_file,
     new_meta,
     open_existing,
@@ -53,7 +61,8 @@ class CoverageData:
 
     # ---------------------------------------------------------------- reading
     def exists(self) -> bool:
-        return self.path.is_file()
+        """A data file is there; a 0-byte file (``touch``, a killed ``>``) holds no data."""
+        return self.path.is_file() and not is_empty(self.path)
 
     def _open(self) -> sqlite3.Connection:
         return open_existing(self.path)
@@ -72,9 +81,15 @@ class CoverageData:
         with self.reading() as con:
             return read_meta(con, self.path)
 
-    def check_compatible(self, k: int, corpus_hash: str, retriever: dict[str, Any]) -> None:
-        """Raise unless a run with these settings may be appended to this file."""
-        check_compatible(self.meta(), k, corpus_hash, retriever, str(self.path), "this run")
+    def check_compatible(self, k: int, corpus_hash: str, retriever: dict[str, Any],
+                         corpus: Corpus | None = None) -> None:
+        """Raise unless a run with these settings may be appended to this file.
+
+        Given the ``corpus``, a corpus that differs only in document ids is named as such.
+        """
+        with self.reading() as con:
+            check_appendable(con, self.path, read_meta(con, self.path), k, corpus_hash, retriever,
+                             corpus)
 
     def check_destination(self) -> None:
         """Raise unless this path may receive a data file: called before any work.
@@ -85,11 +100,15 @@ class CoverageData:
         """
         if self.path.is_dir():
             raise RagcovError(f"{self.path}: is a directory; --data-file needs a file path")
-        if self.path.exists():
+        if self.path.exists() and not is_empty(self.path):
             if not self.path.is_file():
                 raise RagcovError(f"{self.path}: is not a regular file; refusing to replace it")
             try:
                 self.meta()
+            except NoDataFile:
+                pass  # erased since the check above: the path is free
+            except DataFileLocked:
+                raise  # a valid file another process is writing: never advise removing it
             except RagcovError as exc:
                 raise RagcovError(
                     f"{self.path}: exists and is not a readable ragcov data file; refusing to "
@@ -111,11 +130,11 @@ class CoverageData:
         with self.reading() as con:
             problems = [row[0] for row in con.execute("PRAGMA quick_check(5)")]
         if problems != ["ok"]:
-            raise RagcovError(f"{self.path}: database disk image is damaged ({problems[0]}); "
-                              "rerun without --append to record it again")
+            raise RagcovError(f"{self.path}: database disk image is damaged "
+                              f"({first_problem(problems)}); rerun without --append to record it again")
 
     def pending(self, queries: Iterable[tuple[str, str]], k: int, corpus_hash: str,
-                retriever: dict[str, Any]) -> list[tuple[str, str]]:
+                retriever: dict[str, Any], corpus: Corpus | None = None) -> list[tuple[str, str]]:
         """The ``(id, text)`` pairs an ``--append`` still has to retrieve.
 
         Checked before any retrieval work: the file must accept this run, and a
@@ -126,9 +145,12 @@ class CoverageData:
         queries = list(queries)
         if not self.exists():
             return queries
-        self.check_compatible(k, corpus_hash, retriever)
-        self.check_integrity()  # no hour of retrieval added to a file that is already broken
-        recorded = self.query_texts()
+        try:
+            self.check_compatible(k, corpus_hash, retriever, corpus)
+            self.check_integrity()  # no hour of retrieval added to a file that is already broken
+            recorded = self.query_texts()
+        except NoDataFile:  # erased meanwhile: nothing is recorded
+            return queries
         for qid, text in queries:
             if qid in recorded and recorded[qid] != text:
                 raise _text_conflict(qid, recorded[qid])
@@ -147,11 +169,11 @@ class CoverageData:
         compatibility checks of ``--append`` and ``combine`` (the fingerprint must
         stay identical across runs; a measured recall varies with its sample).
         """
-        with closing(self._open()) as con, sqlite_errors(self.path):
-            con.execute("BEGIN IMMEDIATE")
+        with write_lock(self.path) as con:
+            if con is None or not has_tables(con):
+                raise RagcovError(f"{self.path}: no data file (run 'ragcov run' first)")
             con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                         (f"x:{key}", json.dumps(value, sort_keys=True)))
-            con.execute("COMMIT")
 
     def query_ids(self) -> set[str]:
         with self.reading() as con:
@@ -182,14 +204,18 @@ class CoverageData:
             query_rows = con.execute(
                 "SELECT idx, id, text, context FROM queries ORDER BY idx").fetchall()
             # Straight into a structured array: no Python tuple per hit survives.
-            hits = np.fromiter(
-                con.execute("SELECT query_idx, chunk_idx, rank, COALESCE(score, 0.0), "
-                            "score IS NULL FROM hits"),
-                dtype=[("q", np.int64), ("c", np.int64), ("r", np.int32), ("s", np.float64),
-                       ("null", np.bool_)])
-        qidx = np.array([r[0] for r in query_rows], dtype=np.int64)
-        position = np.zeros(int(qidx.max()) + 1 if qidx.size else 0, dtype=np.int64)
-        position[qidx] = np.arange(qidx.size)
+            try:
+                hits = np.fromiter(
+                    con.execute("SELECT query_idx, chunk_idx, rank, COALESCE(score, 0.0), "
+                                "score IS NULL FROM hits"),
+                    dtype=[("q", np.int64), ("c", np.int64), ("r", np.int32), ("s", np.float64),
+                           ("null", np.bool_)])
+            except (TypeError, ValueError, OverflowError):  # a text or blob where a number goes
+                refuse(con, self.path)
+            qidx = np.array([r[0] for r in query_rows], dtype=np.int64)
+            position = np.zeros(int(qidx.max()) + 1 if qidx.size else 0, dtype=np.int64)
+            position[qidx] = np.arange(qidx.size)
+            check_read(con, self.path, hits, qidx, chunk_rows, query_rows)
         rows, cols, ranks = position[hits["q"]], hits["c"], hits["r"]
         scores = np.where(hits["null"], np.nan, hits["s"])
         return CoverageMatrix.from_triples(
@@ -210,42 +236,47 @@ class CoverageData:
         are kept as they were.
         """
         _check_run_against_corpus(run, corpus)
-        if append and self.exists():
+        if append:
             return self._append(corpus, run, context or {})
         self.check_destination()
+        # In the writers' turn: an appender mid-transaction keeps its file (and its journal,
+        # which SQLite finds by name) until it commits; one that waits appends to ours.
+        with writers_turn(self.path):
+            return self._create(corpus, run, context or {}, replace=True)
+
+    def _create(self, corpus: Corpus, run: Run, context: dict[str, str], replace: bool) -> int:
+        """A new file, built aside and published; without ``replace`` only if the path is free."""
         meta = new_meta(run.k, run.retriever, corpus.hash)
-        # With append and no file yet, another process may create one meanwhile: publish
-        # ours only if the path is still free, else append to theirs (nothing replaced).
-        try:
-            with (atomic_path(self.path, replace=not append) as tmp, sqlite_errors(tmp),
-                  new_file(tmp, meta) as con):
-                con.executemany(
-                    "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    ((i, c.id, c.doc_id, c.position, c.hash, c.title, c.text)
-                     for i, c in enumerate(corpus)),
-                )
-                added = _insert_queries(con, corpus, run, {}, 0, context or {})
-        except TargetExists:
-            return self._append(corpus, run, context or {})
-        return added
+        with (atomic_path(self.path, replace=replace) as tmp, sqlite_errors(tmp),
+              new_file(tmp, meta) as con):
+            _insert_chunks(con, corpus)
+            return _insert_queries(con, corpus, run, {}, 0, context)
 
     def _append(self, corpus: Corpus, run: Run, context: dict[str, str]) -> int:
-        with closing(self._open()) as con, sqlite_errors(self.path):
-            meta = read_meta(con, self.path)
-            check_compatible(meta, run.k, corpus.hash, run.retriever, str(self.path), "this run")
-            con.execute("BEGIN IMMEDIATE")
-            try:
+        # Under the write lock that combine and erase take too, so an append never lands
+        # in a file they have just replaced or removed.
+        while True:
+            with write_lock(self.path) as con:
+                if con is None:  # no file (or erased since): a new one, if the path is still free
+                    self.check_destination()
+                    try:
+                        return self._create(corpus, run, context, replace=False)
+                    except TargetExists:
+                        continue  # made meanwhile by a writer that takes no turn: append to it
+                if not has_tables(con):  # an empty file (touch, a killed >): no data yet
+                    create_tables(con, new_meta(run.k, run.retriever, corpus.hash))
+                    _insert_chunks(con, corpus)
+                check_appendable(con, self.path, read_meta(con, self.path), run.k, corpus.hash,
+                                 run.retriever, corpus)
                 existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
                 start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
-                added = _insert_queries(con, corpus, run, existing, start, context)
-                con.execute("COMMIT")
-            except BaseException:
-                # An interrupt can land after COMMIT: a ROLLBACK then would raise and hide
-                # it (Ctrl-C would exit 1, not 130).
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-                raise
-        return added
+                return _insert_queries(con, corpus, run, existing, start, context)
+
+
+def _insert_chunks(con: sqlite3.Connection, corpus: Corpus) -> None:
+    con.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    ((i, c.id, c.doc_id, c.position, c.hash, c.title, c.text)
+                     for i, c in enumerate(corpus)))
 
 
 def _check_run_against_corpus(run: Run, corpus: Corpus) -> None:

@@ -2,47 +2,117 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+from ragcov.data.checks import check_rows, doc_id_change
 from ragcov.data.datafile import CoverageData
-from ragcov.data.schema import check_compatible, insert_query, new_file, new_meta, sqlite_errors
+from ragcov.data.locking import write_lock
+from ragcov.data.schema import (
+    check_compatible,
+    has_tables,
+    insert_query,
+    new_file,
+    new_meta,
+    sqlite_errors,
+)
 from ragcov.errors import RagcovError
-from ragcov.files import atomic_path
+from ragcov.files import TargetExists, atomic_path
 
 # Per query id already written: its text and its (chunk idx, rank, score) hits.
 _Seen = dict[str, tuple[str, list[tuple[int, int, float | None]]]]
 
 
-def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]) -> int:
+def combine(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
+            append: bool = False, shards: Sequence[str | os.PathLike[str]] = ()) -> int:
     """Merge data files from sharded runs into ``out``; returns the number of queries.
 
     All inputs must share k, corpus and retriever. A query id recorded in several
     files must have the same text and hits in each (the same query run twice by
     one deterministic system); anything else is a conflict, not a silent merge.
+    With ``append``, what ``out`` holds when the merge starts is merged too.
+
+    ``shards`` are the inputs the caller deletes once this returns. They are
+    recorded in ``out`` in the same transaction as the merge, so a rerun after a
+    kill between two deletions finds the ones left listed there: it merges into
+    what was combined instead of replacing it with the shards that remain.
     """
     if not paths:
         raise RagcovError("combine needs at least one data file")
+    out_path = Path(out)
     datas = [CoverageData(p) for p in paths]
+    if out_path.resolve() not in {d.path.resolve() for d in datas}:
+        CoverageData(out_path).check_destination()
+    while True:
+        # The write lock appenders take: none commits to the output between our read
+        # of it and our rename over it (their rows would vanish with the old file).
+        with write_lock(out_path) as held:
+            inputs = datas
+            if held is not None and has_tables(held):
+                merged = _merged_shards(held)
+                leftovers = {Path(p).resolve() for p in shards if _stamp(Path(p)) in merged}
+                if leftovers:  # a combine killed while deleting its shards: finish it
+                    inputs = [d for d in datas if d.path.resolve() not in leftovers]
+                if append or leftovers:
+                    inputs = [CoverageData(out_path), *inputs]
+            try:
+                return _combine_into(inputs, out_path, replace=held is not None,
+                                     shards=[_stamp(Path(p)) for p in shards])
+            except TargetExists:
+                continue  # the output appeared while we merged: again, under its lock
+
+
+# The meta row naming the shards a combine merged and is about to delete.
+_MERGED_KEY = "combined_shards"
+
+
+def _stamp(path: Path) -> tuple[str, int, int]:
+    """A shard as combine saw it: name, size and modification time (a rewritten shard differs)."""
+    st = path.stat()
+    return path.name, st.st_size, st.st_mtime_ns
+
+
+def _merged_shards(con: sqlite3.Connection) -> set[tuple[str, int, int]]:
+    row = con.execute("SELECT value FROM meta WHERE key = ?", (_MERGED_KEY,)).fetchone()
+    try:
+        return {(str(n), int(s), int(t)) for n, s, t in json.loads(row[0])} if row else set()
+    except (ValueError, TypeError):
+        return set()
+
+
+def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
+                  shards: Sequence[tuple[str, int, int]]) -> int:
     metas = [d.meta() for d in datas]
     first = metas[0]
     for d, m in zip(datas[1:], metas[1:]):
-        check_compatible(first, m.k, m.corpus_hash, m.retriever, str(datas[0].path), str(d.path))
-    out_path = Path(out)
-    if out_path.resolve() not in {d.path.resolve() for d in datas}:
-        CoverageData(out_path).check_destination()
+        try:
+            check_compatible(first, m.k, m.corpus_hash, m.retriever, str(datas[0].path), str(d.path))
+        except RagcovError as exc:
+            moved = None
+            if first.corpus_hash != m.corpus_hash:
+                with datas[0].reading() as a, d.reading() as b:
+                    moved = doc_id_change(a, b.execute(
+                        "SELECT id, doc_id, hash FROM chunks ORDER BY idx").fetchall(),
+                        f"in {datas[0].path}", f"in {d.path}")
+            if moved is None:
+                raise
+            raise RagcovError(f"{exc}: {moved}") from exc
     meta = new_meta(first.k, first.retriever, first.corpus_hash)
-    with (atomic_path(out_path) as tmp, sqlite_errors(out_path),
+    with (atomic_path(out_path, replace=replace) as tmp, sqlite_errors(out_path),
           new_file(tmp, meta) as con):
         seen: _Seen = {}
         next_idx = 0
         for n, d in enumerate(datas):
             with d.reading() as src:
+                check_rows(src, d.path)
                 if n == 0:
                     _copy_corpus(con, src)
                 next_idx = _copy_queries(con, src, d.path, seen, next_idx)
+        if shards:
+            con.execute("INSERT INTO meta VALUES (?, ?)", (_MERGED_KEY, json.dumps(list(shards))))
     return next_idx
 
 

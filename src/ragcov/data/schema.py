@@ -9,8 +9,11 @@ locked file) surface as one line naming the file.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -70,13 +73,36 @@ def retriever_key(fp: dict[str, Any]) -> str:
     return json.dumps(fp, sort_keys=True)
 
 
+def corpus_digest(chunks: Iterable[tuple[str, str, str]]) -> str:
+    """The corpus hash a data file records: (chunk id, document id, content hash) rows in order.
+
+    Document ids take part: per-document reports group chunks by them, so data
+    recorded under one mapping must not mix with data recorded under another.
+    """
+    h = hashlib.sha256()
+    for row in chunks:
+        h.update(b"\0".join(part.encode("utf-8") for part in row) + b"\n")
+    return h.hexdigest()[:24]
+
+
 def read_meta(con: sqlite3.Connection, path: Path) -> Meta:
+    """The file's meta row; a format-1 file's corpus hash is the current one of its chunks.
+
+    Format 1 hashed chunk ids and contents only. The file holds every chunk's id,
+    document id and content hash, so the hash this version computes is recomputed
+    from them: old files are read, combined, diffed and appended to as they are,
+    and one whose document ids differ from the corpus's is refused like any other.
+    """
     rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
     try:
-        return Meta(format=int(rows["format"]), ragcov_version=rows["ragcov_version"],
+        fmt = int(rows["format"])
+        corpus_hash = rows["corpus_hash"]
+        if fmt < 2:
+            corpus_hash = corpus_digest(con.execute("SELECT id, doc_id, hash FROM chunks ORDER BY idx"))
+        return Meta(format=fmt, ragcov_version=rows["ragcov_version"],
                     k=int(rows["k"]), retriever=json.loads(rows["retriever"]),
-                    corpus_hash=rows["corpus_hash"], created=rows["created"])
-    except (KeyError, ValueError) as exc:
+                    corpus_hash=corpus_hash, created=rows["created"])
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise RagcovError(f"{path}: damaged meta table ({exc})") from exc
 
 
@@ -97,25 +123,70 @@ def check_compatible(meta: Meta, k: int, corpus_hash: str, retriever: dict[str, 
 
 
 # ---------------------------------------------------------------- connections
-def connect(path: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_S)
+def connect(path: Path, create: bool = True) -> sqlite3.Connection:
+    """A connection in autocommit mode; without ``create`` a missing file is an error.
+
+    Opening a file that another process removes a moment earlier (erase) must not
+    leave an empty database in its place, so readers never create.
+    """
+    target = str(path) if create else "file:" + urllib.parse.quote(str(path.absolute())) + "?mode=rw"
+    con = sqlite3.connect(target, isolation_level=None, timeout=BUSY_TIMEOUT_S, uri=not create)
     con.execute("PRAGMA foreign_keys = OFF")
     return con
+
+
+class NoDataFile(RagcovError):
+    """There is no data file at the path (never was, or erased a moment ago)."""
+
+
+class DataFileLocked(RagcovError):
+    """Another process held the data file's lock for longer than :data:`BUSY_TIMEOUT_S`."""
 
 
 def database_error(path: Path, exc: sqlite3.Error) -> RagcovError:
     """SQLite's error as one line that names the file and says what to do."""
     text = str(exc)
     if "locked" in text or "busy" in text:
-        hint = (f"another process held it for over {BUSY_TIMEOUT_S:g} s; "
-                "retry when it has finished")
-    elif "malformed" in text or "not a database" in text or "corrupt" in text:
+        return DataFileLocked(f"{path}: locked by {lock_holder(path)} for over {BUSY_TIMEOUT_S:g} s "
+                              "(the file is intact); retry when it has finished")
+    if "malformed" in text or "not a database" in text or "corrupt" in text:
         hint = "the file is damaged; rerun to record it again"
     elif "readonly" in text or "read-only" in text:
         hint = "the file or its folder is not writable"
     else:
         hint = "cannot use the data file"
     return RagcovError(f"{path}: {text} ({hint})")
+
+
+def lock_holder(path: Path) -> str:
+    """Which process holds a lock on ``path``: its pid and name from /proc/locks (Linux).
+
+    The name is the kernel's short process name (``comm``), never its command line,
+    which may carry secrets.
+    """
+    try:
+        st = os.stat(path)
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return "another process"
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 5 and "->" not in fields and fields[5] == where and fields[4].isdigit():
+            pid = int(fields[4])
+            if pid != os.getpid() and pid not in pids:
+                pids.append(pid)
+    if not pids:
+        return "another process"
+    names = []
+    for pid in pids[:3]:
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            comm = ""
+        names.append(f"process {pid}" + (f" ({comm})" if comm else ""))
+    return ", ".join(names)
 
 
 @contextmanager
@@ -126,16 +197,35 @@ def sqlite_errors(path: Path) -> Iterator[None]:
         raise database_error(path, exc) from exc
 
 
-def open_existing(path: Path) -> sqlite3.Connection:
-    """A connection to the ragcov data file at ``path``, refused if it is anything else."""
+def is_empty(path: Path) -> bool:
+    """A 0-byte file (what ``touch`` or a killed ``>`` leaves) holds no data yet."""
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def open_existing(path: Path, allow_empty: bool = False) -> sqlite3.Connection:
+    """A connection to the ragcov data file at ``path``, refused if it is anything else.
+
+    ``allow_empty`` also accepts a 0-byte file, for a writer that fills it under
+    :func:`write_lock`; a reader finds no data there, as when there is no file.
+    """
     if path.is_dir():
         raise RagcovError(f"{path}: is a directory, not a data file")
+    empty = is_empty(path)
     if not path.is_file():
-        raise RagcovError(f"{path}: no data file (run 'ragcov run' first)")
+        raise NoDataFile(f"{path}: no data file (run 'ragcov run' first)")
+    if empty and not allow_empty:
+        raise RagcovError(f"{path}: an empty file, no data recorded yet (run 'ragcov run' first)")
     try:
-        con = connect(path)
+        con = connect(path, create=False)
     except sqlite3.Error as exc:
+        if not path.exists():
+            raise NoDataFile(f"{path}: no data file (run 'ragcov run' first)") from exc
         raise database_error(path, exc) from exc
+    if empty:
+        return con
     try:
         _check_format(con, path)
     except BaseException:
@@ -180,13 +270,23 @@ def new_file(tmp: Path, meta: Meta) -> Iterator[sqlite3.Connection]:
         con.execute("PRAGMA journal_mode = OFF")
         con.execute("PRAGMA synchronous = OFF")
         con.execute("BEGIN")
-        for stmt in SCHEMA.strip().split(";"):
-            if stmt.strip():
-                con.execute(stmt)
-        row = {**meta.as_dict(), "retriever": retriever_key(meta.retriever)}
-        con.executemany("INSERT INTO meta VALUES (?, ?)", ((k, str(v)) for k, v in row.items()))
+        create_tables(con, meta)
         yield con
         con.execute("COMMIT")
+
+
+def create_tables(con: sqlite3.Connection, meta: Meta) -> None:
+    """The tables and the meta row, inside the caller's transaction."""
+    for stmt in SCHEMA.strip().split(";"):
+        if stmt.strip():
+            con.execute(stmt)
+    row = {**meta.as_dict(), "retriever": retriever_key(meta.retriever)}
+    con.executemany("INSERT INTO meta VALUES (?, ?)", ((k, str(v)) for k, v in row.items()))
+
+
+def has_tables(con: sqlite3.Connection) -> bool:
+    """False for a database with no table yet (an empty file being filled under the lock)."""
+    return con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] > 0
 
 
 def insert_query(con: sqlite3.Connection, idx: int, qid: str, text: str, context: str | None,

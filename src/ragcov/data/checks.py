@@ -1,0 +1,128 @@
+"""Rows a ragcov data file may hold, checked on read, and what differs between two corpora.
+
+:func:`check_rows` is the one validator of queries and hits: ``combine`` runs it on
+every input; :meth:`ragcov.data.CoverageData.matrix` makes the same checks on the
+arrays it has read (no second pass) and calls it only to word the error.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from ragcov.data.schema import Meta, check_compatible
+from ragcov.errors import RagcovError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ragcov.corpus import Corpus
+
+
+def check_rows(con: sqlite3.Connection, path: Path) -> None:
+    """Raise, in one line, when a row is one ragcov never writes (a crafted or damaged file).
+
+    Every reader of queries and hits (reports, ``combine``, ``diff``) calls it inside
+    its read transaction, so a hit naming no chunk is refused everywhere rather than
+    copied into a combined file or counted in a report. One linear pass over hits.
+    """
+    for table, columns in (("chunks", ("id", "doc_id")), ("queries", ("id", "text"))):
+        test = " OR ".join(f"typeof({c}) != 'text'" for c in columns)
+        row = con.execute(f"SELECT idx, {', '.join(f'typeof({c})' for c in columns)} FROM {table} "
+                          f"WHERE typeof(idx) != 'integer' OR {test} LIMIT 1").fetchone()
+        if row is not None:
+            kinds = ", ".join(f"{c} is {t}" for c, t in zip(columns, row[1:]) if t != "text")
+            raise _damaged(path, f"{table} row {row[0]!r} is not text ({kinds})")
+    row = con.execute(
+        "SELECT query_idx, chunk_idx, rank, typeof(query_idx), typeof(chunk_idx), typeof(rank), "
+        "typeof(score) FROM hits h WHERE typeof(query_idx) != 'integer' "
+        "OR typeof(chunk_idx) != 'integer' OR typeof(rank) != 'integer' "
+        "OR typeof(score) NOT IN ('real', 'integer', 'null') OR rank < 1 "
+        "OR NOT EXISTS (SELECT 1 FROM chunks c WHERE c.idx = h.chunk_idx) "
+        "OR NOT EXISTS (SELECT 1 FROM queries q WHERE q.idx = h.query_idx) LIMIT 1").fetchone()
+    if row is None:
+        return
+    q, c, r, tq, tc, tr, ts = row
+    where = f"the hit at query row {q!r}, rank {r!r}"
+    if (tq, tc, tr) != ("integer",) * 3:
+        problem = "has a non-integer query, chunk or rank"
+    elif ts not in ("real", "integer", "null"):
+        problem = f"has a score that is {ts}, not a number"
+    elif r < 1:
+        problem = "has a rank below 1"
+    elif con.execute("SELECT 1 FROM chunks WHERE idx = ?", (c,)).fetchone() is None:
+        problem = f"names chunk row {c}, which the file does not hold"
+    else:
+        problem = "belongs to no recorded query"
+    raise _damaged(path, f"{where} {problem}")
+
+
+def _damaged(path: Path, what: str) -> RagcovError:
+    return RagcovError(f"{path}: damaged data file: {what}; rerun to record it again")
+
+
+def doc_id_change(con: sqlite3.Connection, chunks: Sequence[tuple[str, str, str]],
+                  where: str = "recorded", other: str = "now") -> str | None:
+    """When ``chunks`` (id, document id, content hash) differ from the file's in document ids only.
+
+    The corpus hash cannot say what changed; this names the first chunk that moved.
+    """
+    stored = con.execute("SELECT id, doc_id, hash FROM chunks ORDER BY idx").fetchall()
+    if len(stored) != len(chunks) or any(
+            (a[0], a[2]) != (b[0], b[2]) for a, b in zip(stored, chunks)):
+        return None
+    moved = next((a, b) for a, b in zip(stored, chunks) if a[1] != b[1])
+    return (f"only document ids changed (chunk {moved[0][0]!r}: document {moved[0][1]!r} {where}, "
+            f"{moved[1][1]!r} {other})")
+
+
+def check_read(con: sqlite3.Connection, path: Path, hits: np.ndarray, qidx: np.ndarray,
+               chunk_rows: list[tuple[Any, ...]], query_rows: list[tuple[Any, ...]]) -> None:
+    """The checks of :func:`check_rows` on what the matrix reader has read: no second pass.
+
+    ``hits`` has fields q, c, r (query idx, chunk idx, rank); ``qidx`` the queries' idx.
+    """
+    import numpy as np
+
+    known = np.zeros(int(qidx.max()) + 1 if qidx.size else 0, dtype=bool)
+    known[qidx] = True
+    if hits.size and (
+            hits["c"].min() < 0 or hits["c"].max() >= len(chunk_rows)
+            or hits["q"].min() < 0 or hits["q"].max() >= known.size
+            or not known[hits["q"]].all() or hits["r"].min() < 1) \
+            or (chunk_rows and con.execute("SELECT MIN(idx), MAX(idx) FROM chunks")
+                .fetchone() != (0, len(chunk_rows) - 1)) \
+            or not all(type(v) is str for row in chunk_rows for v in row[:2]) \
+            or not all(type(v) is str for row in query_rows for v in row[1:3]):
+        refuse(con, path)
+
+
+def refuse(con: sqlite3.Connection, path: Path) -> NoReturn:
+    """Raise the one-line reason a file that failed a cheap check is damaged."""
+    check_rows(con, path)
+    raise _damaged(path, "its chunk rows are not numbered 0 to n-1")
+
+
+def first_problem(problems: Sequence[str]) -> str:
+    """``PRAGMA quick_check`` rows as one line: the first problem, and how many more."""
+    # SQLite reports one problem per line under a "*** in database main ***" header.
+    lines = [ln.strip() for p in problems for ln in str(p).splitlines()
+             if ln.strip() and not ln.startswith("***")] or ["unknown damage"]
+    return lines[0] + (f", and {len(lines) - 1} more" if len(lines) > 1 else "")
+
+
+def check_appendable(con: sqlite3.Connection, path: Path, meta: Meta, k: int, corpus_hash: str,
+                     retriever: dict[str, Any], corpus: Corpus | None) -> None:
+    """:func:`check_compatible` against a run, naming a corpus whose document ids alone changed."""
+    try:
+        check_compatible(meta, k, corpus_hash, retriever, str(path), "this run")
+    except RagcovError as exc:
+        moved = None
+        if corpus is not None and meta.corpus_hash != corpus_hash:
+            moved = doc_id_change(con, [(c.id, c.doc_id, c.hash) for c in corpus])
+        if moved is None:
+            raise
+        raise RagcovError(f"{exc}: {moved}; per-document reports would mix the two mappings, "
+                          "so record again without --append") from exc

@@ -1,0 +1,124 @@
+"""Writers of one data file take turns: appenders, ``combine``, ``erase``, a replacing run."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ragcov.data import schema
+from ragcov.data.schema import DataFileLocked, NoDataFile, lock_holder, open_existing, sqlite_errors
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def lock_path(path: Path) -> Path:
+    """``DATA_FILE-lock``: the file writers of ``DATA_FILE`` take turns on (never a shard name)."""
+    return path.with_name(f"{path.name}-lock")
+
+
+@contextmanager
+def writers_turn(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``DATA_FILE-lock``, held by one writer of the data file at a time.
+
+    SQLite's own lock lives in the data file, and combine and erase replace or
+    remove that file: a writer that waited on SQLite's lock would then hold a file
+    no longer at ``path``, and even start its transaction there (where SQLite, which
+    finds journals by name, may take another file's live journal for its own). The
+    turn is taken before the data file is opened, so the file a writer opens is the
+    one at ``path``. The lock file exists only while a writer holds it: a writer that
+    got the lock of a removed lock file tries again on a new one.
+    """
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): SQLite's lock alone, as before
+        yield
+        return
+    lock = lock_path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)  # as atomic_path does for the file itself
+    deadline = time.monotonic() + schema.BUSY_TIMEOUT_S
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise DataFileLocked(
+                            f"{path}: locked by {lock_holder(lock)} for over {schema.BUSY_TIMEOUT_S:g} s "
+                            "(the file is intact); retry when it has finished") from None
+                    time.sleep(0.005)
+            st = os.fstat(fd)
+            if _file_id(lock) == (st.st_dev, st.st_ino):
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the lock file was removed while we waited: take the new one's turn
+    try:
+        yield
+    finally:
+        # Removed before it is released, so no lock file stays beside the data file; a
+        # writer waiting on this one finds it removed and takes a new one's turn.
+        if _file_id(lock) == (st.st_dev, st.st_ino):
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+        os.close(fd)
+
+
+@contextmanager
+def write_lock(path: Path) -> Iterator[sqlite3.Connection | None]:
+    """The writer's turn and SQLite's write lock (``BEGIN IMMEDIATE``) of the data file; None if none.
+
+    Every writer takes it: appenders, and ``combine`` and ``erase`` while they
+    replace or remove the file (see :func:`writers_turn`). ``BEGIN IMMEDIATE`` also
+    keeps out writers that take no turn; should one of them have replaced the file
+    meanwhile, the path no longer names the file opened, and this starts over. The
+    transaction commits when the block ends without an error and rolls back
+    otherwise; when the block itself replaced or removed the file, the connection
+    is closed without another statement on a file that is no longer there.
+    """
+    with writers_turn(path):
+        while True:
+            before = _file_id(path)
+            try:
+                con = None if before is None else open_existing(path, allow_empty=True)
+            except NoDataFile:  # removed since the stat
+                con = None
+            if con is None:
+                yield None
+                return
+            try:
+                with sqlite_errors(path):
+                    con.execute("BEGIN IMMEDIATE")
+                if _file_id(path) == before:
+                    break
+            except BaseException:
+                con.close()
+                raise
+            con.close()
+        try:
+            with sqlite_errors(path):
+                yield con
+                if con.in_transaction and _file_id(path) == before:
+                    con.execute("COMMIT")
+        except BaseException:
+            # An interrupt can land after COMMIT: a ROLLBACK then would raise and hide it
+            # (Ctrl-C would exit 1, not 130).
+            if con.in_transaction and _file_id(path) == before:
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
