@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ragcov.fields import Ranked
-from ragcov.stores.base import StoreChunk, missing_collection, require
+from ragcov.stores.base import StoreChunk, local_folder, missing_collection, require
 from ragcov.stores.urls import StoreURL
 
 # Chroma pages by offset, and each page re-walks the rows before it: with pages of
@@ -33,6 +33,7 @@ class ChromaStore:
                                               port=server.port or 8000,
                                               ssl=server.scheme == "https")
         else:
+            local_folder(url, "chroma.sqlite3", "a Chroma folder")
             self.client = chromadb.PersistentClient(path=url.path)
         name = url.param("collection")
         known = [c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
+from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
 from ragcov.stores.base import PAGE_SIZE, StoreChunk, missing_collection, require
 from ragcov.stores.payload import split_payload
 from ragcov.stores.urls import StoreURL
 
+SERVER_TIMEOUT_S = 10.0  # a server that is down is reported after this, not waited on
 SIMILARITIES = ("IP", "COSINE")  # metrics where a larger distance is nearer
 
 
@@ -22,7 +25,11 @@ class MilvusStore:
     def __init__(self, url: StoreURL) -> None:
         pymilvus = require("pymilvus", "Milvus")
         self.url = url.url
-        self.client = pymilvus.MilvusClient(uri=url.server or url.path)
+        if not url.server and not (str(url.path).endswith(".db") and Path(str(url.path)).is_file()):
+            # pymilvus takes any other local path for a server address, or makes a new file.
+            raise RagcovError(f"{url.url}: Milvus Lite opens an existing file whose name ends in .db "
+                              "(a server is milvus+http://HOST:PORT)")
+        self.client = pymilvus.MilvusClient(uri=url.server or url.path, timeout=SERVER_TIMEOUT_S)
         name = url.param("collection")
         known = list(self.client.list_collections())
         if not name or name not in known:

@@ -1,0 +1,162 @@
+"""Reading a store never runs code from it and never writes to it; a store that is not
+there, or a server that is down, is one line.
+
+Every store here is built with its real client on local disk; the hostile pickles are
+real pickles whose ``__reduce__`` runs a shell command that touches a marker file.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shlex
+import socket
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from helpers import cli
+from ragcov.corpus import load_corpus
+from ragcov.errors import RagcovError
+
+
+class Touch:
+    """Unpickling this runs ``touch MARKER``: what a hostile ``index.pkl`` would do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {shlex.quote(str(self.marker))}",)
+
+
+def hostile_faiss_folder(folder: Path, marker: Path) -> Path:
+    import faiss
+
+    folder.mkdir()
+    faiss.write_index(faiss.IndexFlatL2(2), str(folder / "index.faiss"))
+    (folder / "index.pkl").write_bytes(pickle.dumps(Touch(marker)))
+    return folder
+
+
+def suite(tmp_path: Path) -> Path:
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"id": "q", "query": "alpha"}\n')
+    return path
+
+
+def one_line_error(code: int, err: str) -> str:
+    assert code == 1, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ragcov: error: "), err
+    return lines[0]
+
+
+def test_faiss_folder_is_never_unpickled_from_detection(capsys, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    folder = hostile_faiss_folder(tmp_path / "faiss_index", marker)
+    with pytest.raises(RagcovError, match=r"unpickles index\.pkl.*trust=pickle"):
+        load_corpus(folder)
+    code, _, err = cli(capsys, "run", "--corpus", str(folder), "--queries", str(suite(tmp_path)),
+                       "--retriever", "bm25", "--data-file", str(tmp_path / "d"), "--quiet")
+    line = one_line_error(code, err)
+    assert f"--corpus 'faiss://{folder.resolve()}?trust=pickle'" in line
+    assert not marker.exists()
+
+
+def test_faiss_url_without_trust_is_refused(capsys, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    folder = hostile_faiss_folder(tmp_path / "faiss_index", marker)
+    code, _, err = cli(capsys, "run", "--corpus", f"faiss://{folder}", "--queries",
+                       str(suite(tmp_path)), "--retriever", "bm25",
+                       "--data-file", str(tmp_path / "d"), "--quiet")
+    assert "trust=pickle" in one_line_error(code, err)
+    assert not marker.exists()
+
+
+def test_faiss_url_with_trust_opens_the_folder(tmp_path: Path) -> None:
+    """The opt-in is what opens the folder: the same hostile pickle then runs (the danger is real)."""
+    marker = tmp_path / "ran"
+    folder = hostile_faiss_folder(tmp_path / "faiss_index", marker)
+    with pytest.raises(RagcovError, match="not what FAISS.save_local writes"):
+        load_corpus(f"faiss://{folder}?trust=pickle")
+    assert marker.exists()
+
+
+def hostile_qdrant_folder(path: Path, marker: Path) -> None:
+    """A real local Qdrant store, one of whose stored points is replaced by a hostile pickle."""
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(path))
+    client.create_collection("c", vectors_config=models.VectorParams(size=2,
+                                                                     distance=models.Distance.COSINE))
+    client.upsert("c", points=[models.PointStruct(id=1, vector=[1.0, 0.0], payload={"text": "a"})])
+    client.close()
+    storage = path / "collection" / "c" / "storage.sqlite"
+    with sqlite3.connect(storage) as con:
+        assert con.execute("UPDATE points SET point = ?", (pickle.dumps(Touch(marker)),)).rowcount == 1
+
+
+def test_local_qdrant_is_not_unpickled_without_trust(capsys, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    hostile_qdrant_folder(tmp_path / "qdrant", marker)
+    url = f"qdrant://{tmp_path}/qdrant?collection=c"
+    code, _, err = cli(capsys, "run", "--corpus", url, "--queries", str(suite(tmp_path)),
+                       "--retriever", "bm25", "--data-file", str(tmp_path / "d"), "--quiet")
+    line = one_line_error(code, err)
+    assert "unpickles" in line and f"--corpus '{url}&trust=pickle'" in line
+    assert not marker.exists()
+    with pytest.raises(Exception):  # noqa: B017 - whatever the client makes of the hostile point
+        load_corpus(f"{url}&trust=pickle")
+    assert marker.exists()  # with the opt-in the client's unpickling is what runs it
+
+
+# Reading never writes --------------------------------------------------------------------
+@pytest.mark.parametrize("scheme", ["chroma", "qdrant"])
+def test_probing_an_empty_folder_writes_nothing(capsys, tmp_path: Path, scheme: str) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for url in (f"{scheme}://{empty}?collection=c", f"{scheme}://{empty}?collection=c&trust=pickle"):
+        code, _, err = cli(capsys, "run", "--corpus", url, "--queries", str(suite(tmp_path)),
+                           "--retriever", "bm25", "--data-file", str(tmp_path / "d"), "--quiet")
+        assert "is not a" in one_line_error(code, err)
+        assert list(empty.iterdir()) == []
+
+
+def test_chroma_url_naming_a_file(capsys, tmp_path: Path) -> None:
+    file = tmp_path / "chroma.sqlite3"
+    file.write_text("not a folder")
+    code, _, err = cli(capsys, "run", "--corpus", f"chroma://{file}?collection=c", "--queries",
+                       str(suite(tmp_path)), "--retriever", "bm25",
+                       "--data-file", str(tmp_path / "d"), "--quiet")
+    assert "is not a folder" in one_line_error(code, err)
+    assert file.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("name", ["milvus_store", "milvus.sqlite"])
+def test_milvus_path_without_db(capsys, tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.mkdir() if name == "milvus_store" else path.write_text("x")
+    code, _, err = cli(capsys, "run", "--corpus", f"milvus://{path}?collection=c", "--queries",
+                       str(suite(tmp_path)), "--retriever", "bm25",
+                       "--data-file", str(tmp_path / "d"), "--quiet")
+    assert "ends in .db" in one_line_error(code, err)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("scheme", ["chroma", "qdrant", "milvus"])
+def test_server_that_is_down_is_one_line(capsys, tmp_path: Path, scheme: str) -> None:
+    port = closed_port()
+    url = f"{scheme}+http://user:s3cret@127.0.0.1:{port}?collection=c"
+    code, _, err = cli(capsys, "run", "--corpus", url, "--queries", str(suite(tmp_path)),
+                       "--retriever", "bm25", "--data-file", str(tmp_path / "d"), "--quiet")
+    line = one_line_error(code, err)
+    assert f"127.0.0.1:{port}" in line and f"cannot read the {scheme} server" in line
+    assert "s3cret" not in err
