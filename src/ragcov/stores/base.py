@@ -32,7 +32,9 @@ class VectorStore(Protocol):
     ``iter_chunks`` reads in pages of ``page_size`` rows so a large collection never
     sits in memory as one reply; ``search`` embeds the queries with ``encode`` (the
     model the store was built with) and runs the store's own nearest-neighbour
-    search; ``recorded_model`` is the embedding model the store names, if it does.
+    search; ``recorded_model`` is the embedding model the store names, if it does;
+    ``stored_vectors`` gives back the vectors held for some ids (None where it has
+    none), so the model can be checked against them (:mod:`ragcov.stores.model_check`).
     """
 
     url: str
@@ -42,6 +44,8 @@ class VectorStore(Protocol):
     def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]: ...
 
     def recorded_model(self) -> str | None: ...
+
+    def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]: ...
 
     def describe(self) -> dict[str, Any]: ...
 

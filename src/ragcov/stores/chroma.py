@@ -68,6 +68,12 @@ class ChromaStore:
                 return
             offset += len(ids)
 
+    def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
+        got = self.collection.get(ids=list(ids), include=["embeddings"])
+        vectors = got.get("embeddings")
+        held = dict(zip(map(str, got["ids"]), vectors if vectors is not None else []))
+        return [None if held.get(i) is None else [float(x) for x in held[i]] for i in ids]
+
     def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
         reply = self.collection.query(query_embeddings=[list(v) for v in vectors], n_results=k,
                                       include=["distances"])

@@ -54,6 +54,16 @@ class FAISSStore:
             yield StoreChunk(str(cid), getattr(doc, "page_content", "") or "",
                              dict(getattr(doc, "metadata", None) or {}))
 
+    def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
+        where = {str(cid): pos for pos, cid in self.positions.items()}
+        out: list[list[float] | None] = []
+        for cid in ids:
+            try:
+                out.append([float(x) for x in self.index.reconstruct(int(where[cid]))])
+            except (KeyError, RuntimeError):  # an index kind that cannot give its vectors back
+                out.append(None)
+        return out
+
     def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
         import numpy as np
 

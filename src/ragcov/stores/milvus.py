@@ -38,6 +38,8 @@ class MilvusStore:
         info = self.client.describe_collection(name)
         fields = info.get("fields", [])
         self.pk = next((f["name"] for f in fields if f.get("is_primary")), "id")
+        self.pk_is_int = any(f.get("is_primary") and "INT" in str(f.get("type", "")).upper()
+                             for f in fields)
         vectors = [f for f in fields if "VECTOR" in str(f.get("type", "")).upper()]
         self.vector = url.param("vector") or (vectors[0]["name"] if vectors else "vector")
         self.outputs = [f["name"] for f in fields
@@ -69,6 +71,14 @@ class MilvusStore:
                     yield StoreChunk(str(cid), text, meta)
         finally:
             it.close()
+
+    def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
+        keys = [int(i) for i in ids if i.lstrip("-").isdigit()] if self.pk_is_int else list(ids)
+        if not keys:
+            return [None] * len(ids)
+        rows = self.client.get(self.name, ids=keys, output_fields=[self.pk, self.vector])
+        held = {str(r[self.pk]): r.get(self.vector) for r in rows}
+        return [None if held.get(i) is None else [float(x) for x in held[i]] for i in ids]
 
     def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
         reply = self.client.search(self.name, data=[list(v) for v in vectors], limit=k,

@@ -56,6 +56,17 @@ class QdrantStore:
             if offset is None:
                 return
 
+    def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
+        keys = [int(i) if i.isdigit() else i for i in ids]
+        held: dict[str, Any] = {}
+        for p in self.client.retrieve(self.name, ids=keys, with_vectors=True, with_payload=False):
+            vector = p.vector
+            if isinstance(vector, dict):  # named vectors: the one searched, or the only one
+                vector = (vector.get(self.vector) if self.vector
+                          else next(iter(vector.values())) if len(vector) == 1 else None)
+            held[str(p.id)] = vector if isinstance(vector, list) else None
+        return [None if held.get(i) is None else [float(x) for x in held[i]] for i in ids]
+
     def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
         out: list[Ranked] = []
         for v in vectors:
