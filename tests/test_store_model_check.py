@@ -172,3 +172,25 @@ def test_sample_is_seeded_and_skips_empty_texts() -> None:
     first = sample_positions(texts)
     assert first == sample_positions(texts) and len(first) == 32 and first == sorted(first)
     assert all(texts[i] for i in first)
+
+
+@pytest.mark.slow
+def test_lancedb_run_prints_one_line_not_one_per_query(sample: dict, tmp_path: Path) -> None:
+    """A real ``ragcov`` process: lance's per-query deprecation line (written by its Rust
+    logger straight to the process's stderr) must not appear, whatever ``-q`` says."""
+    import os
+    import subprocess
+    import sys
+
+    import ragcov
+
+    url = lancedb_store(sample, tmp_path / "lance", "right")
+    env = {**os.environ, "PYTHONPATH": str(Path(ragcov.__file__).resolve().parents[1]),
+           "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "ragcov", "run", "--corpus", url, "--queries",
+                           str(sample["suite"]), "-k", str(K), "--data-file",
+                           str(tmp_path / "d.ragcov"), "-q"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "searched by the store itself" in lines[0], proc.stderr

@@ -81,7 +81,9 @@ class LanceDBStore:
         out: list[Ranked] = []
         for v in vectors:
             query = self.table.search(list(v), vector_column_name=self.vector_column)
-            rows = query.select([self.id_column]).limit(k).to_arrow().to_pylist()
+            # ``_distance`` named in the projection: without it lance logs a deprecation
+            # line per query on stderr (from Rust, so no Python filter reaches it).
+            rows = query.select([self.id_column, "_distance"]).limit(k).to_arrow().to_pylist()
             out.append([(str(r[self.id_column]), -float(r["_distance"])) for r in rows])
         return out
 
