@@ -145,6 +145,16 @@ def test_milvus_path_without_db(capsys, tmp_path: Path, name: str) -> None:
     assert "ends in .db" in one_line_error(code, err)
 
 
+def test_milvus_empty_db_folder_is_left_empty(capsys, tmp_path: Path) -> None:
+    empty = tmp_path / "new.db"
+    empty.mkdir()
+    code, _, err = cli(capsys, "run", "--corpus", f"milvus://{empty}?collection=c", "--queries",
+                       str(suite(tmp_path)), "--retriever", "bm25",
+                       "--data-file", str(tmp_path / "d"), "--quiet")
+    assert "is not a Milvus Lite store" in one_line_error(code, err)
+    assert list(empty.iterdir()) == []
+
+
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -16,6 +16,21 @@ SERVER_TIMEOUT_S = 10.0  # a server that is down is reported after this, not wai
 SIMILARITIES = ("IP", "COSINE")  # metrics where a larger distance is nearer
 
 
+def lite_store(url: StoreURL) -> None:
+    """Refuse a path Milvus Lite would not read but write: it makes a store at any new path.
+
+    pymilvus takes a path not ending in ``.db`` for a server address; Milvus Lite 3 keeps
+    a store as a ``.db`` folder (``collections/`` inside), earlier versions as a ``.db`` file.
+    """
+    path = Path(str(url.path))
+    if not path.name.endswith(".db"):
+        raise RagcovError(f"{url.url}: Milvus Lite opens a store whose name ends in .db "
+                          "(a server is milvus+http://HOST:PORT)")
+    if path.is_dir() and not (path / "collections").is_dir():
+        raise RagcovError(f"{url.url}: {path} is not a Milvus Lite store (no collections/ in it); "
+                          "ragcov reads stores and never makes one")
+
+
 class MilvusStore:
     """Pages through ``query_iterator``; the primary key is the chunk id.
 
@@ -25,10 +40,8 @@ class MilvusStore:
     def __init__(self, url: StoreURL) -> None:
         pymilvus = require("pymilvus", "Milvus")
         self.url = url.url
-        if not url.server and not (str(url.path).endswith(".db") and Path(str(url.path)).is_file()):
-            # pymilvus takes any other local path for a server address, or makes a new file.
-            raise RagcovError(f"{url.url}: Milvus Lite opens an existing file whose name ends in .db "
-                              "(a server is milvus+http://HOST:PORT)")
+        if not url.server:
+            lite_store(url)
         self.client = pymilvus.MilvusClient(uri=url.server or url.path, timeout=SERVER_TIMEOUT_S)
         name = url.param("collection")
         known = list(self.client.list_collections())
