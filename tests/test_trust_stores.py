@@ -170,3 +170,26 @@ def test_server_that_is_down_is_one_line(capsys, tmp_path: Path, scheme: str) ->
     line = one_line_error(code, err)
     assert f"127.0.0.1:{port}" in line and f"cannot read the {scheme} server" in line
     assert "s3cret" not in err
+
+
+def test_chroma_reads_its_pickle_file_without_running_it(tmp_path: Path) -> None:
+    """Chroma (1.x) keeps ``index_metadata.pickle`` beside each HNSW index and decodes it in
+    Rust (serde-pickle: data only); a hostile one must not run, so Chroma needs no opt-in."""
+    import subprocess
+    import sys
+
+    marker = tmp_path / "ran"
+    # Built in another process: this one's chromadb client must not hold the index in memory.
+    build = (f"import chromadb, numpy as np\n"
+             f"col = chromadb.PersistentClient(path={str(tmp_path / 'db')!r}).create_collection('docs')\n"
+             f"v = np.random.default_rng(0).normal(size=(2000, 8)).tolist()\n"
+             f"for i in range(0, 2000, 500):\n"
+             f"    col.add(ids=[str(j) for j in range(i, i + 500)], embeddings=v[i:i + 500],"
+             f" documents=['t'] * 500)\n")
+    subprocess.run([sys.executable, "-c", build], check=True, timeout=300)
+    pickles = list((tmp_path / "db").glob("*/index_metadata.pickle"))
+    assert len(pickles) == 1
+    pickles[0].write_bytes(pickle.dumps(Touch(marker)))
+    with pytest.raises(Exception, match="unresolved global reference"):  # noqa: B017 - chromadb's own
+        load_corpus(f"chroma://{tmp_path}/db?collection=docs").store.search([[0.0] * 8], 1)
+    assert not marker.exists()  # the file was read (and rejected), not run
