@@ -196,8 +196,6 @@ class DenseRetriever:
         self.encoder = load_encoder(self._source, device)
         self.chunks_embedded = 0
         self.queries_embedded = 0
-        # Over a store URL: the model checked against the store's vectors (set by make_retriever).
-        self.store_model: Any = None
         # Given embeddings / a built index let sharded runs (ragcov.distributed) embed the
         # corpus on several workers and share one index, so every shard searches the same one.
         if embeddings is not None and embeddings.shape[0] != len(corpus):
@@ -241,8 +239,7 @@ class DenseRetriever:
         if self.index_kind == "hnsw":
             fp["index_params"] = {"M": self.hnsw_m, "efSearch": self.ef_search}
             fp["approximate"] = True
-        if self.store_model is not None:
-            fp.update(self.store_model.fingerprint())
+        fp.update(getattr(self, "store_fingerprint", {}))  # over a store URL: the model check
         return fp
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:

@@ -34,7 +34,9 @@ def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
             settled = settle_model(corpus, model)
             model = settled.model
         dense = DenseRetriever(corpus, model=model, index=index, progress=progress, **options)
-        dense.store_model = settled
+        if settled is not None:
+            dense.store_model = settled  # type: ignore[attr-defined]
+            dense.store_fingerprint = settled.fingerprint()  # type: ignore[attr-defined]
         return dense
     if kind == "bm25":
         from ragcov.retrievers.bm25 import BM25Retriever
