@@ -194,3 +194,30 @@ def test_lancedb_run_prints_one_line_not_one_per_query(sample: dict, tmp_path: P
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "searched by the store itself" in lines[0], proc.stderr
+
+
+# Store URLs default to the store's own search ------------------------------------------
+def test_store_url_defaults_to_the_store_retriever(capsys, tmp_path: Path) -> None:
+    """Without --retriever a store URL is the store retriever: the one that cannot run on Dask."""
+    import chromadb
+
+    col = chromadb.PersistentClient(path=str(tmp_path / "db")).create_collection("docs")
+    col.add(ids=["a", "b"], documents=["alpha beta", "gamma delta"], embeddings=[[1.0, 0], [0, 1.0]])
+    suite = tmp_path / "q.jsonl"
+    suite.write_text('{"id": "q", "query": "alpha"}\n')
+    code, _, err = cli(capsys, "run", "--corpus", f"chroma://{tmp_path}/db?collection=docs",
+                       "--queries", str(suite), "--engine", "dask",
+                       "--data-file", str(tmp_path / "d"), "--quiet")
+    assert code == 1 and "--retriever store (the default for a store URL)" in err
+
+
+def test_pytest_plugin_defaults_to_the_store_retriever(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    from ragcov.pytest_plugin.options import Settings
+
+    (tmp_path / "db").mkdir()
+    store = Settings(pytester.parseconfig("--ragcov-corpus", f"chroma://{tmp_path}/db?collection=c"))
+    assert store.retriever == "store"
+    named = Settings(pytester.parseconfig("--ragcov-corpus", f"chroma://{tmp_path}/db?collection=c",
+                                          "--ragcov-retriever", "bm25"))
+    assert named.retriever == "bm25"
+    assert Settings(pytester.parseconfig("--ragcov-corpus", "chunks.jsonl")).retriever == "dense"
