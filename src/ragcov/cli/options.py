@@ -47,7 +47,8 @@ def default_retriever(retriever: str | None, corpus: str | Path) -> str:
 
     return "store" if is_store_url(corpus) else "dense"
 Model = Annotated[str | None, typer.Option(
-    help="Embedding model for the dense retriever: a sentence-transformers name or path.")]
+    help="Embedding model for the dense retriever and for a store's queries: a "
+    "sentence-transformers name or path. Over a store it is checked against the stored vectors.")]
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
 
