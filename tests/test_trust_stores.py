@@ -193,3 +193,66 @@ def test_chroma_reads_its_pickle_file_without_running_it(tmp_path: Path) -> None
     with pytest.raises(Exception, match="unresolved global reference"):  # noqa: B017 - chromadb's own
         load_corpus(f"chroma://{tmp_path}/db?collection=docs").store.search([[0.0] * 8], 1)
     assert not marker.exists()  # the file was read (and rejected), not run
+
+
+# The vectors a store holds, as the model check reads them --------------------------------
+VECTORS = {"a": [1.0, 0.0, 0.0], "b": [0.0, 1.0, 0.0], "c": [0.0, 0.0, 1.0]}
+
+
+def tiny_store(engine: str, root: Path) -> str:
+    """A three-chunk store on the real engine, with known vectors."""
+    ids, vectors = list(VECTORS), list(VECTORS.values())
+    texts = [f"text {i}" for i in ids]
+    if engine == "chroma":
+        import chromadb
+
+        chromadb.PersistentClient(path=str(root)).create_collection("col").add(
+            ids=ids, embeddings=vectors, documents=texts)
+        return f"chroma://{root}?collection=col"
+    if engine == "lancedb":
+        import lancedb
+
+        lancedb.connect(str(root)).create_table("c", data=[
+            {"id": i, "text": t, "vector": v} for i, t, v in zip(ids, texts, vectors)])
+        return f"lancedb://{root}?table=c"
+    if engine == "qdrant":
+        from qdrant_client import QdrantClient, models
+
+        client = QdrantClient(path=str(root))
+        client.create_collection("c", vectors_config=models.VectorParams(
+            size=3, distance=models.Distance.DOT))
+        client.upsert("c", points=[models.PointStruct(id=n, vector=v, payload={"text": t})
+                                   for n, (v, t) in enumerate(zip(vectors, texts), start=1)])
+        client.close()
+        return f"qdrant://{root}?collection=c&trust=pickle"
+    if engine == "milvus":
+        from pymilvus import MilvusClient
+
+        client = MilvusClient(uri=str(root) + ".db")
+        client.create_collection("c", dimension=3, id_type="string", max_length=20)
+        client.insert("c", [{"id": i, "vector": v, "text": t} for i, v, t in zip(ids, vectors, texts)])
+        client.close()
+        return f"milvus://{root}.db?collection=c"
+    from langchain_community.vectorstores import FAISS
+    from langchain_core.embeddings import Embeddings
+
+    class Given(Embeddings):  # the vectors are given; nothing is embedded
+        def embed_documents(self, texts):
+            raise AssertionError("not called")
+
+        def embed_query(self, text):
+            raise AssertionError("not called")
+
+    FAISS.from_embeddings(list(zip(texts, vectors)), Given(), ids=ids).save_local(str(root))
+    return f"faiss://{root}?trust=pickle"
+
+
+@pytest.mark.parametrize("engine", ["chroma", "lancedb", "qdrant", "milvus", "faiss"])
+def test_stored_vectors_come_back_by_chunk_id(tmp_path: Path, engine: str) -> None:
+    corpus = load_corpus(tiny_store(engine, tmp_path / engine))
+    ids = corpus.ids
+    wanted = [ids[2], ids[0], "absent"]
+    got = corpus.store.stored_vectors(wanted)
+    by_text = {f"text {i}": v for i, v in VECTORS.items()}
+    assert got[:2] == [pytest.approx(by_text[corpus.get(i).text]) for i in wanted[:2]]
+    assert got[2] is None
