@@ -18,7 +18,12 @@ import pytest
 from helpers import cli
 from ragcov.corpus import load_corpus
 from ragcov.data import CoverageData
-from ragcov.stores.model_check import MIN_MEAN_COSINE, compare_vectors, sample_positions
+from ragcov.stores.model_check import (
+    MIN_MEAN_COSINE,
+    StoreModelWarning,
+    compare_vectors,
+    sample_positions,
+)
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
 N_PAGES = 40
@@ -111,7 +116,7 @@ def test_rotated_store_is_refused(capsys, sample: dict, tmp_path: Path, engine: 
 @pytest.mark.parametrize("engine", sorted(BUILD))
 def test_model_flag_wins_with_a_warning(capsys, sample: dict, tmp_path: Path, engine: str) -> None:
     url = BUILD[engine](sample, tmp_path / engine, "rotated")
-    with pytest.warns(UserWarning, match=r"stored vectors were not made by .*mean cosine .* as asked"):
+    with pytest.warns(StoreModelWarning, match=r"stored vectors were not made by .*mean cosine .* as asked"):
         code, err = run(capsys, url, sample, tmp_path / "d.ragcov", "--model", "all-MiniLM-L6-v2")
     assert code == 0, err
     assert "DISAGREES with the stored vectors" in err

@@ -42,6 +42,10 @@ MIN_MEAN_COSINE = 0.99
 Vector = Sequence[float]
 
 
+class StoreModelWarning(UserWarning):
+    """``--model`` disagrees with the store's vectors: the run goes on, as the user asked."""
+
+
 @dataclass(frozen=True, slots=True)
 class ModelCheck:
     """What comparing ``model``'s embeddings with the stored vectors found.
@@ -171,5 +175,5 @@ def settle_model(corpus: Corpus, given: str | None) -> SettledModel:
                    f"{check.describe()}, below {MIN_MEAN_COSINE}")
         if origin != "given":
             raise RagcovError(f"{message}; pass --model with the model that made the store's vectors")
-        warn(f"{message}; measuring with --model {name} as asked")
+        warn(f"{message}; measuring with --model {name} as asked", StoreModelWarning)
     return SettledModel(model, name, origin, check)
