@@ -137,6 +137,15 @@ def test_dense_over_a_store_is_checked_too(capsys, sample: dict, tmp_path: Path)
     assert fp["kind"] == "dense" and fp["model_check"] == "agrees"
 
 
+@pytest.mark.slow
+def test_dense_on_dask_over_a_store_is_checked_before_the_cluster(capsys, sample: dict,
+                                                                   tmp_path: Path) -> None:
+    url = chroma_store(sample, tmp_path / "rotated", "rotated")
+    code, err = run(capsys, url, sample, tmp_path / "d.ragcov", "--retriever", "dense",
+                    "--engine", "dask")
+    assert code == 1 and "were not made by" in err and "Traceback" not in err
+
+
 def test_another_retriever_over_a_store_says_so(capsys, tmp_path: Path) -> None:
     """BM25 loads no model: the store URL is read as the corpus, and stderr says it is not searched."""
     import chromadb

@@ -81,6 +81,12 @@ def run(
     if engine == "dask":
         from ragcov.distributed import measure_dask
 
+        if retriever == "dense" and corpus_obj.store is not None:
+            # The workers build their own retrievers; the store's model is checked here, once.
+            from ragcov.stores.model_check import settle_model
+
+            model = settle_model(corpus_obj, model).model
+
         m = measure_dask(corpus_obj, suite, retriever=retriever, model=model, index=index, k=k,
                          data_file=data_file, append=append, scheduler=scheduler,
                          partitions=partitions, progress=not quiet)
