@@ -25,6 +25,8 @@ from ragcov.stores.model_check import (
     sample_positions,
 )
 
+pytest_plugins = ["pytester"]  # the plugin's settings are read from a real pytest Config
+
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
 N_PAGES = 40
 N_QUERIES = 10
