@@ -217,6 +217,7 @@ def test_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_path: str
     embeddings = HuggingFaceEmbeddings(model_name=minilm_path)
     folder = tmp_path / "faiss_index"
     FAISS.from_documents(docs, embeddings).save_local(str(folder))
+    store_url = f"faiss://{folder}?trust=pickle"  # index.pkl is a pickle: opened only on trust
     questions = [json.loads(x) for x in
                  (SAMPLE / "finqa_questions.jsonl").read_text().splitlines()[:N_QUERIES]]
     suite = tmp_path / "suite.jsonl"
@@ -224,7 +225,7 @@ def test_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_path: str
                              for q in questions))
 
     # 1. the store as corpus and retriever
-    code, _, err = cli(capsys, "run", "--corpus", str(folder), "--queries", str(suite),
+    code, _, err = cli(capsys, "run", "--corpus", store_url, "--queries", str(suite),
                        "--retriever", "store", "--model", minilm_path, "-k", str(K),
                        "--data-file", str(tmp_path / "store.ragcov"), "--quiet")
     assert code == 0, err
@@ -233,7 +234,7 @@ def test_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_path: str
     # 2. the app's retriever through the LangChain adapter
     app = FAISS.load_local(str(folder), embeddings, allow_dangerous_deserialization=True)
     retriever = app.as_retriever(search_kwargs={"k": K})
-    corpus = load_corpus(str(folder))
+    corpus = load_corpus(store_url)
     measure(corpus, load_suite(suite), wrap(retriever, corpus), k=K,
             data_file=tmp_path / "adapter.ragcov", progress=False)
     by_adapter = covered(tmp_path / "adapter.ragcov")
@@ -252,7 +253,7 @@ def test_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_path: str
     spans = tmp_path / "spans.json"
     spans.write_text("".join(s.to_json() + "\n" for s in exporter.get_finished_spans()))
     code, out, err = cli(capsys, "import", str(spans), "--format", "openinference", "--corpus",
-                         str(folder), "--data-file", str(tmp_path / "traces.ragcov"))
+                         store_url, "--data-file", str(tmp_path / "traces.ragcov"))
     assert code == 0, err
     by_traces = covered(tmp_path / "traces.ragcov")
 

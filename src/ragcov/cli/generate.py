@@ -19,6 +19,7 @@ from ragcov.cli.options import (
     RetrieverName,
     Split,
     check_outputs,
+    default_retriever,
     load_corpus_opts,
 )
 from ragcov.errors import RagcovError
@@ -65,7 +66,7 @@ def generate(
         help="Attempts at one uncovered chunk before giving it up.")] = 2,
     max_calls: Annotated[int | None, typer.Option(
         help="Questions asked at most, accepted or rejected (default: 5 x budget).")] = None,
-    retriever: RetrieverName = "dense",
+    retriever: RetrieverName = None,
     embedding_model: Annotated[str | None, typer.Option(
         help="Embedding model for the dense retriever.")] = None,
     k: K = 5,
@@ -115,8 +116,13 @@ def generate(
                          api_key_env=api_key_env, mode=mode, prompt=prompt,
                          max_tokens=max_tokens, temperature=temperature, timeout=timeout,
                          retries=retries)
+    retriever = default_retriever(retriever, corpus)
     r = make_retriever(retriever, corpus_obj, model=embedding_model, index=index,
                        progress=not quiet)
+    from ragcov.stores.retriever import store_run_line
+
+    if line := store_run_line(corpus_obj, retriever, r, k):
+        err.print(line, markup=False, highlight=False)
 
     def show(rec: dict[str, Any]) -> None:
         if "reason" in rec:

@@ -20,6 +20,7 @@ from ragcov.cli.options import (
     Model,
     RetrieverName,
     Split,
+    default_retriever,
     load_corpus_opts,
 )
 from ragcov.errors import RagcovError
@@ -28,7 +29,7 @@ from ragcov.errors import RagcovError
 def run(
     corpus: CorpusPath,
     queries: Annotated[Path, typer.Option(help="Test queries: .jsonl, .csv or RAGAS/DeepEval .json.")],
-    retriever: RetrieverName = "dense",
+    retriever: RetrieverName = None,
     model: Model = None,
     k: K = 5,
     index: Index = "flat",
@@ -69,14 +70,22 @@ def run(
         data_file = shard_path(data_file)
     if engine not in ("local", "dask"):
         raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+    retriever = default_retriever(retriever, corpus)
     if engine == "dask" and retriever == "store":
-        raise RagcovError("--retriever store searches the store from this process: use --engine local")
+        raise RagcovError("--retriever store (the default for a store URL) searches the store from "
+                          "this process: use --engine local, or name another --retriever")
     # Before the corpus is embedded: a destination that cannot take the run fails now.
     CoverageData(data_file).check_destination()
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
     suite = load_suite(queries)
     if engine == "dask":
         from ragcov.distributed import measure_dask
+
+        if retriever == "dense" and corpus_obj.store is not None:
+            # The workers build their own retrievers; the store's model is checked here, once.
+            from ragcov.stores.model_check import settle_model
+
+            model = settle_model(corpus_obj, model).model
 
         m = measure_dask(corpus_obj, suite, retriever=retriever, model=model, index=index, k=k,
                          data_file=data_file, append=append, scheduler=scheduler,
@@ -90,6 +99,10 @@ def run(
         with status(f"Building retriever {retriever} ...", enabled=not quiet and factory):
             r = make_retriever(retriever, corpus_obj, model=model, index=index,
                                progress=not quiet)
+        from ragcov.stores.retriever import store_run_line
+
+        if line := store_run_line(corpus_obj, retriever, r, k):
+            err.print(line, markup=False, highlight=False)
         m = measure(corpus_obj, suite, r, k=k, data_file=data_file, append=append,
                     progress=not quiet)
         from ragcov.retrievers.twins import resolver_counts

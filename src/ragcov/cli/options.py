@@ -37,11 +37,25 @@ ChunkOverlap = Annotated[int, typer.Option(help="Characters of overlap between c
 Split = Annotated[bool, typer.Option(
     "--split/--no-split", help="Read a .jsonl corpus as whole documents and chunk them.")]
 K = Annotated[int, typer.Option("--k", "-k", help="Chunks retrieved per query (top-k).")]
-RetrieverName = Annotated[str, typer.Option(
+RetrieverName = Annotated[str | None, typer.Option(
     help="dense, bm25, store (the --corpus store's own search), module:attr (your own "
-    "retriever) or an http(s) URL.")]
+    "retriever) or an http(s) URL. Default: store when --corpus is a store URL, else dense.")]
+
+
+def default_retriever(retriever: str | None, corpus: str | Path) -> str:
+    """A store URL is searched by the store unless another retriever is asked for by name.
+
+    Defaulting to ``dense`` there re-embedded the whole store with a model nobody chose
+    and measured a retriever production never runs.
+    """
+    if retriever is not None:
+        return retriever
+    from ragcov.stores import is_store_url
+
+    return "store" if is_store_url(corpus) else "dense"
 Model = Annotated[str | None, typer.Option(
-    help="Embedding model for the dense retriever: a sentence-transformers name or path.")]
+    help="Embedding model for the dense retriever and for a store's queries: a "
+    "sentence-transformers name or path. Over a store it is checked against the stored vectors.")]
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
 ShowIds = Annotated[bool, typer.Option(

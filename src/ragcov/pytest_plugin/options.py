@@ -32,7 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "json[:FILE]; repeatable.")
     group.addoption("--ragcov-retriever", metavar="KIND", default=None,
                     help="Built-in retriever behind the ragcov_retriever fixture: dense, bm25, "
-                         "or store (the --ragcov-corpus store's own search).")
+                         "or store (the --ragcov-corpus store's own search; the default for a "
+                         "store URL, else dense).")
     group.addoption("--ragcov-data-file", metavar="FILE", default=None,
                     help=f"The coverage data file (default {DEFAULT_DATA_FILE}).")
     parser.addini("ragcov_corpus", "Corpus for --ragcov (as --ragcov-corpus).", default=None)
@@ -51,7 +52,7 @@ class Settings:
         self.corpus: Path | str | None = (None if not corpus else corpus if URL.match(corpus)
                                           else root / corpus)
         self.k = _k(config)
-        self.retriever = _retriever(config)
+        self.retriever = _retriever(config, self.corpus)
         self.fail_under = _fail_under(config)
         # RAGCOV_FILE as `ragcov` reads it (pytest-cov honours COVERAGE_FILE the same way).
         self.data_file = root / (config.getoption("ragcov_data_file")
@@ -72,9 +73,13 @@ def _k(config: pytest.Config) -> int:
     return k
 
 
-def _retriever(config: pytest.Config) -> str:
+def _retriever(config: pytest.Config, corpus: Path | str | None) -> str:
+    """As ``ragcov run``: a store corpus is searched by the store unless another kind is named."""
+    from ragcov.stores.urls import is_store_url
+
+    default = "store" if corpus is not None and is_store_url(corpus) else "dense"
     kind = (config.getoption("ragcov_retriever") or config.getini("ragcov_retriever")
-            or "dense")
+            or default)
     if kind not in RETRIEVER_KINDS:
         raise pytest.UsageError(f"--ragcov-retriever must be one of "
                                 f"{', '.join(RETRIEVER_KINDS)}, got {kind!r}")

@@ -222,6 +222,7 @@ class DenseRetriever:
         if self.index_kind == "hnsw":
             fp["index_params"] = {"M": self.hnsw_m, "efSearch": self.ef_search}
             fp["approximate"] = True
+        fp.update(getattr(self, "store_fingerprint", {}))  # over a store URL: the model check
         return fp
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:

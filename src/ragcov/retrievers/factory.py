@@ -25,7 +25,19 @@ def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
     if kind == "dense":
         from ragcov.retrievers.dense import DenseRetriever
 
-        return DenseRetriever(corpus, model=model, index=index, progress=progress, **options)
+        settled = None
+        if getattr(corpus, "store", None) is not None:
+            # Re-embedding a store's texts with a model that did not make its vectors
+            # measures another retriever than production's: checked before the corpus is embedded.
+            from ragcov.stores.model_check import settle_model
+
+            settled = settle_model(corpus, model)
+            model = settled.model
+        dense = DenseRetriever(corpus, model=model, index=index, progress=progress, **options)
+        if settled is not None:
+            dense.store_model = settled  # type: ignore[attr-defined]
+            dense.store_fingerprint = settled.fingerprint()  # type: ignore[attr-defined]
+        return dense
     if kind == "bm25":
         from ragcov.retrievers.bm25 import BM25Retriever
 

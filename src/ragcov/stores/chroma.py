@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ragcov.fields import Ranked
-from ragcov.stores.base import StoreChunk, missing_collection, require
+from ragcov.stores.base import StoreChunk, local_folder, missing_collection, require
 from ragcov.stores.urls import StoreURL
 
 # Chroma pages by offset, and each page re-walks the rows before it: with pages of
@@ -33,6 +33,7 @@ class ChromaStore:
                                               port=server.port or 8000,
                                               ssl=server.scheme == "https")
         else:
+            local_folder(url, "chroma.sqlite3", "a Chroma folder")
             self.client = chromadb.PersistentClient(path=url.path)
         name = url.param("collection")
         known = [c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()]
@@ -66,6 +67,12 @@ class ChromaStore:
             if len(ids) < page_size:
                 return
             offset += len(ids)
+
+    def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
+        got = self.collection.get(ids=list(ids), include=["embeddings"])
+        vectors = got.get("embeddings")
+        held = dict(zip(map(str, got["ids"]), vectors if vectors is not None else []))
+        return [None if held.get(i) is None else [float(x) for x in held[i]] for i in ids]
 
     def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
         reply = self.collection.query(query_embeddings=[list(v) for v in vectors], n_results=k,

@@ -2,19 +2,15 @@
 
 The store's vectors came from one model; queries embedded with another would be
 searched in the wrong space and coverage would measure nothing real. The model is
-the one the store records (Chroma's collection configuration, a LanceDB table's
-embedding metadata) when it records one, else ``--model``, else all-MiniLM-L6-v2.
+``--model`` when given, else the one the store records (Chroma's collection
+configuration, a LanceDB table's embedding metadata), else all-MiniLM-L6-v2, and in
+every case it is checked against the stored vectors first (:mod:`ragcov.stores.model_check`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-
-
-def choose_model(recorded: str | None, given: str | None) -> str | None:
-    """The store's own record wins: it is what the stored vectors were made with."""
-    return recorded or given
 
 
 class QueryEncoder:

@@ -58,11 +58,32 @@ class LanceDBStore:
                 text, meta = split_payload(row)
                 yield StoreChunk(str(cid), text, meta)
 
+    def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
+        import pyarrow as pa
+
+        schema = self.table.schema
+        column = self.vector_column or next(
+            (f.name for f in schema if pa.types.is_fixed_size_list(f.type)), None)
+        if column is None or self.id_column not in schema.names:
+            return [None] * len(ids)
+        if pa.types.is_integer(schema.field(self.id_column).type):
+            values = ", ".join(str(int(i)) for i in ids if i.lstrip("-").isdigit())
+        else:
+            values = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+        if not values:
+            return [None] * len(ids)
+        rows = (self.table.search().where(f"`{self.id_column}` IN ({values})")
+                .select([self.id_column, column]).limit(len(ids)).to_arrow().to_pylist())
+        held = {str(r[self.id_column]): r[column] for r in rows}
+        return [None if held.get(i) is None else [float(x) for x in held[i]] for i in ids]
+
     def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
         out: list[Ranked] = []
         for v in vectors:
             query = self.table.search(list(v), vector_column_name=self.vector_column)
-            rows = query.select([self.id_column]).limit(k).to_arrow().to_pylist()
+            # ``_distance`` named in the projection: without it lance logs a deprecation
+            # line per query on stderr (from Rust, so no Python filter reaches it).
+            rows = query.select([self.id_column, "_distance"]).limit(k).to_arrow().to_pylist()
             out.append([(str(r[self.id_column]), -float(r["_distance"])) for r in rows])
         return out
 

@@ -50,6 +50,10 @@ class LlamaIndexStore:
                 meta["ref_doc_id"] = node.ref_doc_id
             yield StoreChunk(str(node_id), node.get_content(metadata_mode=MetadataMode.NONE), meta)
 
+    def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
+        held = getattr(getattr(self.vector_store, "data", None), "embedding_dict", None) or {}
+        return [None if held.get(i) is None else [float(x) for x in held[i]] for i in ids]
+
     def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
         from llama_index.core.vector_stores.types import VectorStoreQuery
 

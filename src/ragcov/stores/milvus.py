@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
+from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
 from ragcov.stores.base import PAGE_SIZE, StoreChunk, missing_collection, require
 from ragcov.stores.payload import split_payload
 from ragcov.stores.urls import StoreURL
 
+SERVER_TIMEOUT_S = 10.0  # a server that is down is reported after this, not waited on
 SIMILARITIES = ("IP", "COSINE")  # metrics where a larger distance is nearer
+
+
+def lite_store(url: StoreURL) -> None:
+    """Refuse a path Milvus Lite would not read but write: it makes a store at any new path.
+
+    pymilvus takes a path not ending in ``.db`` for a server address; Milvus Lite 3 keeps
+    a store as a ``.db`` folder (``collections/`` inside), earlier versions as a ``.db`` file.
+    """
+    path = Path(str(url.path))
+    if not path.name.endswith(".db"):
+        raise RagcovError(f"{url.url}: Milvus Lite opens a store whose name ends in .db "
+                          "(a server is milvus+http://HOST:PORT)")
+    if path.is_dir() and not (path / "collections").is_dir():
+        raise RagcovError(f"{url.url}: {path} is not a Milvus Lite store (no collections/ in it); "
+                          "ragcov reads stores and never makes one")
 
 
 class MilvusStore:
@@ -22,7 +40,9 @@ class MilvusStore:
     def __init__(self, url: StoreURL) -> None:
         pymilvus = require("pymilvus", "Milvus")
         self.url = url.url
-        self.client = pymilvus.MilvusClient(uri=url.server or url.path)
+        if not url.server:
+            lite_store(url)
+        self.client = pymilvus.MilvusClient(uri=url.server or url.path, timeout=SERVER_TIMEOUT_S)
         name = url.param("collection")
         known = list(self.client.list_collections())
         if not name or name not in known:
@@ -31,6 +51,8 @@ class MilvusStore:
         info = self.client.describe_collection(name)
         fields = info.get("fields", [])
         self.pk = next((f["name"] for f in fields if f.get("is_primary")), "id")
+        self.pk_is_int = any(f.get("is_primary") and "INT" in str(f.get("type", "")).upper()
+                             for f in fields)
         vectors = [f for f in fields if "VECTOR" in str(f.get("type", "")).upper()]
         self.vector = url.param("vector") or (vectors[0]["name"] if vectors else "vector")
         self.outputs = [f["name"] for f in fields
@@ -62,6 +84,14 @@ class MilvusStore:
                     yield StoreChunk(str(cid), text, meta)
         finally:
             it.close()
+
+    def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
+        keys = [int(i) for i in ids if i.lstrip("-").isdigit()] if self.pk_is_int else list(ids)
+        if not keys:
+            return [None] * len(ids)
+        rows = self.client.get(self.name, ids=keys, output_fields=[self.pk, self.vector])
+        held = {str(r[self.pk]): r.get(self.vector) for r in rows}
+        return [None if held.get(i) is None else [float(x) for x in held[i]] for i in ids]
 
     def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
         reply = self.client.search(self.name, data=[list(v) for v in vectors], limit=k,

@@ -4,8 +4,9 @@
 a relative one); ``chroma+http://127.0.0.1:8000?collection=docs`` a server;
 ``postgresql://USER@HOST:PORT/DB?table=T`` a pgvector table (``postgres://`` and
 SQLAlchemy's ``postgresql+psycopg://`` too, as applications write them). A
-LangChain ``FAISS.save_local`` folder and a LlamaIndex storage folder are also
-recognised by the files in them, without a scheme.
+LlamaIndex storage folder is also recognised by the files in it, without a scheme.
+A LangChain ``FAISS.save_local`` folder is recognised only to refuse it: reading it
+unpickles ``index.pkl``, so it opens only as ``faiss:///PATH?trust=pickle``.
 """
 
 from __future__ import annotations
@@ -60,7 +61,11 @@ class StoreURL:
 
 
 def detected_scheme(path: Path) -> str | None:
-    """``faiss`` or ``llamaindex`` for a folder those libraries saved, else None."""
+    """``faiss`` or ``llamaindex`` for a folder those libraries saved, else None.
+
+    ``faiss`` is only ever an answer for the error that says how to opt in
+    (:func:`parse_store_url`): it is never opened from detection.
+    """
     if path.is_dir():
         if all((path / f).is_file() for f in FAISS_FILES):
             return "faiss"
@@ -80,8 +85,15 @@ def is_store_url(source: str | os.PathLike[str]) -> bool:
 def parse_store_url(source: str | os.PathLike[str]) -> StoreURL:
     """Parse a store URL (or a detected folder); an unknown scheme is a one-line error."""
     text = os.fspath(source)
-    if detected_scheme(Path(text)) and ":" not in text.split("/", 1)[0]:
-        return StoreURL(scheme=detected_scheme(Path(text)) or "", url=text, path=text)
+    detected = detected_scheme(Path(text)) if ":" not in text.split("/", 1)[0] else None
+    if detected == "faiss":
+        # Recognising a folder must never choose a reader that runs code from it.
+        from ragcov.stores.base import require_trust
+
+        require_trust(StoreURL(scheme="faiss", url=f"faiss://{Path(text).resolve()}"),
+                      f"{text} is a LangChain FAISS folder: reading it unpickles index.pkl")
+    if detected:
+        return StoreURL(scheme=detected, url=text, path=text)
     parts = urlsplit(text)
     scheme, _, transport = parts.scheme.lower().partition("+")
     if scheme not in REGISTRY:
@@ -114,4 +126,21 @@ def open_store(source: str | os.PathLike[str], doc_key: str | None = None) -> Ve
     """Open the store a URL names, importing only that engine's client."""
     parsed = parse_store_url(source)
     module, cls = REGISTRY[parsed.scheme]
-    return getattr(importlib.import_module(module), cls)(parsed)
+    opener = getattr(importlib.import_module(module), cls)
+    if not parsed.server:
+        return opener(parsed)
+    try:
+        return opener(parsed)
+    except RagcovError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - each client raises its own kind for "no server"
+        # The client's own words, on one line; the address is shown without any credentials.
+        words = " ".join(str(exc).split())[:300] or type(exc).__name__
+        raise RagcovError(f"{parsed.scheme}+{public_address(parsed.server)}: cannot read the "
+                          f"{parsed.scheme} server ({words})") from None
+
+
+def public_address(server: str) -> str:
+    parts = urlsplit(server)
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}"

@@ -1,0 +1,179 @@
+"""Is this the model that made a store's vectors? Re-embed a sample of its texts and compare.
+
+A store keeps vectors, and not always the name of the model that made them: a Chroma
+collection built by LangChain records no embedding function, chromadb records
+``default`` when the vectors were added from outside, FAISS, Qdrant and Milvus record
+nothing. Queries embedded with another model are searched in another space, and the
+coverage that comes back is noise reported with exit 0. The model that made a vector
+gives it back, to rounding, when it re-embeds the same text; another model does not,
+even one whose vectors have the same length. So the model is never assumed: a seeded
+sample of stored texts is re-embedded with the candidate and compared, vector by
+vector, with what the store holds.
+
+Measured on the first 60 FinQA sample pages (319 chunks, the seeded sample of 32):
+MiniLM against its own vectors gives a mean cosine of 1.0000 (also stored as float16,
+or encoded one text at a time unnormalised); against the same vectors turned by a
+random rotation, -0.02; MiniLM's weights with CLS instead of mean pooling, 0.41; MiniLM
+cut at 128 tokens instead of 256, 0.955 (long chunks really do embed differently).
+The threshold of 0.99 sits between them: storage precision and batching never fall
+below it, another model or another setting of the same one does.
+
+:func:`compare_vectors` takes only texts, stored vectors and an encoder, so any store
+reader (one over SQL included) can call it; :func:`settle_model` is the policy the
+store and dense retrievers apply with it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ragcov.errors import RagcovError
+
+if TYPE_CHECKING:
+    from ragcov.corpus import Corpus
+
+SAMPLE_SIZE = 32  # stored texts re-embedded: a second on CPU for MiniLM
+SAMPLE_SEED = 0  # the same sample every run, so the verdict is reproducible
+MIN_MEAN_COSINE = 0.99
+
+Vector = Sequence[float]
+
+
+class StoreModelWarning(UserWarning):
+    """``--model`` disagrees with the store's vectors: the run goes on, as the user asked."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCheck:
+    """What comparing ``model``'s embeddings with the stored vectors found.
+
+    ``mean_cosine`` is None when no cosine could be computed: ``problem`` says why
+    (different lengths: a disagreement; no stored vectors: ``checked`` is False).
+    """
+
+    model: str
+    compared: int
+    mean_cosine: float | None
+    problem: str | None = None
+    checked: bool = True
+
+    @property
+    def agrees(self) -> bool:
+        return self.mean_cosine is not None and self.mean_cosine >= MIN_MEAN_COSINE
+
+    @property
+    def verdict(self) -> str:
+        """What the data file records: stable across runs (the cosine's last digits are not)."""
+        if not self.checked:
+            return "unchecked"
+        return "agrees" if self.agrees else "disagrees"
+
+    def describe(self) -> str:
+        if self.mean_cosine is None:
+            return self.problem or "nothing compared"
+        return (f"mean cosine {self.mean_cosine:.4f} between {self.model}'s embeddings of "
+                f"{self.compared} stored texts and their stored vectors")
+
+
+def compare_vectors(texts: Sequence[str], stored: Sequence[Vector | None],
+                    encode: Callable[[list[str]], Any], model: str) -> ModelCheck:
+    """Embed ``texts`` with ``encode`` and compare each with its stored vector.
+
+    Pairs whose text is empty or whose vector the store did not give are skipped.
+    """
+    import numpy as np
+
+    pairs = [(t, v) for t, v in zip(texts, stored) if t and v is not None and len(v)]
+    if not pairs:
+        return ModelCheck(model, 0, None, "the store gave no stored vectors to compare with",
+                          checked=False)
+    held = np.asarray([v for _, v in pairs], dtype=np.float64)
+    made = np.asarray(encode([t for t, _ in pairs]), dtype=np.float64)
+    if held.ndim != 2 or made.shape[-1] != held.shape[-1]:
+        return ModelCheck(model, len(pairs), None,
+                          f"{model} makes {made.shape[-1]}-dimensional vectors and the store holds "
+                          f"{held.shape[-1]}-dimensional ones")
+    norms = np.linalg.norm(held, axis=1) * np.linalg.norm(made, axis=1)
+    cosines = np.einsum("ij,ij->i", held, made) / np.where(norms > 0, norms, 1.0)
+    return ModelCheck(model, len(pairs), float(cosines.mean()))
+
+
+def sample_positions(texts: Sequence[str], n: int = SAMPLE_SIZE, seed: int = SAMPLE_SEED) -> list[int]:
+    """Up to ``n`` positions of chunks that have text, drawn with a fixed seed, in corpus order."""
+    candidates = [i for i, t in enumerate(texts) if t and t.strip()]
+    if len(candidates) <= n:
+        return candidates
+    return sorted(random.Random(seed).sample(candidates, n))
+
+
+@dataclass(frozen=True, slots=True)
+class SettledModel:
+    """The model a store run embeds with, where it came from, and what the check found."""
+
+    model: str | None  # what to load (None: the default model)
+    name: str  # its canonical name, as fingerprints record it
+    origin: str  # "given" (--model), "recorded" (by the store) or "default"
+    check: ModelCheck
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"model_origin": self.origin, "model_check": self.check.verdict}
+
+    def describe(self) -> str:
+        told = {"given": "from --model", "recorded": "recorded by the store",
+                "default": "the default"}[self.origin]
+        if self.check.checked and self.check.agrees:
+            state = (f"checked: mean cosine {self.check.mean_cosine:.4f} over "
+                     f"{self.check.compared} stored vectors")
+        elif self.check.checked:
+            state = "DISAGREES with the stored vectors"
+        else:
+            state = "unchecked: the store gave no vectors"
+        return f"model {self.name} ({told}; {state})"
+
+
+ORIGIN_WORDS = {"given": "given with --model", "recorded": "recorded by the store",
+                "default": "the default; the store records no model"}
+
+
+def settle_model(corpus: Corpus, given: str | None) -> SettledModel:
+    """The model to embed with over a store, checked against the vectors the store holds.
+
+    ``--model`` wins over the store's record and the default: a disagreement then is a
+    warning (the user said which model; the warning says the stored vectors disagree).
+    Without ``--model``, a disagreement is refused, and so is a store that can give no
+    vectors and names no model, since nothing would say the default is right.
+    """
+    from ragcov.retrievers.dense import encode, load_encoder, resolve_model
+    from ragcov.user_warnings import warn
+
+    store = corpus.store
+    recorded = store.recorded_model()
+    model = given or recorded
+    origin = "given" if given else "recorded" if recorded else "default"
+    name, source = resolve_model(model)
+    positions = sample_positions(corpus.texts)
+    ids = [corpus.ids[i] for i in positions]
+    texts = [corpus.texts[i] for i in positions]
+    reader = getattr(store, "stored_vectors", None)
+    stored = reader(ids) if callable(reader) and ids else []
+
+    def embed(batch: list[str]) -> Any:
+        return encode(load_encoder(source), batch, progress=False)
+
+    check = compare_vectors(texts, stored, embed, name)
+    where = f"{corpus.source or store.url}"
+    if not check.checked:
+        if origin == "default":
+            raise RagcovError(f"{where}: the store records no embedding model and gives no stored "
+                              f"vectors to check one against: pass --model with the model that "
+                              f"made its vectors")
+    elif not check.agrees:
+        message = (f"{where}: the stored vectors were not made by {name} ({ORIGIN_WORDS[origin]}): "
+                   f"{check.describe()}, below {MIN_MEAN_COSINE}")
+        if origin != "given":
+            raise RagcovError(f"{message}; pass --model with the model that made the store's vectors")
+        warn(f"{message}; measuring with --model {name} as asked", StoreModelWarning)
+    return SettledModel(model, name, origin, check)
