@@ -267,10 +267,13 @@ def test_sqlalchemy_url_and_doc_option(pg, finqa: dict) -> None:
 
 def test_stored_vectors_are_exposed_for_the_model_check(pg, finqa: dict) -> None:
     store = open_store(pg.url("finqa", "table=chunks&text=content"))
-    sample = store.stored_vectors(5)
-    assert len(sample) == 5 and all(len(v) == DIM for _, v in sample)
-    first = sorted(zip(finqa["ids"], finqa["texts"]))[0][1]
-    assert sample[0][0] == first
+    ids = finqa["ids"][:5]
+    vectors = store.stored_vectors([*ids, "no-such-id"])
+    assert len(vectors) == 6 and vectors[-1] is None
+    assert all(len(v) == DIM for v in vectors[:5])
+    with pg.connect("finqa") as con:
+        first = con.execute("SELECT embedding::text FROM chunks WHERE id = %s", (ids[0],)).fetchone()
+    assert vectors[0] == pytest.approx(json.loads(first[0]))
 
 
 @pytest.mark.slow

@@ -255,18 +255,21 @@ class PgVectorStore:
             raise self._error(exc) from None
         return out
 
-    def stored_vectors(self, limit: int) -> list[tuple[str, list[float]]]:
-        """Up to ``limit`` rows' text and stored vector, for checking the query model against them."""
+    def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
+        """The stored vector of each id (None where the row holds none): what the query
+        model is checked against (:mod:`ragcov.stores.model_check`)."""
         sql = self.sql
         where, args = self._where()
-        query = sql.SQL("SELECT {}, {}::text FROM {}{} ORDER BY {} LIMIT %s").format(
-            sql.Identifier(self.text), sql.Identifier(self.vector), self.table, where,
+        clause = sql.SQL(" AND " if args else " WHERE ")
+        query = sql.SQL("SELECT {}::text, {}::text FROM {}{}{}{}::text = ANY(%s)").format(
+            sql.Identifier(self.id), sql.Identifier(self.vector), self.table, where, clause,
             sql.Identifier(self.id))
         try:
-            rows = self._rows(query, [*args, limit])
+            rows = self._rows(query, [*args, list(ids)])
         except self.psycopg.Error as exc:
             raise self._error(exc) from None
-        return [(text or "", [float(x) for x in json.loads(vec)]) for text, vec in rows if vec]
+        found = {rid: [float(x) for x in json.loads(vec)] for rid, vec in rows if vec}
+        return [found.get(i) for i in ids]
 
     def describe(self) -> dict[str, Any]:
         return {"store": "pgvector", "url": self.url, "table": self.table_name,
