@@ -382,3 +382,33 @@ def test_corpus_map_draws_and_links_in_chromium(probed_site: tuple[Path, Path]) 
         assert driver.find_element("id", "shown-count").text == f"{len(rows)} of {len(rows)} shown"
     finally:
         driver.quit()
+
+
+def test_probe_through_a_module_attr_retriever(capsys, tmp_path: Path, monkeypatch) -> None:
+    """A user's own retriever (module:attr) is probed like the built-in ones: here one that
+    never returns the chunk 'hidden', which is then unreachable, displaced by what it got."""
+    (tmp_path / "myrag.py").write_text(
+        "def retrieve(query, k):\n"
+        "    words = set(query.lower().split())\n"
+        "    docs = {'alpha': 'sturgeon caviar hatchery', 'beta': 'zebrafish broodstock pens',\n"
+        "            'hidden': 'sturgeon caviar hatchery fjord'}\n"
+        "    ranked = sorted((c for c in docs if c != 'hidden'),\n"
+        "                    key=lambda c: -len(words & set(docs[c].split())))\n"
+        "    return ranked[:k]\n")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"id": "alpha", "doc_id": "a", "text": "Sturgeon caviar hatchery"},
+        {"id": "beta", "doc_id": "b", "text": "Zebrafish broodstock pens"},
+        {"id": "hidden", "doc_id": "c", "text": "Sturgeon caviar hatchery fjord"}]))
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "q", "text": "zebrafish"}) + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    for cmd in (("run", "--queries", "q.jsonl"), ("probe",)):
+        code, _, err = cli(capsys, *cmd, "--corpus", "c.jsonl", "--retriever", "myrag:retrieve",
+                           "-k", "1", "-q") if cmd[0] == "run" else cli(
+            capsys, *cmd, "--corpus", "c.jsonl", "--retriever", "myrag:retrieve", "-q")
+        assert code == 0, err
+    status = _recount(tmp_path / ".ragcov")
+    assert status == {"alpha": "untested", "beta": "covered", "hidden": "unreachable"}
+    code, out, _ = cli(capsys, "json", "-o", "-")
+    assert json.loads(out)["chunks"]["hidden"]["displaced_by"] == "alpha"
