@@ -164,3 +164,18 @@ def test_probe_rules_on_a_hand_made_corpus(city_corpus) -> None:
     fine = IdCheck(city_corpus)
     for _ in range(20):
         fine.see([(known, None)])
+
+
+def test_imported_traces_from_another_splitter_name_the_cause_and_the_fix(capsys, tmp_path: Path):
+    """Traces recorded over another chunking of the same documents: the import error says
+    so and says what to do, as a run's does (ids are DOC#N of documents the corpus holds)."""
+    corpus = tmp_path / "chunks.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"report.pdf#{n}", "doc_id": "report.pdf",
+                                          "text": f"part {n}"}) + "\n" for n in range(3)))
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text(json.dumps({"query_id": "q", "query": "revenue",
+                                  "retrieved": ["report.pdf#7", "report.pdf#9"]}) + "\n")
+    code, _, err = cli(capsys, "import", str(traces), "--format", "jsonl", "--corpus", str(corpus),
+                       "--data-file", str(tmp_path / "d.ragcov"))
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "another splitter" in err and "--chunk-size" in err and "--ignore-unknown" in err

@@ -283,7 +283,10 @@ def _check_run_against_corpus(run: Run, corpus: Corpus) -> None:
     unknown = corpus.unknown(run.chunk_ids())
     if unknown:
         shown = ", ".join(unknown[:20]) + (f" (and {len(unknown) - 20} more)" if len(unknown) > 20 else "")
-        raise RagcovError(f"{len(unknown)} retrieved chunk id(s) are not in the corpus: {shown}")
+        from ragcov.retrieval import mismatch_hint
+
+        raise RagcovError(f"{len(unknown)} retrieved chunk id(s) are not in the corpus: {shown}. "
+                          f"{mismatch_hint(unknown, corpus)}")
 
 
 def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing: dict[str, str],

@@ -252,8 +252,12 @@ class _Loop:
         qid = f"{self.out.stem}-{self.seq:05d}"
         run = Run(k=k, retriever=self.fingerprint)
         run.add(qid, text, _retrieve(self.retriever, text, k))
-        if corpus.unknown(run.chunk_ids()):
-            raise RagcovError("the retriever returned chunk ids that are not in the corpus")
+        unknown = corpus.unknown(run.chunk_ids())
+        if unknown:
+            from ragcov.retrieval import mismatch_hint
+
+            raise RagcovError(f"the retriever returned chunk ids that are not in the corpus "
+                              f"({', '.join(unknown[:3])}). {mismatch_hint(unknown, corpus)}")
         cols = [corpus.index_of(cid) for cid, _ in run.results[qid]]
         gained = [c for c in cols if not self.covered[c]]
         self.covered[gained] = True

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
-from ragcov.retrieval import Run, validate_k
+from ragcov.retrieval import Run, mismatch_hint, validate_k
 from ragcov.traces.detect import require_trace_file
 from ragcov.traces.jsonl import read_jsonl
 from ragcov.traces.langfuse import read_langfuse_spans
@@ -143,7 +143,7 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
     if not count:
         raise RagcovError(f"{path}: no retrievals found in this {fmt} file")
     if unknown and not ignore_unknown:
-        raise RagcovError(_unknown_message(path, list(unknown)))
+        raise RagcovError(_unknown_message(path, list(unknown), corpus))
     return ImportResult(run, count, unknown, dict(resolver.fallbacks), duplicate_spans,
                         stats.merged, stats.empty, fmt, resolver.matching)
 
@@ -187,8 +187,10 @@ def _resolve(trace: Trace, resolver: IdResolver, known: Mapping[str, int]) -> tu
     return ranked, complete
 
 
-def _unknown_message(path: Any, ids: list[str]) -> str:
+def _unknown_message(path: Any, ids: list[str], corpus: Any) -> str:
+    """The unknown ids, their likely cause (another splitter, store-made ids) and the fix."""
     shown = ", ".join(ids[:SHOW_UNKNOWN])
     more = f" (and {len(ids) - SHOW_UNKNOWN} more)" if len(ids) > SHOW_UNKNOWN else ""
     return (f"{path}: {len(ids)} retrieved id{'s' if len(ids) != 1 else ''} not in the corpus: "
-            f"{shown}{more}; pass --ignore-unknown (ignore_unknown=True) to skip them")
+            f"{shown}{more}. {mismatch_hint(ids, corpus)} Or pass --ignore-unknown "
+            "(ignore_unknown=True) to skip them")
