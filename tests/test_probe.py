@@ -412,3 +412,24 @@ def test_probe_through_a_module_attr_retriever(capsys, tmp_path: Path, monkeypat
     assert status == {"alpha": "untested", "beta": "covered", "hidden": "unreachable"}
     code, out, _ = cli(capsys, "json", "-o", "-")
     assert json.loads(out)["chunks"]["hidden"]["displaced_by"] == "alpha"
+
+
+def test_probe_adds_generated_questions_and_uses_the_recorded_retriever(capsys, tmp_path: Path,
+                                                                        planted: Path) -> None:
+    """--generator adds one written question per chunk (kind llm), kept apart from the
+    self-queries; with no --retriever the probe runs the recorded run's retriever."""
+    data = tmp_path / ".ragcov"
+    assert cli(capsys, "run", "--corpus", str(planted), "--queries", str(QUESTIONS),
+               "--retriever", "bm25", "--data-file", str(data), "-q")[0] == 0
+    code, _, err = cli(capsys, "probe", "--corpus", str(planted), "--data-file", str(data),
+                       "--sample", "20", "--generator", "extractive", "-q")
+    assert code == 0, err
+    con = sqlite3.connect(data)
+    kinds = dict(con.execute("SELECT kind, COUNT(*) FROM probes GROUP BY kind"))
+    assert kinds["llm"] == 20 and kinds["terms"] == 20
+    written = [t for (t,) in con.execute("SELECT text FROM probes WHERE kind = 'llm'")]
+    assert all(written) and len(set(written)) > 1
+    # Rerun: nothing asked twice.
+    code, _, err = cli(capsys, "probe", "--corpus", str(planted), "--data-file", str(data),
+                       "--sample", "20", "--generator", "extractive")
+    assert code == 0 and "0 new probe(s)" in err

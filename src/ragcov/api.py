@@ -272,17 +272,21 @@ class ProbeRun:
 
 def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
           sample: int | None = None, include: Sequence[str] = (), omit: Sequence[str] = (),
-          seed: int = 0, progress: bool = True, batch_size: int = 512) -> ProbeRun:
+          seed: int = 0, progress: bool = True, batch_size: int = 512,
+          generator: Any = None) -> ProbeRun:
     """Run each chunk's self-queries through ``retriever`` and record them as probes
     (``ragcov probe``); resumable: probes already recorded are not retrieved again.
 
     Probes are measured against a recorded run: the data file must exist and its k,
     corpus and retriever must match, checked before any retrieval. The suite's own
-    coverage is untouched (probes have their own tables).
+    coverage is untouched (probes have their own tables). With ``generator`` (any of
+    ``ragcov generate``'s), each chunk also gets one LLM-written question, asked and
+    recorded in batches so an interrupted run keeps the questions it paid for.
     """
-    from ragcov.data.probes import append_probes, recorded_probe_ids
+    from ragcov.data.probes import ProbeRow, append_probes, recorded_probe_ids
+    from ragcov.data.schema import check_compatible
     from ragcov.progress import progress_bar
-    from ragcov.reachability.selfquery import NONE, build_probes, choose_chunks
+    from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
 
     data = CoverageData(data_file)
     if not data.exists():
@@ -290,8 +294,6 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
                           "recorded run (run `ragcov run` first, with the same retriever)")
     meta = data.meta()
     fingerprint = retriever.fingerprint()
-    from ragcov.data.schema import check_compatible
-
     check_compatible(meta, meta.k, corpus.hash, fingerprint, str(data.path), "this probe run")
     rows = choose_chunks(corpus, sample=sample, include=include, omit=omit, seed=seed)
     texts, ids = corpus.texts, corpus.ids
@@ -299,17 +301,40 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     wordless = [ids[p.chunk] for p in probes if p.kind == NONE]
     done = recorded_probe_ids(data)
     todo = [p for p in probes if p.id not in done]
+    asks = [] if generator is None else [r for r in rows if probe_id(ids[r], LLM) not in done]
     added = 0
-    with progress_bar("Probing", total=len(todo), enabled=progress) as advance:
+
+    def record(batch: list[ProbeRow]) -> int:
+        asked = [(p.id, p.text) for p in batch if p.text]
+        run = run_retriever(retriever, asked, meta.k, progress=False, corpus=corpus)
+        return append_probes(data, corpus, meta.k, fingerprint, batch,
+                             [run.results.get(p.id, []) for p in batch])
+
+    with progress_bar("Probing", total=len(todo) + len(asks), enabled=progress) as advance:
         for start in range(0, len(todo), batch_size):
             batch = todo[start:start + batch_size]
-            asked = [(p.id, p.text) for p in batch if p.kind != NONE]
-            run = run_retriever(retriever, asked, meta.k, progress=False, corpus=corpus)
-            added += append_probes(data, corpus, meta.k, fingerprint, batch,
-                                   [run.results.get(p.id, []) for p in batch])
+            added += record(batch)
             advance(len(batch))
-    return ProbeRun(built=len(probes), added=added, already=len(probes) - len(todo),
-                    wordless=wordless, reachability=reachability(data_file))
+        step = max(1, batch_size // 32)  # LLM calls are slow: commit what they wrote often
+        for start in range(0, len(asks), step):
+            part = asks[start:start + step]
+            added += record([_llm_probe(generator, texts, ids, r, seed) for r in part])
+            advance(len(part))
+    return ProbeRun(built=len(probes) + len(asks), added=added,
+                    already=len(probes) - len(todo), wordless=wordless,
+                    reachability=reachability(data_file))
+
+
+def _llm_probe(generator: Any, texts: Sequence[str], ids: Sequence[str], row: int,
+               seed: int) -> Any:
+    """One question written for the chunk at ``row``; kept (empty) when the writer gives
+    nothing usable, so a rerun does not ask again."""
+    from ragcov.data.probes import ProbeRow
+    from ragcov.generation.cleaning import clean
+    from ragcov.reachability.selfquery import LLM, probe_id
+
+    gen = generator.generate([texts[row]], attempt=1, seed=seed * 1_000_003 + row)
+    return ProbeRow(probe_id(ids[row], LLM), row, LLM, clean(gen.raw))
 
 
 def reachability(data_file: str | os.PathLike[str]) -> Any:

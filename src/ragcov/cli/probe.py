@@ -20,6 +20,7 @@ from ragcov.cli.options import (
     RetrieverName,
     Split,
     check_outputs,
+    default_retriever,
     emit,
     load_corpus_opts,
 )
@@ -28,7 +29,7 @@ from ragcov.errors import RagcovError
 
 def probe(
     corpus: CorpusPath,
-    retriever: RetrieverName = "dense",
+    retriever: RetrieverName = None,
     model: Model = None,
     index: Index = "flat",
     data_file: DataFile = DEFAULT_DATA_PATH,
@@ -39,6 +40,16 @@ def probe(
     omit: Annotated[list[str] | None, typer.Option(
         help="Skip documents whose id matches this glob (repeatable).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of --sample.")] = 0,
+    generator: Annotated[str | None, typer.Option(
+        help="Also ask an LLM for one question per chunk: openai, llama-cpp or extractive "
+        "(as `ragcov generate`).")] = None,
+    generator_model: Annotated[str | None, typer.Option(
+        help="openai: the served model's name; llama-cpp: a GGUF file.")] = None,
+    base_url: Annotated[str | None, typer.Option(
+        help="OpenAI-compatible endpoint for --generator openai.")] = None,
+    api_key_env: Annotated[str, typer.Option(
+        help="Name of the environment variable holding the API key.")] = "OPENAI_API_KEY",
+    timeout: Annotated[float, typer.Option(help="Seconds per LLM request.")] = 60.0,
     qrels: Annotated[Path | None, typer.Option(
         help="Relevance labels: list the relevant chunks no test retrieves (lost gold), "
         "and those no probe retrieves either.")] = None,
@@ -66,10 +77,17 @@ def probe(
     if format not in ("text", "json"):
         raise RagcovError(f"unknown --format {format!r}: expected text or json")
     check_outputs([output], [data_file, qrels, corpus])
+    retriever, model = _recorded_retriever(data_file, corpus, retriever, model)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
     r = make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet)
+    gen = None
+    if generator is not None:
+        from ragcov.generation import make_generator
+
+        gen = make_generator(generator, corpus_obj.texts, model=generator_model,
+                             base_url=base_url, api_key_env=api_key_env, timeout=timeout)
     done = run_probe(corpus_obj, r, data_file, sample=sample, include=include or (),
-                     omit=omit or (), seed=seed, progress=not quiet)
+                     omit=omit or (), seed=seed, progress=not quiet, generator=gen)
     if done.wordless and not quiet:
         err.print(f"ragcov: warning: {len(done.wordless)} chunk(s) have no word to build a probe "
                   f"from (first: {done.wordless[0]}); unreachable unless another probe reaches "
@@ -95,3 +113,24 @@ def probe(
         err.print(f"Probed {data_file}: {done.added} new probe(s), {done.already} already "
                   f"recorded", markup=False)
     emit(text, output, "the reachability report")
+
+
+def _recorded_retriever(data_file: Path, corpus: str, retriever: str | None, model: str | None
+                        ) -> tuple[str, str | None]:
+    """Without ``--retriever``, the built-in retriever the recorded run used (and, for
+    dense, its model): probes must go through the same one, and the check after says so
+    if they would not."""
+    if retriever is not None:
+        return retriever, model
+    from ragcov.data import CoverageData
+
+    data = CoverageData(data_file)
+    if not data.exists():
+        return default_retriever(None, corpus), model
+    fp = data.meta().retriever
+    kind = fp.get("kind")
+    if kind in ("dense", "bm25", "store"):
+        recorded_model = fp.get("model") if kind == "dense" else None
+        return kind, model or recorded_model
+    raise RagcovError(f"{data_file} was recorded with a {kind} retriever: give --retriever, the "
+                      "same one, to probe it")

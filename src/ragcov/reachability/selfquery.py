@@ -27,7 +27,8 @@ TERMS = 8               # distinctive terms in a terms probe
 MIN_SENTENCE_WORDS = 3  # content words a sentence needs to be a probe
 MAX_SENTENCE_CHARS = 400
 NONE = "none"  # a chunk with no word to ask with: recorded, never retrieved
-KINDS = ("terms", "sentence", NONE)
+LLM = "llm"    # a question an LLM wrote for the chunk (`ragcov probe --generator`)
+KINDS = ("terms", "sentence", LLM, NONE)
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*[-*#|])")
 
