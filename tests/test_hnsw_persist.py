@@ -130,13 +130,31 @@ def damage_garbage(path: Path) -> None:
 
 def damage_payload_byte(path: Path) -> None:
     data = bytearray(path.read_bytes())
-    data[-1000] ^= 0xFF
+    data[len(data) // 3] ^= 0xFF
     path.write_bytes(bytes(data))
 
 
-def damage_header(path: Path) -> None:
+def trailer(path: Path) -> tuple[bytes, dict, bytes]:
+    """(payload, trailer fields, magic) of a saved file."""
     data = path.read_bytes()
-    path.write_bytes(MAGIC + b"{not json\n" + data[data.index(b"\n", len(MAGIC)) + 1:])
+    length = int(data[-len(MAGIC) - 20:-len(MAGIC)])
+    start = len(data) - len(MAGIC) - 20 - length
+    return data[:start - 1], json.loads(data[start:start + length]), data[-len(MAGIC):]
+
+
+def with_trailer(path: Path, payload: bytes, meta: bytes) -> None:
+    path.write_bytes(payload + b"\n" + meta + f"{len(meta):020d}".encode() + MAGIC)
+
+
+def damage_trailer(path: Path) -> None:
+    payload, _, _ = trailer(path)
+    with_trailer(path, payload, b"{not json")
+
+
+def damage_cut_payload(path: Path) -> None:
+    """The payload shortened, the trailer intact: a copy that lost a block in the middle."""
+    payload, meta, _ = trailer(path)
+    with_trailer(path, payload[:-4096], json.dumps(meta, sort_keys=True).encode())
 
 
 def damage_empty(path: Path) -> None:
@@ -151,12 +169,13 @@ def damage_bare_faiss(path: Path) -> None:
 
 
 @pytest.mark.parametrize("damage, message", [
-    (damage_truncate, "truncated"),
-    (damage_garbage, "not a ragcov HNSW index file"),
+    (damage_truncate, "truncated, or not a ragcov HNSW index file"),
+    (damage_garbage, "truncated, or not a ragcov HNSW index file"),
     (damage_payload_byte, "checksum"),
-    (damage_header, "header is damaged"),
-    (damage_empty, "not a ragcov HNSW index file"),
-    (damage_bare_faiss, "not a ragcov HNSW index file"),
+    (damage_trailer, "trailer is damaged"),
+    (damage_cut_payload, "truncated or padded"),
+    (damage_empty, "truncated, or not a ragcov HNSW index file"),
+    (damage_bare_faiss, "truncated, or not a ragcov HNSW index file"),
 ])
 def test_damaged_file_is_rebuilt_with_a_warning(cache, emb, queries, monkeypatch, damage, message):
     first = hnsw_index(emb, M, EF)
@@ -218,11 +237,9 @@ def test_header_for_other_parameters_is_rebuilt(cache, emb, monkeypatch):
     """A file copied over from another faiss version or build parameters."""
     hnsw_index(emb, M, EF)
     path = index_path(emb)
-    data = path.read_bytes()
-    end = data.index(b"\n", len(MAGIC))
-    meta = json.loads(data[len(MAGIC):end])
+    payload, meta, _ = trailer(path)
     meta["key"]["faiss"] = "0.0.1"
-    path.write_bytes(MAGIC + json.dumps(meta, sort_keys=True).encode() + data[end:])
+    with_trailer(path, payload, json.dumps(meta, sort_keys=True).encode())
     adds = count_adds(monkeypatch)
     with pytest.warns(UserWarning, match=r"made for other embeddings or parameters \(faiss differ"):
         hnsw_index(emb, M, EF)
@@ -257,3 +274,20 @@ def test_dense_retriever_reuses_the_index_with_identical_results(cache, minilm_p
     second = DenseRetriever(corpus, model=minilm_path, index="hnsw", progress=False)
     assert adds == []
     assert second.retrieve(queries, 5) == first.retrieve(queries, 5)
+
+
+def test_consistent_file_faiss_cannot_read_is_rebuilt(cache, emb, monkeypatch):
+    """A trailer whose checksum matches a cut payload (written so by a broken tool): the
+    reader's own error becomes the warning, and the index is rebuilt."""
+    hnsw_index(emb, M, EF)
+    path = index_path(emb)
+    payload, meta, _ = trailer(path)
+    path.write_bytes(payload[: len(payload) // 2])
+    with open(path, "rb") as fh:
+        meta["payload_sha256_tree"] = hnsw_cache.file_digest(fh.fileno(), len(payload) // 2)
+    meta["payload_bytes"] = len(payload) // 2
+    with_trailer(path, payload[: len(payload) // 2], json.dumps(meta, sort_keys=True).encode())
+    adds = count_adds(monkeypatch)
+    with pytest.warns(UserWarning, match="faiss cannot read it"):
+        index = hnsw_index(emb, M, EF)
+    assert adds == [N] and index.ntotal == N
