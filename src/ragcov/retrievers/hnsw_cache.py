@@ -11,16 +11,15 @@ The file is one of the cache's biggest and anyone can damage it (a partial copy,
 full disk, another tool), and faiss's reader is not meant for hostile bytes. So the
 file (faiss's own format) ends in a trailer with the key, the payload's length and its
 SHA-256 (a tree of 64 MiB blocks, hashed on all cores), and faiss reads nothing that
-failed those checks; a read index is then checked against
-the embeddings (count, dimension, metric, a few stored vectors, and that searching
-them finds them). Anything that fails is rebuilt with a warning, never trusted.
+failed those checks; a read index is then checked against the embeddings (count,
+dimension, metric, M, a few stored vectors, and that searching them finds them).
+Anything that fails is rebuilt with a warning, never trusted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import mmap
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,6 +35,7 @@ MAGIC = b"ragcov-hnsw-index 1\n"
 FORMAT = 1
 SPOT_CHECKS = 8
 _BLOCK = 64 << 20  # hashed by one thread
+_READ = 16 << 20
 _TRAILER_LIMIT = 1 << 16
 _LEN_WIDTH = 20
 
@@ -52,7 +52,7 @@ def embeddings_digest(emb: np.ndarray) -> str:
     """A hash of the embedding matrix: its shape, dtype and every byte.
 
     SHA-256 of 64 MiB blocks on all cores (hashlib lets go of the GIL), then of their
-    digests: 1.5 GB of embeddings at a million chunks take about a second, not three.
+    digests: the 1.5 GB of a million chunks' embeddings are hashed in parallel.
     """
     arr = np.ascontiguousarray(emb)
     flat = memoryview(arr.reshape(-1)).cast("B")
@@ -63,19 +63,24 @@ def embeddings_digest(emb: np.ndarray) -> str:
 
 
 def file_digest(fd: int, size: int) -> str:
-    """The same block-tree SHA-256 over the first ``size`` bytes of an open file, read
-    through a memory map (no copies; the threads hash the page cache directly)."""
-    if size == 0:
-        return _tree_digest(b"0", [])
-    with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mapped:
-        view = memoryview(mapped)
-        try:
-            blocks = [view[i:i + _BLOCK] for i in range(0, size, _BLOCK)]
-            with ThreadPoolExecutor(_workers()) as pool:
-                parts = list(pool.map(lambda b: hashlib.sha256(b).digest(), blocks))
-        finally:
-            blocks = []
-            view.release()
+    """The same block-tree SHA-256 over the first ``size`` bytes of an open file.
+
+    Read with ``pread`` rather than a memory map: a file cut short by another program
+    while it is hashed is then an error (rebuild), not a SIGBUS that kills the run."""
+
+    def block(offset: int) -> bytes:
+        h = hashlib.sha256()
+        end = min(offset + _BLOCK, size)
+        while offset < end:
+            chunk = os.pread(fd, min(_READ, end - offset), offset)
+            if not chunk:
+                raise OSError("the file got shorter while it was read")
+            h.update(chunk)
+            offset += len(chunk)
+        return h.digest()
+
+    with ThreadPoolExecutor(_workers()) as pool:
+        parts = list(pool.map(block, range(0, size, _BLOCK)))
     return _tree_digest(str(size).encode(), parts)
 
 
