@@ -284,7 +284,7 @@ def test_consistent_file_faiss_cannot_read_is_rebuilt(cache, emb, monkeypatch):
     payload, meta, _ = trailer(path)
     path.write_bytes(payload[: len(payload) // 2])
     with open(path, "rb") as fh:
-        meta["payload_sha256_tree"] = hnsw_cache.file_digest(fh.fileno(), len(payload) // 2)
+        meta["payload_crc32_blocks"] = hnsw_cache.file_digest(fh.fileno(), len(payload) // 2)
     meta["payload_bytes"] = len(payload) // 2
     with_trailer(path, payload[: len(payload) // 2], json.dumps(meta, sort_keys=True).encode())
     adds = count_adds(monkeypatch)
