@@ -16,6 +16,12 @@ Build time is reported beside search time: a coverage run builds the index once
 per corpus, so HNSW pays off only once the suite is large enough to recover the
 build. The break-even suite size is printed.
 
+The HNSW graph is saved beside the embedding cache and loaded on the next run
+(ragcov.retrievers.hnsw_cache): "load persisted HNSW vs build" times the whole load a
+run pays (hash of the embeddings, checksum of the file, faiss read, the checks on
+the read index) against the build, and asserts the loaded index returns the same
+ids and scores as the built one for every query.
+
 Run alone: ``.venv/bin/python benchmarks/bench_index.py [--quick|--tiny]``
 """
 
@@ -23,7 +29,9 @@ from __future__ import annotations
 
 import gc
 import inspect
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,8 +88,9 @@ def one_size(n: int, n_queries: int) -> list[dict]:
     hnsw.add(xb)
     t_build = time.perf_counter() - t
     t = time.perf_counter()
-    _, approx = hnsw.search(xq, K)
+    d_approx, approx = hnsw.search(xq, K)
     t_hnsw = time.perf_counter() - t
+    persisted = persist_and_load(hnsw, xb, xq, t_build, d_approx, approx)
     hnsw.reset()
     gc.collect()
     recall = float(np.mean([len(set(a) & set(e)) / K
@@ -98,7 +107,59 @@ def one_size(n: int, n_queries: int) -> list[dict]:
             t_flat_build, ratio=float("nan"),
             note=f"HNSW pays off from ~{breakeven:,.0f} queries per run at this size "
                  f"(build time / per-query search saving)", breakeven_queries=breakeven, n=n),
+        persisted,
     ]
+
+
+LOAD_AIM = 20.0
+
+
+def persist_and_load(built, xb: np.ndarray, xq: np.ndarray, t_build: float,
+                     d_built: np.ndarray, i_built: np.ndarray) -> dict:
+    """Save the built index as a run does, then time what the next run pays to load it."""
+    from ragcov.retrievers import hnsw_cache
+
+    with tempfile.TemporaryDirectory(prefix="ragcov-bench-index-") as cache:
+        before = os.environ.get("RAGCOV_CACHE_DIR")
+        os.environ["RAGCOV_CACHE_DIR"] = cache
+        try:
+            t = time.perf_counter()
+            key = hnsw_cache.hnsw_key(xb, M, built.hnsw.efConstruction)
+            path = hnsw_cache.hnsw_cache_path(key)
+            hnsw_cache.save_hnsw(path, built, key)
+            t_save = time.perf_counter() - t
+            size = path.stat().st_size
+            real_new = hnsw_cache.new_hnsw
+
+            def no_build(dim: int, m: int, ef_search: int):
+                index = real_new(dim, m, ef_search)
+                index.add = None  # a rebuild here would be a failed load: fail loudly
+                return index
+
+            hnsw_cache.new_hnsw = no_build
+            try:
+                t = time.perf_counter()
+                loaded = hnsw_cache.hnsw_index(xb, M, EF_SEARCH)
+                t_load = time.perf_counter() - t
+            finally:
+                hnsw_cache.new_hnsw = real_new
+        finally:
+            if before is None:
+                os.environ.pop("RAGCOV_CACHE_DIR", None)
+            else:
+                os.environ["RAGCOV_CACHE_DIR"] = before
+    d_loaded, i_loaded = loaded.search(xq, K)
+    identical = bool(np.array_equal(i_loaded, i_built) and np.array_equal(d_loaded, d_built))
+    assert identical, "the loaded index answers differently from the built one"
+    loaded.reset()
+    n = xb.shape[0]
+    ratio = t_build / t_load
+    return row(f"load persisted HNSW vs build, {n:,} chunks", t_load, t_build,
+               aim=f">= {LOAD_AIM:g}x", met=ratio >= LOAD_AIM,
+               note=f"load = hash of embeddings + checksum + faiss read + checks; save "
+                    f"{t_save:.1f} s once, file {size / 2**20:,.0f} MiB; {len(xq):,} queries' "
+                    f"top-{K} ids and scores identical: {identical}",
+               save_seconds=t_save, file_bytes=size, identical=identical, n=n)
 
 
 MODES = ("tiny", "quick", "full")

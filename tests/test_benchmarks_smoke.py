@@ -21,8 +21,10 @@ def test_tiny_run_prints_a_table_and_writes_json(tmp_path):
     assert lines[1] == ("| Benchmark | ragcov s | baseline s | ratio | aim | peak MiB | note |")
     body = [ln for ln in lines[3:] if ln.startswith("| ")]
     rows = json.loads(out.read_text())
-    assert len(body) == len(rows) == 3  # metrics: 1 row; index (one size): search + build
-    assert [r["bench"] for r in rows] == ["metrics", "index", "index"]
+    # metrics: 1 row; index (one size): search, build, load of the persisted HNSW
+    assert len(body) == len(rows) == 4
+    assert [r["bench"] for r in rows] == ["metrics", "index", "index", "index"]
+    assert rows[3]["identical"] is True and rows[3]["n"] == 5_000
     metrics = rows[0]
     assert metrics["seconds"] > 0 and metrics["baseline_seconds"] > 0
     assert metrics["ratio"] == metrics["baseline_seconds"] / metrics["seconds"]

@@ -186,7 +186,7 @@ class DenseRetriever:
         self.embeddings = (embeddings if embeddings is not None
                            else self._corpus_embeddings(use_cache))
         self.index = (prebuilt_index if prebuilt_index is not None
-                      else self._build_index(self.embeddings))
+                      else self._build_index(self.embeddings, use_cache))
         self._ids = corpus.ids
         self.recall: dict[str, Any] | None = None
 
@@ -204,14 +204,13 @@ class DenseRetriever:
             save_embeddings(path, emb)
         return emb
 
-    def _build_index(self, emb: np.ndarray) -> Any:
-        faiss = self._faiss
-        dim = emb.shape[1]
+    def _build_index(self, emb: np.ndarray, use_cache: bool = False) -> Any:
         if self.index_kind == "hnsw":
-            index = faiss.IndexHNSWFlat(dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efSearch = self.ef_search
-        else:
-            index = faiss.IndexFlatIP(dim)
+            # The graph is saved beside the embedding cache and loaded on the next run.
+            from ragcov.retrievers.hnsw_cache import hnsw_index
+
+            return hnsw_index(emb, self.hnsw_m, self.ef_search, persist=use_cache)
+        index = self._faiss.IndexFlatIP(emb.shape[1])
         index.add(emb)
         return index
 
