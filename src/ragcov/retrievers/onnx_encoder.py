@@ -1,0 +1,408 @@
+"""The dense retriever's encoder on ONNX Runtime: the same sentence-transformers model, exported once.
+
+PyTorch spends most of a first dense run encoding the corpus. The model's transformer
+is exported once, offline, from the installed model folder (``torch.onnx.export``,
+dynamic batch and sequence axes) into the cache beside the embeddings, keyed by the
+model's files and the export settings; later runs load the cached graph and never
+import torch. Tokenisation (the folder's ``tokenizer.json``, truncated at the model's
+``max_seq_length``), pooling and normalisation follow the model's own
+sentence-transformers configuration (``modules.json``, ``1_Pooling/config.json``), so
+fp32 ONNX gives PyTorch's embeddings up to float rounding. ``onnx-int8`` (dynamic
+quantisation of the weights) is faster again but its embeddings differ: it is opt-in
+and recorded in the retriever's fingerprint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragcov.errors import RagcovError
+from ragcov.files import atomic_path, cache_dir, write_json_atomic
+from ragcov.user_warnings import warn
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+OPSET = 17
+# Bumped when the export itself changes (wrapper, axes, quantisation settings), so an
+# old cached graph is never taken for a new one.
+EXPORT_VERSION = 1
+_HOOKS_SUPPORTED = ("Transformer", "Pooling", "Normalize")
+
+
+def check_backend(backend: str | None) -> str | None:
+    if backend is not None and backend not in BACKENDS:
+        raise RagcovError(f"unknown backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+    return backend
+
+
+def onnxruntime_available() -> bool:
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+def default_threads() -> int:
+    """The CPUs this process may run on: ONNX Runtime's count when none is pinned."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# ----------------------------------------------------------------- the model's configuration
+@dataclass(frozen=True)
+class ModelLayout:
+    """What sentence-transformers would do around the transformer, read from its folder."""
+
+    folder: Path            # the sentence-transformers folder
+    transformer: Path       # the transformer's own folder (config.json, weights)
+    tokenizer_file: Path
+    max_seq_length: int
+    pooling: tuple[str, ...]  # in sentence-transformers' concatenation order
+    normalize: bool
+    dimension: int
+    lower_case: bool = False
+
+    def fingerprint(self) -> str:
+        """Files' names, sizes and times: a new or edited model never reuses an old export."""
+        h = hashlib.sha256()
+        for path in sorted(p for p in self.folder.rglob("*") if p.is_file() and ".git" not in p.parts):
+            st = path.stat()
+            h.update(f"{path.relative_to(self.folder)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        return h.hexdigest()[:24]
+
+
+def local_folder(source: str) -> Path | None:
+    """The model's folder on disk: a path, or a name already in the Hugging Face cache. Never downloads."""
+    path = Path(source)
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(source, local_files_only=True))
+    except Exception:  # noqa: BLE001 - any failure means "not here": torch loads it its own way
+        return None
+
+
+def read_layout(source: str) -> ModelLayout:
+    """The model's layout, or RagcovError saying why ONNX cannot serve it (torch still can)."""
+    folder = local_folder(source)
+    if folder is None:
+        raise RagcovError(f"embedding model {source!r} is not on this machine as a folder; "
+                          "the onnx backend exports only local models")
+    modules_file = folder / "modules.json"
+    if modules_file.is_file():
+        modules = json.loads(modules_file.read_text(encoding="utf-8"))
+    else:  # a plain transformers folder: sentence-transformers adds mean pooling
+        modules = [{"path": "", "type": "sentence_transformers.models.Transformer"},
+                   {"path": "", "type": "sentence_transformers.models.Pooling"}]
+    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
+    if not kinds or kinds[0] != "Transformer" or any(k not in _HOOKS_SUPPORTED for k in kinds) \
+            or kinds.count("Pooling") != 1:
+        raise RagcovError(f"embedding model {source!r} has modules {kinds}: the onnx backend "
+                          "supports Transformer, Pooling and Normalize only (use --backend torch)")
+    transformer = folder / str(modules[0].get("path") or "")
+    pooling_dir = folder / str(modules[kinds.index("Pooling")].get("path") or "")
+    pool_cfg: dict[str, Any] = {}
+    if (pooling_dir / "config.json").is_file() and pooling_dir != transformer:
+        pool_cfg = json.loads((pooling_dir / "config.json").read_text(encoding="utf-8"))
+    else:
+        pool_cfg = {"pooling_mode_mean_tokens": True}
+    modes = tuple(m for m in ("cls_token", "max_tokens", "mean_tokens", "mean_sqrt_len_tokens")
+                  if pool_cfg.get(f"pooling_mode_{m}"))
+    unsupported = [m for m in ("weightedmean_tokens", "lasttoken") if pool_cfg.get(f"pooling_mode_{m}")]
+    if unsupported or not modes or pool_cfg.get("include_prompt") is False:
+        raise RagcovError(f"embedding model {source!r}: pooling {unsupported or pool_cfg} is not "
+                          "supported by the onnx backend (use --backend torch)")
+    st_cfg: dict[str, Any] = {}
+    for name in ("sentence_bert_config.json", "sentence_roberta_config.json"):
+        if (transformer / name).is_file():
+            st_cfg = json.loads((transformer / name).read_text(encoding="utf-8"))
+            break
+    model_cfg = json.loads((transformer / "config.json").read_text(encoding="utf-8"))
+    tok_cfg_file = transformer / "tokenizer_config.json"
+    tok_cfg = json.loads(tok_cfg_file.read_text(encoding="utf-8")) if tok_cfg_file.is_file() else {}
+    limits = [v for v in (st_cfg.get("max_seq_length"), tok_cfg.get("model_max_length"),
+                          model_cfg.get("max_position_embeddings")) if isinstance(v, int) and v > 0]
+    # sentence-transformers: its own max_seq_length when set, else the smaller of the
+    # tokenizer's and the model's limits.
+    max_len = st_cfg.get("max_seq_length") if st_cfg.get("max_seq_length") else min(limits, default=512)
+    tokenizer_file = transformer / "tokenizer.json"
+    if not tokenizer_file.is_file():
+        raise RagcovError(f"embedding model {source!r} has no tokenizer.json: the onnx backend "
+                          "needs a fast tokenizer (use --backend torch)")
+    hidden = int(pool_cfg.get("word_embedding_dimension") or model_cfg.get("hidden_size") or 0)
+    return ModelLayout(folder=folder, transformer=transformer, tokenizer_file=tokenizer_file,
+                       max_seq_length=int(max_len), pooling=modes, normalize="Normalize" in kinds,
+                       dimension=hidden * len(modes), lower_case=bool(st_cfg.get("do_lower_case")))
+
+
+def _cached_export_exists(source: str) -> bool:
+    try:
+        layout = read_layout(source)
+    except (RagcovError, OSError, ValueError):
+        return False
+    return export_paths(layout, False)[0].is_file()
+
+
+def resolve_backend(backend: str | None, source: str) -> str:
+    """``backend`` when asked for; else onnx where ONNX Runtime can serve this model, else torch.
+
+    fp32 ONNX and torch give the same top-k up to float rounding, so the default may
+    fall back to torch silently; an asked-for onnx backend that cannot serve says why.
+    """
+    check_backend(backend)
+    if backend is not None:
+        return backend
+    if not onnxruntime_available():
+        return "torch"
+    if _cached_export_exists(source):
+        return "onnx"
+    if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("torch") is None:
+        return "torch"  # cannot export, and nothing exported yet
+    try:
+        read_layout(source)
+    except (RagcovError, OSError, ValueError):
+        return "torch"
+    return "onnx"
+
+
+# ------------------------------------------------------------------------------ the export
+def export_paths(layout: ModelLayout, int8: bool) -> tuple[Path, Path]:
+    key = f"{layout.fingerprint()}-opset{OPSET}-v{EXPORT_VERSION}"
+    folder = cache_dir() / "onnx" / key
+    name = "model-int8.onnx" if int8 else "model.onnx"
+    return folder / name, folder / f"{name}.json"
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _sound(model: Path, meta: Path) -> str | None:
+    """Why a cached graph cannot be trusted, or None: its digest must match the one recorded."""
+    if not model.is_file() or not meta.is_file():
+        return "missing"
+    try:
+        recorded = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "its record is unreadable"
+    if not isinstance(recorded, dict) or recorded.get("sha256") != _file_sha256(model):
+        return "its contents do not match the digest recorded when it was written"
+    return None
+
+
+def _export_fp32(layout: ModelLayout, target: Path) -> list[str]:
+    """Export the transformer (token embeddings out) with dynamic batch and sequence axes."""
+    try:
+        import torch
+        from transformers import AutoModel
+    except ImportError as exc:
+        raise RagcovError("exporting the model for the onnx backend needs torch and transformers: "
+                          "pip install 'ragcov[dense]' (or use --backend torch)") from exc
+    if importlib.util.find_spec("onnx") is None:
+        raise RagcovError("exporting the model for the onnx backend needs the onnx package: "
+                          "pip install 'ragcov[onnx]' (or use --backend torch)")
+    import inspect
+    import warnings
+
+    # eager attention: the exported graph then keeps the attention mask as an input for any shape.
+    model = AutoModel.from_pretrained(str(layout.transformer), attn_implementation="eager").eval()
+    accepted = inspect.signature(model.forward).parameters
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in accepted]
+
+    class TokenEmbeddings(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *inputs: Any) -> Any:
+            return self.inner(**dict(zip(names, inputs))).last_hidden_state
+
+    sample = {"input_ids": torch.tensor([[101, 7592, 2088, 102], [101, 1037, 102, 0]]),
+              "attention_mask": torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]]),
+              "token_type_ids": torch.zeros((2, 4), dtype=torch.long)}
+    axes = {n: {0: "batch", 1: "sequence"} for n in names}
+    axes["token_embeddings"] = {0: "batch", 1: "sequence"}
+    with atomic_path(target) as tmp, torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(TokenEmbeddings(model), tuple(sample[n] for n in names), str(tmp),
+                          input_names=names, output_names=["token_embeddings"],
+                          dynamic_axes=axes, opset_version=OPSET, dynamo=False)
+    return names
+
+
+def _quantize(fp32: Path, target: Path) -> None:
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise RagcovError("the onnx-int8 backend needs the onnx package: pip install 'ragcov[onnx]'"
+                          ) from exc
+    import logging
+
+    quiet = logging.getLogger().level
+    logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" advice
+    try:
+        with atomic_path(target) as tmp:
+            quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
+    finally:
+        logging.getLogger().setLevel(quiet)
+
+
+def exported_model(layout: ModelLayout, int8: bool) -> Path:
+    """The cached graph for this model and settings, exported (and checked) when needed."""
+    model, meta = export_paths(layout, int8)
+    problem = _sound(model, meta)
+    if problem is None:
+        return model
+    if problem != "missing":
+        warn(f"ONNX export cache {model}: {problem}; exporting it again")
+    if int8:
+        source = exported_model(layout, False)
+        _quantize(source, model)
+    else:
+        _export_fp32(layout, model)
+    write_json_atomic(meta, {"sha256": _file_sha256(model), "opset": OPSET, "int8": int8,
+                             "export_version": EXPORT_VERSION, "model": str(layout.folder)})
+    return model
+
+
+# ----------------------------------------------------------------------------- the encoder
+class _Hook:
+    def __init__(self, hooks: list[Callable[..., None]], fn: Callable[..., None]) -> None:
+        self._hooks, self._fn = hooks, fn
+
+    def remove(self) -> None:
+        if self._fn in self._hooks:
+            self._hooks.remove(self._fn)
+
+
+class OnnxEncoder:
+    """``SentenceTransformer.encode``'s contract on ONNX Runtime, for the calls ragcov makes."""
+
+    def __init__(self, source: str, int8: bool = False) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise RagcovError("the onnx backend needs onnxruntime and tokenizers: "
+                              "pip install 'ragcov[onnx]' (or use --backend torch)") from exc
+        self._ort = ort
+        self.layout = read_layout(source)
+        self.backend = "onnx-int8" if int8 else "onnx"
+        self.path = exported_model(self.layout, int8)
+        tok = Tokenizer.from_file(str(self.layout.tokenizer_file))
+        tok.enable_truncation(max_length=self.layout.max_seq_length)
+        tok.no_padding()
+        self._tokenizer = tok
+        self._pad_id = self._pad_token_id()
+        self._threads = default_threads()
+        self._sessions: dict[int, Any] = {}
+        try:
+            self._session(self._threads)
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own classes
+            warn(f"ONNX export cache {self.path}: cannot be loaded ({type(exc).__name__}); "
+                 "exporting it again")
+            self.path.unlink(missing_ok=True)
+            self.path = exported_model(self.layout, int8)
+            self._sessions.clear()
+            self._session(self._threads)
+        self._inputs = [i.name for i in self._session(self._threads).get_inputs()]
+        self._hooks: list[Callable[..., None]] = []
+
+    def _pad_token_id(self) -> int:
+        cfg_file = self.layout.transformer / "tokenizer_config.json"
+        pad = "[PAD]"
+        if cfg_file.is_file():
+            cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
+            value = cfg.get("pad_token")
+            pad = value.get("content", pad) if isinstance(value, dict) else (value or pad)
+        found = self._tokenizer.token_to_id(str(pad))
+        return int(found) if found is not None else 0
+
+    def _session(self, threads: int) -> Any:
+        if threads not in self._sessions:
+            opts = self._ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+            self._sessions[threads] = self._ort.InferenceSession(
+                str(self.path), sess_options=opts, providers=["CPUExecutionProvider"])
+        return self._sessions[threads]
+
+    @contextlib.contextmanager
+    def pinned_threads(self, n: int) -> Iterator[None]:
+        """Encode under ``n`` intra-op threads (one session per count), as torch_threads does for torch."""
+        before, self._threads = self._threads, n
+        try:
+            yield
+        finally:
+            self._threads = before
+
+    def register_forward_hook(self, fn: Callable[..., None]) -> _Hook:
+        """Called after every batch, as a torch module's forward hook is (progress bars use it)."""
+        self._hooks.append(fn)
+        return _Hook(self._hooks, fn)
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return self.layout.dimension
+
+    def _batch(self, texts: list[str]) -> np.ndarray:
+        if self.layout.lower_case:  # sentence-transformers lower-cases before its tokenizer
+            texts = [t.lower() for t in texts]
+        encodings = self._tokenizer.encode_batch(texts)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.full((len(texts), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(texts), width), dtype=np.int64)
+        types = np.zeros((len(texts), width), dtype=np.int64)
+        for row, e in enumerate(encodings):
+            n = len(e.ids)
+            ids[row, :n], mask[row, :n], types[row, :n] = e.ids, 1, e.type_ids
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        tokens = self._session(self._threads).run(None, {n: feeds[n] for n in self._inputs})[0]
+        features = {"input_ids": ids}
+        for hook in list(self._hooks):
+            hook(self, (features,), None)
+        return self._pool(tokens.astype(np.float32, copy=False), mask)
+
+    def _pool(self, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        m = mask[:, :, None].astype(np.float32)
+        parts = []
+        for mode in self.layout.pooling:
+            if mode == "cls_token":
+                parts.append(tokens[:, 0])
+            elif mode == "max_tokens":
+                parts.append(np.where(m > 0, tokens, -1e9).max(axis=1))
+            else:
+                summed = (tokens * m).sum(axis=1)
+                counts = np.clip(m.sum(axis=1), 1e-9, None)
+                parts.append(summed / (counts if mode == "mean_tokens" else np.sqrt(counts)))
+        return np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 32, normalize_embeddings: bool = False,
+               convert_to_numpy: bool = True, show_progress_bar: bool = False,
+               **_: Any) -> np.ndarray:
+        """Batches of similar lengths (as sentence-transformers sorts them), in the input's order out."""
+        texts = list(sentences)
+        out = np.empty((len(texts), self.layout.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        for start in range(0, len(texts), batch_size):
+            pick = order[start:start + batch_size]
+            out[pick] = self._batch([texts[int(i)] for i in pick])
+        if self.layout.normalize or normalize_embeddings:
+            norms = np.linalg.norm(out, axis=1, keepdims=True)
+            out /= np.clip(norms, 1e-12, None)
+        return out
