@@ -10,6 +10,7 @@ import typer
 from ragcov.cli.console import err
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
+    Backend,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
@@ -30,6 +31,7 @@ def probe(
     corpus: CorpusPath,
     retriever: RetrieverName = "dense",
     model: Model = None,
+    backend: Backend = None,
     index: Index = "flat",
     data_file: DataFile = DEFAULT_DATA_PATH,
     sample: Annotated[int | None, typer.Option(
@@ -67,7 +69,8 @@ def probe(
         raise RagcovError(f"unknown --format {format!r}: expected text or json")
     check_outputs([output], [data_file, qrels, corpus])
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
-    r = make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet)
+    r = make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
+                       backend=backend)
     done = run_probe(corpus_obj, r, data_file, sample=sample, include=include or (),
                      omit=omit or (), seed=seed, progress=not quiet)
     if done.wordless and not quiet:
