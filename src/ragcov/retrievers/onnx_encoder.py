@@ -218,6 +218,10 @@ def _export_fp32(layout: ModelLayout, target: Path) -> list[str]:
     import inspect
     import warnings
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
     # eager attention: the exported graph then keeps the attention mask as an input for any shape.
     model = AutoModel.from_pretrained(str(layout.transformer), attn_implementation="eager").eval()
     accepted = inspect.signature(model.forward).parameters
