@@ -165,7 +165,8 @@ def _forget(token: str) -> None:
 
 
 # --------------------------------------------------------------------- cluster
-def dask_encode_threads(threads: int | None = None, scheduler: str | None = None) -> int:
+def dask_encode_threads(threads: int | None = None, scheduler: str | None = None,
+                        backend: str = "torch") -> int:
     """The torch thread count every worker encodes with (the driver's too).
 
     ``threads`` when given, else ``$RAGCOV_ENCODE_THREADS``. Otherwise, on a
@@ -179,7 +180,7 @@ def dask_encode_threads(threads: int | None = None, scheduler: str | None = None
 
     if threads is None and scheduler and not os.environ.get(ENCODE_THREADS_ENV, "").strip():
         return 1
-    return encode_threads(threads)
+    return encode_threads(threads, backend)
 
 
 @contextlib.contextmanager
@@ -300,7 +301,16 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
     data.check_destination()  # before a cluster starts; the rest once the retriever is known
     todo = [(q.id, q.text) for q in suite]
     # Resolved before a LocalCluster starts (see dask_encode_threads) and sent to workers.
-    threads = dask_encode_threads(encode_threads, scheduler) if retriever == "dense" else 1
+    threads = 1
+    if retriever == "dense":
+        from ragcov.retrievers.dense import load_encoder, resolve_model
+        from ragcov.retrievers.onnx_encoder import resolve_backend
+
+        source = resolve_model(model)[1]
+        backend = resolve_backend(None, source)
+        if backend != "torch":  # exported once here, not by every worker at once
+            load_encoder(source, backend=backend)
+        threads = dask_encode_threads(encode_threads, scheduler, backend)
     spec = {"kind": retriever, "model": model, "index": index, "batch_size": batch_size,
             "threads": threads}
     token = uuid.uuid4().hex

@@ -34,7 +34,7 @@ BACKENDS = ("torch", "onnx", "onnx-int8")
 OPSET = 17
 # Bumped when the export itself changes (wrapper, axes, quantisation settings), so an
 # old cached graph is never taken for a new one.
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 _HOOKS_SUPPORTED = ("Transformer", "Pooling", "Normalize")
 
 
@@ -260,7 +260,8 @@ def _quantize(fp32: Path, target: Path) -> None:
     logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" advice
     try:
         with atomic_path(target) as tmp:
-            quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
+            # Per-channel scales: recall@5 against fp32 0.88 on the bundled sample, 0.75 per tensor.
+            quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
     finally:
         logging.getLogger().setLevel(quiet)
 
