@@ -2,7 +2,7 @@
 
 Texts: the first 256 chunks (32 with --quick) of the bundled FinQA sample
 (218 report pages, the default chunker), the default model (all-MiniLM-L6-v2,
-local copy). ragcov side: building a ``DenseRetriever`` with the cache off
+local copy). ragcov side: building a torch ``DenseRetriever`` with the cache off
 (embedding in slices under its progress machinery, normalising, building the
 flat index). Baseline: one bare
 ``SentenceTransformer.encode(texts, batch_size=64, normalize_embeddings=True)``
@@ -53,7 +53,7 @@ def main(mode: str = "full") -> list[dict]:
     emb_ours = emb_bare = None
     for _ in range(1 if quick else 2):
         t = time.perf_counter()
-        r = DenseRetriever(corpus, use_cache=False, progress=False)
+        r = DenseRetriever(corpus, use_cache=False, progress=False, backend="torch")
         ours.append(time.perf_counter() - t)
         emb_ours = r.embeddings
         t = time.perf_counter()
