@@ -30,6 +30,19 @@ def test_unknown_backend_is_one_line_error(tmp_path: Path, city_corpus_file: Pat
                                         "torch, onnx, onnx-int8"]
 
 
+def test_backend_is_a_tool_ragcov_setting(tmp_path: Path, city_corpus_file: Path, capsys,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "q.jsonl").write_text('{"id": "q1", "question": "capital of France"}\n',
+                                      encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[tool.ragcov]\nbackend = "onnx-fp16"\n',
+                                             encoding="utf-8")
+    code, _, err = cli(capsys, "run", "--corpus", str(city_corpus_file), "--queries", "q.jsonl",
+                       "--retriever", "bm25", "-q")
+    assert code == 1
+    assert "unknown backend 'onnx-fp16'" in err and len(err.strip().splitlines()) == 1
+
+
 def _st_folder(root: Path, modules: list[dict], pooling: dict, st_cfg: dict | None = None) -> Path:
     root.mkdir()
     (root / "modules.json").write_text(json.dumps(modules), encoding="utf-8")
