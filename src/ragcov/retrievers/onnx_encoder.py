@@ -364,6 +364,7 @@ class OnnxEncoder:
         return self.layout.dimension
 
     def _batch(self, texts: list[str]) -> np.ndarray:
+        texts = [t.strip() for t in texts]  # as sentence-transformers' Transformer does
         if self.layout.lower_case:  # sentence-transformers lower-cases before its tokenizer
             texts = [t.lower() for t in texts]
         encodings = self._tokenizer.encode_batch(texts)
