@@ -75,6 +75,9 @@ def test_layout_follows_the_models_own_pooling_and_length(tmp_path: Path) -> Non
     layout = read_layout(str(mean_norm))
     assert (layout.pooling, layout.normalize, layout.dimension) == (
         ("max_tokens", "mean_tokens"), True, 16)
+    newer_form = _st_folder(tmp_path / "newer", [_TRANSFORMER, _POOLING],
+                            {"word_embedding_dimension": 8, "pooling_mode": "cls"})
+    assert read_layout(str(newer_form)).pooling == ("cls_token",)
 
 
 def test_a_model_onnx_cannot_reproduce_is_refused_and_the_default_stays_torch(tmp_path: Path) -> None:

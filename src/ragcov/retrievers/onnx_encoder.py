@@ -116,6 +116,12 @@ def read_layout(source: str) -> ModelLayout:
         pool_cfg = json.loads((pooling_dir / "config.json").read_text(encoding="utf-8"))
     else:
         pool_cfg = {"pooling_mode_mean_tokens": True}
+    if "pooling_mode" in pool_cfg:  # the newer form: one name or a list of names
+        named = pool_cfg["pooling_mode"]
+        short = {"cls": "cls_token", "max": "max_tokens", "mean": "mean_tokens",
+                 "weightedmean": "weightedmean_tokens"}
+        for name in [named] if isinstance(named, str) else list(named):
+            pool_cfg[f"pooling_mode_{short.get(name, name)}"] = True
     modes = tuple(m for m in ("cls_token", "max_tokens", "mean_tokens", "mean_sqrt_len_tokens")
                   if pool_cfg.get(f"pooling_mode_{m}"))
     unsupported = [m for m in ("weightedmean_tokens", "lasttoken") if pool_cfg.get(f"pooling_mode_{m}")]
@@ -364,7 +370,6 @@ class OnnxEncoder:
         return self.layout.dimension
 
     def _batch(self, texts: list[str]) -> np.ndarray:
-        texts = [t.strip() for t in texts]  # as sentence-transformers' Transformer does
         if self.layout.lower_case:  # sentence-transformers lower-cases before its tokenizer
             texts = [t.lower() for t in texts]
         encodings = self._tokenizer.encode_batch(texts)
