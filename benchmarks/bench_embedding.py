@@ -47,7 +47,7 @@ def main(mode: str = "full") -> list[dict]:
     # A slice of the chunks: enough batches for a stable rate on a small machine.
     corpus = Corpus(list(corpus)[:32 if quick else 256], chunking=corpus.chunking)
     texts = corpus.texts
-    model = load_encoder(resolve_model(None)[1])
+    model = load_encoder(resolve_model(None)[1], backend="torch")  # the bare baseline: torch
     model.encode(texts[:64], batch_size=64, normalize_embeddings=True)  # warm-up
     ours, bare = [], []
     emb_ours = emb_bare = None
