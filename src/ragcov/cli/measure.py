@@ -136,10 +136,11 @@ def index(
     from ragcov.files import cache_dir
     from ragcov.retrievers.dense import DenseRetriever
 
-    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     from ragcov.retrievers.onnx_encoder import check_backend
 
-    r = DenseRetriever(corpus_obj, model=model, backend=check_backend(backend))
+    check_backend(backend)  # before the corpus is read
+    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
+    r = DenseRetriever(corpus_obj, model=model, backend=backend)
     state = "embedded" if r.chunks_embedded else "already cached"
     out.print(f"{len(corpus_obj)} chunks {state} with {r.model_name} ({r.backend}) in {cache_dir()}")
 
