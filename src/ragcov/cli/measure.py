@@ -135,7 +135,6 @@ def index(
     """Embed the corpus for the dense retriever and cache the embeddings (runs reuse them)."""
     from ragcov.files import cache_dir
     from ragcov.retrievers.dense import DenseRetriever
-
     from ragcov.retrievers.onnx_encoder import check_backend
 
     check_backend(backend)  # before the corpus is read
