@@ -250,3 +250,36 @@ def test_a_run_on_the_cached_onnx_export_never_imports_torch(minilm_path: str, t
 
     assert run("first.ragcov") == "torch imported"  # the one export needs torch
     assert run("second.ragcov") == "no torch"
+
+
+@pytest.mark.slow
+def test_store_queries_on_onnx_match_torch_and_int8_is_recorded(sample, sample_embeddings, in_cache,
+                                                                tmp_path: Path, capsys) -> None:
+    """--retriever store: the queries' encoder is the backend's; fp32 the same run, int8 named."""
+    chromadb = pytest.importorskip("chromadb")
+    from ragcov.data import CoverageData
+
+    corpus, _ = sample
+    n = 200  # a slice of the sample keeps the store small
+    col = chromadb.PersistentClient(path=str(tmp_path / "db")).create_collection(
+        "finqa", configuration={"hnsw": {"space": "cosine"}})
+    col.add(ids=corpus.ids[:n], documents=corpus.texts[:n],
+            embeddings=sample_embeddings["torch"][:n].tolist(),
+            metadatas=[{"doc_id": c.doc_id} for c in list(corpus)[:n]])
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join(json.dumps({"id": f"q{i}", "question": t}) + "\n" for i, t in enumerate(
+        ["net revenue growth", "long-term debt maturities", "share repurchases", "pension plan assets",
+         "cash flows from operations"])), encoding="utf-8")
+    runs = {}
+    for backend in ("torch", "onnx", "onnx-int8"):
+        data = tmp_path / f"{backend}.ragcov"
+        code, _, err = cli(capsys, "run", "--corpus", f"chroma://{tmp_path / 'db'}?collection=finqa",
+                           "--queries", str(queries), "--backend", backend, "-k", "5",
+                           "--data-file", str(data), "-q")
+        assert code == 0, err
+        runs[backend] = CoverageData(data)
+    fps = {b: d.meta().retriever for b, d in runs.items()}
+    assert fps["torch"] == fps["onnx"] and "backend" not in fps["onnx"]
+    assert fps["onnx-int8"]["backend"] == "onnx-int8"
+    hits = {b: [d.matrix().retrieved(row) for row in range(5)] for b, d in runs.items()}
+    assert hits["onnx"] == hits["torch"]
