@@ -43,6 +43,18 @@ def test_backend_is_a_tool_ragcov_setting(tmp_path: Path, city_corpus_file: Path
     assert "unknown backend 'onnx-fp16'" in err and len(err.strip().splitlines()) == 1
 
 
+def test_int8_on_dask_is_refused_before_a_cluster_starts(city_corpus, tmp_path: Path) -> None:
+    """Its embeddings would land in the fp32 cache entry the sharded path reads."""
+    pytest.importorskip("dask.distributed")
+    from ragcov.distributed import measure_dask
+    from ragcov.suite import Query, Suite
+
+    with pytest.raises(RagcovError, match="onnx-int8 is not available with --engine dask"):
+        measure_dask(city_corpus, Suite([Query("q1", "capital of France")]), "dense",
+                     data_file=tmp_path / "d.ragcov", backend="onnx-int8")
+    assert not (tmp_path / "d.ragcov").exists()
+
+
 def _st_folder(root: Path, modules: list[dict], pooling: dict, st_cfg: dict | None = None) -> Path:
     root.mkdir()
     (root / "modules.json").write_text(json.dumps(modules), encoding="utf-8")

@@ -75,9 +75,6 @@ def run(
     from ragcov.retrievers.onnx_encoder import check_backend
 
     check_backend(backend)
-    if engine == "dask" and backend == "onnx-int8":
-        raise RagcovError("--backend onnx-int8 is not available with --engine dask: its workers "
-                          "encode in fp32 (torch or onnx); use --engine local")
     retriever = default_retriever(retriever, corpus)
     if engine == "dask" and retriever == "store":
         raise RagcovError("--retriever store (the default for a store URL) searches the store from "
@@ -97,7 +94,7 @@ def run(
 
         m = measure_dask(corpus_obj, suite, retriever=retriever, model=model, index=index, k=k,
                          data_file=data_file, append=append, scheduler=scheduler,
-                         partitions=partitions, progress=not quiet)
+                         partitions=partitions, progress=not quiet, backend=backend)
     else:
         from ragcov.progress import status
 
