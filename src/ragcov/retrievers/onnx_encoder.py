@@ -1,10 +1,10 @@
 """The dense retriever's encoder on ONNX Runtime: the same sentence-transformers model, exported once.
 
-PyTorch spends most of a first dense run encoding the corpus. The model's transformer
-is exported once, offline, from the installed model folder (``torch.onnx.export``,
-dynamic batch and sequence axes) into the cache beside the embeddings, keyed by the
-model's files and the export settings; later runs load the cached graph and never
-import torch. Tokenisation (the folder's ``tokenizer.json``, truncated at the model's
+Importing torch and sentence-transformers and loading the model is most of a short
+run's time. The model's transformer is exported once, offline, from the installed model
+folder (``torch.onnx.export``, dynamic batch and sequence axes) into the cache beside the
+embeddings, keyed by the model's files and the export settings; later runs load the
+cached graph and never import torch. Tokenisation (the folder's ``tokenizer.json``, truncated at the model's
 ``max_seq_length``), pooling and normalisation follow the model's own
 sentence-transformers configuration (``modules.json``, ``1_Pooling/config.json``), so
 fp32 ONNX gives PyTorch's embeddings up to float rounding. ``onnx-int8`` (dynamic
