@@ -74,10 +74,12 @@ def aligned_slices(n: int, parts: int, unit: int) -> list[tuple[int, int]]:
 
 
 # --------------------------------------------------------------- worker tasks
-def _embed_slice(source: str, texts: list[str], batch_size: int, threads: int) -> np.ndarray:
+def _embed_slice(source: str, texts: list[str], batch_size: int, threads: int,
+                 backend: str | None = None) -> np.ndarray:
     from ragcov.retrievers.dense import encode, load_encoder
 
-    return encode(load_encoder(source), texts, batch_size, progress=False, threads=threads)
+    return encode(load_encoder(source, backend=backend), texts, batch_size, progress=False,
+                  threads=threads)
 
 
 def _worker_retriever(token: str, spec: dict[str, Any], corpus: Corpus,
@@ -101,7 +103,8 @@ def _build_retriever(spec: dict[str, Any], corpus: Corpus, shared: dict[str, Any
             prebuilt = faiss.deserialize_index(shared["index_bytes"])
         r = DenseRetriever(corpus, model=spec["model"], index=spec["index"], progress=False,
                            batch_size=spec["batch_size"], embeddings=shared["embeddings"],
-                           prebuilt_index=prebuilt, threads=spec["threads"])
+                           prebuilt_index=prebuilt, threads=spec["threads"],
+                           backend=spec.get("backend"))
         if prebuilt is not None:
             prebuilt.hnsw.efSearch = r.ef_search
         return r
@@ -165,7 +168,8 @@ def _forget(token: str) -> None:
 
 
 # --------------------------------------------------------------------- cluster
-def dask_encode_threads(threads: int | None = None, scheduler: str | None = None) -> int:
+def dask_encode_threads(threads: int | None = None, scheduler: str | None = None,
+                        backend: str = "torch") -> int:
     """The torch thread count every worker encodes with (the driver's too).
 
     ``threads`` when given, else ``$RAGCOV_ENCODE_THREADS``. Otherwise, on a
@@ -179,7 +183,7 @@ def dask_encode_threads(threads: int | None = None, scheduler: str | None = None
 
     if threads is None and scheduler and not os.environ.get(ENCODE_THREADS_ENV, "").strip():
         return 1
-    return encode_threads(threads)
+    return encode_threads(threads, backend)
 
 
 @contextlib.contextmanager
@@ -235,7 +239,8 @@ def _n_workers(client: Any) -> int:
 
 # ------------------------------------------------------------------------ dense
 def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int,
-                      batch_size: int, threads: int, progress: bool) -> np.ndarray:
+                      batch_size: int, threads: int, progress: bool,
+                      backend: str | None = None) -> np.ndarray:
     """The corpus embeddings: from the cache if a run made them, else embedded in shards."""
     from ragcov.retrievers.dense import (
         ENCODE_CHUNK,
@@ -253,7 +258,8 @@ def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int
     # Several slices per worker so a slow worker does not hold the others up.
     slices = aligned_slices(len(corpus), parts * 4, ENCODE_CHUNK)
     texts = corpus.texts
-    futures = [client.submit(_embed_slice, source, texts[a:b], batch_size, threads, pure=False)
+    futures = [client.submit(_embed_slice, source, texts[a:b], batch_size, threads, backend,
+                             pure=False)
                for a, b in slices]
     pieces: list[np.ndarray | None] = [None] * len(slices)
     where = {f.key: i for i, f in enumerate(futures)}
@@ -275,7 +281,8 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
                  data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, append: bool = False,
                  scheduler: str | None = None, partitions: int | None = None,
                  progress: bool = True, batch_size: int = 64,
-                 recall_sample: int = 200, encode_threads: int | None = None) -> CoverageMatrix:
+                 recall_sample: int = 200, encode_threads: int | None = None,
+                 backend: str | None = None) -> CoverageMatrix:
     """Like :func:`ragcov.api.measure`, with embedding and retrieval sharded on Dask.
 
     ``partitions`` is the number of query shards (default: one per worker); each
@@ -300,9 +307,21 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
     data.check_destination()  # before a cluster starts; the rest once the retriever is known
     todo = [(q.id, q.text) for q in suite]
     # Resolved before a LocalCluster starts (see dask_encode_threads) and sent to workers.
-    threads = dask_encode_threads(encode_threads, scheduler) if retriever == "dense" else 1
+    threads = 1
+    if backend == "onnx-int8":  # its embeddings would share the fp32 cache entry here
+        raise RagcovError("--backend onnx-int8 is not available with --engine dask: use "
+                          "--engine local, or --backend onnx")
+    if retriever == "dense":
+        from ragcov.retrievers.dense import load_encoder, resolve_model
+        from ragcov.retrievers.onnx_encoder import resolve_backend
+
+        source = resolve_model(model)[1]
+        backend = resolve_backend(backend, source)
+        if backend != "torch":  # exported once here, not by every worker at once
+            load_encoder(source, backend=backend)
+        threads = dask_encode_threads(encode_threads, scheduler, backend)
     spec = {"kind": retriever, "model": model, "index": index, "batch_size": batch_size,
-            "threads": threads}
+            "threads": threads, "backend": backend}
     token = uuid.uuid4().hex
     shown: set[str] = set()
     recall: dict[str, Any] | None = None
@@ -312,9 +331,10 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
         if retriever == "dense":
             from ragcov.retrievers.dense import DenseRetriever
 
-            emb = _dense_embeddings(client, corpus, model, parts, batch_size, threads, progress)
+            emb = _dense_embeddings(client, corpus, model, parts, batch_size, threads, progress,
+                                    backend)
             local = DenseRetriever(corpus, model=model, index=index, batch_size=batch_size,
-                                   embeddings=emb, progress=False, threads=threads)
+                                   embeddings=emb, progress=False, threads=threads, backend=backend)
             fingerprint = local.fingerprint()
             shared: dict[str, Any] = {"embeddings": emb, "index_bytes": None}
             if index == "hnsw":

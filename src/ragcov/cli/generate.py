@@ -10,6 +10,7 @@ import typer
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
+    Backend,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
@@ -69,6 +70,7 @@ def generate(
     retriever: RetrieverName = None,
     embedding_model: Annotated[str | None, typer.Option(
         help="Embedding model for the dense retriever.")] = None,
+    backend: Backend = None,
     k: K = 5,
     index: Index = "flat",
     chunk_size: ChunkSize = 1000,
@@ -118,7 +120,7 @@ def generate(
                          retries=retries)
     retriever = default_retriever(retriever, corpus)
     r = make_retriever(retriever, corpus_obj, model=embedding_model, index=index,
-                       progress=not quiet)
+                       progress=not quiet, backend=backend)
     from ragcov.stores.retriever import store_run_line
 
     if line := store_run_line(corpus_obj, retriever, r, k):

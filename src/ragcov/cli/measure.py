@@ -10,6 +10,7 @@ import typer
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
+    Backend,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
@@ -31,6 +32,7 @@ def run(
     queries: Annotated[Path, typer.Option(help="Test queries: .jsonl, .csv or RAGAS/DeepEval .json.")],
     retriever: RetrieverName = None,
     model: Model = None,
+    backend: Backend = None,
     k: K = 5,
     index: Index = "flat",
     data_file: DataFile = DEFAULT_DATA_PATH,
@@ -70,6 +72,9 @@ def run(
         data_file = shard_path(data_file)
     if engine not in ("local", "dask"):
         raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+    from ragcov.retrievers.onnx_encoder import check_backend
+
+    check_backend(backend)
     retriever = default_retriever(retriever, corpus)
     if engine == "dask" and retriever == "store":
         raise RagcovError("--retriever store (the default for a store URL) searches the store from "
@@ -89,7 +94,7 @@ def run(
 
         m = measure_dask(corpus_obj, suite, retriever=retriever, model=model, index=index, k=k,
                          data_file=data_file, append=append, scheduler=scheduler,
-                         partitions=partitions, progress=not quiet)
+                         partitions=partitions, progress=not quiet, backend=backend)
     else:
         from ragcov.progress import status
 
@@ -98,7 +103,7 @@ def run(
         factory = retriever not in ("dense", "bm25") and "://" not in retriever
         with status(f"Building retriever {retriever} ...", enabled=not quiet and factory):
             r = make_retriever(retriever, corpus_obj, model=model, index=index,
-                               progress=not quiet)
+                               progress=not quiet, backend=backend)
         from ragcov.stores.retriever import store_run_line
 
         if line := store_run_line(corpus_obj, retriever, r, k):
@@ -119,6 +124,7 @@ def run(
 def index(
     corpus: CorpusPath,
     model: Model = None,
+    backend: Backend = None,
     chunk_size: ChunkSize = 1000,
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
@@ -126,10 +132,12 @@ def index(
     """Embed the corpus for the dense retriever and cache the embeddings (runs reuse them)."""
     from ragcov.files import cache_dir
     from ragcov.retrievers.dense import DenseRetriever
+    from ragcov.retrievers.onnx_encoder import check_backend
 
+    check_backend(backend)  # before the corpus is read
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
-    r = DenseRetriever(corpus_obj, model=model)
+    r = DenseRetriever(corpus_obj, model=model, backend=backend)
     state = "embedded" if r.chunks_embedded else "already cached"
-    out.print(f"{len(corpus_obj)} chunks {state} with {r.model_name} in {cache_dir()}")
+    out.print(f"{len(corpus_obj)} chunks {state} with {r.model_name} ({r.backend}) in {cache_dir()}")
 
 

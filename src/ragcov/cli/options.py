@@ -56,6 +56,10 @@ def default_retriever(retriever: str | None, corpus: str | Path) -> str:
 Model = Annotated[str | None, typer.Option(
     help="Embedding model for the dense retriever and for a store's queries: a "
     "sentence-transformers name or path. Over a store it is checked against the stored vectors.")]
+Backend = Annotated[str | None, typer.Option(
+    help="Encoder of the dense retriever and a store's queries: torch, onnx (the same top-k, "
+    "faster; exported once into the cache) or onnx-int8 (faster again; other embeddings, "
+    "recorded in the data file). Default: onnx where ONNX Runtime can serve the model, else torch.")]
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
 ShowIds = Annotated[bool, typer.Option(

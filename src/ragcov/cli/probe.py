@@ -10,6 +10,7 @@ import typer
 from ragcov.cli.console import err
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
+    Backend,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
@@ -31,6 +32,7 @@ def probe(
     corpus: CorpusPath,
     retriever: RetrieverName = None,
     model: Model = None,
+    backend: Backend = None,
     index: Index = "flat",
     data_file: DataFile = DEFAULT_DATA_PATH,
     sample: Annotated[int | None, typer.Option(
@@ -79,7 +81,8 @@ def probe(
     check_outputs([output], [data_file, qrels, corpus])
     retriever, model = _recorded_retriever(data_file, corpus, retriever, model)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
-    r = make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet)
+    r = make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
+                       backend=backend)
     gen = None
     if generator is not None:
         from ragcov.generation import make_generator

@@ -58,8 +58,20 @@ def resolve_model(model: str | None) -> tuple[str, str]:
     return name, name
 
 
+def load_encoder(source: str, device: str = "cpu", backend: str | None = None) -> Any:
+    """The encoder for ``source`` on ``backend`` (torch, onnx, onnx-int8; default: onnx where
+    ONNX Runtime can serve the model, else torch): see :mod:`ragcov.retrievers.onnx_encoder`."""
+    from ragcov.retrievers.onnx_encoder import resolve_backend
+
+    return _load_encoder(source, device, resolve_backend(backend, source))
+
+
 @functools.lru_cache(maxsize=4)
-def load_encoder(source: str, device: str = "cpu") -> Any:
+def _load_encoder(source: str, device: str, backend: str) -> Any:
+    if backend != "torch":
+        from ragcov.retrievers.onnx_encoder import OnnxEncoder
+
+        return OnnxEncoder(source, int8=backend == "onnx-int8")
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
@@ -81,11 +93,12 @@ def load_encoder(source: str, device: str = "cpu") -> Any:
         raise RagcovError(f"cannot load embedding model {source!r}: {exc}") from exc
 
 
-def encode_threads(threads: int | None = None) -> int:
-    """The torch intra-op thread count an encode runs with.
+def encode_threads(threads: int | None = None, backend: str = "torch") -> int:
+    """The intra-op thread count an encode runs with.
 
     ``threads`` when given, else ``$RAGCOV_ENCODE_THREADS``, else torch's current
-    count in this process (what a bare ``SentenceTransformer.encode`` would use).
+    count in this process (what a bare ``SentenceTransformer.encode`` would use), or
+    for an ONNX backend the CPUs this process may use (torch is not imported for it).
     The count is part of what makes embeddings reproducible: the same texts in the
     same batches under another count may differ in their last bits.
     """
@@ -96,6 +109,10 @@ def encode_threads(threads: int | None = None) -> int:
                 raise RagcovError(f"{ENCODE_THREADS_ENV} must be a whole number of at least 1, "
                                   f"got {raw!r}")
             return int(raw)
+        if backend != "torch":
+            from ragcov.retrievers.onnx_encoder import default_threads
+
+            return default_threads()
         try:
             import torch
         except ImportError:  # pragma: no cover - torch comes with sentence-transformers
@@ -141,7 +158,8 @@ def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str 
     """
     dim = encoder_dimension(encoder)
     out = np.empty((len(texts), dim), dtype=np.float32)
-    with torch_threads(encode_threads(threads)), \
+    pin = getattr(encoder, "pinned_threads", None) or torch_threads
+    with pin(encode_threads(threads, getattr(encoder, "backend", "torch"))), \
             progress_bar(label, total=len(texts), enabled=progress) as advance, \
             per_batch(encoder, advance) as settle:
         for start in range(0, len(texts), ENCODE_CHUNK):
@@ -160,7 +178,7 @@ class DenseRetriever:
                  batch_size: int = 64, use_cache: bool = True, device: str = "cpu",
                  hnsw_m: int = 32, ef_search: int = 128, progress: bool = True,
                  embeddings: np.ndarray | None = None, prebuilt_index: Any = None,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, backend: str | None = None) -> None:
         if index not in INDEX_KINDS:
             raise RagcovError(f"unknown index {index!r}: expected one of {', '.join(INDEX_KINDS)}")
         try:
@@ -174,9 +192,12 @@ class DenseRetriever:
         self.batch_size = batch_size
         self.progress = progress
         self.hnsw_m, self.ef_search = hnsw_m, ef_search
+        from ragcov.retrievers.onnx_encoder import resolve_backend
+
+        self.backend = resolve_backend(backend, self._source)
         # Fixed once, so the corpus and every query batch are encoded under one thread count.
-        self.threads = encode_threads(threads)
-        self.encoder = load_encoder(self._source, device)
+        self.threads = encode_threads(threads, self.backend)
+        self.encoder = load_encoder(self._source, device, self.backend)
         self.chunks_embedded = 0
         self.queries_embedded = 0
         # Given embeddings / a built index let sharded runs (ragcov.distributed) embed the
@@ -192,7 +213,9 @@ class DenseRetriever:
 
     # ----------------------------------------------------------------- corpus
     def _corpus_embeddings(self, use_cache: bool) -> np.ndarray:
-        path = embedding_cache_path(self.corpus, self.model_name)
+        # int8 embeddings are not fp32's: cached apart. fp32 ONNX and torch share an entry.
+        path = embedding_cache_path(self.corpus, self.model_name + (
+            "|onnx-int8" if self.backend == "onnx-int8" else ""))
         if use_cache:
             cached = load_cached_embeddings(path, len(self.corpus), encoder_dimension(self.encoder))
             if cached is not None:
@@ -221,6 +244,8 @@ class DenseRetriever:
         if self.index_kind == "hnsw":
             fp["index_params"] = {"M": self.hnsw_m, "efSearch": self.ef_search}
             fp["approximate"] = True
+        if self.backend == "onnx-int8":  # other embeddings, other top-k: not another run's twin
+            fp["backend"] = self.backend
         fp.update(getattr(self, "store_fingerprint", {}))  # over a store URL: the model check
         return fp
 

@@ -22,6 +22,7 @@ def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
 
     ``store`` searches the vector store the corpus was read from (``--corpus URL``).
     """
+    backend = options.pop("backend", None)  # the encoder of dense and store: torch, onnx, onnx-int8
     if kind == "dense":
         from ragcov.retrievers.dense import DenseRetriever
 
@@ -33,7 +34,8 @@ def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
 
             settled = settle_model(corpus, model)
             model = settled.model
-        dense = DenseRetriever(corpus, model=model, index=index, progress=progress, **options)
+        dense = DenseRetriever(corpus, model=model, index=index, progress=progress, backend=backend,
+                               **options)
         if settled is not None:
             dense.store_model = settled  # type: ignore[attr-defined]
             dense.store_fingerprint = settled.fingerprint()  # type: ignore[attr-defined]
@@ -45,7 +47,7 @@ def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
     if kind == "store":
         from ragcov.stores.retriever import StoreRetriever
 
-        return StoreRetriever(corpus, model=model)
+        return StoreRetriever(corpus, model=model, backend=backend)
     if kind.startswith(("http://", "https://")):
         try:
             from ragcov.retrievers.http import HTTPRetriever

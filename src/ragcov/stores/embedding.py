@@ -14,18 +14,20 @@ from typing import Any
 
 
 class QueryEncoder:
-    def __init__(self, model: str | None, normalize: bool = False) -> None:
+    def __init__(self, model: str | None, normalize: bool = False, backend: str | None = None) -> None:
         from ragcov.retrievers.dense import resolve_model
+        from ragcov.retrievers.onnx_encoder import resolve_backend
 
         self.model_name, self._source = resolve_model(model)
         self.normalize = normalize
+        self.backend = resolve_backend(backend, self._source)
         self._encoder: Any = None
 
     def encode(self, texts: Sequence[str]) -> list[list[float]]:
         if self._encoder is None:
             from ragcov.retrievers.dense import load_encoder
 
-            self._encoder = load_encoder(self._source)
+            self._encoder = load_encoder(self._source, backend=self.backend)
         vectors = self._encoder.encode(list(texts), batch_size=64, convert_to_numpy=True,
                                        normalize_embeddings=self.normalize,
                                        show_progress_bar=False)

@@ -21,7 +21,7 @@ class StoreRetriever:
     query is embedded: a store whose vectors another model made is refused, not searched.
     """
 
-    def __init__(self, corpus: Corpus, model: str | None = None) -> None:
+    def __init__(self, corpus: Corpus, model: str | None = None, backend: str | None = None) -> None:
         store = getattr(corpus, "store", None)
         if store is None:
             raise RagcovError("--retriever store needs --corpus to be a store URL "
@@ -31,7 +31,8 @@ class StoreRetriever:
         self.store_model = settle_model(corpus, model)
         normalizes = getattr(store, "normalizes", None)
         self.encoder = QueryEncoder(self.store_model.model,
-                                    normalize=bool(normalizes()) if callable(normalizes) else False)
+                                    normalize=bool(normalizes()) if callable(normalizes) else False,
+                                    backend=backend)
 
     def retrieve(self, texts: Sequence[str], k: int) -> list[Ranked]:
         if not texts:
@@ -39,8 +40,11 @@ class StoreRetriever:
         return self.store.search(self.encoder.encode(texts), k)
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"kind": "store", **self.store.describe(), "model": self.encoder.model_name,
-                **self.store_model.fingerprint(), "chunking": self.corpus.chunking}
+        fp = {"kind": "store", **self.store.describe(), "model": self.encoder.model_name,
+              **self.store_model.fingerprint(), "chunking": self.corpus.chunking}
+        if self.encoder.backend == "onnx-int8":  # other query vectors, other top-k
+            fp["backend"] = self.encoder.backend
+        return fp
 
 
 def store_run_line(corpus: Corpus, kind: str, retriever: Any, k: int) -> str | None:
