@@ -35,3 +35,16 @@ def city_corpus(city_corpus_file: Path):
     from ragcov.corpus import load_corpus
 
     return load_corpus(city_corpus_file)
+
+
+@pytest.fixture(scope="session")
+def pg():
+    """A real PostgreSQL server with pgvector on 127.0.0.1 (tests/pg_server.py), started on
+    first use and shared by every test that reads a pgvector store; stopped at the end."""
+    import pg_server
+
+    server = pg_server.start()
+    try:
+        yield server
+    finally:
+        pg_server.stop(server)

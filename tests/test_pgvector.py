@@ -32,15 +32,6 @@ DIM = 16
 OPERATORS = {"cosine": "<=>", "l2": "<->", "inner": "<#>"}
 
 
-@pytest.fixture(scope="session")
-def pg():
-    server = pg_server.start()
-    try:
-        yield server
-    finally:
-        pg_server.stop(server)
-
-
 def secret_forms(server: pg_server.PgServer) -> list[str]:
     return [server.password, quote(server.password, safe=""), quote(server.password)]
 

@@ -26,7 +26,6 @@ from ragcov.stores.model_check import (
     compare_vectors,
     sample_positions,
 )
-from test_pgvector import pg  # noqa: F401  (the real PostgreSQL server, started on first use)
 
 pytest_plugins = ["pytester"]  # the plugin's settings are read from a real pytest Config
 

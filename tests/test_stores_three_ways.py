@@ -262,17 +262,6 @@ def test_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_path: str
     assert by_traces == by_store
 
 
-@pytest.fixture(scope="module")
-def pg():
-    import pg_server
-
-    server = pg_server.start()
-    try:
-        yield server
-    finally:
-        pg_server.stop(server)
-
-
 @pytest.mark.slow
 def test_pgvector_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_path: str, pg) -> None:
     """The same three ways over a pgvector table written by the real langchain-postgres PGVector."""

@@ -42,26 +42,25 @@ def _plain_flags(params: list) -> None:
             param.__class__ = _Flag
 
 
-class _Command(TyperCommand):
+class _PlainFlags:
+    """Commands and the group alike show flags without a ``<bool>`` placeholder."""
+
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        _plain_flags(self.params)
+        _plain_flags(self.params)  # type: ignore[attr-defined]
 
     def get_help_option(self, ctx):  # type: ignore[no-untyped-def]
-        option = super().get_help_option(ctx)
+        option = super().get_help_option(ctx)  # type: ignore[misc]
         _plain_flags([option])
         return option
 
 
-class _Group(TyperGroup):
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
-        _plain_flags(self.params)
+class _Command(_PlainFlags, TyperCommand):
+    pass
 
-    def get_help_option(self, ctx):  # type: ignore[no-untyped-def]
-        option = super().get_help_option(ctx)
-        _plain_flags([option])
-        return option
+
+class _Group(_PlainFlags, TyperGroup):
+    pass
 
 
 app = typer.Typer(
