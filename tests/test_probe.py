@@ -433,3 +433,16 @@ def test_probe_adds_generated_questions_and_uses_the_recorded_retriever(capsys, 
     code, _, err = cli(capsys, "probe", "--corpus", str(planted), "--data-file", str(data),
                        "--sample", "20", "--generator", "extractive")
     assert code == 0 and "0 new probe(s)" in err
+
+
+def test_another_built_in_retriever_is_refused_before_any_work(capsys, tmp_path: Path,
+                                                             planted: Path) -> None:
+    """A dense probe of a bm25 recording is refused at once, not after embedding the corpus."""
+    data = tmp_path / ".ragcov"
+    assert cli(capsys, "run", "--corpus", str(planted), "--queries", str(QUESTIONS),
+               "--retriever", "bm25", "--data-file", str(data), "-q")[0] == 0
+    code, _, err = cli(capsys, "probe", "--corpus", str(planted), "--retriever", "dense",
+                       "--data-file", str(data))
+    assert code == 1 and "recorded with the bm25 retriever" in err
+    assert "probes" not in {r[0] for r in sqlite3.connect(data).execute(
+        "SELECT name FROM sqlite_master")}

@@ -68,9 +68,9 @@ def probe(
 ) -> None:
     """Probe every chunk with its own words and say which uncovered chunks no test could reach.
 
-    Each chunk's most distinctive terms and most distinctive sentence are run through
-    the same retriever, k and corpus as the recorded run, and kept apart from the tests:
-    the suite's coverage does not change. Rerun to resume an interrupted probe.
+    Each chunk's most distinctive terms and sentence go through the recorded run's
+    retriever, k and corpus; probes are kept apart, so the suite's coverage never changes.
+    Rerun to resume an interrupted probe.
     """
     from ragcov.api import lost_gold_of
     from ragcov.api import probe as run_probe
@@ -123,16 +123,21 @@ def _recorded_retriever(data_file: Path, corpus: str, retriever: str | None, mod
     """Without ``--retriever``, the built-in retriever the recorded run used (and, for
     dense, its model): probes must go through the same one, and the check after says so
     if they would not."""
-    if retriever is not None:
-        return retriever, model
     from ragcov.data import CoverageData
 
     data = CoverageData(data_file)
     if not data.exists():
-        return default_retriever(None, corpus), model
+        return retriever or default_retriever(None, corpus), model
     fp = data.meta().retriever
     kind = fp.get("kind")
-    if kind in ("dense", "bm25", "store"):
+    built_in = ("dense", "bm25", "store")
+    if retriever is not None:
+        # Refused now, not after embedding a whole corpus for a run that cannot be mixed.
+        if retriever in built_in and kind in built_in and retriever != kind:
+            raise RagcovError(f"{data_file} was recorded with the {kind} retriever; probes must "
+                              f"go through the same one (drop --retriever, or give {kind})")
+        return retriever, model
+    if kind in built_in:
         recorded_model = fp.get("model") if kind == "dense" else None
         return kind, model or recorded_model
     raise RagcovError(f"{data_file} was recorded with a {kind} retriever: give --retriever, the "
