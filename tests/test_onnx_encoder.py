@@ -295,3 +295,15 @@ def test_store_queries_on_onnx_match_torch_and_int8_is_recorded(sample, sample_e
     assert fps["onnx-int8"]["backend"] == "onnx-int8"
     hits = {b: [d.matrix().retrieved(row) for row in range(5)] for b, d in runs.items()}
     assert hits["onnx"] == hits["torch"]
+
+
+@pytest.mark.slow
+def test_one_string_gives_one_vector_as_sentence_transformers_does(minilm_path: str) -> None:
+    """LangChain and LlamaIndex embedding classes pass one string; the ONNX encoder answers
+    with one vector, as ``SentenceTransformer.encode`` does."""
+    from ragcov.retrievers.dense import load_encoder
+
+    enc = load_encoder(minilm_path, backend="onnx")
+    one = enc.encode("capital of Japan", normalize_embeddings=True)
+    many = enc.encode(["capital of Japan"], normalize_embeddings=True)
+    assert one.shape == (many.shape[1],) and np.allclose(one, many[0])

@@ -308,7 +308,14 @@ class OnnxEncoder:
     def encode(self, sentences: Sequence[str], batch_size: int = 32, normalize_embeddings: bool = False,
                convert_to_numpy: bool = True, show_progress_bar: bool = False,
                **_: Any) -> np.ndarray:
-        """Batches of similar lengths (as sentence-transformers sorts them), in the input's order out."""
+        """Batches of similar lengths (as sentence-transformers sorts them), in the input's order out.
+
+        One string gives one vector, as ``SentenceTransformer.encode`` does, so code written
+        for sentence-transformers (a LangChain or LlamaIndex embedding class) works as is.
+        """
+        if isinstance(sentences, str):
+            return self.encode([sentences], batch_size=batch_size,
+                               normalize_embeddings=normalize_embeddings)[0]
         texts = list(sentences)
         out = np.empty((len(texts), self.layout.dimension), dtype=np.float32)
         if not texts:
