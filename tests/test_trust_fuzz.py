@@ -37,7 +37,10 @@ from ragcov.cli import main
 
 FAST = settings(max_examples=50, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
+# Fixed like FAST, so a CI run explores what the last run did; RAGCOV_FUZZ_RANDOM=1
+# draws new examples (for a search, not a gate).
 THOROUGH = settings(max_examples=600, deadline=None, database=None,
+                    derandomize=not os.environ.get("RAGCOV_FUZZ_RANDOM"),
                     suppress_health_check=list(HealthCheck))
 
 CHUNK_IDS = ["c0", "c1", "c2", "c3"]

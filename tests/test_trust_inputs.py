@@ -438,3 +438,20 @@ def test_cli_import_of_a_folder_says_it_is_a_folder(capsys, tmp_path: Path, fmt:
     assert f"{folder}: is a folder; import reads one trace file" in err
     assert "(it holds part-1.jsonl)" in err and "no such file" not in err
     assert not data.exists()
+
+
+@pytest.mark.parametrize("start", ["NaN", "Infinity", "-Infinity"])
+def test_a_start_time_that_is_no_number_orders_nothing(tmp_path: Path, capsys, start: str) -> None:
+    """Found by the thorough fuzz run: a Langfuse ``startTime`` of NaN or Infinity (JSON
+    that Python reads) was a traceback; a time only orders spans, so it is read as none."""
+    path = tmp_path / "obs.json"
+    path.write_text('{"data": [{"id": "o0", "traceId": "t0", "type": "RETRIEVER", "name": "s", '
+                    '"input": "q0", "output": [{"id": "c0", "page_content": "text 0"}], '
+                    f'"startTime": {start}}}]}}', encoding="utf-8")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{n}", "doc_id": "d", "text": f"text {n}"}) + "\n"
+                              for n in range(4)))
+    code, _, err = cli(capsys, "import", str(path), "--format", "langfuse", "--corpus", str(corpus),
+                       "--data-file", str(tmp_path / "d.ragcov"))
+    assert code == 0, err
+    assert "Traceback" not in err

@@ -43,11 +43,18 @@ def main(argv: list[str] | None = None) -> None:
     previous = _handle_sigint()
     try:
         try:
+            from ragcov.cli.entry import INTERRUPTED
             from ragcov.cli.entry import main as run
         except KeyboardInterrupt:
             sys.stderr.write(INTERRUPTED_AT_START + "\n")
             sys.exit(130)
-        run(argv)
+        try:
+            run(argv)
+        except KeyboardInterrupt:
+            # One that lands outside the command's own handlers (while it sets up or
+            # cleans up): the same line and status as any other Ctrl-C.
+            sys.stderr.write(INTERRUPTED + "\n")
+            sys.exit(130)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)

@@ -14,6 +14,7 @@ that gives the same result as the general one.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from dataclasses import dataclass
@@ -178,6 +179,8 @@ def _time(value: Any) -> float | None:
     since it only orders spans (file order breaks ties)."""
     if value is None or value == "":
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # NaN or Infinity orders nothing
     if isinstance(value, (int, float)) or (isinstance(value, str) and value.isdigit()):
         return int(value) / 1e9  # OTLP nanoseconds
     if isinstance(value, str):
