@@ -53,7 +53,9 @@ def unwritable_reason(path: str | os.PathLike[str]) -> str | None:
         return "is immutable (chattr +i)"
     if flags & _FS_APPEND_FL:
         return "is append-only (chattr +a)"
-    if not os.access(path, os.W_OK):
+    # os.access also says no for a file that another process removed a moment ago
+    # (an erase racing this run): that file is gone, not read-only.
+    if not os.access(path, os.W_OK) and os.path.lexists(path):
         return "is read-only"
     return None
 
