@@ -21,8 +21,10 @@ from ragcov.errors import RagcovError
 #: The data file's environment variable, as coverage.py's COVERAGE_FILE: a flag wins over
 #: it, and it wins over the config file.
 DATA_FILE_ENV = "RAGCOV_FILE"
+# readable=False: click's own access check raced other processes erasing the file; the
+# data file's readers say what is wrong with it, once, in ragcov's words.
 DataFile = Annotated[Path, typer.Option(
-    "--data-file", envvar=DATA_FILE_ENV, help="The coverage data file.")]
+    "--data-file", envvar=DATA_FILE_ENV, readable=False, help="The coverage data file.")]
 DEFAULT_DATA_PATH = Path(DEFAULT_DATA_FILE)
 CorpusPath = Annotated[str, typer.Option(
     "--corpus", metavar="PATH|URL",
