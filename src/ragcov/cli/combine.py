@@ -55,7 +55,7 @@ def combine(
         help="Data files or folders to merge (default: the DATA_FILE.* shards of "
              "`ragcov run --parallel-mode` beside the output).")] = None,
     data_file: Annotated[Path, typer.Option(
-        "-o", "--output", "--data-file", envvar=DATA_FILE_ENV,
+        "-o", "--output", "--data-file", envvar=DATA_FILE_ENV, readable=False,
         help="The combined data file (the shards are looked for beside it).")] = DEFAULT_DATA_PATH,
     keep: Annotated[bool, typer.Option(
         "--keep", help="Keep the shards found by name after combining them.")] = False,

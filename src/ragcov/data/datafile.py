@@ -75,7 +75,11 @@ class CoverageData:
             try:
                 yield con
             finally:
-                con.execute("COMMIT")
+                # A read has nothing to commit: SQLite may already have ended the
+                # transaction (another process swapped the file in meanwhile), and that
+                # must not turn a finished read into "not a readable data file".
+                if con.in_transaction:
+                    con.execute("COMMIT")
 
     def meta(self) -> Meta:
         with self.reading() as con:
