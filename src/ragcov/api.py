@@ -1,9 +1,18 @@
-"""The Python API behind the CLI: each function is one thing a user asks for.
+"""The one door: every command and the pytest plugin do their work through this module.
 
-One verb per command: ``measure`` (run), ``record_traces`` (import), ``combine``
-(from :mod:`ragcov.data`), ``coverage_summary`` (report), ``select_tests`` (select),
-``find_faults`` (faults), ``write_html`` (html), ``generate`` (generate). The CLI
-parses options, calls one of these and prints what it returns.
+One verb per command: ``run`` (``ragcov run``, from paths and names) over ``measure``
+(objects), ``index``, ``record_traces`` (import), ``report`` (the scoped data file
+every reporter reads: report, json, xml, lcov, badge, html), ``combine``, ``erase``,
+``select_tests`` (select), ``find_faults`` (faults), ``write_html`` (html),
+``generate``, ``probe``, ``coverage_diff`` (diff) and ``traffic_gap`` (gap). The CLI
+parses options, calls one of these and prints what it returns; ``import ragcov``
+offers the same verbs.
+
+The loaders and factories a caller needs to build the verbs' arguments
+(``load_corpus``, ``make_retriever``, ``make_generator`` ...) are reached through
+this module too, imported on first use (``_FORWARDED``): the one documented place
+where the CLI's light commands (``report``, the CI formats) avoid loading a
+retriever's, a store's or a generator's stack.
 """
 
 from __future__ import annotations
@@ -16,14 +25,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragcov.corpus import Corpus
-from ragcov.data import CoverageData
+from ragcov.corpus import Corpus, load_corpus
+from ragcov.data import DEFAULT_DATA_FILE, CoverageData
+from ragcov.data.datafile import INDEX_RECALL
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
-from ragcov.suite import Suite
-from ragcov.summary import CoverageSummary, summarize
-from ragcov.summary import fails_under as _fails_under
+from ragcov.suite import Suite, load_suite
+from ragcov.summary import fail_under_failure
 
 if TYPE_CHECKING:
     from ragcov.compare.diff import CoverageDiff
@@ -32,10 +41,6 @@ if TYPE_CHECKING:
     from ragcov.faults import FaultReport
     from ragcov.generation.loop_types import GenerationSummary, LoopConfig
     from ragcov.traces import ImportResult
-
-# Annotation key of the measured recall of an approximate index.
-INDEX_RECALL = "index_recall"
-
 
 def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
             data_file: str | os.PathLike[str] | None = None, append: bool = False,
@@ -69,15 +74,6 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
         data.annotate(INDEX_RECALL, retriever.measure_recall(suite.texts, k=k))
     return data.matrix()
-
-
-def coverage_summary(data_file: str | os.PathLike[str], **options: Any) -> CoverageSummary:
-    return summarize(CoverageData(data_file).matrix(), **options)
-
-
-def fails_under(coverage: float, fail_under: float, precision: int = 0) -> bool:
-    """True when the displayed total is below ``fail_under`` percent."""
-    return _fails_under(coverage, fail_under, precision)
 
 
 @dataclass
@@ -368,3 +364,181 @@ def lost_gold_of(r: Any, qrels: str | os.PathLike[str], level: str | None = None
         position = {cid: i for i, cid in enumerate(r.chunk_ids)}
         return lost_gold(r, relevant_chunks={position[c] for c in relevant if c in position})
     return lost_gold(r, relevant_docs=relevant)
+
+
+# --- run from paths and names (``ragcov run``, ``ragcov index``) --------------------------
+
+@dataclass
+class RunResult:
+    """What ``run`` recorded: the hit matrix, where it went and the corpus's size."""
+
+    matrix: CoverageMatrix
+    data_file: Path
+    chunks: int
+
+
+def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
+        retriever: str | None = None, model: str | None = None, backend: str | None = None,
+        k: int = 5, index: str = "flat", data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE,
+        append: bool = False, chunk_size: int = 1000, chunk_overlap: int = 100,
+        split: bool = False, doc_key: str | None = None, engine: str = "local",
+        scheduler: str | None = None, partitions: int | None = None, progress: bool = True,
+        parallel_mode: bool = False, notify: Any = None) -> RunResult:
+    """``ragcov run``: load the corpus and suite, build the retriever by name, record the run.
+
+    Every setting is checked before the corpus is read or a model loaded. ``notify``
+    receives the lines a user should see while it runs (which store and model answer,
+    how hits without ids were matched).
+    """
+    from ragcov.data.shards import shard_path
+    from ragcov.progress import status
+    from ragcov.retrievers import default_retriever, make_retriever
+    from ragcov.retrievers.onnx_encoder import check_backend
+    from ragcov.retrievers.twins import resolver_counts
+    from ragcov.stores.retriever import store_run_line
+
+    say = notify or (lambda line: None)
+    validate_k(k)
+    path = Path(data_file)
+    if parallel_mode:
+        if append:
+            raise RagcovError("--append and --parallel-mode do not go together: a shard is new")
+        path = shard_path(path)
+    if engine not in ("local", "dask"):
+        raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+    check_backend(backend)
+    kind = default_retriever(retriever, corpus)
+    if engine == "dask" and kind == "store":
+        raise RagcovError("--retriever store (the default for a store URL) searches the store from "
+                          "this process: use --engine local, or name another --retriever")
+    # Before the corpus is embedded: a destination that cannot take the run fails now.
+    CoverageData(path).check_destination()
+    corpus_obj = load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                             split=split, doc_key=doc_key)
+    suite = load_suite(queries)
+    if engine == "dask":
+        from ragcov.distributed import measure_dask
+
+        if kind == "dense" and corpus_obj.store is not None:
+            # The workers build their own retrievers; the store's model is checked here, once.
+            from ragcov.stores.model_check import settle_model
+
+            model = settle_model(corpus_obj, model).model
+        m = measure_dask(corpus_obj, suite, retriever=kind, model=model, index=index, k=k,
+                         data_file=path, append=append, scheduler=scheduler,
+                         partitions=partitions, progress=progress, backend=backend)
+        return RunResult(m, path, len(corpus_obj))
+    # dense and bm25 draw their own bars, a URL builds nothing (and may hold a secret);
+    # a module:attr factory shows a spinner while it builds its store.
+    factory = kind not in ("dense", "bm25") and "://" not in kind
+    with status(f"Building retriever {kind} ...", enabled=progress and factory):
+        r = make_retriever(kind, corpus_obj, model=model, index=index, progress=progress,
+                           backend=backend)
+    if line := store_run_line(corpus_obj, kind, r, k):
+        say(line)
+    m = measure(corpus_obj, suite, r, k=k, data_file=path, append=append, progress=progress)
+    twins = resolver_counts(r)
+    if twins is not None and twins.line():
+        say(twins.line())
+    return RunResult(m, path, len(corpus_obj))
+
+
+@dataclass
+class Indexed:
+    """What ``index`` did: the chunks, whether they were embedded now, model and backend."""
+
+    chunks: int
+    embedded: bool
+    model: str
+    backend: str
+    cache: Path
+
+
+def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str | None = None,
+          chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False) -> Indexed:
+    """``ragcov index``: embed the corpus for the dense retriever into the cache."""
+    from ragcov.files import cache_dir
+    from ragcov.retrievers.dense import DenseRetriever
+    from ragcov.retrievers.onnx_encoder import check_backend
+
+    check_backend(backend)  # before the corpus is read
+    corpus_obj = load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                             split=split)
+    r = DenseRetriever(corpus_obj, model=model, backend=backend)
+    return Indexed(len(corpus_obj), bool(r.chunks_embedded), r.model_name, r.backend, cache_dir())
+
+
+# --- the data file as every reporter reads it ----------------------------------------------
+
+def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = None) -> Any:
+    """The data file's matrix with ``scope`` (a :class:`ReportScope`) applied.
+
+    What ``ragcov report``, ``json``, ``xml``, ``lcov``, ``badge`` and ``html`` and the
+    pytest plugin's reports all read: ``.matrix``, ``.summary()``, ``.excluded``,
+    ``.reachability`` and the data file's ``.meta``.
+    """
+    from ragcov.report.scope import load_scoped
+
+    return load_scoped(data_file, scope)
+
+
+def approximate_note(data_file: str | os.PathLike[str]) -> str | None:
+    """The caveat for hits from an approximate index (with its measured recall); None if exact."""
+    from ragcov.report.table import approximate_index_note
+
+    data = CoverageData(data_file)
+    return approximate_index_note(data.meta().retriever, data.annotation(INDEX_RECALL))
+
+
+def fail_under_message(coverage: float, fail_under: float | None, precision: int | None = None,
+                       what: str = "total") -> str | None:
+    """The one ``--fail-under`` gate: None when it passes, else the message to print."""
+    return fail_under_failure(coverage, fail_under, precision, what)
+
+
+def combine(files: Sequence[str | os.PathLike[str]] = (),
+            data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, keep: bool = False,
+            append: bool = False) -> Any:
+    """``ragcov combine``: merge data files, or the shards found beside ``data_file``.
+
+    Returns :class:`ragcov.data.shards.Combined`: what was merged, what was skipped and why.
+    """
+    from ragcov.data.shards import combine_shards
+
+    return combine_shards([Path(f) for f in files], Path(data_file), keep=keep, append=append)
+
+
+def erase(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> list[Path]:
+    """``ragcov erase``: delete the data file and its shards; returns shard-named files spared."""
+    from ragcov.data.shards import erase as erase_files
+
+    return erase_files(Path(data_file))
+
+
+def recorded_retriever(data_file: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The retriever fingerprint a data file recorded; None when there is no data file."""
+    data = CoverageData(data_file)
+    return data.meta().retriever if data.exists() else None
+
+
+# Loaders and factories reached through this door, imported on first use (see the
+# module docstring): name -> the module that defines it.
+_FORWARDED = {
+    "make_retriever": "ragcov.retrievers", "default_retriever": "ragcov.retrievers",
+    "check_backend": "ragcov.retrievers.onnx_encoder",
+    "store_run_line": "ragcov.stores.retriever",
+    "make_generator": "ragcov.generation", "LoopConfig": "ragcov.generation",
+    "gap_targets": "ragcov.generation.targets",
+    "ReportScope": "ragcov.report.scope",
+    "check_outputs": "ragcov.overwrite", "is_store_url": "ragcov.stores",
+    "DEFAULT_AFTER_SATURATION": "ragcov.selection",
+    "detect_format": "ragcov.traces.detect", "cyclic_gc_paused": "ragcov.traces.importer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FORWARDED:
+        import importlib
+
+        return getattr(importlib.import_module(_FORWARDED[name]), name)
+    raise AttributeError(f"module 'ragcov.api' has no attribute {name!r}")

@@ -300,10 +300,14 @@ def write_text_atomic(target: str | os.PathLike[str], text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def json_text(obj: Any, indent: int | None = 2) -> str:
+    """Every JSON document ragcov writes, in one form: UTF-8 as is, a final newline, and
+    strict: a NaN or infinity here is a bug upstream, never a bare ``Infinity``."""
+    return json.dumps(obj, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
+
+
 def write_json_atomic(target: str | os.PathLike[str], obj: Any, indent: int | None = 2) -> None:
-    """Strict JSON: a NaN or infinity here is a bug upstream, never a bare ``Infinity``."""
-    write_text_atomic(target, json.dumps(obj, indent=indent, ensure_ascii=False,
-                                         allow_nan=False) + "\n")
+    write_text_atomic(target, json_text(obj, indent))
 
 
 def write_jsonl_atomic(target: str | os.PathLike[str], records: list[dict[str, Any]]) -> None:

@@ -7,78 +7,60 @@ from typing import Annotated
 
 import typer
 
+from ragcov.api import ReportScope, check_outputs
+from ragcov.api import report as report_data
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,
     FailUnder,
     check_fail_under,
-    check_outputs,
     check_precision,
     emit,
     gate,
 )
-from ragcov.cli.report_options import (
-    Exclude,
-    ExcludeDocs,
-    Include,
-    MinChunkChars,
-    Omit,
-    Reachable,
-    scope_of,
-)
+from ragcov.cli.report_options import scoped
 
 Output = Annotated[Path, typer.Option("-o", "--output", help="Where to write; - for stdout.")]
 
 
+@scoped
 def xml(
     data_file: DataFile = DEFAULT_DATA_PATH,
     output: Output = Path("ragcov.xml"),
-    include: Include = None,
-    omit: Omit = None,
-    exclude: Exclude = None,
-    exclude_docs: ExcludeDocs = None,
-    min_chunk_chars: MinChunkChars = 0,
-    reachable: Reachable = False,
+    scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
 ) -> None:
     """Cobertura XML: documents as files, chunks as lines, hits = queries (like `coverage xml`)."""
     from ragcov import __version__
     from ragcov.report.ci_lines import file_lines
     from ragcov.report.cobertura import cobertura_xml
-    from ragcov.report.scope import load_scoped
 
     check_fail_under(fail_under)
     check_outputs([output], [data_file])
-    scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
-                                             min_chunk_chars, reachable))
+    scoped = report_data(data_file, scope)
     emit(cobertura_xml(file_lines(scoped), __version__), output, "Cobertura XML report")
     gate(scoped.summary(jaccard=False).coverage, fail_under)
 
 
+@scoped
 def lcov(
     data_file: DataFile = DEFAULT_DATA_PATH,
     output: Output = Path("ragcov.lcov"),
-    include: Include = None,
-    omit: Omit = None,
-    exclude: Exclude = None,
-    exclude_docs: ExcludeDocs = None,
-    min_chunk_chars: MinChunkChars = 0,
-    reachable: Reachable = False,
+    scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
 ) -> None:
     """lcov tracefile: documents as SF records, chunks as DA lines (like `coverage lcov`)."""
     from ragcov.report.ci_lines import file_lines
     from ragcov.report.lcov import lcov_tracefile
-    from ragcov.report.scope import load_scoped
 
     check_fail_under(fail_under)
     check_outputs([output], [data_file])
-    scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
-                                             min_chunk_chars, reachable))
+    scoped = report_data(data_file, scope)
     emit(lcov_tracefile(file_lines(scoped)), output, "lcov report")
     gate(scoped.summary(jaccard=False).coverage, fail_under)
 
 
+@scoped
 def badge(
     data_file: DataFile = DEFAULT_DATA_PATH,
     output: Output = Path("ragcov.svg"),
@@ -89,25 +71,18 @@ def badge(
     precision: Annotated[int | None, typer.Option(
         help="Digits after the decimal point (default 0; --fail-under then compares at 2).")]
     = None,
-    include: Include = None,
-    omit: Omit = None,
-    exclude: Exclude = None,
-    exclude_docs: ExcludeDocs = None,
-    min_chunk_chars: MinChunkChars = 0,
-    reachable: Reachable = False,
+    scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
 ) -> None:
     """A shields-style SVG badge of total chunk coverage, for a README."""
     from ragcov.report.badge import badge_svg, colour_for, parse_thresholds
-    from ragcov.report.scope import load_scoped
     from ragcov.summary import display_percent
 
     check_precision(precision or 0)
     check_fail_under(fail_under)
     check_outputs([output], [data_file])
     bands = parse_thresholds(thresholds)
-    scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
-                                             min_chunk_chars, reachable))
+    scoped = report_data(data_file, scope)
     coverage = scoped.summary(jaccard=False).coverage
     shown = display_percent(coverage, precision or 0)
     emit(badge_svg(f"{shown}%", colour_for(float(shown), bands), label), output, "badge")

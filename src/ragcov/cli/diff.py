@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
+from ragcov.api import check_outputs
 from ragcov.cli.console import err, out
-from ragcov.cli.options import ShowIds, check_outputs, check_precision, emit
+from ragcov.cli.options import ShowIds, check_precision, emit
 from ragcov.errors import RagcovError
 
 FORMATS = ("text", "markdown", "json")

@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
+from ragcov.api import check_outputs
 from ragcov.cli.console import err
 from ragcov.cli.console import out as _out
-from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, check_outputs, to_stdout, write_output
+from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, to_stdout, write_output
 
 SHOW = 8   # members / chunks listed per fault in the table
 

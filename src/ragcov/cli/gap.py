@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
+from ragcov.api import check_outputs
 from ragcov.cli.diff import AllowK, AllowRetriever, Format, Output, Precision, check_format
-from ragcov.cli.options import ShowIds, check_fail_under, check_outputs, emit, gate
+from ragcov.cli.options import ShowIds, check_fail_under, emit, gate
 from ragcov.errors import RagcovError
 
 

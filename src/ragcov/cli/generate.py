@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+from ragcov import api
+from ragcov.api import check_outputs
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -19,8 +21,6 @@ from ragcov.cli.options import (
     K,
     RetrieverName,
     Split,
-    check_outputs,
-    default_retriever,
     load_corpus_opts,
 )
 from ragcov.errors import RagcovError
@@ -94,14 +94,8 @@ def generate(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary.")] = False,
 ) -> None:
     """Generate questions aimed at uncovered chunks; each is checked against the retriever."""
-    from ragcov.api import generate as generate_suite
-    from ragcov.generation import LoopConfig, make_generator
-    from ragcov.retrieval import validate_k
-    from ragcov.retrievers import make_retriever
-    from ragcov.suite import load_suite
-
-    validate_k(k)  # every setting checked before the corpus is read or a model started
-    config = LoopConfig(budget=budget, strategy=strategy, policy=policy,
+    api.validate_k(k)  # every setting checked before the corpus is read or a model started
+    config = api.LoopConfig(budget=budget, strategy=strategy, policy=policy,
                         target_cc=None if target is None else target / 100.0,
                         targets_per_call=targets_per_call, patience=patience,
                         max_attempts=max_attempts, seed=seed, max_calls=max_calls,
@@ -113,17 +107,15 @@ def generate(
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     if targets is not None:
         config.priority = _gap_priority(targets, corpus_obj, quiet)
-    seed_suite = load_suite(queries) if queries is not None else None
-    gen = make_generator(generator, corpus_obj.texts, model=model, base_url=base_url,
+    seed_suite = api.load_suite(queries) if queries is not None else None
+    gen = api.make_generator(generator, corpus_obj.texts, model=model, base_url=base_url,
                          api_key_env=api_key_env, mode=mode, prompt=prompt,
                          max_tokens=max_tokens, temperature=temperature, timeout=timeout,
                          retries=retries)
-    retriever = default_retriever(retriever, corpus)
-    r = make_retriever(retriever, corpus_obj, model=embedding_model, index=index,
+    retriever = api.default_retriever(retriever, corpus)
+    r = api.make_retriever(retriever, corpus_obj, model=embedding_model, index=index,
                        progress=not quiet, backend=backend)
-    from ragcov.stores.retriever import store_run_line
-
-    if line := store_run_line(corpus_obj, retriever, r, k):
+    if line := api.store_run_line(corpus_obj, retriever, r, k):
         err.print(line, markup=False, highlight=False)
 
     def show(rec: dict[str, Any]) -> None:
@@ -134,7 +126,7 @@ def generate(
             out.print(f"  #{rec['seq']:>4} {mark} +{rec['gain']} CC {rec['cc_after'] * 100:5.1f}%"
                       f"  {rec['text']}", markup=False)
 
-    summary = generate_suite(corpus_obj, r, gen, k, output, data_file, config,
+    summary = api.generate(corpus_obj, r, gen, k, output, data_file, config,
                              seed_suite=seed_suite, on_step=None if quiet else show,
                              ragas=ragas, deepeval=deepeval)
     _print_summary(summary)
@@ -145,9 +137,7 @@ def generate(
 
 
 def _gap_priority(path: Path, corpus: Any, quiet: bool) -> list[str]:
-    from ragcov.generation.targets import gap_targets
-
-    ids, unknown = gap_targets(path, corpus)
+    ids, unknown = api.gap_targets(path, corpus)
     if unknown and not quiet:
         err.print(f"ragcov: warning: {len(unknown)} chunk(s) of {path} are not in this corpus "
                   f"(first: {unknown[0]}); left out", markup=False)

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from ragcov.api import ReportScope, write_html
+from ragcov.api import report as report_data
 from ragcov.cli.console import out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -16,15 +18,7 @@ from ragcov.cli.options import (
     check_precision,
     gate,
 )
-from ragcov.cli.report_options import (
-    Exclude,
-    ExcludeDocs,
-    Include,
-    MinChunkChars,
-    Omit,
-    Reachable,
-    scope_of,
-)
+from ragcov.cli.report_options import scoped
 from ragcov.report import DEFAULT_HTML_DIR
 
 Precision = Annotated[int | None, typer.Option(
@@ -32,6 +26,7 @@ Precision = Annotated[int | None, typer.Option(
     "compares at 2).")]
 
 
+@scoped
 def html(
     data_file: DataFile = DEFAULT_DATA_PATH,
     directory: Annotated[Path, typer.Option(
@@ -45,24 +40,16 @@ def html(
     title: Annotated[str, typer.Option(help="Title shown on every page.")]
     = "Chunk coverage report",
     precision: Precision = None,
-    include: Include = None,
-    omit: Omit = None,
-    exclude: Exclude = None,
-    exclude_docs: ExcludeDocs = None,
-    min_chunk_chars: MinChunkChars = 0,
-    reachable: Reachable = False,
+    scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
 ) -> None:
     """Write an HTML report: documents, chunks shaded covered/uncovered, queries, curves."""
-    from ragcov.api import write_html
-    from ragcov.report.scope import load_scoped
 
     check_precision(precision or 0)
     check_fail_under(fail_under)
-    scope = scope_of(include, omit, exclude, exclude_docs, min_chunk_chars, reachable)
     index = write_html(data_file, directory, order or [], greedy=greedy, title=title,
                        precision=precision or 0, scope=scope)
     out.print(f"Wrote HTML report to {index}")
     if fail_under is not None:
-        gate(load_scoped(data_file, scope).summary(jaccard=False).coverage, fail_under,
+        gate(report_data(data_file, scope).summary(jaccard=False).coverage, fail_under,
              precision)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ragcov import api
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -21,10 +22,9 @@ from ragcov.cli.options import (
     Model,
     RetrieverName,
     Split,
-    default_retriever,
-    load_corpus_opts,
 )
-from ragcov.errors import RagcovError
+from ragcov.report.table import render_headline
+from ragcov.summary import summarize
 
 
 def run(
@@ -55,70 +55,16 @@ def run(
     )] = False,
 ) -> None:
     """Run a suite through a retriever and record what it retrieved."""
-    from ragcov.api import measure
-    from ragcov.data import CoverageData
-    from ragcov.report.table import render_headline
-    from ragcov.retrieval import validate_k
-    from ragcov.retrievers import make_retriever
-    from ragcov.suite import load_suite
-    from ragcov.summary import summarize
-
-    validate_k(k)
-    if parallel_mode:
-        if append:
-            raise RagcovError("--append and --parallel-mode do not go together: a shard is new")
-        from ragcov.cli.combine import shard_path
-
-        data_file = shard_path(data_file)
-    if engine not in ("local", "dask"):
-        raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
-    from ragcov.retrievers.onnx_encoder import check_backend
-
-    check_backend(backend)
-    retriever = default_retriever(retriever, corpus)
-    if engine == "dask" and retriever == "store":
-        raise RagcovError("--retriever store (the default for a store URL) searches the store from "
-                          "this process: use --engine local, or name another --retriever")
-    # Before the corpus is embedded: a destination that cannot take the run fails now.
-    CoverageData(data_file).check_destination()
-    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
-    suite = load_suite(queries)
-    if engine == "dask":
-        from ragcov.distributed import measure_dask
-
-        if retriever == "dense" and corpus_obj.store is not None:
-            # The workers build their own retrievers; the store's model is checked here, once.
-            from ragcov.stores.model_check import settle_model
-
-            model = settle_model(corpus_obj, model).model
-
-        m = measure_dask(corpus_obj, suite, retriever=retriever, model=model, index=index, k=k,
-                         data_file=data_file, append=append, scheduler=scheduler,
-                         partitions=partitions, progress=not quiet, backend=backend)
-    else:
-        from ragcov.progress import status
-
-        # dense and bm25 draw their own bars, a URL builds nothing (and may hold a
-        # secret); a module:attr factory shows a spinner while it builds its store.
-        factory = retriever not in ("dense", "bm25") and "://" not in retriever
-        with status(f"Building retriever {retriever} ...", enabled=not quiet and factory):
-            r = make_retriever(retriever, corpus_obj, model=model, index=index,
-                               progress=not quiet, backend=backend)
-        from ragcov.stores.retriever import store_run_line
-
-        if line := store_run_line(corpus_obj, retriever, r, k):
-            err.print(line, markup=False, highlight=False)
-        m = measure(corpus_obj, suite, r, k=k, data_file=data_file, append=append,
-                    progress=not quiet)
-        from ragcov.retrievers.twins import resolver_counts
-
-        twins = resolver_counts(r)
-        if twins is not None and twins.line():
-            err.print(twins.line(), markup=False)
+    done = api.run(corpus, queries, retriever=retriever, model=model, backend=backend, k=k,
+                   index=index, data_file=data_file, append=append, chunk_size=chunk_size,
+                   chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, engine=engine,
+                   scheduler=scheduler, partitions=partitions, progress=not quiet,
+                   parallel_mode=parallel_mode,
+                   notify=lambda line: err.print(line, markup=False, highlight=False))
     if not quiet:
-        out.print(f"Wrote {data_file}: {m.n_queries} queries, k={k}, {len(corpus_obj)} chunks")
+        m = done.matrix
+        out.print(f"Wrote {done.data_file}: {m.n_queries} queries, k={k}, {done.chunks} chunks")
         out.print(render_headline(summarize(m)))
-
 
 
 def index(
@@ -130,14 +76,7 @@ def index(
     split: Split = False,
 ) -> None:
     """Embed the corpus for the dense retriever and cache the embeddings (runs reuse them)."""
-    from ragcov.files import cache_dir
-    from ragcov.retrievers.dense import DenseRetriever
-    from ragcov.retrievers.onnx_encoder import check_backend
-
-    check_backend(backend)  # before the corpus is read
-    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
-    r = DenseRetriever(corpus_obj, model=model, backend=backend)
-    state = "embedded" if r.chunks_embedded else "already cached"
-    out.print(f"{len(corpus_obj)} chunks {state} with {r.model_name} ({r.backend}) in {cache_dir()}")
-
-
+    done = api.index(corpus, model=model, backend=backend, chunk_size=chunk_size,
+                     chunk_overlap=chunk_overlap, split=split)
+    state = "embedded" if done.embedded else "already cached"
+    out.print(f"{done.chunks} chunks {state} with {done.model} ({done.backend}) in {done.cache}")

@@ -6,16 +6,15 @@ its flag, help text and default cannot drift between commands.
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ragcov.data import DEFAULT_DATA_FILE
+from ragcov.api import DEFAULT_DATA_FILE
 from ragcov.errors import RagcovError
+from ragcov.overwrite import to_stdout
 
 # Reusable option types -------------------------------------------------------
 #: The data file's environment variable, as coverage.py's COVERAGE_FILE: a flag wins over
@@ -44,17 +43,6 @@ RetrieverName = Annotated[str | None, typer.Option(
     "retriever) or an http(s) URL. Default: store when --corpus is a store URL, else dense.")]
 
 
-def default_retriever(retriever: str | None, corpus: str | Path) -> str:
-    """A store URL is searched by the store unless another retriever is asked for by name.
-
-    Defaulting to ``dense`` there re-embedded the whole store with a model nobody chose
-    and measured a retriever production never runs.
-    """
-    if retriever is not None:
-        return retriever
-    from ragcov.stores import is_store_url
-
-    return "store" if is_store_url(corpus) else "dense"
 Model = Annotated[str | None, typer.Option(
     help="Embedding model for the dense retriever and for a store's queries: a "
     "sentence-transformers name or path. Over a store it is checked against the stored vectors.")]
@@ -74,19 +62,10 @@ FailUnder = Annotated[float | None, typer.Option(
 
 def load_corpus_opts(corpus: str | Path, chunk_size: int, chunk_overlap: int, split: bool,
                      doc_key: str | None = None):
-    from ragcov.corpus import load_corpus
+    from ragcov.api import load_corpus
 
     return load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split,
                        doc_key=doc_key)
-
-
-def approximate_note(data_file: Path) -> str | None:
-    from ragcov.api import INDEX_RECALL
-    from ragcov.data import CoverageData
-    from ragcov.report.table import approximate_index_note
-
-    data = CoverageData(data_file)
-    return approximate_index_note(data.meta().retriever, data.annotation(INDEX_RECALL))
 
 
 def check_precision(precision: int) -> None:
@@ -107,109 +86,13 @@ def gate(coverage: float, fail_under: float | None, precision: int | None = None
     One check and one message (:func:`ragcov.summary.fail_under_failure`), so ``report``,
     ``json``, ``xml``, ``lcov``, ``html``, ``badge`` and ``gap`` can never disagree.
     """
+    from ragcov.api import fail_under_message
     from ragcov.cli.console import err
-    from ragcov.summary import fail_under_failure
 
-    message = fail_under_failure(coverage, fail_under, precision, what)
+    message = fail_under_message(coverage, fail_under, precision, what)
     if message is not None:
         err.print(message, markup=False)
         raise typer.Exit(2)
-
-
-def to_stdout(output: Path | None) -> bool:
-    return output is None or str(output) == "-"
-
-
-def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | None]) -> None:
-    """Refuse, before any work, an output that would overwrite something the command reads.
-
-    Every command that writes files passes its outputs and inputs here. An output is
-    refused when it resolves (symlinks followed, hard links by inode) to an input, to
-    the corpus a data-file input recorded (a file, or a file inside a corpus folder),
-    or to any existing ragcov data file; a directory, a file that cannot be changed
-    and a folder that cannot be written are refused by the name given.
-    ``-`` (stdout) and devices or FIFOs (written through, never replaced) are fine.
-    """
-    from ragcov.destinations import is_special_file, unwritable_reason, written_path
-
-    protected: list[tuple[Path, str]] = []
-    for given in inputs:
-        if given is None or str(given) in ("", "-") or "://" in str(given):
-            continue
-        protected.append((written_path(given), f"an input of this command ({given})"))
-        # Only a regular file is opened: a FIFO input (``--qrels <(...)``) is read once.
-        corpus = _recorded_corpus(Path(given)) if os.path.isfile(given) else None
-        if corpus is not None:
-            protected.append((Path(corpus), f"the corpus {given} was recorded from"))
-    taken: dict[Path, Path] = {}
-    for output in outputs:
-        if to_stdout(output):
-            continue
-        assert output is not None
-        real = written_path(output)
-        if real.is_dir():
-            raise RagcovError(f"{output}: is a directory; give a file path")
-        if is_special_file(output):  # the kernel follows /dev/stdout where realpath cannot
-            continue
-        for path, what in protected:
-            inside = path.is_dir() and real.exists() and real.is_relative_to(path)
-            if real == path or inside or _same_file(real, path):
-                whose = f"a file of {what} ({path})" if inside and real != path else what
-                raise RagcovError(f"{output}: is {whose}; refusing to overwrite it (choose "
-                                  "another output path)")
-        if real in taken:
-            raise RagcovError(f"{output}: given for two outputs (also as {taken[real]})")
-        taken[real] = output
-        if _is_data_file(real):
-            raise RagcovError(f"{output}: is a ragcov data file; refusing to overwrite it with "
-                              "a report (choose another output path)")
-        reason = unwritable_reason(real)
-        if reason is not None:
-            raise RagcovError(f"{output}: {reason}; refusing to change it (choose another "
-                              "output path)")
-        folder = next(p for p in (real.parent, *real.parents) if p.exists())
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise RagcovError(f"{output}: cannot write in {folder} (permission denied)")
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
-_SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def _is_data_file(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            if fh.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
-                return False
-    except OSError:
-        return False
-    from ragcov.data import CoverageData
-
-    try:
-        CoverageData(path).meta()
-    except RagcovError:
-        return False
-    return True
-
-
-def _recorded_corpus(path: Path) -> str | None:
-    """The corpus path a data file recorded; None for anything else (its reader reports it)."""
-    if not _is_data_file(path):
-        return None
-    from ragcov.data import CoverageData
-    from ragcov.data.datafile import CORPUS_SOURCE
-
-    try:
-        source = CoverageData(path).annotation(CORPUS_SOURCE)
-    except RagcovError:
-        return None
-    return source if isinstance(source, str) else None
 
 
 def emit(text: str, output: Path | None, what: str) -> None:

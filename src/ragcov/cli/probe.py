@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from ragcov import api
+from ragcov.api import check_outputs
 from ragcov.cli.console import err
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -20,8 +22,6 @@ from ragcov.cli.options import (
     Model,
     RetrieverName,
     Split,
-    check_outputs,
-    default_retriever,
     emit,
     load_corpus_opts,
 )
@@ -72,30 +72,24 @@ def probe(
     retriever, k and corpus; probes are kept apart, so the suite's coverage never changes.
     Rerun to resume an interrupted probe.
     """
-    from ragcov.api import lost_gold_of
-    from ragcov.api import probe as run_probe
-    from ragcov.retrievers import make_retriever
-
     if format not in ("text", "json"):
         raise RagcovError(f"unknown --format {format!r}: expected text or json")
     check_outputs([output], [data_file, qrels, corpus])
     retriever, model = _recorded_retriever(data_file, corpus, retriever, model)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
-    r = make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
+    r = api.make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
                        backend=backend)
     gen = None
     if generator is not None:
-        from ragcov.generation import make_generator
-
-        gen = make_generator(generator, corpus_obj.texts, model=generator_model,
+        gen = api.make_generator(generator, corpus_obj.texts, model=generator_model,
                              base_url=base_url, api_key_env=api_key_env, timeout=timeout)
-    done = run_probe(corpus_obj, r, data_file, sample=sample, include=include or (),
+    done = api.probe(corpus_obj, r, data_file, sample=sample, include=include or (),
                      omit=omit or (), seed=seed, progress=not quiet, generator=gen)
     if done.wordless and not quiet:
         err.print(f"ragcov: warning: {len(done.wordless)} chunk(s) have no word to build a probe "
                   f"from (first: {done.wordless[0]}); unreachable unless another probe reaches "
                   "them", markup=False)
-    gold = lost_gold_of(done.reachability, qrels, qrels_level) if qrels is not None else None
+    gold = api.lost_gold_of(done.reachability, qrels, qrels_level) if qrels is not None else None
     if quiet and output is None:
         return
     if format == "json":
@@ -123,12 +117,9 @@ def _recorded_retriever(data_file: Path, corpus: str, retriever: str | None, mod
     """Without ``--retriever``, the built-in retriever the recorded run used (and, for
     dense, its model): probes must go through the same one, and the check after says so
     if they would not."""
-    from ragcov.data import CoverageData
-
-    data = CoverageData(data_file)
-    if not data.exists():
-        return retriever or default_retriever(None, corpus), model
-    fp = data.meta().retriever
+    fp = api.recorded_retriever(data_file)
+    if fp is None:
+        return retriever or api.default_retriever(None, corpus), model
     kind = fp.get("kind")
     built_in = ("dense", "bm25", "store")
     if retriever is not None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ragcov.api import ReportScope, approximate_note, check_outputs
+from ragcov.api import report as report_data
 from ragcov.cli.console import out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -15,24 +16,17 @@ from ragcov.cli.options import (
     FailUnder,
     ShowIds,
     Support,
-    approximate_note,
     check_fail_under,
-    check_outputs,
     check_precision,
+    emit,
     gate,
 )
-from ragcov.cli.report_options import (
-    Exclude,
-    ExcludeDocs,
-    Include,
-    MinChunkChars,
-    Omit,
-    Reachable,
-    scope_of,
-)
+from ragcov.cli.report_options import scoped
+from ragcov.files import json_text
 from ragcov.report import DEFAULT_JSON_FILE
 
 
+@scoped
 def report(
     data_file: DataFile = DEFAULT_DATA_PATH,
     show_missing: Annotated[bool, typer.Option(
@@ -52,20 +46,14 @@ def report(
         "--redundant/--no-redundant",
         help="List redundant tests, each with the test that subsumes it or overlaps it most.")]
     = False,
-    include: Include = None,
-    omit: Omit = None,
-    exclude: Exclude = None,
-    exclude_docs: ExcludeDocs = None,
-    min_chunk_chars: MinChunkChars = 0,
-    reachable: Reachable = False,
+    scope: ReportScope = ReportScope(),
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
-    from ragcov.data import CoverageData
     from ragcov.report.duplicates import duplicate_groups, duplicates_line
     from ragcov.report.names import matrix_names
     from ragcov.report.reachability import reachability_lines
     from ragcov.report.redundant import redundant_lines, redundant_report
-    from ragcov.report.scope import excluded_line, load_scoped
+    from ragcov.report.scope import excluded_line
     from ragcov.report.table import render_table, retriever_line
 
     # The gate compares at the precision `--format total` prints, whatever this table shows.
@@ -74,12 +62,10 @@ def report(
         precision = 2 if format == "total" else 0
     check_precision(precision)
     check_fail_under(fail_under)
-    scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
-                                             min_chunk_chars, reachable))
+    scoped = report_data(data_file, scope)
     summary = scoped.summary(jaccard=False)
     if format == "text":
-        meta = CoverageData(data_file).meta()
-        out.print(retriever_line(meta.k, meta.retriever), markup=False)
+        out.print(retriever_line(scoped.meta.k, scoped.meta.retriever), markup=False)
     out.print(render_table(summary, format, show_missing, skip_covered, sort, precision,
                            show_ids), markup=False)
     if format != "total":
@@ -100,6 +86,7 @@ def report(
     gate(summary.coverage, fail_under, gate_precision)
 
 
+@scoped
 def json_cmd(
     data_file: DataFile = DEFAULT_DATA_PATH,
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write; - for stdout.")]
@@ -107,31 +94,17 @@ def json_cmd(
     entropy_support: Support = "retrieved",
     gini_over: Support = "retrieved",
     pretty: Annotated[bool, typer.Option(help="Indent the JSON.")] = True,
-    include: Include = None,
-    omit: Omit = None,
-    exclude: Exclude = None,
-    exclude_docs: ExcludeDocs = None,
-    min_chunk_chars: MinChunkChars = 0,
-    reachable: Reachable = False,
+    scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
 ) -> None:
     """Write the versioned JSON report."""
-    import json
-
-    from ragcov.files import write_json_atomic
     from ragcov.report.jsonreport import json_report
-    from ragcov.report.scope import load_scoped
 
     check_fail_under(fail_under)
     check_outputs([output], [data_file])
-    scoped = load_scoped(data_file, scope_of(include, omit, exclude, exclude_docs,
-                                             min_chunk_chars, reachable))
+    scoped = report_data(data_file, scope)
     doc = json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped)  # type: ignore[arg-type]
-    if str(output) == "-":
-        sys.stdout.write(json.dumps(doc, indent=2 if pretty else None, ensure_ascii=False) + "\n")
-    else:
-        write_json_atomic(output, doc, indent=2 if pretty else None)
-        out.print(f"Wrote JSON report to {output}")
+    emit(json_text(doc, indent=2 if pretty else None), output, "JSON report")
     gate(scoped.summary(jaccard=False).coverage, fail_under)
 
 

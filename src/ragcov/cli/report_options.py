@@ -1,18 +1,21 @@
 """The options every report command shares: which documents it covers and what it excludes.
 
-Declared once so ``report``, ``json``, ``html``, ``xml``, ``lcov`` and ``badge``
-read the same flags, and the same ``[tool.ragcov]`` keys (``include``, ``omit``,
-``exclude``, ``exclude_docs``, ``min_chunk_chars``, ``reachable``): a flat key applies to every
-report, as coverage.py's ``[report]`` section does.
+Declared once, by :func:`scoped`, so ``report``, ``json``, ``html``, ``xml``, ``lcov``
+and ``badge`` read the same flags, and the same ``[tool.ragcov]`` keys (``include``,
+``omit``, ``exclude``, ``exclude_docs``, ``min_chunk_chars``, ``reachable``): a flat
+key applies to every report, as coverage.py's ``[report]`` section does.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, get_type_hints
 
 import typer
 
-from ragcov.report.scope import ReportScope
+from ragcov.api import ReportScope
 
 Include = Annotated[list[str] | None, typer.Option(
     "--include", help="Report only documents whose id matches this glob (repeatable).")]
@@ -30,10 +33,46 @@ Reachable = Annotated[bool, typer.Option(
     "--reachable", help="Count only chunks a test can reach: those `ragcov probe` found "
     "unreachable leave the denominator and are listed as excluded.")]
 
+# (name, type, default), in the order --help lists them.
+_SCOPE_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
+    ("include", Include, None), ("omit", Omit, None), ("exclude", Exclude, None),
+    ("exclude_docs", ExcludeDocs, None), ("min_chunk_chars", MinChunkChars, 0),
+    ("reachable", Reachable, False),
+)
 
-def scope_of(include: list[str] | None, omit: list[str] | None, exclude: list[str] | None,
-             exclude_docs: list[str] | None, min_chunk_chars: int,
-             reachable: bool = False) -> ReportScope:
+
+def scoped(command: Callable[..., None]) -> Callable[..., None]:
+    """Give a report command the scope options in place of its ``scope`` parameter.
+
+    The command declares ``scope: ReportScope`` where the options belong in ``--help``;
+    typer sees the six options there (so they show in ``--help`` and are known to the
+    config-key check) and the command receives one :class:`ReportScope`.
+    """
+    hints = get_type_hints(command, include_extras=True)
+    params: list[inspect.Parameter] = []
+    for p in inspect.signature(command).parameters.values():
+        if p.name == "scope":
+            params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                         default=default, annotation=kind)
+                       for name, kind, default in _SCOPE_OPTIONS]
+        else:
+            params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY,
+                                    annotation=hints.get(p.name, p.annotation)))
+
+    @functools.wraps(command)
+    def wrapper(**options: Any) -> None:
+        values = {name: options.pop(name) for name, _, _ in _SCOPE_OPTIONS}
+        command(**options, scope=scope_of(**values))
+
+    wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    del wrapper.__wrapped__  # typer must read the new signature, not the command's
+    return wrapper
+
+
+def scope_of(include: list[str] | None = None, omit: list[str] | None = None,
+             exclude: list[str] | None = None, exclude_docs: list[str] | None = None,
+             min_chunk_chars: int = 0, reachable: bool = False) -> ReportScope:
     return ReportScope(include=tuple(include or ()), omit=tuple(omit or ()),
                        exclude=tuple(exclude or ()), exclude_docs=tuple(exclude_docs or ()),
                        min_chunk_chars=min_chunk_chars, reachable=reachable)

@@ -79,6 +79,7 @@ class Scoped:
     full: CoverageMatrix | None = None  # the matrix before any chunk was left out
     scope: ReportScope = field(default_factory=ReportScope)
     reachability: Any = None  # ragcov.reachability.Reachability when the file was probed
+    meta: Any = None  # the data file's settings (k, retriever): ragcov.data.schema.Meta
 
     def summary(self, **options: Any) -> CoverageSummary:
         """The summary every reporter prints: excluded chunks counted aside."""
@@ -168,8 +169,10 @@ def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = N
         from ragcov.reachability.audit import audit
 
         reachability = audit(m, probes, details=lambda rows: chunk_details(data, rows))
-    return apply_scope(m, data.chunk_texts(), chunk_positions(data_file), scope or ReportScope(),
-                       reachability)
+    scoped = apply_scope(m, data.chunk_texts(), chunk_positions(data_file),
+                         scope or ReportScope(), reachability)
+    scoped.meta = data.meta()
+    return scoped
 
 
 def excluded_line(excluded: Sequence[ExcludedChunk]) -> str | None:

@@ -6,6 +6,6 @@ its command-line name.
 """
 
 from ragcov.retrievers.base import Ranked, Retriever
-from ragcov.retrievers.factory import make_retriever
+from ragcov.retrievers.factory import default_retriever, make_retriever
 
-__all__ = ["Ranked", "Retriever", "make_retriever"]
+__all__ = ["Ranked", "Retriever", "default_retriever", "make_retriever"]

@@ -5,6 +5,7 @@ Each kind is imported only when asked for, so choosing BM25 never loads torch.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from ragcov.errors import RagcovError
@@ -64,3 +65,16 @@ def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
         f"unknown retriever {kind!r}: expected 'dense', 'bm25', 'store', 'module:attr' or an "
         "http(s) URL"
     )
+
+
+def default_retriever(retriever: str | None, corpus: str | os.PathLike[str]) -> str:
+    """A store URL is searched by the store unless another retriever is asked for by name.
+
+    Defaulting to ``dense`` there re-embedded the whole store with a model nobody chose
+    and measured a retriever production never runs.
+    """
+    if retriever is not None:
+        return retriever
+    from ragcov.stores import is_store_url
+
+    return "store" if is_store_url(corpus) else "dense"

@@ -1,0 +1,106 @@
+"""Which outputs a command may not write over: its inputs, the recorded corpus, data files.
+
+Every command that writes files passes its outputs and inputs to :func:`check_outputs`
+before any work, so a report never lands on the data file it reads or the corpus that
+file was recorded from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from ragcov.data import CoverageData
+from ragcov.data.datafile import CORPUS_SOURCE
+from ragcov.destinations import is_special_file, unwritable_reason, written_path
+from ragcov.errors import RagcovError
+
+
+def to_stdout(output: Path | None) -> bool:
+    return output is None or str(output) == "-"
+
+
+def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | None]) -> None:
+    """Refuse, before any work, an output that would overwrite something the command reads.
+
+    Every command that writes files passes its outputs and inputs here. An output is
+    refused when it resolves (symlinks followed, hard links by inode) to an input, to
+    the corpus a data-file input recorded (a file, or a file inside a corpus folder),
+    or to any existing ragcov data file; a directory, a file that cannot be changed
+    and a folder that cannot be written are refused by the name given.
+    ``-`` (stdout) and devices or FIFOs (written through, never replaced) are fine.
+    """
+    protected: list[tuple[Path, str]] = []
+    for given in inputs:
+        if given is None or str(given) in ("", "-") or "://" in str(given):
+            continue
+        protected.append((written_path(given), f"an input of this command ({given})"))
+        # Only a regular file is opened: a FIFO input (``--qrels <(...)``) is read once.
+        corpus = _recorded_corpus(Path(given)) if os.path.isfile(given) else None
+        if corpus is not None:
+            protected.append((Path(corpus), f"the corpus {given} was recorded from"))
+    taken: dict[Path, Path] = {}
+    for output in outputs:
+        if to_stdout(output):
+            continue
+        assert output is not None
+        real = written_path(output)
+        if real.is_dir():
+            raise RagcovError(f"{output}: is a directory; give a file path")
+        if is_special_file(output):  # the kernel follows /dev/stdout where realpath cannot
+            continue
+        for path, what in protected:
+            inside = path.is_dir() and real.exists() and real.is_relative_to(path)
+            if real == path or inside or _same_file(real, path):
+                whose = f"a file of {what} ({path})" if inside and real != path else what
+                raise RagcovError(f"{output}: is {whose}; refusing to overwrite it (choose "
+                                  "another output path)")
+        if real in taken:
+            raise RagcovError(f"{output}: given for two outputs (also as {taken[real]})")
+        taken[real] = output
+        if _is_data_file(real):
+            raise RagcovError(f"{output}: is a ragcov data file; refusing to overwrite it with "
+                              "a report (choose another output path)")
+        reason = unwritable_reason(real)
+        if reason is not None:
+            raise RagcovError(f"{output}: {reason}; refusing to change it (choose another "
+                              "output path)")
+        folder = next(p for p in (real.parent, *real.parents) if p.exists())
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise RagcovError(f"{output}: cannot write in {folder} (permission denied)")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _is_data_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
+                return False
+    except OSError:
+        return False
+    try:
+        CoverageData(path).meta()
+    except RagcovError:
+        return False
+    return True
+
+
+def _recorded_corpus(path: Path) -> str | None:
+    """The corpus path a data file recorded; None for anything else (its reader reports it)."""
+    if not _is_data_file(path):
+        return None
+    try:
+        source = CoverageData(path).annotation(CORPUS_SOURCE)
+    except RagcovError:
+        return None
+    return source if isinstance(source, str) else None
