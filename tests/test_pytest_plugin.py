@@ -414,3 +414,24 @@ def test_corpus_from_a_vector_store_url(toy: pytest.Pytester):
                                       url, "--ragcov-retriever", "bm25", "--ragcov-k", "1")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])
+
+
+@pytest.mark.parametrize("table", ["", "[tool.ragcov.report]\n"])
+def test_config_scope_gives_the_plugin_the_total_ragcov_report_prints(toy: pytest.Pytester,
+                                                                    table: str):
+    # Leaving the dividends chunk out: 2 of the 7 chunks that count are covered.
+    toy.makefile(".toml", pyproject=f'[tool.ragcov]\n{table}exclude = ["(?i)dividend"]\n')
+    result = toy.runpytest_subprocess(*ragcov_args("--ragcov-fail-under", "28.57",
+                                                   "--ragcov-report", "json:cov.json"))
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*Total chunk coverage: 28.57%"])
+    total = subprocess.run([sys.executable, "-m", "ragcov", "report", "--format", "total"],
+                           cwd=toy.path, capture_output=True, text=True, check=True).stdout
+    assert total.strip() == "28.57"
+    # The JSON report reads the json command's settings, as `ragcov json` does: a
+    # [tool.ragcov.report] table is not among them.
+    subprocess.run([sys.executable, "-m", "ragcov", "json", "-o", "cli.json"], cwd=toy.path,
+                   check=True, capture_output=True)
+    plugin, cli = (json.loads((toy.path / f).read_text()) for f in ("cov.json", "cli.json"))
+    assert plugin["totals"] == cli["totals"] and plugin["excluded"] == cli["excluded"]
+    assert list(plugin["excluded"]) == ([] if table else ["dividends"])

@@ -208,3 +208,27 @@ def value_problem(param: Any, value: Any) -> str | None:
         return {int: "not an integer", float: "not a number"}.get(annotation,  # type: ignore[call-overload]
                                                                    message.rstrip("."))
     return None
+
+
+#: The keys that choose what a report counts (``ragcov.report.scope.ReportScope``).
+SCOPE_KEYS = ("include", "omit", "exclude", "exclude_docs", "min_chunk_chars", "reachable")
+
+
+def scope_settings(command: str, start: Path | None = None) -> dict[str, Any]:
+    """The scope keys a report command reads from the config file, as the CLI applies them:
+    flat keys for every report, the command's own table over them.
+
+    For readers that do not go through the CLI's options (the pytest plugin's reports):
+    ``RAGCOV_RCFILE`` names the file as ``--rcfile`` does, else the search upward from
+    ``start``.
+    """
+    rcfile = os.environ.get("RAGCOV_RCFILE")
+    found = read_config(Path(rcfile)) if rcfile else find_config(start)
+    if found is None:
+        return {}
+    _, settings = found
+    own = settings.get(command, {})
+    merged = {k.replace("-", "_"): v for k, v in settings.items() if not isinstance(v, dict)}
+    if isinstance(own, dict):
+        merged.update({k.replace("-", "_"): v for k, v in own.items()})
+    return {k: v for k, v in merged.items() if k in SCOPE_KEYS}

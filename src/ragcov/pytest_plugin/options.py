@@ -46,7 +46,7 @@ class Settings:
     """Options and ini values resolved once, with paths relative to the invocation dir."""
 
     def __init__(self, config: pytest.Config) -> None:
-        root = Path(config.invocation_params.dir)
+        root = self.root = Path(config.invocation_params.dir)
         corpus = config.getoption("ragcov_corpus") or config.getini("ragcov_corpus")
         # A store URL is read as ragcov run reads it; a path is relative to the invocation.
         self.corpus: Path | str | None = (None if not corpus else corpus if URL.match(corpus)

@@ -1,49 +1,46 @@
 """The session's reports, written by the reporters ``ragcov report``, ``json`` and ``html`` use.
 
-Each ``--ragcov-report`` kind maps to one reporter call; every call returns the line
-the terminal summary prints for it.
+Each ``--ragcov-report`` kind maps to one reporter call on the data file as
+:func:`ragcov.api.report` scopes it, with the ``[tool.ragcov]`` include, omit and
+exclusions the matching command applies: the plugin's totals are ``ragcov report``'s.
+Every call returns the line the terminal summary prints for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from ragcov.data import CoverageData
-    from ragcov.matrix import CoverageMatrix
-    from ragcov.summary import CoverageSummary
+from ragcov import api
+from ragcov.files import write_json_atomic
+from ragcov.report.table import render_headline, render_table
+from ragcov.summary import GATE_PRECISION, CoverageSummary, display_percent
 
-Reporter = Callable[["CoverageData", "CoverageMatrix", "CoverageSummary", "Path | None"], str]
+Reporter = Callable[[Any, "Path | None"], str]
 
 
 def _table(show_missing: bool, skip_covered: bool = False) -> Reporter:
-    def table(data: CoverageData, m: CoverageMatrix, summary: CoverageSummary,
-              dest: Path | None) -> str:
-        from ragcov.report.table import render_table
-
-        return render_table(summary, "text", show_missing=show_missing,
+    def table(scoped: Any, dest: Path | None) -> str:
+        return render_table(scoped.summary(jaccard=False), "text", show_missing=show_missing,
                             skip_covered=skip_covered)
 
     return table
 
 
-def _html(data: CoverageData, m: CoverageMatrix, summary: CoverageSummary,
-          dest: Path | None) -> str:
+def _html(scoped: Any, dest: Path | None) -> str:
     from ragcov.report.html import html_report
 
     assert dest is not None
-    return f"ragcov HTML report written to {html_report(m, data.chunk_texts(), dest)}"
+    return (f"ragcov HTML report written to "
+            f"{html_report(scoped.matrix, scoped.texts, dest, scoped=scoped)}")
 
 
-def _json(data: CoverageData, m: CoverageMatrix, summary: CoverageSummary,
-          dest: Path | None) -> str:
-    from ragcov.files import write_json_atomic
+def _json(scoped: Any, dest: Path | None) -> str:
     from ragcov.report.jsonreport import json_report
 
     assert dest is not None
-    write_json_atomic(dest, json_report(m))
+    write_json_atomic(dest, json_report(scoped.matrix, scoped=scoped))
     return f"ragcov JSON report written to {dest}"
 
 
@@ -56,15 +53,23 @@ REPORTERS: dict[str, Reporter] = {
 }
 
 
-def write_reports(data: CoverageData, reports: Sequence[tuple[str, Path | None]]
-                  ) -> tuple[CoverageSummary, list[str]]:
-    """Every requested report of ``data``, then the headline: the summary and the lines."""
-    from ragcov.report.table import render_headline
-    from ragcov.summary import summarize
+def _command(kind: str) -> str:
+    """The ragcov command whose config table a report kind reads."""
+    return kind if kind in ("html", "json") else "report"
 
-    m = data.matrix()
-    summary = summarize(m, jaccard=False)
-    lines = [REPORTERS[kind](data, m, summary, dest) for kind, dest in reports]
+
+def write_reports(data_file: Path, reports: Sequence[tuple[str, Path | None]],
+                  root: Path | None = None) -> tuple[CoverageSummary, list[str]]:
+    """Every requested report of ``data_file``, then the headline: the summary and the lines."""
+    scoped: dict[str, Any] = {}
+
+    def of(command: str) -> Any:
+        if command not in scoped:
+            scoped[command] = api.report(data_file, api.configured_scope(command, root))
+        return scoped[command]
+
+    lines = [REPORTERS[kind](of(_command(kind)), dest) for kind, dest in reports]
+    summary = of("report").summary(jaccard=False)
     lines.append(render_headline(summary).splitlines()[0])
     return summary, lines
 
@@ -74,10 +79,8 @@ def fail_under_line(coverage: float, fail_under: float) -> tuple[bool, str]:
 
     The same gate as ``ragcov report --fail-under``; only the words are pytest-cov's.
     """
-    from ragcov.summary import GATE_PRECISION, display_percent, fail_under_failure
-
     shown = display_percent(coverage, GATE_PRECISION)
-    if fail_under_failure(coverage, fail_under) is not None:
+    if api.fail_under_message(coverage, fail_under) is not None:
         return True, (f"FAIL Required chunk coverage of {fail_under:g}% not reached. "
                       f"Total chunk coverage: {shown}%")
     return False, (f"Required chunk coverage of {fail_under:g}% reached. "

@@ -111,15 +111,15 @@ class _Session:
             output["ragcov_error"] = str(exc)
 
     def _finish(self) -> None:
-        from ragcov.data import CoverageData, combine
+        from ragcov import api
 
         s = self.settings
         if self.worker_files:
-            combine(sorted(self.worker_files), s.data_file)
+            api.combine(sorted(self.worker_files), s.data_file)
         elif not self.recorder.write(s.data_file):
             self._nothing_recorded()
             return
-        self.summary, lines = write_reports(CoverageData(s.data_file), s.reports)
+        self.summary, lines = write_reports(s.data_file, s.reports, s.root)
         self.lines += lines
         twins = self.recorder.matching().line()
         if twins:
