@@ -7,28 +7,20 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import check_outputs
-from ragcov.cli.console import err, out
-from ragcov.cli.options import ShowIds, check_precision, emit
+from ragcov.api import check_outputs, coverage_diff
+from ragcov.cli.compare_options import (
+    AllowK,
+    AllowRetriever,
+    Format,
+    Output,
+    Precision,
+    check_format,
+    write_comparison,
+)
+from ragcov.cli.console import out
+from ragcov.cli.options import ShowIds, fail
+from ragcov.compare.render import delta_failure
 from ragcov.errors import RagcovError
-
-FORMATS = ("text", "markdown", "json")
-AllowK = Annotated[bool, typer.Option(
-    "--allow-different-k", help="Compare recordings made with different k (did raising k "
-    "help?).")]
-AllowRetriever = Annotated[bool, typer.Option(
-    "--allow-different-retriever", help="Compare recordings made with different retrievers "
-    "(a new embedding model, a new index).")]
-Format = Annotated[str, typer.Option("--format", help="text, markdown or json.")]
-Output = Annotated[Path | None, typer.Option(
-    "-o", "--output", help="Write the report here instead of stdout.")]
-Precision = Annotated[int, typer.Option(help="Digits after the decimal point.")]
-
-
-def check_format(format: str, precision: int) -> None:
-    if format not in FORMATS:
-        raise RagcovError(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
-    check_precision(precision)
 
 
 def diff(
@@ -51,12 +43,6 @@ def diff(
         "imported traces: their ids differ).")] = "id",
 ) -> None:
     """Chunks gained and lost, per-document change, queries that retrieve differently."""
-    import json
-
-    from ragcov.api import coverage_diff
-    from ragcov.compare.jsondoc import diff_document
-    from ragcov.compare.render import diff_markdown, diff_text, points
-
     check_format(format, precision)
     if fail_under_delta is not None and not 0 <= fail_under_delta <= 100:
         raise RagcovError(f"--fail-under-delta must be 0 to 100 points, got {fail_under_delta:g}")
@@ -65,19 +51,9 @@ def diff(
     check_outputs([output, None if html is None else html / PAGE], [base, head])
     d = coverage_diff(base, head, allow_different_k=allow_different_k,
                       allow_different_retriever=allow_different_retriever, match=match)
-    if format == "json":
-        emit(json.dumps(diff_document(d), indent=2, ensure_ascii=False), output, "JSON diff")
-    elif format == "markdown":
-        emit(diff_markdown(d, precision, show_ids), output, "markdown diff")
-    else:
-        emit(diff_text(d, precision), output, "diff")
+    write_comparison(d, "diff", format, output, precision, show_ids)
     if html is not None:
         from ragcov.report.diff_html import write_diff_page
 
         out.print(f"Wrote HTML diff to {write_diff_page(d, html, precision)}", markup=False)
-    drop = -d.delta * 100
-    if fail_under_delta is not None and drop > fail_under_delta:
-        err.print(f"Coverage failure: chunk coverage changed by {points(d.delta, precision)} "
-                  f"points, a drop of more than fail-under-delta={fail_under_delta:g}",
-                  markup=False)
-        raise typer.Exit(2)
+    fail(delta_failure(d.delta, fail_under_delta, precision))

@@ -7,9 +7,17 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import check_outputs
-from ragcov.cli.diff import AllowK, AllowRetriever, Format, Output, Precision, check_format
-from ragcov.cli.options import ShowIds, check_fail_under, emit, gate
+from ragcov.api import check_outputs, fail_under_message, traffic_gap
+from ragcov.cli.compare_options import (
+    AllowK,
+    AllowRetriever,
+    Format,
+    Output,
+    Precision,
+    check_format,
+    write_comparison,
+)
+from ragcov.cli.options import ShowIds, check_fail_under, fail
 from ragcov.errors import RagcovError
 
 
@@ -31,12 +39,6 @@ def gap(
     show_ids: ShowIds = False,
 ) -> None:
     """Traffic-weighted coverage and the untested chunks production retrieves most."""
-    import json
-
-    from ragcov.api import traffic_gap
-    from ragcov.compare.jsondoc import gap_document
-    from ragcov.compare.render import gap_markdown, gap_text
-
     check_format(format, precision)
     if top < 1:
         raise RagcovError(f"--top must be at least 1, got {top}")
@@ -46,10 +48,6 @@ def gap(
     g = traffic_gap(tests, traffic, top=None if format == "json" else top,
                     allow_different_k=allow_different_k,
                     allow_different_retriever=allow_different_retriever)
-    if format == "json":
-        emit(json.dumps(gap_document(g), indent=2, ensure_ascii=False), output, "JSON gap")
-    elif format == "markdown":
-        emit(gap_markdown(g, precision, show_ids), output, "markdown gap")
-    else:
-        emit(gap_text(g, precision, top, show_ids), output, "gap")
-    gate(g.traffic_weighted_coverage, fail_under, precision, "traffic-weighted coverage")
+    write_comparison(g, "gap", format, output, precision, show_ids, top)
+    fail(fail_under_message(g.traffic_weighted_coverage, fail_under, precision,
+                            "traffic-weighted coverage"))

@@ -87,10 +87,15 @@ def gate(coverage: float, fail_under: float | None, precision: int | None = None
     ``json``, ``xml``, ``lcov``, ``html``, ``badge`` and ``gap`` can never disagree.
     """
     from ragcov.api import fail_under_message
-    from ragcov.cli.console import err
 
-    message = fail_under_message(coverage, fail_under, precision, what)
+    fail(fail_under_message(coverage, fail_under, precision, what))
+
+
+def fail(message: str | None) -> None:
+    """Exit with status 2 after the report when a gate failed, as every ``--fail-under`` does."""
     if message is not None:
+        from ragcov.cli.console import err
+
         err.print(message, markup=False)
         raise typer.Exit(2)
 

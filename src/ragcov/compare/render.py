@@ -214,3 +214,30 @@ def gap_markdown(g: TrafficGap, precision: int = 1, show_ids: bool = False) -> s
     lines += ["", "<details><summary>All documents with untested traffic</summary>", "",
               *_fit(full, COMMENT_LIMIT - len(head) - 100), "", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+def render_comparison(result: CoverageDiff | TrafficGap, format: str, precision: int = 1,
+                      show_ids: bool = False, top: int = 20) -> str:
+    """A diff or a gap in ``format`` (text, markdown or json): the one dispatch both commands use."""
+    from ragcov.compare.jsondoc import diff_document, gap_document
+    from ragcov.files import json_text
+
+    if isinstance(result, CoverageDiff):
+        if format == "json":
+            return json_text(diff_document(result))
+        if format == "markdown":
+            return diff_markdown(result, precision, show_ids)
+        return diff_text(result, precision)
+    if format == "json":
+        return json_text(gap_document(result))
+    if format == "markdown":
+        return gap_markdown(result, precision, show_ids)
+    return gap_text(result, precision, top, show_ids)
+
+
+def delta_failure(delta: float, fail_under_delta: float | None, precision: int = 1) -> str | None:
+    """``ragcov diff --fail-under-delta``: None when the change passes, else the message."""
+    if fail_under_delta is None or -delta * 100 <= fail_under_delta:
+        return None
+    return (f"Coverage failure: chunk coverage changed by {points(delta, precision)} points, a "
+            f"drop of more than fail-under-delta={fail_under_delta:g}")
