@@ -121,7 +121,7 @@ def generate(
     retriever = default_retriever(retriever, corpus)
     r = make_retriever(retriever, corpus_obj, model=embedding_model, index=index,
                        progress=not quiet, backend=backend)
-    from ragcov.stores.retriever import store_run_line
+    from ragcov.retrievers.store import store_run_line
 
     if line := store_run_line(corpus_obj, retriever, r, k):
         err.print(line, markup=False, highlight=False)

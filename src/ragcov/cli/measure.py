@@ -88,7 +88,7 @@ def run(
 
         if retriever == "dense" and corpus_obj.store is not None:
             # The workers build their own retrievers; the store's model is checked here, once.
-            from ragcov.stores.model_check import settle_model
+            from ragcov.retrievers.store import settle_model
 
             model = settle_model(corpus_obj, model).model
 
@@ -104,7 +104,7 @@ def run(
         with status(f"Building retriever {retriever} ...", enabled=not quiet and factory):
             r = make_retriever(retriever, corpus_obj, model=model, index=index,
                                progress=not quiet, backend=backend)
-        from ragcov.stores.retriever import store_run_line
+        from ragcov.retrievers.store import store_run_line
 
         if line := store_run_line(corpus_obj, retriever, r, k):
             err.print(line, markup=False, highlight=False)
