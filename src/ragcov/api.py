@@ -340,10 +340,10 @@ def _llm_probe(generator: Any, texts: Sequence[str], ids: Sequence[str], row: in
 def reachability(data_file: str | os.PathLike[str]) -> Any:
     """Every chunk's status (covered, untested, unreachable), hubs and the reachable
     denominator, from a data file's tests and probes."""
+    from ragcov.data.columns import chunk_positions
     from ragcov.data.probes import chunk_details, read_probes
     from ragcov.reachability.audit import audit
     from ragcov.report.names import matrix_names
-    from ragcov.report.scope import chunk_positions
 
     data = CoverageData(data_file)
     tests = data.matrix()
