@@ -24,10 +24,10 @@ import pytest
 from ragcov.api import measure
 from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
+from ragcov.redaction import redact_url
 from ragcov.retrievers import make_retriever
 from ragcov.retrievers.http import HTTPRetriever
-from ragcov.retrievers.http_reply import extract, parse_path
-from ragcov.retrievers.http_secrets import redact_url
+from ragcov.retrievers.http.reply import extract, parse_path
 from ragcov.suite import Suite
 
 pytest.importorskip("httpx")

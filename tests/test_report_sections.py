@@ -9,7 +9,7 @@ import pytest
 
 from helpers import cli
 from ragcov.matrix import CoverageMatrix
-from ragcov.report.redundant import redundant_report, subsumers
+from ragcov.metrics import redundant_tests, subsumers
 from ragcov.report.table import missing_ranges
 from report_samples import write_sample
 
@@ -96,7 +96,7 @@ def test_subsumers_prefer_the_smallest_superset_then_the_earlier_test():
     # so q3 is subsumed by q2 and q2 by q1; q1 by nothing; an empty set by nothing.
     m = CoverageMatrix.from_sets([[0], [0, 1, 2], [0, 1], [1, 0], []], 3)
     assert subsumers(m).tolist() == [2, -1, 1, 2, -1]
-    listed = {t.query_id: t for t in redundant_report(m)}
+    listed = {t.query_id: t for t in redundant_tests(m)}
     assert listed["q4"].why == "retrieves nothing"
 
 

@@ -25,7 +25,7 @@ from ragcov.corpus import Chunk, Corpus
 from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
 from ragcov.retrievers.bm25 import BM25Retriever
-from ragcov.retrievers.http_secrets import Scrubber
+from ragcov.retrievers.http.secrets import Scrubber
 from ragcov.user_warnings import CredentialWarning, RetrievalWarning
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")

@@ -336,10 +336,10 @@ def _llm_probe(generator: Any, texts: Sequence[str], ids: Sequence[str], row: in
 def reachability(data_file: str | os.PathLike[str]) -> Any:
     """Every chunk's status (covered, untested, unreachable), hubs and the reachable
     denominator, from a data file's tests and probes."""
+    from ragcov.data.columns import chunk_positions
     from ragcov.data.probes import chunk_details, read_probes
     from ragcov.reachability.audit import audit
     from ragcov.report.names import matrix_names
-    from ragcov.report.scope import chunk_positions
 
     data = CoverageData(data_file)
     tests = data.matrix()
@@ -394,8 +394,8 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
     from ragcov.progress import status
     from ragcov.retrievers import default_retriever, make_retriever
     from ragcov.retrievers.onnx_encoder import check_backend
+    from ragcov.retrievers.store import store_run_line
     from ragcov.retrievers.twins import resolver_counts
-    from ragcov.stores.retriever import store_run_line
 
     say = notify or (lambda line: None)
     validate_k(k)
@@ -526,7 +526,7 @@ def recorded_retriever(data_file: str | os.PathLike[str]) -> dict[str, Any] | No
 _FORWARDED = {
     "make_retriever": "ragcov.retrievers", "default_retriever": "ragcov.retrievers",
     "check_backend": "ragcov.retrievers.onnx_encoder",
-    "store_run_line": "ragcov.stores.retriever",
+    "store_run_line": "ragcov.retrievers.store",
     "make_generator": "ragcov.generation", "LoopConfig": "ragcov.generation",
     "gap_targets": "ragcov.generation.targets",
     "ReportScope": "ragcov.report.scope",

@@ -14,7 +14,7 @@ Conventions, chosen so every value is defined:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -140,11 +140,27 @@ def _doc_codes(doc_ids: np.ndarray) -> tuple[list[str], np.ndarray]:
 
 @dataclass(frozen=True)
 class RedundantTest:
+    """A test :func:`redundant_tests` lists, and the witness a reader can check.
+
+    The witness is the test whose retrieved set contains this one's (``subsumed_by``,
+    see :func:`subsumers`), or else the test it overlaps most (``most_similar``, the
+    highest Jaccard).
+    """
+
     query_id: str
     unique_chunks: int          # chunks no other test retrieved
+    subsumed_by: str | None     # a test whose retrieved set contains this one's
     most_similar: str | None    # the other test with the highest Jaccard
     jaccard: float              # that Jaccard
     reasons: tuple[str, ...]    # "no-unique-contribution", "near-duplicate"
+
+    @property
+    def why(self) -> str:
+        if self.subsumed_by is not None:
+            return f"retrieves a subset of {self.subsumed_by}"
+        if self.most_similar is not None:
+            return f"Jaccard {self.jaccard:.2f} with {self.most_similar}"
+        return "retrieves nothing"
 
 
 def unique_contributions(m: CoverageMatrix) -> np.ndarray:
@@ -180,18 +196,76 @@ def redundant_tests(m: CoverageMatrix, jaccard_threshold: float = 0.8) -> list[R
     """
     unique = unique_contributions(m)
     best, best_j = nearest_neighbours(m)
-    out = []
-    for i, qid in enumerate(m.query_ids):
+    listed = []
+    for i in range(m.n_queries):
         reasons = []
         if unique[i] == 0 and m.n_queries > 1:
             reasons.append("no-unique-contribution")
         if best[i] >= 0 and best_j[i] >= jaccard_threshold:
             reasons.append("near-duplicate")
         if reasons:
-            out.append(RedundantTest(qid, int(unique[i]),
-                                     m.query_ids[best[i]] if best[i] >= 0 else None,
-                                     float(best_j[i]), tuple(reasons)))
-    return out
+            listed.append((i, tuple(reasons)))
+    if not listed:
+        return []
+    sub = subsumers(m)
+    return [RedundantTest(m.query_ids[i], int(unique[i]),
+                          m.query_ids[sub[i]] if sub[i] >= 0 else None,
+                          m.query_ids[best[i]] if best[i] >= 0 else None,
+                          float(best_j[i]), reasons)
+            for i, reasons in listed]
+
+
+def subsumers(m: CoverageMatrix) -> np.ndarray:
+    """Per test, a test whose retrieved set contains its own (-1 if none).
+
+    Ties: among supersets the smallest wins (the highest Jaccard), then the earlier
+    test. Two tests with identical sets subsume each other; only the later is said to
+    be subsumed by the earlier, so no pair names each other.
+    """
+    sizes = np.diff(m.hits.indptr).astype(np.float64)
+    best = np.full(m.n_queries, -1, dtype=np.int64)
+    best_j = np.full(m.n_queries, -1.0)
+    for r, c, jac in jaccard_pairs(m.hits):
+        # Intersection from Jaccard and the two sizes: |A∩B| = J (|A|+|B|) / (1+J).
+        inter = np.rint(jac * (sizes[r] + sizes[c]) / (1.0 + jac))
+        ok = (sizes[r] > 0) & (inter == sizes[r]) & ((sizes[c] > sizes[r]) | (c < r))
+        r, c, jac = r[ok], c[ok], jac[ok]
+        order = np.lexsort((c, -jac, r))
+        r, c, jac = r[order], c[order], jac[order]
+        first = np.ones(len(r), dtype=bool)
+        first[1:] = r[1:] != r[:-1]
+        for row, col, j in zip(r[first], c[first], jac[first]):
+            if j > best_j[row] or (j == best_j[row] and col < best[row]):
+                best[row], best_j[row] = col, j
+    return best
+
+
+@dataclass(frozen=True)
+class DuplicateGroup:
+    chunk_ids: list[str]  # in corpus order
+    doc_ids: list[str]    # distinct, in first-seen order
+    covered: int          # how many of the group some test retrieved
+
+
+def duplicate_groups(m: CoverageMatrix, texts: Mapping[str, str]) -> list[DuplicateGroup]:
+    """Groups of two or more chunks with the same non-empty text, by first occurrence.
+
+    A retriever scores identical chunks identically, so which of them lands in the top
+    k is its tie rule (ragcov's dense and BM25 retrievers take corpus order), and the
+    others stay uncovered however good the suite is. The groups live here, with the
+    numbers, because what they explain is a number: a chunk coverage held down by
+    ties rather than by missing tests; reports list them so it is recognised as such.
+    """
+    by_text: dict[str, list[int]] = {}
+    for j, cid in enumerate(m.chunk_ids):
+        text = texts.get(cid, "")
+        if text:
+            by_text.setdefault(text, []).append(j)
+    covered = m.covered()
+    return [DuplicateGroup([m.chunk_ids[j] for j in cols],
+                           list(dict.fromkeys(str(m.doc_ids[j]) for j in cols)),
+                           int(covered[cols].sum()))
+            for cols in by_text.values() if len(cols) > 1]
 
 
 def chunk_to_queries(m: CoverageMatrix) -> dict[str, list[str]]:

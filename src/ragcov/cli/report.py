@@ -49,11 +49,11 @@ def report(
     scope: ReportScope = ReportScope(),
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
-    from ragcov.report.duplicates import duplicate_groups, duplicates_line
+    from ragcov.metrics import duplicate_groups, redundant_tests
     from ragcov.report.names import matrix_names
     from ragcov.report.reachability import reachability_lines
-    from ragcov.report.redundant import redundant_lines, redundant_report
     from ragcov.report.scope import excluded_line
+    from ragcov.report.sections import duplicates_line, redundant_lines
     from ragcov.report.table import render_table, retriever_line
 
     # The gate compares at the precision `--format total` prints, whatever this table shows.
@@ -78,7 +78,7 @@ def report(
         if scoped.reachability is not None:
             lines += reachability_lines(scoped, show_missing, show_ids)
         if redundant:
-            lines += ["", *redundant_lines(redundant_report(scoped.matrix),
+            lines += ["", *redundant_lines(redundant_tests(scoped.matrix),
                                            scoped.matrix.n_queries)]
         for line in lines:
             if line is not None:

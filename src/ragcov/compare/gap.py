@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ragcov.compare.recording import Recording, check_comparable, read_pair
+from ragcov.data.columns import best_hits
 from ragcov.errors import RagcovError
 from ragcov.report.names import chunk_name
-
-if TYPE_CHECKING:
-    import sqlite3
 
 # Example production queries kept per untested chunk.
 EXAMPLES = 3
@@ -150,22 +147,9 @@ def _examples_in_memory(traffic: Recording, chunks: np.ndarray) -> dict[int, Pic
 
 def _examples_from_file(traffic: Recording, chunks: np.ndarray) -> dict[int, Pick]:
     """One SQL pass over the hits of just these chunks (SQLite scans; nothing is parsed)."""
-    from ragcov.data import CoverageData
-
     out: dict[int, Pick] = {int(j): [] for j in chunks}
-    with CoverageData(traffic.path).reading() as con:
-        stored = _chunk_idx(con)  # position -> idx as stored (0..n-1 when ragcov wrote it)
-        back = {int(stored[j]): int(j) for j in chunks}
-        con.execute("CREATE TEMP TABLE wanted (chunk_idx INTEGER PRIMARY KEY)")
-        con.executemany("INSERT INTO wanted VALUES (?)", ((i,) for i in back))
-        rows = con.execute(
-            "SELECT b.chunk_idx, q.idx, q.id, b.rank, q.text FROM (SELECT h.chunk_idx, "
-            "h.query_idx, h.rank, ROW_NUMBER() OVER (PARTITION BY h.chunk_idx ORDER BY h.rank, "
-            "h.query_idx) AS n FROM hits h JOIN wanted w ON w.chunk_idx = h.chunk_idx) b "
-            f"JOIN queries q ON q.idx = b.query_idx WHERE b.n <= {EXAMPLES} "
-            "ORDER BY b.chunk_idx, b.n").fetchall()
-    for cidx, qidx, qid, rank, text in rows:
-        pick = out[back[cidx]]
+    for j, qidx, qid, rank, text in best_hits(traffic.path, chunks.tolist(), EXAMPLES):
+        pick = out[j]
         if len(pick) < EXAMPLES:
             pick.append((int(qidx), qid, int(rank), text))
     return out
@@ -189,10 +173,3 @@ def _documents(traffic: Recording, hits: np.ndarray, untested: np.ndarray
     docs = docs[np.argsort(-u_hits[docs], kind="stable")]
     return [UntestedDocument(names[d], int(chunks[d]), int(n_untested[d]), int(u_hits[d]),
                              int(total[d])) for d in docs]
-
-
-def _chunk_idx(con: sqlite3.Connection) -> np.ndarray:
-    from ragcov.compare.recording import _ints
-
-    return _ints(con.execute("SELECT group_concat(idx) FROM (SELECT idx FROM chunks "
-                             "ORDER BY idx)").fetchone()[0])

@@ -1,15 +1,12 @@
-"""A data file read into flat arrays, for comparing two of them at a million queries.
+"""A data file read whole into flat arrays (:mod:`ragcov.data.columns`), and whether two compare.
 
-:meth:`CoverageData.matrix` builds one Python tuple per hit; at 10M hits that alone
-takes longer than a whole diff should. Here SQLite concatenates each integer column
-into one string inside a single statement (no Python object per row) and NumPy
-parses it; only the columns a comparison needs are read, and query texts only for
-the few queries a report shows.
+A comparison reads the columns it needs in one transaction per file, both files at
+once; query texts, content hashes and positions are read on first use, for the few
+queries and chunks a report shows.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Iterable
@@ -20,11 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from ragcov.data import CoverageData
-from ragcov.data.schema import Meta, check_compatible, read_meta, retriever_key
+from ragcov.data.columns import (
+    chunk_hashes,
+    chunk_positions,
+    query_texts_in_order,
+    query_texts_of,
+    read_columns,
+)
+from ragcov.data.schema import Meta, check_compatible, retriever_key
 from ragcov.errors import RagcovError
-
-_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 @dataclass
@@ -62,10 +63,7 @@ class Recording:
     def chunk_hashes(self) -> list[str]:
         """Content hashes by chunk position (read on first use: only a corpus change needs them)."""
         if self._hashes is None:
-            with CoverageData(self.path).reading() as con:
-                self._hashes = json.loads(con.execute(
-                    "SELECT json_group_array(hash) FROM (SELECT hash FROM chunks ORDER BY idx)"
-                ).fetchone()[0])
+            self._hashes = chunk_hashes(self.path)
         return self._hashes
 
     def chunk_names(self, rows: Iterable[int]) -> list[tuple[str, int]]:
@@ -78,8 +76,7 @@ class Recording:
             from ragcov.summary import positions_in_documents
 
             try:
-                with CoverageData(self.path).reading() as con:
-                    recorded = dict(con.execute("SELECT id, position FROM chunks").fetchall())
+                recorded = chunk_positions(self.path)
             except (RagcovError, OSError, sqlite3.Error):
                 recorded = None
             self._in_doc = positions_in_documents(self.doc_ids, self.chunk_ids, recorded)
@@ -88,10 +85,7 @@ class Recording:
     def read_query_texts(self) -> list[str]:
         """Every query's text by row (``diff --match text`` pairs queries by them)."""
         if self.texts is None:
-            with CoverageData(self.path).reading() as con:
-                self.texts = _strings(con.execute(
-                    "SELECT json_group_array(text) FROM (SELECT text FROM queries ORDER BY idx)"
-                ).fetchone()[0])
+            self.texts = query_texts_in_order(self.path)
         return self.texts
 
     def query_texts(self, rows: list[int]) -> dict[int, str]:
@@ -101,72 +95,19 @@ class Recording:
         if self.texts is not None:
             return {r: self.texts[r] for r in rows}
         wanted = sorted({self.query_ids[r] for r in rows})
-        found: dict[str, str] = {}
-        with CoverageData(self.path).reading() as con:
-            for i in range(0, len(wanted), 500):  # SQLite's limit on bound parameters
-                part = wanted[i:i + 500]
-                found.update(con.execute(
-                    f"SELECT id, text FROM queries WHERE id IN ({','.join('?' * len(part))})",
-                    part).fetchall())
+        found = query_texts_of(self.path, wanted)
         return {r: found.get(self.query_ids[r], "") for r in rows}
-
-
-def _ints(text: str | None) -> np.ndarray:
-    if not text:
-        return _EMPTY
-    return np.fromstring(text, sep=",", dtype=np.int64)
-
-
-def _strings(text: str | None) -> list[str]:
-    return json.loads(text) if text else []
 
 
 def read_recording(path: str | os.PathLike[str], queries: bool = True,
                    chunks: bool = True) -> Recording:
-    """Read the data file at ``path`` in one read transaction.
-
-    ``queries=False`` reads neither the query ids nor which query made each hit (a
-    coverage set needs only the chunks); ``chunks=False`` leaves out the chunk ids.
-    """
-    data = CoverageData(path)
-    with data.reading() as con:
-        meta = read_meta(con, data.path)
-        n_chunks, c_max = con.execute("SELECT COUNT(*), MAX(idx) FROM chunks").fetchone()
-        n_queries, q_max = con.execute("SELECT COUNT(*), MAX(idx) FROM queries").fetchone()
-        c_ids, c_docs = (con.execute(
-            "SELECT json_group_array(id), json_group_array(doc_id) "
-            "FROM (SELECT id, doc_id FROM chunks ORDER BY idx)").fetchone()
-            if chunks else (None, None))
-        q_ids = (con.execute("SELECT json_group_array(id) FROM (SELECT id FROM queries "
-                             "ORDER BY idx)").fetchone()[0] if queries else None)
-        # Files ragcov writes number rows 0..n-1; anything else is mapped through its idx.
-        c_idx = None if c_max in (None, n_chunks - 1) else _ints(con.execute(
-            "SELECT group_concat(idx) FROM (SELECT idx FROM chunks ORDER BY idx)").fetchone()[0])
-        q_idx = None if q_max in (None, n_queries - 1) or not queries else _ints(con.execute(
-            "SELECT group_concat(idx) FROM (SELECT idx FROM queries ORDER BY idx)").fetchone()[0])
-        cols = "group_concat(query_idx), group_concat(chunk_idx)" if queries \
-            else "NULL, group_concat(chunk_idx)"
-        hq_text, hc_text = con.execute(f"SELECT {cols} FROM hits").fetchone()
-    hq, hc = _ints(hq_text), _ints(hc_text)
+    """Read the data file at ``path`` (see :func:`ragcov.data.columns.read_columns`)."""
+    c = read_columns(path, queries=queries, chunks=chunks)
     return Recording(
-        path=data.path, meta=meta, chunk_ids=_strings(c_ids),
-        doc_ids=np.asarray(_strings(c_docs), dtype=object), query_ids=_strings(q_ids),
-        hit_query=_positions(q_idx, n_queries, hq, data.path, "query"),
-        hit_chunk=_positions(c_idx, n_chunks, hc, data.path, "chunk"),
-        chunk_count=None if chunks else n_chunks, query_count=None if queries else n_queries)
-
-
-def _positions(idx: np.ndarray | None, n: int, refs: np.ndarray, path: Path, what: str
-               ) -> np.ndarray:
-    """Stored idx values as 0-based positions; a reference to no row is a damaged file."""
-    if idx is not None:
-        table = np.full(int(idx.max()) + 1, -1, dtype=np.int64)
-        table[idx] = np.arange(idx.size)
-        refs = np.where(refs < table.size, table[np.minimum(refs, table.size - 1)], -1)
-        n = idx.size
-    if refs.size and (refs.min() < 0 or refs.max() >= n):
-        raise RagcovError(f"{path}: damaged data file (hits name an unknown {what})")
-    return refs
+        path=c.path, meta=c.meta, chunk_ids=c.chunk_ids,
+        doc_ids=np.asarray(c.doc_ids, dtype=object), query_ids=c.query_ids,
+        hit_query=c.hit_query, hit_chunk=c.hit_chunk,
+        chunk_count=None if chunks else c.n_chunks, query_count=None if queries else c.n_queries)
 
 
 def read_pair(a: str | os.PathLike[str], b: str | os.PathLike[str],

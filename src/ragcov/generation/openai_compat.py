@@ -7,7 +7,7 @@ kept only in the client.
 
 ``timeout`` is each request's deadline, as for the HTTP retriever: the client's own
 timeouts bound each read, so a server that sends a byte at a time would hold a
-request forever; the retriever's :class:`~ragcov.retrievers.http_deadline.Watchdog`
+request forever; the retriever's :class:`~ragcov.retrievers.http.deadline.Watchdog`
 shuts the request's connection down when its seconds are up.
 """
 
@@ -28,7 +28,7 @@ from ragcov.generation.base import (
     short,
 )
 from ragcov.generation.templates import PromptTemplate, load_template
-from ragcov.retrievers.http_deadline import Watchdog
+from ragcov.retrievers.http.deadline import Watchdog
 from ragcov.retry import Backoff, GaveUp, Retryable, parse_retry_after, retrying
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragcov.metrics import redundant_tests
 from ragcov.report.html_context import document_filename
 from ragcov.report.overlap import segments
-from ragcov.report.redundant import redundant_report
 from ragcov.report.scope import Scoped
 
 
@@ -47,7 +47,7 @@ def add_extras(ctx: dict[str, Any], scoped: Scoped) -> None:
                        for e in scoped.excluded]
     rows = m.row_of()
     ctx["redundant"] = [{"id": t.query_id, "why": t.why, "row": rows[t.query_id],
-                         "reasons": ", ".join(t.reasons)} for t in redundant_report(m)]
+                         "reasons": ", ".join(t.reasons)} for t in redundant_tests(m)]
     ctx["retriever_name"] = retriever_name(m.meta.get("retriever") or {})
 
 

@@ -18,9 +18,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ragcov.matrix import CoverageMatrix
-from ragcov.metrics import Support
-from ragcov.report.duplicates import duplicate_groups
-from ragcov.report.redundant import redundant_report
+from ragcov.metrics import Support, duplicate_groups, redundant_tests
 from ragcov.report.scope import ReportScope, Scoped, apply_scope
 
 FORMAT_VERSION = 1
@@ -89,7 +87,7 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
             t.query_id: {"subsumed_by": t.subsumed_by, "most_similar": t.most_similar,
                          "jaccard": t.jaccard, "unique_chunks": t.unique_chunks,
                          "reasons": list(t.reasons)}
-            for t in redundant_report(m)
+            for t in redundant_tests(m)
         },
         "duplicates": [asdict(g) for g in duplicate_groups(m, scoped.texts)],
     }

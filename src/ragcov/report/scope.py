@@ -148,17 +148,10 @@ def _unreachable(m: CoverageMatrix, reachability: Any) -> dict[int, str]:
     return out
 
 
-def chunk_positions(data_file: str | os.PathLike[str]) -> dict[str, int]:
-    """Chunk id -> its position within its document, as recorded in the data file."""
-    from ragcov.data import CoverageData
-
-    with CoverageData(data_file).reading() as con:
-        return dict(con.execute("SELECT id, position FROM chunks").fetchall())
-
-
 def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = None) -> Scoped:
     """The data file's matrix with ``scope`` applied: what every report reads."""
     from ragcov.data import CoverageData
+    from ragcov.data.columns import chunk_positions
     from ragcov.data.probes import chunk_details, read_probes
 
     data = CoverageData(data_file)

@@ -31,7 +31,7 @@ def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
         if getattr(corpus, "store", None) is not None:
             # Re-embedding a store's texts with a model that did not make its vectors
             # measures another retriever than production's: checked before the corpus is embedded.
-            from ragcov.stores.model_check import settle_model
+            from ragcov.retrievers.store import settle_model
 
             settled = settle_model(corpus, model)
             model = settled.model
@@ -46,7 +46,7 @@ def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
 
         return BM25Retriever(corpus, progress=progress)
     if kind == "store":
-        from ragcov.stores.retriever import StoreRetriever
+        from ragcov.retrievers.store import StoreRetriever
 
         return StoreRetriever(corpus, model=model, backend=backend)
     if kind.startswith(("http://", "https://")):

@@ -19,8 +19,8 @@ The threshold of 0.99 sits between them: storage precision and batching never fa
 below it, another model or another setting of the same one does.
 
 :func:`compare_vectors` takes only texts, stored vectors and an encoder, so any store
-reader (one over SQL included) can call it; :func:`settle_model` is the policy the
-store and dense retrievers apply with it.
+reader (one over SQL included) can call it; :func:`ragcov.retrievers.store.settle_model` is
+the policy the store and dense retrievers apply with it.
 """
 
 from __future__ import annotations
@@ -28,12 +28,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from ragcov.errors import RagcovError
-
-if TYPE_CHECKING:
-    from ragcov.corpus import Corpus
+from typing import Any
 
 SAMPLE_SIZE = 32  # stored texts re-embedded: a second on CPU for MiniLM
 SAMPLE_SEED = 0  # the same sample every run, so the verdict is reproducible
@@ -107,73 +102,3 @@ def sample_positions(texts: Sequence[str], n: int = SAMPLE_SIZE, seed: int = SAM
     if len(candidates) <= n:
         return candidates
     return sorted(random.Random(seed).sample(candidates, n))
-
-
-@dataclass(frozen=True, slots=True)
-class SettledModel:
-    """The model a store run embeds with, where it came from, and what the check found."""
-
-    model: str | None  # what to load (None: the default model)
-    name: str  # its canonical name, as fingerprints record it
-    origin: str  # "given" (--model), "recorded" (by the store) or "default"
-    check: ModelCheck
-
-    def fingerprint(self) -> dict[str, Any]:
-        return {"model_origin": self.origin, "model_check": self.check.verdict}
-
-    def describe(self) -> str:
-        told = {"given": "from --model", "recorded": "recorded by the store",
-                "default": "the default"}[self.origin]
-        if self.check.checked and self.check.agrees:
-            state = (f"checked: mean cosine {self.check.mean_cosine:.4f} over "
-                     f"{self.check.compared} stored vectors")
-        elif self.check.checked:
-            state = "DISAGREES with the stored vectors"
-        else:
-            state = "unchecked: the store gave no vectors"
-        return f"model {self.name} ({told}; {state})"
-
-
-ORIGIN_WORDS = {"given": "given with --model", "recorded": "recorded by the store",
-                "default": "the default; the store records no model"}
-
-
-def settle_model(corpus: Corpus, given: str | None) -> SettledModel:
-    """The model to embed with over a store, checked against the vectors the store holds.
-
-    ``--model`` wins over the store's record and the default: a disagreement then is a
-    warning (the user said which model; the warning says the stored vectors disagree).
-    Without ``--model``, a disagreement is refused, and so is a store that can give no
-    vectors and names no model, since nothing would say the default is right.
-    """
-    from ragcov.retrievers.dense import encode, load_encoder, resolve_model
-    from ragcov.user_warnings import warn
-
-    store = corpus.store
-    recorded = store.recorded_model()
-    model = given or recorded
-    origin = "given" if given else "recorded" if recorded else "default"
-    name, source = resolve_model(model)
-    positions = sample_positions(corpus.texts)
-    ids = [corpus.ids[i] for i in positions]
-    texts = [corpus.texts[i] for i in positions]
-    reader = getattr(store, "stored_vectors", None)
-    stored = reader(ids) if callable(reader) and ids else []
-
-    def embed(batch: list[str]) -> Any:
-        return encode(load_encoder(source), batch, progress=False)
-
-    check = compare_vectors(texts, stored, embed, name)
-    where = f"{corpus.source or store.url}"
-    if not check.checked:
-        if origin == "default":
-            raise RagcovError(f"{where}: the store records no embedding model and gives no stored "
-                              f"vectors to check one against: pass --model with the model that "
-                              f"made its vectors")
-    elif not check.agrees:
-        message = (f"{where}: the stored vectors were not made by {name} ({ORIGIN_WORDS[origin]}): "
-                   f"{check.describe()}, below {MIN_MEAN_COSINE}")
-        if origin != "given":
-            raise RagcovError(f"{message}; pass --model with the model that made the store's vectors")
-        warn(f"{message}; measuring with --model {name} as asked", StoreModelWarning)
-    return SettledModel(model, name, origin, check)

@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlu
 
 from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
-from ragcov.retrievers.http_secrets import SECRET_PARAM, redact_url
+from ragcov.redaction import SECRET_PARAM, redact_url
 from ragcov.stores.base import PAGE_SIZE, StoreChunk, missing_collection, require
 from ragcov.stores.payload import TEXT_KEYS
 from ragcov.stores.urls import StoreURL

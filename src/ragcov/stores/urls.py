@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
 from ragcov.errors import RagcovError
-from ragcov.retrievers.http_secrets import redact_url
+from ragcov.redaction import redact_url
 
 if TYPE_CHECKING:
     from ragcov.stores.base import VectorStore

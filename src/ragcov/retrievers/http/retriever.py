@@ -2,12 +2,12 @@
 
 Many teams expose retrieval as a service, so coverage must be measurable without
 importing their code. Where the ids are in the reply is a path
-(:mod:`~ragcov.retrievers.http_reply`); options are keywords or follow a ``#`` in
-the URL (:mod:`~ragcov.retrievers.http_options`).
+(:mod:`~ragcov.retrievers.http.reply`); options are keywords or follow a ``#`` in
+the URL (:mod:`~ragcov.retrievers.http.options`).
 
 Each attempt has one deadline, ``timeout`` seconds, for the whole request:
 connecting, sending and reading the complete reply
-(:mod:`~ragcov.retrievers.http_deadline`).
+(:mod:`~ragcov.retrievers.http.deadline`).
 
 Only a 2xx reply is a result. Redirects are not followed (a key header would go
 along to wherever they point); a 3xx is an error naming its ``Location``.
@@ -19,7 +19,7 @@ header; a ``user:password@`` in the URL is sent as HTTP Basic, except when the A
 key goes in the ``Authorization`` header too: then the key is sent, and a warning
 says the URL's pair is not. Neither, nor the URL's other secrets, reaches a
 message, a returned id, the repr or the fingerprint, raw or encoded
-(:mod:`~ragcov.retrievers.http_secrets`).
+(:mod:`~ragcov.retrievers.http.secrets`).
 """
 
 from __future__ import annotations
@@ -31,21 +31,17 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from ragcov.errors import RagcovError
-from ragcov.retrievers.http_deadline import Watchdog
-from ragcov.retrievers.http_options import (
+from ragcov.redaction import redact_url
+from ragcov.retrievers.http.deadline import Watchdog
+from ragcov.retrievers.http.options import (
     DEFAULT_API_KEY_ENV,
     merge_fragment,
     seconds,
     split_options,
     whole,
 )
-from ragcov.retrievers.http_reply import parse_path, read_ranked
-from ragcov.retrievers.http_secrets import (
-    Scrubber,
-    basic_credentials,
-    redact_url,
-    split_credentials,
-)
+from ragcov.retrievers.http.reply import parse_path, read_ranked
+from ragcov.retrievers.http.secrets import Scrubber, basic_credentials, split_credentials
 from ragcov.retry import Backoff, GaveUp, Retryable, parse_retry_after, retrying
 from ragcov.user_warnings import CredentialWarning, warn
 
@@ -74,7 +70,7 @@ class HTTPRetriever:
     """POST each query to ``url`` and read the ranked ids from the reply.
 
     Parameters:
-        ids: path to the ids in the reply (see :mod:`~ragcov.retrievers.http_reply`);
+        ids: path to the ids in the reply (see :mod:`~ragcov.retrievers.http.reply`);
             None recognises the common shapes.
         scores: path to the scores, parallel to the ids; optional.
         timeout: seconds each attempt may take in all (connect, send, read the

@@ -3,28 +3,16 @@
 An API key is sent as a header and never put in messages, the repr or the
 fingerprint (which is written to the data file). Messages and the ids a reply
 returns are also scrubbed of the URL's user and password and secret-looking query
-values and of secret-looking header values, raw, percent-encoded or
+values (:mod:`ragcov.redaction`) and of secret-looking header values, raw, percent-encoded or
 base64-encoded as HTTP Basic sends them, in case a server echoes them back.
 """
 
 from __future__ import annotations
 
 import base64
-import re
-from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
 
-SECRET_PARAM = re.compile(r"key|token|secret|pass|auth|sig", re.IGNORECASE)
-
-
-def redact_url(url: str) -> str:
-    """The URL without credentials: no user:password, secret-looking query values hidden."""
-    parts = urlsplit(url)
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    query = urlencode([(k, "***" if SECRET_PARAM.search(k) else v)
-                       for k, v in parse_qsl(parts.query, keep_blank_values=True)])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+from ragcov.redaction import SECRET_PARAM
 
 
 def split_credentials(url: str) -> tuple[str, str | None, str | None]:

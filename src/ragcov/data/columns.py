@@ -1,0 +1,162 @@
+"""A data file's columns as flat arrays, for comparing two of them at a million queries.
+
+:meth:`CoverageData.matrix` builds one Python tuple per hit; at 10M hits that alone
+takes longer than a whole diff should. Here SQLite concatenates each integer column
+into one string inside a single statement (no Python object per row) and NumPy
+parses it; only the columns a comparison needs are read, and query texts only for
+the few queries a report shows. :mod:`ragcov.compare` asks through these readers
+and never names a table, so a new schema changes this folder only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ragcov.data.datafile import CoverageData
+from ragcov.data.schema import Meta, read_meta
+from ragcov.errors import RagcovError
+
+if TYPE_CHECKING:
+    import sqlite3
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+_BOUND = 500  # SQLite's limit on bound parameters, with room to spare
+
+
+@dataclass(frozen=True)
+class Columns:
+    """One read of a data file: chunks and queries in ``idx`` order, hits by position."""
+
+    path: Path
+    meta: Meta
+    n_chunks: int
+    n_queries: int
+    chunk_ids: list[str]    # empty when the chunks were not asked for
+    doc_ids: list[str]      # per chunk, likewise
+    query_ids: list[str]    # empty when the queries were not asked for
+    hit_query: np.ndarray   # per hit, the query's 0-based position; empty if not read
+    hit_chunk: np.ndarray   # per hit, the chunk's 0-based position
+
+
+def read_columns(path: str | os.PathLike[str], queries: bool = True,
+                 chunks: bool = True) -> Columns:
+    """Read the data file at ``path`` in one read transaction.
+
+    ``queries=False`` reads neither the query ids nor which query made each hit (a
+    coverage set needs only the chunks); ``chunks=False`` leaves out the chunk ids.
+    """
+    data = CoverageData(path)
+    with data.reading() as con:
+        meta = read_meta(con, data.path)
+        n_chunks, c_max = con.execute("SELECT COUNT(*), MAX(idx) FROM chunks").fetchone()
+        n_queries, q_max = con.execute("SELECT COUNT(*), MAX(idx) FROM queries").fetchone()
+        c_ids, c_docs = (con.execute(
+            "SELECT json_group_array(id), json_group_array(doc_id) "
+            "FROM (SELECT id, doc_id FROM chunks ORDER BY idx)").fetchone()
+            if chunks else (None, None))
+        q_ids = (con.execute("SELECT json_group_array(id) FROM (SELECT id FROM queries "
+                             "ORDER BY idx)").fetchone()[0] if queries else None)
+        # Files ragcov writes number rows 0..n-1; anything else is mapped through its idx.
+        c_idx = None if c_max in (None, n_chunks - 1) else _stored_idx(con, "chunks")
+        q_idx = None if q_max in (None, n_queries - 1) or not queries \
+            else _stored_idx(con, "queries")
+        cols = "group_concat(query_idx), group_concat(chunk_idx)" if queries \
+            else "NULL, group_concat(chunk_idx)"
+        hq_text, hc_text = con.execute(f"SELECT {cols} FROM hits").fetchone()
+    hq, hc = _ints(hq_text), _ints(hc_text)
+    return Columns(
+        path=data.path, meta=meta, n_chunks=n_chunks, n_queries=n_queries,
+        chunk_ids=_strings(c_ids), doc_ids=_strings(c_docs), query_ids=_strings(q_ids),
+        hit_query=_positions(q_idx, n_queries, hq, data.path, "query"),
+        hit_chunk=_positions(c_idx, n_chunks, hc, data.path, "chunk"))
+
+
+def chunk_hashes(path: str | os.PathLike[str]) -> list[str]:
+    """Content hashes by chunk position."""
+    with CoverageData(path).reading() as con:
+        return json.loads(con.execute(
+            "SELECT json_group_array(hash) FROM (SELECT hash FROM chunks ORDER BY idx)"
+        ).fetchone()[0])
+
+
+def chunk_positions(path: str | os.PathLike[str]) -> dict[str, int]:
+    """Chunk id -> its position within its document, as recorded in the data file."""
+    with CoverageData(path).reading() as con:
+        return dict(con.execute("SELECT id, position FROM chunks").fetchall())
+
+
+def query_texts_in_order(path: str | os.PathLike[str]) -> list[str]:
+    """Every query's text by position (``diff --match text`` pairs queries by them)."""
+    with CoverageData(path).reading() as con:
+        return _strings(con.execute(
+            "SELECT json_group_array(text) FROM (SELECT text FROM queries ORDER BY idx)"
+        ).fetchone()[0])
+
+
+def query_texts_of(path: str | os.PathLike[str], ids: Sequence[str]) -> dict[str, str]:
+    """The texts of just these query ids (a report shows a few, not all)."""
+    found: dict[str, str] = {}
+    with CoverageData(path).reading() as con:
+        for i in range(0, len(ids), _BOUND):
+            part = list(ids[i:i + _BOUND])
+            found.update(con.execute(
+                f"SELECT id, text FROM queries WHERE id IN ({','.join('?' * len(part))})",
+                part).fetchall())
+    return found
+
+
+def best_hits(path: str | os.PathLike[str], chunks: Sequence[int], per_chunk: int
+              ) -> list[tuple[int, int, str, int, str]]:
+    """The ``per_chunk`` best-ranked hits on each chunk at these positions, in one SQL pass.
+
+    Rows are (chunk position, query idx as stored, query id, rank, query text), by chunk
+    idx and then rank, ties to the earlier query; SQLite scans, nothing is parsed.
+    """
+    with CoverageData(path).reading() as con:
+        stored = _stored_idx(con, "chunks")  # position -> idx (0..n-1 when ragcov wrote it)
+        back = {int(stored[j]): int(j) for j in chunks}
+        con.execute("CREATE TEMP TABLE wanted (chunk_idx INTEGER PRIMARY KEY)")
+        con.executemany("INSERT INTO wanted VALUES (?)", ((i,) for i in back))
+        rows = con.execute(
+            "SELECT b.chunk_idx, q.idx, q.id, b.rank, q.text FROM (SELECT h.chunk_idx, "
+            "h.query_idx, h.rank, ROW_NUMBER() OVER (PARTITION BY h.chunk_idx ORDER BY h.rank, "
+            "h.query_idx) AS n FROM hits h JOIN wanted w ON w.chunk_idx = h.chunk_idx) b "
+            f"JOIN queries q ON q.idx = b.query_idx WHERE b.n <= {int(per_chunk)} "
+            "ORDER BY b.chunk_idx, b.n").fetchall()
+    return [(back[cidx], qidx, qid, rank, text) for cidx, qidx, qid, rank, text in rows]
+
+
+def _stored_idx(con: sqlite3.Connection, table: str) -> np.ndarray:
+    """The ``idx`` column of ``chunks`` or ``queries``, ascending: position -> stored idx."""
+    return _ints(con.execute(f"SELECT group_concat(idx) FROM (SELECT idx FROM {table} "
+                             "ORDER BY idx)").fetchone()[0])
+
+
+def _ints(text: str | None) -> np.ndarray:
+    if not text:
+        return _EMPTY
+    return np.fromstring(text, sep=",", dtype=np.int64)
+
+
+def _strings(text: str | None) -> list[str]:
+    return json.loads(text) if text else []
+
+
+def _positions(idx: np.ndarray | None, n: int, refs: np.ndarray, path: Path, what: str
+               ) -> np.ndarray:
+    """Stored idx values as 0-based positions; a reference to no row is a damaged file."""
+    if idx is not None:
+        table = np.full(int(idx.max()) + 1, -1, dtype=np.int64)
+        table[idx] = np.arange(idx.size)
+        refs = np.where(refs < table.size, table[np.minimum(refs, table.size - 1)], -1)
+        n = idx.size
+    if refs.size and (refs.min() < 0 or refs.max() >= n):
+        raise RagcovError(f"{path}: damaged data file (hits name an unknown {what})")
+    return refs

@@ -1,0 +1,38 @@
+"""The lines ``ragcov report`` prints under its table: duplicate chunk texts, redundant tests.
+
+The analyses are :func:`ragcov.metrics.duplicate_groups` and
+:func:`ragcov.metrics.redundant_tests`; these only say them in a line a person reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ragcov.metrics import DuplicateGroup, RedundantTest
+
+
+def duplicates_line(groups: list[DuplicateGroup],
+                    names: Mapping[str, str] | None = None) -> str | None:
+    """One line for ``ragcov report``; None when there are no duplicates.
+
+    ``names`` maps chunk ids to what a person reads (``DOC#N``); ids not in it are shown as ids.
+    """
+    if not groups:
+        return None
+    chunks = sum(len(g.chunk_ids) for g in groups)
+    docs = len({d for g in groups for d in g.doc_ids})
+    shown = [(names or {}).get(c, c) for c in groups[0].chunk_ids[:3]]
+    first = ", ".join(shown) + (" ..." if len(groups[0].chunk_ids) > 3 else "")
+    return (f"Duplicate chunk texts: {len(groups)} group{'s' if len(groups) != 1 else ''} "
+            f"({chunks} chunks in {docs} document{'s' if docs != 1 else ''}; first: {first}); "
+            "identical chunks tie, so only some of them can be covered")
+
+
+def redundant_lines(items: list[RedundantTest], n_queries: int) -> list[str]:
+    """``ragcov report --redundant``: a heading and one line per redundant test."""
+    head = (f"Redundant tests: {len(items)} of {n_queries} "
+            "(no chunk of their own, or Jaccard >= 0.8 with another)")
+    if not items:
+        return [head]
+    width = max(len(t.query_id) for t in items)
+    return [head, *(f"  {t.query_id.ljust(width)}  {t.why}" for t in items)]
