@@ -521,6 +521,23 @@ def recorded_retriever(data_file: str | os.PathLike[str]) -> dict[str, Any] | No
     return data.meta().retriever if data.exists() else None
 
 
+def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
+                      queries: dict[str, str], results: dict[str, Any],
+                      data_file: str | os.PathLike[str], context: dict[str, str] | None = None,
+                      matching: Any = None) -> None:
+    """Write retrievals recorded elsewhere (the pytest plugin's session) into ``data_file``:
+    ``queries`` id -> text, ``results`` id -> ranked ``(chunk id, score)``, ``context``
+    id -> the test that asked, ``matching`` how hits without ids were matched."""
+    from ragcov.retrievers.twins import record_matching
+
+    run = Run(k=k, retriever=fingerprint)
+    for qid, text in queries.items():
+        run.add(qid, text, results[qid])
+    data = CoverageData(data_file)
+    data.write(corpus, run, context=context)
+    record_matching(data, matching)
+
+
 # Loaders and factories reached through this door, imported on first use (see the
 # module docstring): name -> the module that defines it.
 _FORWARDED = {
@@ -532,6 +549,8 @@ _FORWARDED = {
     "ReportScope": "ragcov.report.scope",
     "check_outputs": "ragcov.overwrite", "is_store_url": "ragcov.stores",
     "DEFAULT_AFTER_SATURATION": "ragcov.selection",
+    "wrap": "ragcov.retrievers.adapters", "LangChainRetriever": "ragcov.retrievers.langchain",
+    "LlamaIndexRetriever": "ragcov.retrievers.llamaindex", "MatchCounts": "ragcov.retrievers.twins",
     "detect_format": "ragcov.traces.detect", "cyclic_gc_paused": "ragcov.traces.importer",
 }
 

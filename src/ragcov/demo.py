@@ -11,13 +11,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ragcov.api import measure
-from ragcov.corpus import load_corpus
-from ragcov.data import DEFAULT_DATA_FILE
+from ragcov import api
 from ragcov.metrics import redundant_tests
 from ragcov.report.table import render_headline, render_table
-from ragcov.retrievers import make_retriever
-from ragcov.suite import load_suite
 from ragcov.summary import summarize
 
 
@@ -29,14 +25,14 @@ def run_demo(directory: Path, retriever: str = "dense", k: int = 5,
              console: Console | None = None) -> None:
     console = console or Console()
     directory.mkdir(parents=True, exist_ok=True)
-    data_file = directory / DEFAULT_DATA_FILE
-    corpus = load_corpus(sample_path("finqa_pages.jsonl"), split=True)
-    suite = load_suite(sample_path("finqa_questions.jsonl"))
+    data_file = directory / api.DEFAULT_DATA_FILE
+    corpus = api.load_corpus(sample_path("finqa_pages.jsonl"), split=True)
+    suite = api.load_suite(sample_path("finqa_questions.jsonl"))
     console.rule("ragcov demo: FinQA sample")
     console.print(f"Corpus: {len(corpus.documents())} report pages -> {len(corpus)} chunks; "
                   f"suite: {len(suite)} questions; retriever: {retriever}, k={k}")
-    r = make_retriever(retriever, corpus)
-    m = measure(corpus, suite, r, k=k, data_file=data_file)
+    r = api.make_retriever(retriever, corpus)
+    m = api.measure(corpus, suite, r, k=k, data_file=data_file)
     summary = summarize(m)
     console.print()
     console.print(render_table(summary, sort="cover", precision=1), markup=False)

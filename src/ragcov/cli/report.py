@@ -52,8 +52,7 @@ def report(
     from ragcov.metrics import duplicate_groups, redundant_tests
     from ragcov.report.names import matrix_names
     from ragcov.report.reachability import reachability_lines
-    from ragcov.report.scope import excluded_line
-    from ragcov.report.sections import duplicates_line, redundant_lines
+    from ragcov.report.sections import duplicates_line, excluded_line, redundant_lines
     from ragcov.report.table import render_table, retriever_line
 
     # The gate compares at the precision `--format total` prints, whatever this table shows.

@@ -21,23 +21,22 @@ def ragcov_recorder() -> Callable[[Any], Any]:
 @pytest.fixture(scope="session")
 def ragcov_retriever(pytestconfig: pytest.Config) -> Any:
     """The built-in retriever over the ragcov corpus, recording when --ragcov is on."""
-    from ragcov.retrievers import make_retriever
+    from ragcov import api
 
     rec = active()
     if rec is not None:
-        return RecordingRetriever(make_retriever(rec.settings.retriever, rec.corpus(),
+        return RecordingRetriever(api.make_retriever(rec.settings.retriever, rec.corpus(),
                                                  progress=False), rec)
     settings = Settings(pytestconfig)
     if settings.corpus is None:
         pytest.skip("ragcov_retriever needs a corpus: --ragcov-corpus PATH "
                     "or ragcov_corpus in the ini file")
-    from ragcov.corpus import load_corpus
     from ragcov.errors import RagcovError
 
     try:
-        corpus = load_corpus(settings.corpus)
+        corpus = api.load_corpus(settings.corpus)
     except (RagcovError, OSError) as exc:
         # Once for the session, not an error (and a traceback) for every test using it.
         pytest.exit(f"ragcov: --ragcov-corpus: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-    return RecordingRetriever(make_retriever(settings.retriever, corpus, progress=False),
+    return RecordingRetriever(api.make_retriever(settings.retriever, corpus, progress=False),
                               None, settings.k)

@@ -112,24 +112,18 @@ class Recorder:
         """Write what was recorded; False (and nothing written) when nothing was."""
         if not self.queries:
             return False
-        from ragcov.data import CoverageData
-        from ragcov.retrieval import Run
+        from ragcov import api
 
-        run = Run(k=self.k, retriever=self.fingerprint or {})
-        for qid, text in self.queries.items():
-            run.add(qid, text, self.results[qid])
-        data = CoverageData(path)
-        data.write(self.corpus(), run, context=self.context)
-        from ragcov.retrievers.twins import record_matching
-
-        record_matching(data, self.matching())
+        api.record_retrievals(self.corpus(), self.k, self.fingerprint or {}, self.queries,
+                              self.results, path, context=self.context,
+                              matching=self.matching())
         return True
 
     def matching(self) -> Any:
         """How the session's hits without ids were matched to chunks (a MatchCounts)."""
-        from ragcov.retrievers.twins import MatchCounts
+        from ragcov import api
 
-        total = MatchCounts()
+        total = api.MatchCounts()
         for resolver in self._resolvers.values():
             total.add(resolver.matching)
         return total

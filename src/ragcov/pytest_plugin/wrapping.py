@@ -59,9 +59,9 @@ class RecordingLangChain(_Recording):
     """
 
     def __init__(self, inner: Any, recorder: Recorder) -> None:
-        from ragcov.retrievers.langchain import LangChainRetriever
+        from ragcov import api
 
-        super().__init__(inner, LangChainRetriever(inner, recorder.corpus()), recorder)
+        super().__init__(inner, api.LangChainRetriever(inner, recorder.corpus()), recorder)
         self._protocol = RecordingRetriever(self._adapter, recorder)
 
     def invoke(self, input: Any, *args: Any, **kwargs: Any) -> Any:
@@ -97,9 +97,9 @@ class RecordingLlamaIndex(_Recording):
     """A LlamaIndex retriever: ``retrieve`` and ``aretrieve`` recorded."""
 
     def __init__(self, inner: Any, recorder: Recorder) -> None:
-        from ragcov.retrievers.llamaindex import LlamaIndexRetriever
+        from ragcov import api
 
-        super().__init__(inner, LlamaIndexRetriever(inner, recorder.corpus()), recorder)
+        super().__init__(inner, api.LlamaIndexRetriever(inner, recorder.corpus()), recorder)
 
     def retrieve(self, query: Any, *args: Any, **kwargs: Any) -> Any:
         nodes = self._inner.retrieve(query, *args, **kwargs)
@@ -154,7 +154,7 @@ def record(retriever: Any) -> Any:
         return wrapper
     inner = retriever
     if not callable(getattr(retriever, "retrieve", None)):
-        from ragcov.retrievers.adapters import wrap
+        from ragcov import api
 
-        inner = count_once_per_query(wrap(retriever, rec.corpus()))
+        inner = count_once_per_query(api.wrap(retriever, rec.corpus()))
     return RecordingRetriever(inner, rec)

@@ -166,17 +166,3 @@ def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = N
                          scope or ReportScope(), reachability)
     scoped.meta = data.meta()
     return scoped
-
-
-def excluded_line(excluded: Sequence[ExcludedChunk]) -> str | None:
-    """``Excluded: 5 chunks (3 exclude, 2 min_chunk_chars), not counted``; None if none."""
-    if not excluded:
-        return None
-    kinds: dict[str, int] = {}
-    for e in excluded:
-        kind = e.reason.split(":", 1)[0]
-        kinds[kind] = kinds.get(kind, 0) + 1
-    parts = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
-    n = len(excluded)
-    return (f"Excluded: {n} chunk{'s' if n != 1 else ''} ({parts}), not counted in the "
-            "total; ragcov json lists them with the reason")

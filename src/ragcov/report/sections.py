@@ -1,4 +1,4 @@
-"""The lines ``ragcov report`` prints under its table: duplicate chunk texts, redundant tests.
+"""The lines ``ragcov report`` prints under its table: exclusions, duplicate texts, redundant tests.
 
 The analyses are :func:`ragcov.metrics.duplicate_groups` and
 :func:`ragcov.metrics.redundant_tests`; these only say them in a line a person reads.
@@ -6,9 +6,10 @@ The analyses are :func:`ragcov.metrics.duplicate_groups` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ragcov.metrics import DuplicateGroup, RedundantTest
+from ragcov.report.scope import ExcludedChunk
 
 
 def duplicates_line(groups: list[DuplicateGroup],
@@ -36,3 +37,17 @@ def redundant_lines(items: list[RedundantTest], n_queries: int) -> list[str]:
         return [head]
     width = max(len(t.query_id) for t in items)
     return [head, *(f"  {t.query_id.ljust(width)}  {t.why}" for t in items)]
+
+
+def excluded_line(excluded: Sequence[ExcludedChunk]) -> str | None:
+    """``Excluded: 5 chunks (3 exclude, 2 min_chunk_chars), not counted``; None if none."""
+    if not excluded:
+        return None
+    kinds: dict[str, int] = {}
+    for e in excluded:
+        kind = e.reason.split(":", 1)[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    parts = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+    n = len(excluded)
+    return (f"Excluded: {n} chunk{'s' if n != 1 else ''} ({parts}), not counted in the "
+            "total; ragcov json lists them with the reason")
