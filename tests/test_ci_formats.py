@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 import pytest
 
 from helpers import cli
-from ragcov.report.badge import COLOURS, colour_for, parse_thresholds
+from ragcov.reporters.badge import COLOURS, colour_for, parse_thresholds
 from report_samples import FULL_TOTAL, write_sample
 
 DTD = Path(__file__).parent / "coverage-04.dtd"

@@ -32,7 +32,7 @@ from ragcov.distributed import (  # noqa: E402
 )
 from ragcov.errors import RagcovError  # noqa: E402
 from ragcov.metrics import chunk_coverage  # noqa: E402
-from ragcov.report.jsonreport import json_report  # noqa: E402
+from ragcov.reporters.jsonreport import json_report  # noqa: E402
 from ragcov.retrieval import Run  # noqa: E402
 from ragcov.retrievers import make_retriever  # noqa: E402
 from ragcov.suite import Suite  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import cli
 from ragcov.errors import RagcovError
-from ragcov.report.scope import ReportScope, load_scoped
+from ragcov.scope import ReportScope, load_scoped
 from report_samples import EXCLUDED, FULL_TOTAL, SCOPE_FLAGS, SCOPED_TOTAL, write_sample
 
 

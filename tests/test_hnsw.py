@@ -8,7 +8,7 @@ import pytest
 from ragcov.api import INDEX_RECALL
 from ragcov.corpus import Chunk, Corpus
 from ragcov.data import CoverageData
-from ragcov.report.table import approximate_index_note
+from ragcov.reporters.table import approximate_index_note
 from ragcov.retrieval import Run
 
 faiss = pytest.importorskip("faiss")

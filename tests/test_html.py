@@ -15,8 +15,8 @@ from helpers import cli
 from ragcov.corpus import load_corpus
 from ragcov.data import CoverageData
 from ragcov.errors import RagcovError
-from ragcov.report import html as html_mod
-from ragcov.report.html import (
+from ragcov.reporters import html as html_mod
+from ragcov.reporters.html import (
     MARKER,
     curve_from_order,
     document_filename,
@@ -114,7 +114,7 @@ def test_index_numbers_match_a_hand_count_and_the_text_report(data_file: Path, t
     assert total == "44.4"
     assert f'id="total-cc">{total}%<' in text
     # The same figure the text report prints at the same precision.
-    from ragcov.report.table import render_table
+    from ragcov.reporters.table import render_table
     from ragcov.summary import summarize
 
     table = render_table(summarize(CoverageData(data_file).matrix()), precision=1)
@@ -457,7 +457,7 @@ def test_keyboard_shortcuts_in_headless_chromium(browser, data_file: Path, tmp_p
     (["abcdefgh abcdefgh", "abcdefgh tail"], "abcdefgh abcdefgh tail"),  # the longest overlap
 ])
 def test_stitch_joins_chunks_at_their_overlap(texts, text):
-    from ragcov.report.overlap import stitch
+    from ragcov.reporters.overlap import stitch
 
     got = stitch(texts)
     assert (got[0] if got else None) == text

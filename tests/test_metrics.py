@@ -178,7 +178,7 @@ def test_jaccard_is_estimated_from_random_pairs_past_the_budget(monkeypatch) -> 
     within four standard errors (4 x 0.5/sqrt(200,000) = 0.0045) of the exact mean, the
     same on every run, and the summary and its headline say it was estimated."""
     import ragcov.metrics as metrics
-    from ragcov.report.table import render_headline
+    from ragcov.reporters.table import render_headline
     from ragcov.summary import summarize
 
     rng = np.random.default_rng(7)

@@ -334,7 +334,7 @@ def probed_site(tmp_path: Path, planted: Path) -> tuple[Path, Path]:
 
 
 def test_html_shades_each_status_and_maps_the_corpus(probed_site: tuple[Path, Path]) -> None:
-    from ragcov.report.html_context import document_filename
+    from ragcov.reporters.html_context import document_filename
 
     data, site = probed_site
     index = (site / "index.html").read_text()

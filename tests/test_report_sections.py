@@ -10,7 +10,7 @@ import pytest
 from helpers import cli
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import redundant_tests, subsumers
-from ragcov.report.table import missing_ranges
+from ragcov.reporters.table import missing_ranges
 from report_samples import write_sample
 
 

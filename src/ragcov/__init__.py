@@ -2,6 +2,16 @@
 
 Measures how much of a corpus a retrieval test suite exercises, from retrieval
 traces alone, and uses that to select, generate and prioritise tests.
+
+    import ragcov
+
+    corpus = ragcov.load_corpus("chunks.jsonl")
+    suite = ragcov.load_suite("questions.jsonl")
+    ragcov.measure(corpus, suite, ragcov.make_retriever("bm25", corpus), k=5,
+                   data_file=".ragcov")
+    print(ragcov.report(".ragcov").summary().coverage)
+
+The verbs are :mod:`ragcov.api`'s, the one door the CLI and the pytest plugin use too.
 """
 
 from __future__ import annotations
@@ -9,18 +19,44 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragcov.corpus import Chunk, Corpus, load_corpus
+    from ragcov.api import (
+        combine,
+        coverage_diff,
+        erase,
+        find_faults,
+        generate,
+        index,
+        load_corpus,
+        load_suite,
+        make_generator,
+        make_retriever,
+        measure,
+        probe,
+        reachability,
+        record_traces,
+        report,
+        run,
+        select_tests,
+        traffic_gap,
+        write_html,
+    )
+    from ragcov.corpus import Chunk, Corpus
     from ragcov.errors import RagcovError
     from ragcov.matrix import CoverageMatrix
     from ragcov.retrieval import Run
-    from ragcov.suite import Query, Suite, load_suite
+    from ragcov.scope import ReportScope
+    from ragcov.suite import Query, Suite
 
+_VERBS = ("combine", "coverage_diff", "erase", "find_faults", "generate", "index", "load_corpus",
+          "load_suite", "make_generator", "make_retriever", "measure", "probe", "reachability",
+          "record_traces", "report", "run", "select_tests", "traffic_gap", "write_html")
 # Imported on first use: the pytest plugin and the CLI import this package on every
 # start, and numpy/scipy are too slow to load for a run that never uses them.
 _LAZY = {
-    "Chunk": "ragcov.corpus", "Corpus": "ragcov.corpus", "load_corpus": "ragcov.corpus",
-    "RagcovError": "ragcov.errors", "CoverageMatrix": "ragcov.matrix", "Run": "ragcov.retrieval",
-    "Query": "ragcov.suite", "Suite": "ragcov.suite", "load_suite": "ragcov.suite",
+    **dict.fromkeys(_VERBS, "ragcov.api"),
+    "Chunk": "ragcov.corpus", "Corpus": "ragcov.corpus", "RagcovError": "ragcov.errors",
+    "CoverageMatrix": "ragcov.matrix", "Run": "ragcov.retrieval", "ReportScope": "ragcov.scope",
+    "Query": "ragcov.suite", "Suite": "ragcov.suite",
 }
 
 
@@ -31,17 +67,10 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'ragcov' has no attribute {name!r}")
 
+
 __version__ = "0.1.0"
 
-__all__ = [
-    "Chunk",
-    "Corpus",
-    "CoverageMatrix",
-    "Query",
-    "RagcovError",
-    "Run",
-    "Suite",
-    "__version__",
-    "load_corpus",
-    "load_suite",
-]
+__all__ = ["Chunk", "Corpus", "CoverageMatrix", "Query", "RagcovError", "ReportScope", "Run",
+    "Suite", "__version__", "combine", "coverage_diff", "erase", "find_faults", "generate",
+    "index", "load_corpus", "load_suite", "make_generator", "make_retriever", "measure", "probe",
+    "reachability", "record_traces", "report", "run", "select_tests", "traffic_gap", "write_html"]

@@ -31,6 +31,7 @@ from ragcov.data.datafile import INDEX_RECALL
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
+from ragcov.scope import ReportScope, load_scoped
 from ragcov.suite import Suite, load_suite
 from ragcov.summary import fail_under_failure
 
@@ -144,11 +145,11 @@ def write_html(data_file: str | os.PathLike[str], directory: str | os.PathLike[s
                scope: Any = None) -> Path:
     """Write the HTML site (``ragcov html``); returns its index page.
 
-    ``scope`` (a :class:`ragcov.report.scope.ReportScope`) chooses what the site counts.
+    ``scope`` (a :class:`ragcov.scope.ReportScope`) chooses what the site counts.
     """
     from ragcov.files import load_json
-    from ragcov.report.html import curve_from_order_file, greedy_curve, html_report, recorded_curve
-    from ragcov.report.scope import load_scoped
+    from ragcov.reporters.html import curve_from_order_file, greedy_curve, html_report, recorded_curve
+    from ragcov.scope import load_scoped
 
     scoped = load_scoped(data_file, scope)
     m = scoped.matrix
@@ -339,7 +340,7 @@ def reachability(data_file: str | os.PathLike[str]) -> Any:
     from ragcov.data.columns import chunk_positions
     from ragcov.data.probes import chunk_details, read_probes
     from ragcov.reachability.audit import audit
-    from ragcov.report.names import matrix_names
+    from ragcov.reporters.names import matrix_names
 
     data = CoverageData(data_file)
     tests = data.matrix()
@@ -477,14 +478,12 @@ def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = N
     pytest plugin's reports all read: ``.matrix``, ``.summary()``, ``.excluded``,
     ``.reachability`` and the data file's ``.meta``.
     """
-    from ragcov.report.scope import load_scoped
-
     return load_scoped(data_file, scope)
 
 
 def approximate_note(data_file: str | os.PathLike[str]) -> str | None:
     """The caveat for hits from an approximate index (with its measured recall); None if exact."""
-    from ragcov.report.table import approximate_index_note
+    from ragcov.reporters.table import approximate_index_note
 
     data = CoverageData(data_file)
     return approximate_index_note(data.meta().retriever, data.annotation(INDEX_RECALL))
@@ -546,7 +545,7 @@ _FORWARDED = {
     "store_run_line": "ragcov.retrievers.store",
     "make_generator": "ragcov.generation", "LoopConfig": "ragcov.generation",
     "gap_targets": "ragcov.generation.targets",
-    "ReportScope": "ragcov.report.scope",
+
     "check_outputs": "ragcov.overwrite", "is_store_url": "ragcov.stores",
     "DEFAULT_AFTER_SATURATION": "ragcov.selection",
     "wrap": "ragcov.retrievers.adapters", "LangChainRetriever": "ragcov.retrievers.langchain",
@@ -567,7 +566,6 @@ def configured_scope(command: str = "report", start: str | os.PathLike[str] | No
     """The :class:`ReportScope` ``ragcov COMMAND`` applies from ``[tool.ragcov]`` (or
     ragcov.toml) with no flags: the pytest plugin's reports count what the CLI counts."""
     from ragcov.config import scope_settings
-    from ragcov.report.scope import ReportScope
 
     values = scope_settings(command, None if start is None else Path(start))
     lists = {k: tuple(values[k]) if isinstance(values[k], list) else (values[k],)

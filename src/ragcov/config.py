@@ -210,7 +210,7 @@ def value_problem(param: Any, value: Any) -> str | None:
     return None
 
 
-#: The keys that choose what a report counts (``ragcov.report.scope.ReportScope``).
+#: The keys that choose what a report counts (``ragcov.scope.ReportScope``).
 SCOPE_KEYS = ("include", "omit", "exclude", "exclude_docs", "min_chunk_chars", "reachable")
 
 

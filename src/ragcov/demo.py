@@ -13,7 +13,7 @@ from rich.console import Console
 
 from ragcov import api
 from ragcov.metrics import redundant_tests
-from ragcov.report.table import render_headline, render_table
+from ragcov.reporters.table import render_headline, render_table
 from ragcov.summary import summarize
 
 

@@ -32,8 +32,8 @@ def xml(
 ) -> None:
     """Cobertura XML: documents as files, chunks as lines, hits = queries (like `coverage xml`)."""
     from ragcov import __version__
-    from ragcov.report.ci_lines import file_lines
-    from ragcov.report.cobertura import cobertura_xml
+    from ragcov.reporters.ci_lines import file_lines
+    from ragcov.reporters.cobertura import cobertura_xml
 
     check_fail_under(fail_under)
     check_outputs([output], [data_file])
@@ -50,8 +50,8 @@ def lcov(
     fail_under: FailUnder = None,
 ) -> None:
     """lcov tracefile: documents as SF records, chunks as DA lines (like `coverage lcov`)."""
-    from ragcov.report.ci_lines import file_lines
-    from ragcov.report.lcov import lcov_tracefile
+    from ragcov.reporters.ci_lines import file_lines
+    from ragcov.reporters.lcov import lcov_tracefile
 
     check_fail_under(fail_under)
     check_outputs([output], [data_file])
@@ -75,7 +75,7 @@ def badge(
     fail_under: FailUnder = None,
 ) -> None:
     """A shields-style SVG badge of total chunk coverage, for a README."""
-    from ragcov.report.badge import badge_svg, colour_for, parse_thresholds
+    from ragcov.reporters.badge import badge_svg, colour_for, parse_thresholds
     from ragcov.summary import display_percent
 
     check_precision(precision or 0)

@@ -19,7 +19,7 @@ from ragcov.cli.options import (
     gate,
 )
 from ragcov.cli.report_options import scoped
-from ragcov.report import DEFAULT_HTML_DIR
+from ragcov.reporters import DEFAULT_HTML_DIR
 
 Precision = Annotated[int | None, typer.Option(
     help="Digits after the decimal point in percentages (default 0; --fail-under then "

@@ -57,7 +57,7 @@ def _import(file: Path, corpus: Path, format: str, k: int | None, data_file: Pat
             ignore_unknown: bool, queries: Path | None, name: str, append: bool,
             chunk_size: int, chunk_overlap: int, split: bool, quiet: bool) -> None:
     from ragcov.api import record_traces
-    from ragcov.report.table import render_headline
+    from ragcov.reporters.table import render_headline
     from ragcov.summary import summarize
 
     if format == "auto":

@@ -23,7 +23,7 @@ from ragcov.cli.options import (
     RetrieverName,
     Split,
 )
-from ragcov.report.table import render_headline
+from ragcov.reporters.table import render_headline
 from ragcov.summary import summarize
 
 

@@ -95,11 +95,11 @@ def probe(
     if format == "json":
         import json
 
-        from ragcov.report.reachability import reachability_json
+        from ragcov.reporters.reachability import reachability_json
 
         text = json.dumps(reachability_json(done.reachability, gold), indent=2, allow_nan=False)
     else:
-        from ragcov.report.reachability import reachability_text
+        from ragcov.reporters.reachability import reachability_text
 
         text = reachability_text(done.reachability)
         if gold is not None:

@@ -23,7 +23,7 @@ from ragcov.cli.options import (
 )
 from ragcov.cli.report_options import scoped
 from ragcov.files import json_text
-from ragcov.report import DEFAULT_JSON_FILE
+from ragcov.reporters import DEFAULT_JSON_FILE
 
 
 @scoped
@@ -50,10 +50,10 @@ def report(
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
     from ragcov.metrics import duplicate_groups, redundant_tests
-    from ragcov.report.names import matrix_names
-    from ragcov.report.reachability import reachability_lines
-    from ragcov.report.sections import duplicates_line, excluded_line, redundant_lines
-    from ragcov.report.table import render_table, retriever_line
+    from ragcov.reporters.names import matrix_names
+    from ragcov.reporters.reachability import reachability_lines
+    from ragcov.reporters.sections import duplicates_line, excluded_line, redundant_lines
+    from ragcov.reporters.table import render_table, retriever_line
 
     # The gate compares at the precision `--format total` prints, whatever this table shows.
     gate_precision = precision
@@ -97,7 +97,7 @@ def json_cmd(
     fail_under: FailUnder = None,
 ) -> None:
     """Write the versioned JSON report."""
-    from ragcov.report.jsonreport import json_report
+    from ragcov.reporters.jsonreport import json_report
 
     check_fail_under(fail_under)
     check_outputs([output], [data_file])

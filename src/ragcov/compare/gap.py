@@ -16,7 +16,7 @@ import numpy as np
 from ragcov.compare.recording import Recording, check_comparable, read_pair
 from ragcov.data.columns import best_hits
 from ragcov.errors import RagcovError
-from ragcov.report.names import chunk_name
+from ragcov.reporters.names import chunk_name
 
 # Example production queries kept per untested chunk.
 EXAMPLES = 3

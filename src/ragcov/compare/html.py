@@ -53,7 +53,7 @@ def write_diff_page(d: CoverageDiff, directory: str | os.PathLike[str], precisio
     """Write ``diff.html`` (and the stylesheet when missing) into ``directory``."""
     import jinja2
 
-    from ragcov.report.html import MARKER
+    from ragcov.reporters.html import MARKER
 
     target = Path(directory)
     if target.exists() and not target.is_dir():
@@ -62,7 +62,7 @@ def write_diff_page(d: CoverageDiff, directory: str | os.PathLike[str], precisio
     if not fresh and not (target / MARKER).exists():
         raise RagcovError(f"{target}: not empty and not a ragcov HTML report; "
                           "choose another directory")
-    env = jinja2.Environment(loader=jinja2.PackageLoader("ragcov", "report/templates"),
+    env = jinja2.Environment(loader=jinja2.PackageLoader("ragcov", "reporters/templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     html = env.get_template("diff.html").render(**diff_context(d, precision))
@@ -70,7 +70,7 @@ def write_diff_page(d: CoverageDiff, directory: str | os.PathLike[str], precisio
     write_text_atomic(target / PAGE, html)
     style = target / "style.css"
     if not style.exists():
-        templates = resources.files("ragcov") / "report" / "templates"
+        templates = resources.files("ragcov") / "reporters" / "templates"
         style.write_bytes((templates / "style.css").read_bytes())
     if fresh:
         (target / MARKER).write_text("This directory is a ragcov HTML report; "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ragcov.compare.diff import CoverageDiff, DocumentChange
 from ragcov.compare.gap import TrafficGap
-from ragcov.report.names import chunk_ranges
+from ragcov.reporters.names import chunk_ranges
 from ragcov.summary import display_percent
 
 TOP = 10

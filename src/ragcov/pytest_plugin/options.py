@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragcov.data import DEFAULT_DATA_FILE
-from ragcov.report import DEFAULT_HTML_DIR, DEFAULT_JSON_FILE
+from ragcov.reporters import DEFAULT_HTML_DIR, DEFAULT_JSON_FILE
 from ragcov.stores.urls import URL
 
 REPORT_KINDS = ("term", "term-missing", "html", "json")

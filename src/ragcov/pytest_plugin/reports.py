@@ -14,7 +14,7 @@ from typing import Any
 
 from ragcov import api
 from ragcov.files import write_json_atomic
-from ragcov.report.table import render_headline, render_table
+from ragcov.reporters.table import render_headline, render_table
 from ragcov.summary import GATE_PRECISION, CoverageSummary, display_percent
 
 Reporter = Callable[[Any, "Path | None"], str]
@@ -29,7 +29,7 @@ def _table(show_missing: bool, skip_covered: bool = False) -> Reporter:
 
 
 def _html(scoped: Any, dest: Path | None) -> str:
-    from ragcov.report.html import html_report
+    from ragcov.reporters.html import html_report
 
     assert dest is not None
     return (f"ragcov HTML report written to "
@@ -37,7 +37,7 @@ def _html(scoped: Any, dest: Path | None) -> str:
 
 
 def _json(scoped: Any, dest: Path | None) -> str:
-    from ragcov.report.jsonreport import json_report
+    from ragcov.reporters.jsonreport import json_report
 
     assert dest is not None
     write_json_atomic(dest, json_report(scoped.matrix, scoped=scoped))

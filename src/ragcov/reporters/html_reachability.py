@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from ragcov.reachability.audit import COVERED, UNREACHABLE, UNTESTED, Hubs, Reachability
-from ragcov.report.html_context import document_filename
-from ragcov.report.names import matrix_names
-from ragcov.report.scope import Scoped
+from ragcov.reporters.html_context import document_filename
+from ragcov.reporters.names import matrix_names
+from ragcov.scope import Scoped
 from ragcov.summary import display_percent
 
 # Map cell codes; the script and the legend read the same numbers.

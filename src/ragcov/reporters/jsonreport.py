@@ -19,7 +19,7 @@ from typing import Any
 
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import Support, duplicate_groups, redundant_tests
-from ragcov.report.scope import ReportScope, Scoped, apply_scope
+from ragcov.scope import ReportScope, Scoped, apply_scope
 
 FORMAT_VERSION = 1
 

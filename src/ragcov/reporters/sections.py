@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ragcov.metrics import DuplicateGroup, RedundantTest
-from ragcov.report.scope import ExcludedChunk
+from ragcov.scope import ExcludedChunk
 
 
 def duplicates_line(groups: list[DuplicateGroup],

@@ -1,7 +1,7 @@
 """lcov tracefile (``.info``): what Codecov, Coveralls and genhtml read.
 
 One record per document: ``SF:`` the document id, ``DA:<line>,<hits>`` per chunk
-(see :mod:`ragcov.report.ci_lines`), ``LF``/``LH`` lines found and hit, then
+(see :mod:`ragcov.reporters.ci_lines`), ``LF``/``LH`` lines found and hit, then
 ``end_of_record``. A document id holding a line break or another control
 character cannot be written in this line-based format and is refused.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ragcov.controls import refuse_controls
-from ragcov.report.ci_lines import FileLines
+from ragcov.reporters.ci_lines import FileLines
 
 
 def lcov_tracefile(files: Sequence[FileLines], test_name: str = "") -> str:

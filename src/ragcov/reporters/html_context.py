@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ragcov.matrix import CoverageMatrix
-from ragcov.report.curves import Curve, chart
+from ragcov.reporters.curves import Curve, chart
 from ragcov.summary import CoverageSummary, DocumentNumbers, display_percent
 
 

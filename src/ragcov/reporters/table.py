@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragcov.errors import RagcovError
-from ragcov.report.names import number_ranges
+from ragcov.reporters.names import number_ranges
 from ragcov.summary import CoverageSummary, DocumentNumbers, display_percent
 
 SORT_KEYS = ("name", "chunks", "covered", "missing", "cover")

@@ -2,7 +2,7 @@
 
 Documents are files (``class`` elements, grouped into ``package`` elements by the
 folder part of the document id, as coverage.py groups modules by directory), chunks
-are lines (see :mod:`ragcov.report.ci_lines`). There are no branches: branch rates
+are lines (see :mod:`ragcov.reporters.ci_lines`). There are no branches: branch rates
 are 0 of 0 and written as 0, as coverage.py writes them without branch measurement.
 A document id holding a control character, which XML cannot carry, is refused.
 """
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from xml.dom import minidom
 
 from ragcov.controls import refuse_controls
-from ragcov.report.ci_lines import FileLines
+from ragcov.reporters.ci_lines import FileLines
 
 DTD_URL = "http://cobertura.sourceforge.net/xml/coverage-04.dtd"
 

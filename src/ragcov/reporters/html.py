@@ -8,7 +8,7 @@ libraries) so it opens from ``file://`` and can be attached to a CI run.
 
 All corpus and query text goes through Jinja's autoescaping and is never marked safe:
 a corpus is user data and may hold markup. What each page shows is built by
-:mod:`ragcov.report.html_context` and the curves by :mod:`ragcov.report.curves`; this
+:mod:`ragcov.reporters.html_context` and the curves by :mod:`ragcov.reporters.curves`; this
 module renders the templates and puts the site in place.
 """
 
@@ -26,17 +26,17 @@ from ragcov.destinations import written_path
 from ragcov.errors import RagcovError
 from ragcov.files import remove_stale_temps, temp_prefix
 from ragcov.matrix import CoverageMatrix
-from ragcov.report.curves import (
+from ragcov.reporters.curves import (
     Curve,
     curve_from_order,
     curve_from_order_file,
     greedy_curve,
     recorded_curve,
 )
-from ragcov.report.html_context import document_filename, site_context
-from ragcov.report.html_extras import add_extras
-from ragcov.report.html_reachability import add_reachability
-from ragcov.report.scope import ReportScope, Scoped, apply_scope
+from ragcov.reporters.html_context import document_filename, site_context
+from ragcov.reporters.html_extras import add_extras
+from ragcov.reporters.html_reachability import add_reachability
+from ragcov.scope import ReportScope, Scoped, apply_scope
 
 __all__ = ["MARKER", "STATIC_FILES", "Curve", "curve_from_order", "curve_from_order_file",
            "document_filename", "greedy_curve", "html_report", "recorded_curve"]
@@ -98,7 +98,7 @@ def _environment():
     import jinja2
 
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("ragcov", "report/templates"),
+        loader=jinja2.PackageLoader("ragcov", "reporters/templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -114,7 +114,7 @@ def _render(site: Path, ctx: dict[str, Any]) -> None:
     doc_tpl = env.get_template("document.html")
     for p in ctx["pages"]:
         _write(site / p["doc"]["file"], doc_tpl.render(page="document", p=p, **ctx))
-    templates = resources.files("ragcov") / "report" / "templates"
+    templates = resources.files("ragcov") / "reporters" / "templates"
     for name in STATIC_FILES:
         (site / name).write_bytes((templates / name).read_bytes())
     (site / MARKER).write_text("This directory is a ragcov HTML report; "

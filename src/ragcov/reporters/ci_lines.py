@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragcov.matrix import CoverageMatrix
-from ragcov.report.scope import Scoped
+from ragcov.scope import Scoped
 from ragcov.summary import document_positions
 
 

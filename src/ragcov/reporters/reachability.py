@@ -84,7 +84,7 @@ def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool =
                        ) -> list[str]:
     """What ``ragcov report`` adds under the table of a probed file: the uncovered chunks
     split into untested and unreachable, and with ``--show-missing`` the unreachable ones."""
-    from ragcov.report.names import chunk_ranges
+    from ragcov.reporters.names import chunk_ranges
 
     r: Reachability = scoped.reachability
     t = r.totals()

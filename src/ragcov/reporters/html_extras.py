@@ -3,7 +3,7 @@
 Excluded chunks (on their document's page, shaded apart, with the reason, and in a
 list on the index), redundant tests with their witness (on the queries page), and a
 document's text shown once where its chunks overlap (see
-:mod:`ragcov.report.overlap`). Text is passed on as it is: templates autoescape it.
+:mod:`ragcov.reporters.overlap`). Text is passed on as it is: templates autoescape it.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from ragcov.metrics import redundant_tests
-from ragcov.report.html_context import document_filename
-from ragcov.report.overlap import segments
-from ragcov.report.scope import Scoped
+from ragcov.reporters.html_context import document_filename
+from ragcov.reporters.overlap import segments
+from ragcov.scope import Scoped
 
 
 def add_extras(ctx: dict[str, Any], scoped: Scoped) -> None:

@@ -1,0 +1,43 @@
+"""`import ragcov` is enough: the verbs the CLI uses are the package's own names."""
+
+from __future__ import annotations
+
+import json
+
+import ragcov
+import ragcov.reporters.table  # noqa: F401  (a subpackage import must not shadow a verb)
+from conftest import CITY_CHUNKS
+
+
+def test_measure_report_combine_erase_through_the_package(tmp_path):
+    corpus_file = tmp_path / "chunks.jsonl"
+    corpus_file.write_text("".join(json.dumps(c) + "\n" for c in CITY_CHUNKS))
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q1", "text": "river Seine Paris"}) + "\n"
+                         + json.dumps({"id": "q2", "text": "photosynthesis sunlight"}) + "\n")
+    corpus = ragcov.load_corpus(corpus_file)
+    suite = ragcov.load_suite(questions)
+    bm25 = ragcov.make_retriever("bm25", corpus)
+    shard_a, shard_b = tmp_path / ".ragcov.a", tmp_path / ".ragcov.b"
+    ragcov.measure(corpus, ragcov.Suite(suite.queries[:1]), bm25, k=1, data_file=shard_a,
+                   progress=False)
+    ragcov.measure(corpus, ragcov.Suite(suite.queries[1:]), bm25, k=1, data_file=shard_b,
+                   progress=False)
+    done = ragcov.combine(data_file=tmp_path / ".ragcov")
+    assert sorted(p.name for p in done.inputs) == [".ragcov.a", ".ragcov.b"]
+    assert not shard_a.exists() and not shard_b.exists()  # merged shards are deleted
+
+    report = ragcov.report(tmp_path / ".ragcov")
+    assert report.summary().covered == 2 and report.matrix.n_chunks == len(CITY_CHUNKS)
+    scoped = ragcov.report(tmp_path / ".ragcov", ragcov.ReportScope(exclude=("(?i)seine",)))
+    assert [e.chunk_id for e in scoped.excluded] == ["paris"]
+    assert scoped.summary().covered == 1
+
+    assert ragcov.erase(tmp_path / ".ragcov") == []
+    assert not (tmp_path / ".ragcov").exists()
+
+
+def test_every_exported_name_resolves():
+    for name in ragcov.__all__:
+        assert getattr(ragcov, name) is not None, name
+    assert callable(ragcov.report) and callable(ragcov.measure) and callable(ragcov.combine)
