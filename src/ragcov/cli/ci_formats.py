@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ragcov import __version__
 from ragcov.api import ReportScope, check_outputs
 from ragcov.api import report as report_data
 from ragcov.cli.options import (
@@ -19,6 +20,11 @@ from ragcov.cli.options import (
     gate,
 )
 from ragcov.cli.report_options import scoped
+from ragcov.reporters.badge import badge_svg, colour_for, parse_thresholds
+from ragcov.reporters.ci_lines import file_lines
+from ragcov.reporters.cobertura import cobertura_xml
+from ragcov.reporters.lcov import lcov_tracefile
+from ragcov.summary import display_percent
 
 Output = Annotated[Path, typer.Option("-o", "--output", help="Where to write; - for stdout.")]
 
@@ -31,9 +37,6 @@ def xml(
     fail_under: FailUnder = None,
 ) -> None:
     """Cobertura XML: documents as files, chunks as lines, hits = queries (like `coverage xml`)."""
-    from ragcov import __version__
-    from ragcov.reporters.ci_lines import file_lines
-    from ragcov.reporters.cobertura import cobertura_xml
 
     check_fail_under(fail_under)
     check_outputs([output], [data_file])
@@ -50,8 +53,6 @@ def lcov(
     fail_under: FailUnder = None,
 ) -> None:
     """lcov tracefile: documents as SF records, chunks as DA lines (like `coverage lcov`)."""
-    from ragcov.reporters.ci_lines import file_lines
-    from ragcov.reporters.lcov import lcov_tracefile
 
     check_fail_under(fail_under)
     check_outputs([output], [data_file])
@@ -75,8 +76,6 @@ def badge(
     fail_under: FailUnder = None,
 ) -> None:
     """A shields-style SVG badge of total chunk coverage, for a README."""
-    from ragcov.reporters.badge import badge_svg, colour_for, parse_thresholds
-    from ragcov.summary import display_percent
 
     check_precision(precision or 0)
     check_fail_under(fail_under)

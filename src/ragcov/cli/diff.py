@@ -19,6 +19,7 @@ from ragcov.cli.compare_options import (
 )
 from ragcov.cli.console import out
 from ragcov.cli.options import ShowIds, fail
+from ragcov.compare.html import PAGE, write_diff_page
 from ragcov.compare.render import delta_failure
 from ragcov.errors import RagcovError
 
@@ -46,14 +47,12 @@ def diff(
     check_format(format, precision)
     if fail_under_delta is not None and not 0 <= fail_under_delta <= 100:
         raise RagcovError(f"--fail-under-delta must be 0 to 100 points, got {fail_under_delta:g}")
-    from ragcov.compare.html import PAGE
 
     check_outputs([output, None if html is None else html / PAGE], [base, head])
     d = coverage_diff(base, head, allow_different_k=allow_different_k,
                       allow_different_retriever=allow_different_retriever, match=match)
     write_comparison(d, "diff", format, output, precision, show_ids)
     if html is not None:
-        from ragcov.compare.html import write_diff_page
 
         out.print(f"Wrote HTML diff to {write_diff_page(d, html, precision)}", markup=False)
     fail(delta_failure(d.delta, fail_under_delta, precision))

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import check_outputs
+from ragcov.api import check_outputs, find_faults
 from ragcov.cli.console import err
 from ragcov.cli.console import out as _out
 from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, to_stdout, write_output
@@ -49,8 +49,6 @@ def faults(
 
     from rich.markup import escape
     from rich.table import Table
-
-    from ragcov.api import find_faults
 
     check_outputs([output], [data_file, qrels, scores, *(order or [])])
     # The JSON on stdout is for a pipe: the tables go to stderr beside it.

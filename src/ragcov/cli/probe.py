@@ -26,6 +26,7 @@ from ragcov.cli.options import (
     load_corpus_opts,
 )
 from ragcov.errors import RagcovError
+from ragcov.reporters.reachability import reachability_json, reachability_text
 
 
 def probe(
@@ -95,11 +96,8 @@ def probe(
     if format == "json":
         import json
 
-        from ragcov.reporters.reachability import reachability_json
-
         text = json.dumps(reachability_json(done.reachability, gold), indent=2, allow_nan=False)
     else:
-        from ragcov.reporters.reachability import reachability_text
 
         text = reachability_text(done.reachability)
         if gold is not None:

@@ -23,7 +23,13 @@ from ragcov.cli.options import (
 )
 from ragcov.cli.report_options import scoped
 from ragcov.files import json_text
+from ragcov.metrics import duplicate_groups, redundant_tests
 from ragcov.reporters import DEFAULT_JSON_FILE
+from ragcov.reporters.jsonreport import json_report
+from ragcov.reporters.names import matrix_names
+from ragcov.reporters.reachability import reachability_lines
+from ragcov.reporters.sections import duplicates_line, excluded_line, redundant_lines
+from ragcov.reporters.table import render_table, retriever_line
 
 
 @scoped
@@ -49,11 +55,6 @@ def report(
     scope: ReportScope = ReportScope(),
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
-    from ragcov.metrics import duplicate_groups, redundant_tests
-    from ragcov.reporters.names import matrix_names
-    from ragcov.reporters.reachability import reachability_lines
-    from ragcov.reporters.sections import duplicates_line, excluded_line, redundant_lines
-    from ragcov.reporters.table import render_table, retriever_line
 
     # The gate compares at the precision `--format total` prints, whatever this table shows.
     gate_precision = precision
@@ -97,7 +98,6 @@ def json_cmd(
     fail_under: FailUnder = None,
 ) -> None:
     """Write the versioned JSON report."""
-    from ragcov.reporters.jsonreport import json_report
 
     check_fail_under(fail_under)
     check_outputs([output], [data_file])

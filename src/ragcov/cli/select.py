@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import check_outputs
+from ragcov.api import check_outputs, select_tests
 from ragcov.cli.console import err
 from ragcov.cli.console import out as _out
 from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, to_stdout, write_output
@@ -39,8 +39,6 @@ def select_cmd(
 ) -> None:
     """Order the recorded queries by a selection strategy; write the order and its curve."""
     import json
-
-    from ragcov.api import select_tests
 
     check_outputs([output, suite_out], [data_file])
     doc = select_tests(data_file, strategy, budget, target, seed, repeats, after_saturation)
