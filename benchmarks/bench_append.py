@@ -81,7 +81,7 @@ def _api(tmp: Path, corpus_path: Path, suite_path: Path, more_path: Path) -> tup
     measure(corpus, load_suite(more_path), r, k=5, data_file=data, append=True, progress=False)
     again = time.perf_counter() - t
     assert r.chunks_embedded == 0 and r.queries_embedded == 1
-    assert "new-1" in CoverageData(data).query_ids()
+    assert "new-1" in CoverageData(data).query_texts()
     return first, again
 
 

@@ -23,13 +23,13 @@ from ragcov.api import measure
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import chunk_coverage
-from ragcov.retrievers import make_retriever
-from ragcov.retrievers.adapters import (
+from ragcov.retrievers import (
     AdapterWarning,
     CallableRetriever,
     LangChainRetriever,
     LlamaIndexRetriever,
     load_retriever,
+    make_retriever,
     wrap,
 )
 from ragcov.suite import Suite

@@ -163,8 +163,8 @@ def test_workflow_run_steps_produce_what_the_uploads_need(project: dict) -> None
     # The base commit was measured too, and the comment compares the two.
     from ragcov.data import CoverageData
 
-    assert len(CoverageData(repo / "base.ragcov").query_ids()) == 3
-    assert len(CoverageData(repo / ".ragcov").query_ids()) == 12
+    assert len(CoverageData(repo / "base.ragcov").query_texts()) == 3
+    assert len(CoverageData(repo / ".ragcov").query_texts()) == 12
     comment = (repo / "ragcov-diff.md").read_text()
     assert "|" in comment and "\x1b[" not in comment  # a Markdown table, no terminal colours
     assert "Chunk coverage:" in comment and "9 only in HEAD" in comment

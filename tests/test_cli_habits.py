@@ -136,7 +136,7 @@ def test_api_warning_points_at_the_callers_line_not_ragcov(tmp_path: Path,
     (tmp_path / "script.py").write_text(textwrap.dedent(f"""
         from ragcov.api import measure
         from ragcov.corpus import load_corpus
-        from ragcov.retrievers.adapters import wrap
+        from ragcov.retrievers import wrap
         from ragcov.suite import Suite
         from by_content import retrieve
 

@@ -175,7 +175,7 @@ def test_append_retrieves_only_new_queries_and_matches(city_corpus, cluster_addr
     sharded = tmp_path / "dask.ragcov"
     measure_dask(city_corpus, first, "bm25", k=3, data_file=sharded,
                  scheduler=cluster_address, progress=False)
-    assert len(CoverageData(sharded).query_ids()) == 90
+    assert len(CoverageData(sharded).query_texts()) == 90
     measure_dask(city_corpus, suite, "bm25", k=3, data_file=sharded, append=True,
                  scheduler=cluster_address, progress=False)
     assert_same(local, sharded)

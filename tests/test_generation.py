@@ -185,7 +185,7 @@ def test_rerun_resumes_and_continues(city_corpus: Corpus, tmp_path: Path) -> Non
     assert more.resumed == 3 and more.new == 3 and recs[:3] == first
     assert [r["seq"] for r in recs] == list(range(1, 7))
     assert len({normalize(r["text"]) for r in recs}) == 6
-    assert len(CoverageData(data).query_ids()) == 6
+    assert len(CoverageData(data).query_texts()) == 6
 
 
 def test_crash_window_between_journal_and_data_file_is_repaired(city_corpus: Corpus,
@@ -199,9 +199,9 @@ def test_crash_window_between_journal_and_data_file_is_repaired(city_corpus: Cor
     run_generation(corpus, retriever, gen, 1, full, tmp_path / "full.ragcov", LoopConfig(budget=3))
     third = dict(read_records(full)[2], id="gen-00003")
     append_record(out, third)
-    assert len(CoverageData(data).query_ids()) == 2
+    assert len(CoverageData(data).query_texts()) == 2
     run_generation(corpus, retriever, gen, 1, out, data, LoopConfig(budget=3))
-    assert CoverageData(data).query_ids() == {r["id"] for r in read_records(out)}
+    assert set(CoverageData(data).query_texts()) == {r["id"] for r in read_records(out)}
 
 
 def test_seed_suite_coverage_is_the_starting_point(city_corpus: Corpus, tmp_path: Path) -> None:
@@ -214,7 +214,7 @@ def test_seed_suite_coverage_is_the_starting_point(city_corpus: Corpus, tmp_path
     assert s.cc_start == pytest.approx(2 / 8)
     recs = read_records(tmp_path / "g.jsonl")
     assert "paris" not in {t for r in recs for t in r["targets"]}
-    assert len(CoverageData(tmp_path / "d.ragcov").query_ids()) == 4
+    assert len(CoverageData(tmp_path / "d.ragcov").query_texts()) == 4
 
 
 def test_unreachable_chunk_is_reported_as_a_plateau(tmp_path: Path) -> None:
@@ -342,7 +342,7 @@ def test_sigkill_midway_then_rerun_loses_nothing(datasets_dir: Path, tmp_path: P
     assert len({r["id"] for r in after}) == budget        # no duplicates
     assert len({normalize(r["text"]) for r in after}) == budget
     assert [r["seq"] for r in after] == sorted({r["seq"] for r in after})
-    assert CoverageData(tmp_path / "d.ragcov").query_ids() == {r["id"] for r in after}
+    assert set(CoverageData(tmp_path / "d.ragcov").query_texts()) == {r["id"] for r in after}
 
 
 def test_full_coverage_stops_as_complete_not_plateau(city_corpus: Corpus, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ import pytest
 from helpers import cli
 from ragcov.corpus import load_corpus
 from ragcov.data import CoverageData
-from ragcov.retrievers.adapters import CallableRetriever, LangChainRetriever, LlamaIndexRetriever
+from ragcov.retrievers import CallableRetriever, LangChainRetriever, LlamaIndexRetriever
 
 FOOTER = ("Forward-looking statements involve risks and uncertainties; actual results may "
           "differ materially.")

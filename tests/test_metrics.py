@@ -13,7 +13,6 @@ from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import (
     chunk_coverage,
-    chunk_to_queries,
     coverage_curve,
     gini,
     mean_pairwise_jaccard,
@@ -99,10 +98,14 @@ def test_redundant_tests_hand_worked(hand: CoverageMatrix) -> None:
     assert set(red) == {"q0", "q2"}
     assert red["q0"].most_similar == "q2" and red["q0"].jaccard == pytest.approx(1.0)
     assert set(red["q0"].reasons) == {"no-unique-contribution", "near-duplicate"}
+    # Identical sets: only the later is said to be subsumed, by the earlier.
+    assert red["q0"].subsumed_by is None and red["q2"].subsumed_by == "q0"
+    assert red["q2"].why == "retrieves a subset of q0" and red["q0"].why == "Jaccard 1.00 with q2"
 
 
-def test_chunk_to_queries(hand: CoverageMatrix) -> None:
-    assert chunk_to_queries(hand) == {"c0": ["q0", "q2"], "c1": ["q0", "q1", "q2"], "c2": ["q1"]}
+def test_queries_for_each_chunk(hand: CoverageMatrix) -> None:
+    assert [[hand.query_ids[r] for r in rows] for rows in hand.queries_for_chunk()] == \
+        [["q0", "q2"], ["q0", "q1", "q2"], ["q1"], [], [], []]
 
 
 def test_coverage_curve_hand_worked(hand: CoverageMatrix) -> None:

@@ -187,7 +187,7 @@ def test_two():
 
 
 def test_records_a_plain_function_through_the_adapters(pytester: pytest.Pytester):
-    pytest.importorskip("ragcov.retrievers.adapters")
+    pytest.importorskip("ragcov.retrievers.loader")
     pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
     pytester.makepyfile(test_fn='''
 from ragcov.pytest_plugin import record

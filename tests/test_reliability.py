@@ -100,7 +100,7 @@ def test_create_without_replace_never_overwrites(tmp_path: Path) -> None:
         second.write(c, run_of({"q2": ["c1"]}), append=True)
     finally:
         CoverageData.exists = real_exists  # type: ignore[method-assign]
-    assert sorted(CoverageData(target).query_ids()) == ["q1", "q2"]
+    assert sorted(CoverageData(target).query_texts()) == ["q1", "q2"]
 
 
 def test_matrix_reads_one_snapshot_during_appends(tmp_path: Path) -> None:
@@ -302,7 +302,7 @@ def test_read_only_folder_and_file_are_one_line_errors(tmp_path: Path, capsys) -
     finally:
         _make_writable(work)
         _make_writable(data)
-    assert CoverageData(data).query_ids() == {"q1"}
+    assert set(CoverageData(data).query_texts()) == {"q1"}
 
 
 def test_precision_below_zero_is_refused(tmp_path: Path, capsys) -> None:

@@ -106,7 +106,7 @@ def test_duplicate_texts_without_ids_agree_four_ways(capsys, pytester: pytest.Py
 
     from ragcov.api import measure
     from ragcov.corpus import load_corpus
-    from ragcov.retrievers.adapters import wrap
+    from ragcov.retrievers import wrap
     from ragcov.suite import load_suite
 
     docs, twin_queries = _duplicate_filings()
@@ -207,7 +207,7 @@ def test_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_path: str
 
     from ragcov.api import measure
     from ragcov.corpus import load_corpus
-    from ragcov.retrievers.adapters import wrap
+    from ragcov.retrievers import wrap
     from ragcov.suite import load_suite
 
     pages = [json.loads(x) for x in (SAMPLE / "finqa_pages.jsonl").read_text().splitlines()[:N_PAGES]]
@@ -276,7 +276,7 @@ def test_pgvector_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_
 
     from ragcov.api import measure
     from ragcov.corpus import load_corpus
-    from ragcov.retrievers.adapters import wrap
+    from ragcov.retrievers import wrap
     from ragcov.suite import load_suite
 
     pages = [json.loads(x) for x in (SAMPLE / "finqa_pages.jsonl").read_text().splitlines()[:N_PAGES]]

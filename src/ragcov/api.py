@@ -548,7 +548,7 @@ _FORWARDED = {
 
     "check_outputs": "ragcov.overwrite", "is_store_url": "ragcov.stores",
     "DEFAULT_AFTER_SATURATION": "ragcov.selection",
-    "wrap": "ragcov.retrievers.adapters", "LangChainRetriever": "ragcov.retrievers.langchain",
+    "wrap": "ragcov.retrievers", "LangChainRetriever": "ragcov.retrievers.langchain",
     "LlamaIndexRetriever": "ragcov.retrievers.llamaindex", "MatchCounts": "ragcov.retrievers.twins",
     "detect_format": "ragcov.traces.detect", "cyclic_gc_paused": "ragcov.traces.importer",
 }

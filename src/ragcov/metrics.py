@@ -268,15 +268,6 @@ def duplicate_groups(m: CoverageMatrix, texts: Mapping[str, str]) -> list[Duplic
             for cols in by_text.values() if len(cols) > 1]
 
 
-def chunk_to_queries(m: CoverageMatrix) -> dict[str, list[str]]:
-    """Chunk id -> ids of the queries that retrieved it (covered chunks only)."""
-    out = {}
-    for j, rows in enumerate(m.queries_for_chunk()):
-        if rows:
-            out[m.chunk_ids[j]] = [m.query_ids[r] for r in rows]
-    return out
-
-
 def coverage_curve(m: CoverageMatrix, order: Sequence[int] | np.ndarray) -> np.ndarray:
     """CC after each of the first n queries of ``order`` (n = 1..len(order))."""
     if m.n_chunks == 0:

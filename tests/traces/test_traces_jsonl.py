@@ -10,7 +10,7 @@ from trace_samples import jsonl, ranked_ids, write
 from ragcov.errors import InputFormatError
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import chunk_coverage
-from ragcov.retrievers.adapters import AdapterWarning
+from ragcov.retrievers import AdapterWarning
 from ragcov.traces import import_traces
 
 

@@ -9,7 +9,7 @@ import pytest
 from trace_samples import oi_docs, otlp_export, otlp_span, ranked_ids, two_export_lines, write
 
 from ragcov.errors import InputFormatError
-from ragcov.retrievers.adapters import AdapterWarning
+from ragcov.retrievers import AdapterWarning
 from ragcov.traces import import_traces, read_traces
 
 

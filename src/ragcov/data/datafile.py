@@ -181,10 +181,6 @@ class CoverageData:
             con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                         (f"x:{key}", json.dumps(value, sort_keys=True)))
 
-    def query_ids(self) -> set[str]:
-        with self.reading() as con:
-            return {r[0] for r in con.execute("SELECT id FROM queries")}
-
     def query_texts(self) -> dict[str, str]:
         with self.reading() as con:
             return dict(con.execute("SELECT id, text FROM queries").fetchall())

@@ -144,7 +144,7 @@ def record(retriever: Any) -> Any:
     returning exactly what the retriever returns. An object with ``retrieve(texts, k)
     -> [[(chunk_id, score), ...]]`` is used as it is; anything else (a function
     ``(query, k)``, a vector store, an index) goes through
-    :func:`ragcov.retrievers.adapters.wrap`, and tests call ``retrieve`` or the wrapper.
+    :func:`ragcov.retrievers.wrap`, and tests call ``retrieve`` or the wrapper.
     """
     rec = active()
     if rec is None:

@@ -1,11 +1,15 @@
 """Build a retriever from its command-line name: ``dense``, ``bm25``, ``store``, ``module:attr`` or a URL.
 
-Each kind is imported only when asked for, so choosing BM25 never loads torch.
+One registry, :data:`RETRIEVERS`, maps each built-in name to its factory, the same
+style as the store registry (:data:`ragcov.stores.urls.REGISTRY`). A factory imports
+its retriever only when called, so choosing BM25 never loads torch. A name not in the
+registry is a URL (the HTTP retriever) or a ``module:attr`` (the team's own).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ragcov.errors import RagcovError
@@ -14,41 +18,54 @@ if TYPE_CHECKING:
     from ragcov.corpus import Corpus
     from ragcov.retrievers.base import Retriever
 
-BUILTIN = ("dense", "bm25", "store")
+# Every factory takes the same arguments: corpus, model, index, progress, backend, options.
+Factory = Callable[["Corpus", "str | None", str, bool, "str | None", dict[str, Any]], "Retriever"]
+
+
+def _dense(corpus: Corpus, model: str | None, index: str, progress: bool, backend: str | None,
+           options: dict[str, Any]) -> Retriever:
+    from ragcov.retrievers.dense import DenseRetriever
+
+    settled = None
+    if getattr(corpus, "store", None) is not None:
+        # Re-embedding a store's texts with a model that did not make its vectors
+        # measures another retriever than production's: checked before the corpus is embedded.
+        from ragcov.retrievers.store import settle_model
+
+        settled = settle_model(corpus, model)
+        model = settled.model
+    dense = DenseRetriever(corpus, model=model, index=index, progress=progress, backend=backend,
+                           **options)
+    if settled is not None:
+        dense.store_model = settled  # type: ignore[attr-defined]
+        dense.store_fingerprint = settled.fingerprint()  # type: ignore[attr-defined]
+    return dense
+
+
+def _bm25(corpus: Corpus, model: str | None, index: str, progress: bool, backend: str | None,
+          options: dict[str, Any]) -> Retriever:
+    from ragcov.retrievers.bm25 import BM25Retriever
+
+    return BM25Retriever(corpus, progress=progress)
+
+
+def _store(corpus: Corpus, model: str | None, index: str, progress: bool, backend: str | None,
+           options: dict[str, Any]) -> Retriever:
+    """The vector store the corpus was read from (``--corpus URL``), searched by itself."""
+    from ragcov.retrievers.store import StoreRetriever
+
+    return StoreRetriever(corpus, model=model, backend=backend)
+
+
+RETRIEVERS: dict[str, Factory] = {"dense": _dense, "bm25": _bm25, "store": _store}
 
 
 def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
                    index: str = "flat", progress: bool = True, **options: Any) -> Retriever:
-    """Build a retriever from its CLI name: ``dense``, ``bm25``, ``store``, ``module:attr`` or a URL.
-
-    ``store`` searches the vector store the corpus was read from (``--corpus URL``).
-    """
+    """Build a retriever from its CLI name: a key of :data:`RETRIEVERS`, ``module:attr`` or a URL."""
     backend = options.pop("backend", None)  # the encoder of dense and store: torch, onnx, onnx-int8
-    if kind == "dense":
-        from ragcov.retrievers.dense import DenseRetriever
-
-        settled = None
-        if getattr(corpus, "store", None) is not None:
-            # Re-embedding a store's texts with a model that did not make its vectors
-            # measures another retriever than production's: checked before the corpus is embedded.
-            from ragcov.retrievers.store import settle_model
-
-            settled = settle_model(corpus, model)
-            model = settled.model
-        dense = DenseRetriever(corpus, model=model, index=index, progress=progress, backend=backend,
-                               **options)
-        if settled is not None:
-            dense.store_model = settled  # type: ignore[attr-defined]
-            dense.store_fingerprint = settled.fingerprint()  # type: ignore[attr-defined]
-        return dense
-    if kind == "bm25":
-        from ragcov.retrievers.bm25 import BM25Retriever
-
-        return BM25Retriever(corpus, progress=progress)
-    if kind == "store":
-        from ragcov.retrievers.store import StoreRetriever
-
-        return StoreRetriever(corpus, model=model, backend=backend)
+    if kind in RETRIEVERS:
+        return RETRIEVERS[kind](corpus, model, index, progress, backend, options)
     if kind.startswith(("http://", "https://")):
         try:
             from ragcov.retrievers.http import HTTPRetriever

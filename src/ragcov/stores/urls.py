@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,17 +26,6 @@ from ragcov.redaction import redact_url
 if TYPE_CHECKING:
     from ragcov.stores.base import VectorStore
 
-# scheme -> (module, class); ``+http``/``+https`` variants reach a server.
-REGISTRY: dict[str, tuple[str, str]] = {
-    "chroma": ("ragcov.stores.chroma", "ChromaStore"),
-    "qdrant": ("ragcov.stores.qdrant", "QdrantStore"),
-    "lancedb": ("ragcov.stores.lancedb", "LanceDBStore"),
-    "milvus": ("ragcov.stores.milvus", "MilvusStore"),
-    "faiss": ("ragcov.stores.faiss", "FAISSStore"),
-    "llamaindex": ("ragcov.stores.llamaindex", "LlamaIndexStore"),
-    "postgresql": ("ragcov.stores.pgvector", "PgVectorStore"),
-    "postgres": ("ragcov.stores.pgvector", "PgVectorStore"),
-}
 SERVER_SCHEMES = {"chroma", "qdrant", "milvus"}
 POSTGRES_SCHEMES = {"postgresql", "postgres"}
 URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
@@ -58,6 +48,27 @@ class StoreURL:
             if self.params.get(name):
                 return self.params[name]
         return None
+
+
+def _opener(module: str, name: str) -> Callable[[StoreURL], VectorStore]:
+    """The factory of one engine: its module (and client) is imported only when it is opened."""
+    def open_engine(url: StoreURL) -> VectorStore:
+        return getattr(importlib.import_module(module), name)(url)
+    return open_engine
+
+
+# scheme -> factory, the same style as the retriever registry
+# (:data:`ragcov.retrievers.factory.RETRIEVERS`); ``+http``/``+https`` variants reach a server.
+REGISTRY: dict[str, Callable[[StoreURL], VectorStore]] = {
+    "chroma": _opener("ragcov.stores.chroma", "ChromaStore"),
+    "qdrant": _opener("ragcov.stores.qdrant", "QdrantStore"),
+    "lancedb": _opener("ragcov.stores.lancedb", "LanceDBStore"),
+    "milvus": _opener("ragcov.stores.milvus", "MilvusStore"),
+    "faiss": _opener("ragcov.stores.faiss", "FAISSStore"),
+    "llamaindex": _opener("ragcov.stores.llamaindex", "LlamaIndexStore"),
+    "postgresql": _opener("ragcov.stores.pgvector", "PgVectorStore"),
+    "postgres": _opener("ragcov.stores.pgvector", "PgVectorStore"),
+}
 
 
 def detected_scheme(path: Path) -> str | None:
@@ -125,8 +136,7 @@ def parse_store_url(source: str | os.PathLike[str]) -> StoreURL:
 def open_store(source: str | os.PathLike[str], doc_key: str | None = None) -> VectorStore:
     """Open the store a URL names, importing only that engine's client."""
     parsed = parse_store_url(source)
-    module, cls = REGISTRY[parsed.scheme]
-    opener = getattr(importlib.import_module(module), cls)
+    opener = REGISTRY[parsed.scheme]
     if not parsed.server:
         return opener(parsed)
     try:

@@ -36,7 +36,7 @@ from ragcov.traces.spanfile import SpanFile
 from ragcov.traces.trec import read_trec
 
 if TYPE_CHECKING:
-    from ragcov.retrievers.adapters import IdResolver
+    from ragcov.retrievers.resolver import IdResolver
 
 FORMATS = ("jsonl", "trec", "ranx", "openinference", "otel", "phoenix", "langfuse")
 READERS: dict[str, Callable[[str | os.PathLike[str]], list[Trace]]] = {
@@ -109,7 +109,7 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
     """
     # Imported when called, so reading traces (read_traces) never loads the
     # retrievers package.
-    from ragcov.retrievers.adapters import IdResolver
+    from ragcov.retrievers.resolver import IdResolver
 
     fmt = _format(path, fmt)
 
