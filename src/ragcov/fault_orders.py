@@ -12,19 +12,25 @@ Risk signals (higher = riskier), each turned into a seeded priority (a permutati
 
 * ``lowconf``: the query's best retrieval score, ascending (the retriever was unsure);
 * ``margin``: rank-1 score minus rank-k score, ascending (nothing stood out);
+* ``confmargin``: the mean of the two percentiles (low top score, small margin);
 * ``hub``: hub exposure, the mean probe k-occurrence of the chunks the query
-  retrieved, descending (it lands where every question lands).
+  retrieved, descending (it lands where every self-query lands);
+* ``hubconf``: the mean of the hub and low-confidence percentiles.
 
 A query that retrieved nothing is the riskiest under every signal. Orders:
 
-* ``coverage-<signal>``: greedy by gain, ties and the saturated tail by the signal;
 * ``<signal>``: the signal alone;
-* ``interleave``: coverage and lowconf picks in turn, each skipping what the other took;
-* ``<signal>-gain``: greedy on ``gain + bonus * risk`` with risk the percentile of
-  the signal in [0, 1]: a risky query beats a safer one that adds up to ``bonus``
-  more chunks (``bonus`` 0 is ``coverage-<signal>``);
-* ``<signal>-share``: every ``every``-th pick is the riskiest query left, the rest
-  follow ``coverage-<signal>``.
+* ``coverage-<signal>``: greedy by gain, ties and the saturated tail by the signal;
+* ``<signal>-gain<B>``: greedy on ``gain + B * risk``, risk = 1 - place / (n - 1) with
+  place the query's position in the riskiest-first order: the riskiest query beats
+  a safe one that adds up to B more chunks (B = 0 is ``coverage-<signal>``);
+* ``<signal>-share<E>``: every E-th pick is the riskiest query left, the others
+  follow ``coverage-<signal>``;
+* ``interleave``: coverage and lowconf picks in turn, each skipping what the other took.
+
+RQ3 (docs/results.md) measured them all; ``ragcov select`` offers the best trade-off,
+``confmargin-gain5``, and three research options. Hub exposure from probes does not
+separate failing from passing queries on FinQA or ConvFinQA, so no hub order ships.
 """
 
 from __future__ import annotations
@@ -121,10 +127,8 @@ def _percentile(x: np.ndarray) -> np.ndarray:
     return (rankdata(x) - 1) / max(x.size - 1, 1)
 
 
-def risk_greedy(m: CoverageMatrix, prio: np.ndarray, bonus: float = 0.0,
-                weight: float = 0.0) -> np.ndarray:
-    """Greedy on ``gain * (1 + weight * risk) + bonus * risk``, risk = 1 - prio / (n - 1);
-    ties by ``prio``.
+def risk_greedy(m: CoverageMatrix, prio: np.ndarray, bonus: float = 0.0) -> np.ndarray:
+    """Greedy on ``gain + bonus * risk``, risk = 1 - prio / (n - 1); ties by ``prio``.
 
     Lazy, as :func:`ragcov.selection.coverage_order`: gains only fall, so a stored
     score bounds the true one and only the top of the heap is re-counted. Once no
@@ -136,17 +140,15 @@ def risk_greedy(m: CoverageMatrix, prio: np.ndarray, bonus: float = 0.0,
     indptr, indices = m.hits.indptr.tolist(), m.hits.indices.tolist()
     rows = [indices[indptr[i]:indptr[i + 1]] for i in range(n)]
     prio_l = prio.tolist()
-    risk = [1 - p / max(n - 1, 1) for p in prio_l]
-    add = [bonus * x for x in risk]
-    scale = [1 + weight * x for x in risk]
+    add = [bonus * (1 - p / max(n - 1, 1)) for p in prio_l]
     covered = bytearray(m.n_chunks)
-    heap = [(-(len(rows[r]) * scale[r] + add[r]), prio_l[r], r) for r in range(n)]
+    heap = [(-(len(rows[r]) + add[r]), prio_l[r], r) for r in range(n)]
     heapq.heapify(heap)
     order: list[int] = []
     while heap:
         stale, p, r = heapq.heappop(heap)
         gain = sum(1 for c in rows[r] if not covered[c])
-        score = -(gain * scale[r] + add[r])
+        score = -(gain + add[r])
         if score == stale:
             order.append(r)
             for c in rows[r]:
@@ -184,8 +186,7 @@ def _interleave(m: CoverageMatrix, seed: int, occ: np.ndarray | None) -> np.ndar
 
 
 _NAME = re.compile(r"^(?:(?P<cov>coverage)-)?(?P<signal>[a-z]+)"
-                   r"(?:-gain(?P<bonus>\d+(?:\.\d+)?))?(?:-weight(?P<weight>\d+(?:\.\d+)?))?"
-                   r"(?:-share(?P<every>\d+))?$")
+                   r"(?:-gain(?P<bonus>\d+(?:\.\d+)?))?(?:-share(?P<every>\d+))?$")
 
 
 def fault_order(m: CoverageMatrix, name: str, seed: int = 0,
@@ -200,11 +201,11 @@ def fault_order(m: CoverageMatrix, name: str, seed: int = 0,
         return _interleave(m, seed, k_occurrence)
     parts = _NAME.match(name)
     if parts is None or parts["signal"] not in SIGNALS or (
-            parts["cov"] and (parts["bonus"] or parts["weight"] or parts["every"])):
+            parts["cov"] and (parts["bonus"] or parts["every"])):
         raise RagcovError(f"unknown order {name!r}")
     prio = priority(riskiness(m, parts["signal"], k_occurrence), seed)
     alone = np.argsort(prio, kind="stable").astype(np.int64)
-    if not (parts["cov"] or parts["bonus"] or parts["weight"] or parts["every"]):
+    if not (parts["cov"] or parts["bonus"] or parts["every"]):
         return alone
-    guided = risk_greedy(m, prio, float(parts["bonus"] or 0), float(parts["weight"] or 0))
+    guided = risk_greedy(m, prio, float(parts["bonus"] or 0))
     return interleave(guided, alone, int(parts["every"])) if parts["every"] else guided
