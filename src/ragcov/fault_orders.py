@@ -81,14 +81,10 @@ def hub_exposure(m: CoverageMatrix, k_occurrence: np.ndarray) -> np.ndarray:
     return np.divide(total, sizes, out=np.full(m.n_queries, np.inf), where=sizes > 0)
 
 
-def tie_ranks(n: int, seed: int) -> np.ndarray:
-    from ragcov.selection import tie_ranks as ranks
-
-    return ranks(n, seed)
-
-
 def priority(riskiness: np.ndarray, seed: int) -> np.ndarray:
     """Each query's place when sorted riskiest first (seeded ties): a permutation of 0..n-1."""
+    from ragcov.selection import tie_ranks
+
     ties = tie_ranks(riskiness.size, seed)
     order = np.lexsort((ties, -np.nan_to_num(riskiness, nan=-np.inf, neginf=-np.inf)))
     prio = np.empty(riskiness.size, dtype=np.int64)
@@ -101,7 +97,7 @@ def riskiness(m: CoverageMatrix, signal: str, k_occurrence: np.ndarray | None = 
     """The signal as "higher is riskier" values, or a clear error when the data lacks it."""
     if signal in ("lowconf", "margin", "hubconf", "confmargin") and np.isnan(m.scores.data).any():
         raise RagcovError(f"the {signal} order needs retrieval scores, and this recording "
-                          "has none (record them, or use coverage, hub)")
+                          "has none (use coverage, random or overlap)")
     if signal in ("hub", "hubconf") and (k_occurrence is None or not np.any(k_occurrence)):
         raise RagcovError(f"the {signal} order needs self-query probes: run `ragcov probe` "
                           "on this data file first")
@@ -179,7 +175,7 @@ def interleave(first: np.ndarray, second: np.ndarray, every: int = 2) -> np.ndar
 
 
 def _interleave(m: CoverageMatrix, seed: int, occ: np.ndarray | None) -> np.ndarray:
-    from ragcov.selection import coverage_order
+    from ragcov.selection import coverage_order, tie_ranks
 
     return interleave(coverage_order(m, tie_ranks(m.n_queries, seed)),
                       np.argsort(priority(riskiness(m, "lowconf", occ), seed), kind="stable"))
