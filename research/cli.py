@@ -174,6 +174,26 @@ def rq3(
     out.print(result.markdown, markup=False)
 
 
+@app.command("rq3-verdict")
+def rq3_verdict(
+    folders: Annotated[list[Path], typer.Argument(
+        help="Output folders of `python -m research rq3` runs (each holding rq3.json).")],
+    out_file: Annotated[Path, typer.Option(
+        "--out", help="Where to write the Markdown table.")] = Path("results/rq3-verdict.md"),
+    taus: Annotated[str, typer.Option(help="Taus to tabulate, comma-separated.")] = "0.8",
+) -> None:
+    """RQ3's aim across runs: each order's APFD against random beside its exploration cost."""
+    from research.rq3 import parse_floats
+    from research.rq3.verdict import write_verdict
+
+    try:
+        text = write_verdict(folders, out_file, parse_floats(taus, "--taus", 0.0, 1.0))
+    except RagcovError as exc:
+        err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(1) from None
+    out.print(text, markup=False)
+
+
 @experiment("generation")
 def generation(
     shared: Shared,

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from ragcov.fault_orders import fault_order, interleave, priority, top_scores
 from ragcov.matrix import CoverageMatrix
 from ragcov.selection import select, tie_ranks
 
 BASELINES = ("coverage", "random", "overlap")
 RESEARCH = ("coverage-reset", "coverage-lowconf", "interleave", "dissimilar", "lowconf")
+# The orders steered by self-query probes and score margins (ragcov.fault_orders):
+# each risk signal alone, as the greedy's tie-break, as a bonus on the gain, as a share
+# of the picks, and the two combined.
+PROBED = ("margin", "coverage-margin", "margin-gain2", "margin-gain3", "margin-gain4",
+          "margin-gain5", "margin-share2", "margin-share4", "confmargin", "confmargin-gain4",
+          "confmargin-gain5", "lowconf-gain5", "lowconf-share4",
+          "hub", "coverage-hub", "hub-gain3", "hub-gain5", "hub-share4", "hubconf",
+          "coverage-hubconf", "hubconf-gain5", "hubconf-share4")
+NEEDS_PROBES = tuple(name for name in PROBED if "hub" in name)
 
 
 def greedy_order(m: CoverageMatrix, priority: np.ndarray) -> np.ndarray:
@@ -49,56 +59,24 @@ def dissimilar_order(m: CoverageMatrix, priority: np.ndarray) -> np.ndarray:
     return np.asarray(order, dtype=np.int64)
 
 
-def interleave(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Alternate picks from two orders of the same rows, skipping rows already taken."""
-    n = len(first)
-    taken = np.zeros(n, dtype=bool)
-    out: list[int] = []
-    i = j = 0
-    turn = 0
-    while len(out) < n:
-        src, pos = (first, i) if turn == 0 else (second, j)
-        while pos < n and taken[src[pos]]:
-            pos += 1
-        if pos < n:
-            out.append(int(src[pos]))
-            taken[src[pos]] = True
-            pos += 1
-        if turn == 0:
-            i = pos
-        else:
-            j = pos
-        turn ^= 1
-    return np.asarray(out, dtype=np.int64)
-
-
-def top_scores(m: CoverageMatrix) -> np.ndarray:
-    """Each query's best (rank-1) retrieval score; -inf when it retrieved nothing, NaN if unscored."""
-    out = np.full(m.n_queries, -np.inf)
-    r = m.ranks.tocoo()
-    first = r.data == 1
-    s = m.scores.tocoo()
-    out[r.row[first]] = s.data[first]
-    return out
-
-
 def confidence_priority(m: CoverageMatrix, seed: int) -> np.ndarray | None:
     """Rank of each query by ascending best score (seeded ties); None when scores are missing."""
     top = top_scores(m)
     if np.isnan(top).any():
         return None
-    ties = tie_ranks(m.n_queries, seed)
-    order = np.lexsort((ties, top))
-    prio = np.empty(m.n_queries, dtype=np.int64)
-    prio[order] = np.arange(m.n_queries)
-    return prio
+    return priority(-top, seed)
 
 
-def build_orders(m: CoverageMatrix, repeats: int, seed: int) -> tuple[dict[str, list[np.ndarray]],
-                                                                       list[str]]:
-    """Every order family, ``repeats`` runs each (seeds ``seed``, ``seed + 1``, ...)."""
+def build_orders(m: CoverageMatrix, repeats: int, seed: int,
+                 k_occurrence: np.ndarray | None = None) -> tuple[dict[str, list[np.ndarray]],
+                                                                   list[str]]:
+    """Every order family, ``repeats`` runs each (seeds ``seed``, ``seed + 1``, ...).
+
+    ``k_occurrence`` is each chunk's k-occurrence among the self-query probes; without
+    it (or without scores) the orders that need it are left out, with a note.
+    """
     seeds = [seed + i for i in range(repeats)]
-    orders: dict[str, list[np.ndarray]] = {name: [] for name in BASELINES + RESEARCH}
+    orders: dict[str, list[np.ndarray]] = {name: [] for name in BASELINES + RESEARCH + PROBED}
     notes: list[str] = []
     for s in seeds:
         for strategy in BASELINES:
@@ -116,5 +94,16 @@ def build_orders(m: CoverageMatrix, repeats: int, seed: int) -> tuple[dict[str, 
         orders["coverage-lowconf"].append(greedy_order(m, prio))
         orders["lowconf"].append(lowconf)
         orders["interleave"].append(interleave(orders["coverage"][s - seed], lowconf))
+    probed = k_occurrence is not None and bool(np.any(k_occurrence))
+    if not probed:
+        notes.append("no self-query probes: the hub orders left out")
+    for name in PROBED:
+        if name not in orders or (name in NEEDS_PROBES and not probed):
+            orders.pop(name, None)
+            continue
+        if "lowconf" not in orders and ("margin" in name or "conf" in name):
+            del orders[name]        # no scores: no margin, no confidence
+            continue
+        orders[name] = [fault_order(m, name, s, k_occurrence) for s in seeds]
     return orders, notes
 

@@ -87,9 +87,12 @@ def _explanations(doc: dict[str, Any]) -> list[str]:
         markdown_table(doc["failure_rate_by_fifth"]), "",
         "## Failing against passing queries", "",
         "popularity = mean number of pool queries that retrieved each of a query's chunks; "
-        "top score = the query's best retrieval score; p = Mann-Whitney.", "",
+        "top score = the query's best retrieval score; hub = hub exposure, the mean "
+        "k-occurrence among the self-query probes of the query's chunks (no pool statistic); "
+        "p = Mann-Whitney.", "",
         markdown_table(doc["explain"], ["failure", "labelled", "failing", "failure_rate",
                                         "popularity_failing", "popularity_passing",
                                         "popularity_p", "top_score_failing",
-                                        "top_score_passing", "top_score_p"]), "",
+                                        "top_score_passing", "top_score_p", "hub_failing",
+                                        "hub_passing", "hub_p"]), "",
     ]

@@ -24,7 +24,7 @@ from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import coverage_curve
 from ragcov.qrels import Qrels
 from ragcov.selection import tests_to
-from research.common import ExperimentSetup, Prepared, environment, prepare, write_tables
+from research.common import ExperimentSetup, Prepared, environment, write_tables
 from research.rq3.design import (
     DEFAULT_BUDGETS,
     DEFAULT_METRICS,
@@ -38,6 +38,7 @@ from research.rq3.design import (
 )
 from research.rq3.orders import build_orders, top_scores
 from research.rq3.plots import box_plot, detection_plot, segment_plot
+from research.rq3.probes import prepare_with_probes
 from research.rq3.report import render_markdown
 from research.rq3.stats import a12, detection_curve, finite_mean, mann_whitney_p, summary
 
@@ -77,17 +78,23 @@ def run_rq3(setup: ExperimentSetup, repeats: int = 30, taus: Sequence[float] = D
             failure_defs: Sequence[FailureDef] | None = None,
             budgets: Sequence[float] = DEFAULT_BUDGETS, seed: int = 0,
             out_dir: Path | None = None, console: Any = None,
-            prepared: Prepared | None = None) -> RQ3Result:
+            prepared: Prepared | None = None, k_occurrence: np.ndarray | None = None
+            ) -> RQ3Result:
+    """RQ3's tables for ``setup``. Without ``prepared`` the pool and its self-query probes
+    are recorded (or read back from the cache, :mod:`research.rq3.probes`); with it,
+    ``k_occurrence`` is the probes' per-chunk k-occurrence (None: no hub orders)."""
     defs, taus = _checked(repeats, taus, failure_defs)
-    prep = prepared or prepare(setup)
+    if prepared is None:
+        prepared, k_occurrence = prepare_with_probes(setup)
+    prep = prepared
     m = prep.matrix
     qrels = dataset_qrels(prep)
     t0 = time.perf_counter()
-    orders, notes = build_orders(m, repeats, seed)
+    orders, notes = build_orders(m, repeats, seed, k_occurrence)
     t_orders = time.perf_counter() - t0
     sizes = budget_sizes(budgets, m.n_queries)
     exploration = exploration_rows(m, orders)
-    tables = analyse(m, qrels, orders, defs, taus, sizes)
+    tables = analyse(m, qrels, orders, defs, taus, sizes, k_occurrence)
     document = {
         "experiment": "rq3", "setup": setup.describe(), "environment": environment(),
         "pool": {"queries": m.n_queries, "chunks": m.n_chunks, "labels": qrels.level,
@@ -140,18 +147,23 @@ def exploration_rows(m: CoverageMatrix, orders: Orders) -> list[dict[str, Any]]:
 
 
 def analyse(m: CoverageMatrix, qrels: Qrels, orders: Orders, defs: Sequence[FailureDef],
-            taus: list[float], budgets: list[int]) -> Tables:
+            taus: list[float], budgets: list[int], k_occurrence: np.ndarray | None = None
+            ) -> Tables:
     """Every table, for each failure definition and then each tau."""
+    from ragcov.fault_orders import hub_exposure
+
     freq = m.chunk_frequencies()
     popularity = np.asarray(m.hits.astype(np.float64) @ freq).ravel() / np.maximum(
         np.diff(m.hits.indptr), 1)
     top = top_scores(m)
+    hub = (hub_exposure(m, k_occurrence) if k_occurrence is not None
+           else np.full(m.n_queries, np.nan))
     tables = Tables()
     for fd in defs:
         values = label_metric(m, qrels, fd.metric)
         failing = failing_mask(values, fd.fail_below)
         labelled = ~np.isnan(values)
-        tables.explain.append(explain_row(fd, failing, labelled, popularity, top))
+        tables.explain.append(explain_row(fd, failing, labelled, popularity, top, hub))
         tables.segments += segment_rows(fd, failing, orders)
         for tau in taus:
             fault_tables(tables, m, orders, fd, np.flatnonzero(failing), tau, budgets,
@@ -160,9 +172,11 @@ def analyse(m: CoverageMatrix, qrels: Qrels, orders: Orders, defs: Sequence[Fail
 
 
 def explain_row(fd: FailureDef, failing: np.ndarray, labelled: np.ndarray,
-                popularity: np.ndarray, top: np.ndarray) -> dict[str, Any]:
-    """Failing against passing queries: how popular their chunks are, how well they score."""
+                popularity: np.ndarray, top: np.ndarray, hub: np.ndarray) -> dict[str, Any]:
+    """Failing against passing queries: how popular their chunks are (among the pool's
+    queries and among the probes), how well they score."""
     passing = labelled & ~failing
+    fin = np.isfinite(hub)
     return {
         "failure": fd.name, "labelled": int(labelled.sum()), "failing": int(failing.sum()),
         "failure_rate": float(failing.sum() / max(labelled.sum(), 1)),
@@ -172,6 +186,9 @@ def explain_row(fd: FailureDef, failing: np.ndarray, labelled: np.ndarray,
         "top_score_failing": finite_mean(top[failing]), "top_score_passing": finite_mean(top[passing]),
         "top_score_p": mann_whitney_p(list(top[failing & np.isfinite(top)]),
                                       list(top[passing & np.isfinite(top)])),
+        "hub_failing": finite_mean(hub[failing]), "hub_passing": finite_mean(hub[passing]),
+        "hub_p": (mann_whitney_p(list(hub[failing & fin]), list(hub[passing & fin]))
+                  if fin.any() else None),
     }
 
 

@@ -547,7 +547,7 @@ _FORWARDED = {
     "gap_targets": "ragcov.generation.targets",
 
     "check_outputs": "ragcov.overwrite", "is_store_url": "ragcov.stores",
-    "DEFAULT_AFTER_SATURATION": "ragcov.selection",
+    "DEFAULT_AFTER_SATURATION": "ragcov.selection", "ALL_STRATEGIES": "ragcov.selection",
     "wrap": "ragcov.retrievers", "LangChainRetriever": "ragcov.retrievers.langchain",
     "LlamaIndexRetriever": "ragcov.retrievers.llamaindex", "MatchCounts": "ragcov.retrievers.twins",
     "detect_format": "ragcov.traces.detect", "cyclic_gc_paused": "ragcov.traces.importer",

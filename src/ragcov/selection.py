@@ -20,6 +20,11 @@ read off the same object.
   to the smaller gain ``|R(q) \\ covered|`` (the one adding least), then to
   the lowest tie-break rank. Overlaps only grow, so they are kept exact by
   incrementing the queries of each newly covered chunk.
+
+Fault-revealing orders (:mod:`ragcov.fault_orders`, docs/selection.md) are chosen the
+same way: ``confmargin-gain5`` (coverage's greedy with a bonus for queries the
+retriever was unsure of) and, as research options, ``coverage-lowconf``,
+``interleave`` and ``lowconf``. They read the recorded scores, never a label.
 """
 
 from __future__ import annotations
@@ -35,6 +40,10 @@ from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import coverage_curve
 
 STRATEGIES = ("coverage", "random", "overlap")
+# Orders that move likely failures forward (ragcov.fault_orders): the recommended one first,
+# then the research options docs/selection.md compares it with.
+FAULT_STRATEGIES = ("confmargin-gain5", "coverage-lowconf", "interleave", "lowconf")
+ALL_STRATEGIES = STRATEGIES + FAULT_STRATEGIES
 AFTER_SATURATION = ("random", "reset")
 DEFAULT_AFTER_SATURATION = "random"
 TARGETS = (50, 80, 90, 100)
@@ -189,8 +198,8 @@ def _overlap_order(m: CoverageMatrix, rank: np.ndarray) -> np.ndarray:
 def select(m: CoverageMatrix, strategy: str, seed: int = 0,
            after_saturation: str = DEFAULT_AFTER_SATURATION) -> Selection:
     """Order the whole pool by ``strategy`` (see the module docstring for the rules)."""
-    if strategy not in STRATEGIES:
-        raise RagcovError(f"unknown strategy {strategy!r}: expected {', '.join(STRATEGIES)}")
+    if strategy not in ALL_STRATEGIES:
+        raise RagcovError(f"unknown strategy {strategy!r}: expected {', '.join(ALL_STRATEGIES)}")
     if after_saturation not in AFTER_SATURATION:
         raise RagcovError(f"--after-saturation must be random or reset, got {after_saturation!r}")
     if m.n_chunks == 0:
@@ -200,6 +209,10 @@ def select(m: CoverageMatrix, strategy: str, seed: int = 0,
         order = coverage_order(m, rank, after_saturation)
     elif strategy == "overlap":
         order = _overlap_order(m, rank)
+    elif strategy in FAULT_STRATEGIES:
+        from ragcov.fault_orders import fault_order
+
+        order = fault_order(m, strategy, seed)
     else:
         order = np.argsort(rank, kind="stable").astype(np.int64)
     curve = coverage_curve(m, order)

@@ -7,18 +7,25 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import check_outputs, select_tests
+from ragcov.api import ALL_STRATEGIES, DEFAULT_AFTER_SATURATION, check_outputs, select_tests
 from ragcov.cli.console import err
 from ragcov.cli.console import out as _out
 from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, to_stdout, write_output
-from ragcov.selection import DEFAULT_AFTER_SATURATION
+
+
+def _list_strategies(value: bool) -> None:
+    if value:
+        typer.echo("\n".join(ALL_STRATEGIES))
+        raise typer.Exit()
 
 
 def select_cmd(
     data_file: DataFile = DEFAULT_DATA_PATH,
     strategy: Annotated[str, typer.Option(
-        help="coverage (greedy by new chunks), random (seeded) or overlap (redundancy-heavy: "
-        "most already-covered chunks first).")] = "coverage",
+        help="coverage (greedy by new chunks), random (seeded), overlap (redundancy-heavy: "
+        "most already-covered chunks first), confmargin-gain5 (coverage greedy with a bonus for "
+        "queries the retriever was unsure of: reveals failures earlier); research options: "
+        "coverage-lowconf, interleave, lowconf. See docs/selection.md.")] = "coverage",
     budget: Annotated[int | None, typer.Option(
         help="Keep only the first N tests of the order.")] = None,
     target: Annotated[float | None, typer.Option(
@@ -36,6 +43,9 @@ def select_cmd(
     suite_out: Annotated[Path | None, typer.Option(
         help="Also write the selected queries as a JSONL suite (id, text); - for stdout.")]
     = None,
+    list_strategies: Annotated[bool, typer.Option(
+        "--list-strategies", is_eager=True, callback=_list_strategies,
+        help="Print the strategy names, one a line, and exit.")] = False,
 ) -> None:
     """Order the recorded queries by a selection strategy; write the order and its curve."""
     import json
