@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragcov.errors import RagcovError
-from ragcov.fault_orders import fault_order, interleave
 from ragcov.matrix import CoverageMatrix
 from ragcov.selection import ALL_STRATEGIES, FAULT_STRATEGIES, STRATEGIES, select
+from ragcov.selection.fault import fault_order, interleave
 
 
 def scored(lists: list[list[tuple[int, float]]], n_chunks: int) -> CoverageMatrix:

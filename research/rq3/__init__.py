@@ -21,7 +21,7 @@ Orders compared, all oracle-free (none looks at the labels):
   without coverage), and ``interleave`` (coverage and lowconf picks in turn,
   each skipping what the other already took).
 
-* probe and margin orders (:mod:`ragcov.fault_orders`, ``PROBED``): hub exposure
+* probe and margin orders (:mod:`ragcov.selection.fault`, ``PROBED``): hub exposure
   from self-query probes (:mod:`~research.rq3.probes`), the rank-1 to rank-k score
   margin, and their combinations with low confidence, each as coverage's tie-break,
   as a bonus on its gain and as a share of its picks.

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragcov.fault_orders import fault_order, interleave, priority, top_scores
 from ragcov.matrix import CoverageMatrix
 from ragcov.selection import select, tie_ranks
+from ragcov.selection.fault import fault_order, interleave, priority, top_scores
 
 BASELINES = ("coverage", "random", "overlap")
 RESEARCH = ("coverage-reset", "coverage-lowconf", "interleave", "dissimilar", "lowconf")
-# The orders steered by self-query probes and score margins (ragcov.fault_orders):
+# The orders steered by self-query probes and score margins (ragcov.selection.fault):
 # each risk signal alone, as the greedy's tie-break, as a bonus on the gain, as a share
 # of the picks, and the two combined.
 PROBED = ("margin", "coverage-margin", "margin-gain2", "margin-gain3", "margin-gain4",

@@ -150,7 +150,7 @@ def analyse(m: CoverageMatrix, qrels: Qrels, orders: Orders, defs: Sequence[Fail
             taus: list[float], budgets: list[int], k_occurrence: np.ndarray | None = None
             ) -> Tables:
     """Every table, for each failure definition and then each tau."""
-    from ragcov.fault_orders import hub_exposure
+    from ragcov.selection.fault import hub_exposure
 
     freq = m.chunk_frequencies()
     popularity = np.asarray(m.hits.astype(np.float64) @ freq).ravel() / np.maximum(

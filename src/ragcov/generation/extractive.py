@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from ragcov.generation.base import Generation
-from ragcov.generation.tfidf import STOPWORDS, WORD, TermStats, words
+from ragcov.tfidf import STOPWORDS, WORD, TermStats, words
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
 

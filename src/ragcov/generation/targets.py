@@ -140,7 +140,7 @@ def chunk_vectors(retriever: Any, corpus: Any) -> Any:
     vectors = getattr(retriever, "embeddings", None)
     if vectors is not None and getattr(vectors, "shape", (0,))[0] == len(corpus):
         return vectors
-    from ragcov.generation.tfidf import TermStats
+    from ragcov.tfidf import TermStats
 
     return TermStats(corpus.texts).matrix()
 

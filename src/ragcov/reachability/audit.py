@@ -290,7 +290,7 @@ def _reason(i: int, by: int, info: dict[int, tuple[str, str]]) -> str | None:
 
 
 def _has_words(text: str) -> bool:
-    from ragcov.generation.tfidf import words
+    from ragcov.tfidf import words
 
     return bool(words(text))
 
@@ -299,7 +299,7 @@ def _cosine(a: str, b: str) -> float:
     """Bag-of-words cosine of two texts (a tie-breaker for reasons, not a retriever)."""
     from collections import Counter
 
-    from ragcov.generation.tfidf import words
+    from ragcov.tfidf import words
 
     ca, cb = Counter(words(a)), Counter(words(b))
     if not ca or not cb:

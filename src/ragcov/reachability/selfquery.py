@@ -7,7 +7,7 @@ rare terms is what lexical retrievers match best, a real sentence is what dense
 retrievers were trained on.
 
 Distinctive means TF-IDF against the corpus (the same light statistics the extractive
-generator uses, :mod:`ragcov.generation.tfidf`), so probes are reproducible and need no
+generator uses, :mod:`ragcov.tfidf`), so probes are reproducible and need no
 model: the same corpus always gives the same probes, whatever retriever they test.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ragcov.data.probes import ProbeRow
-from ragcov.generation.tfidf import STOPWORDS, WORD
+from ragcov.tfidf import STOPWORDS, WORD
 
 TERMS = 8               # distinctive terms in a terms probe
 MIN_SENTENCE_WORDS = 3  # content words a sentence needs to be a probe
@@ -39,7 +39,7 @@ def probe_id(chunk_id: str, kind: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Content words, lower-cased: :func:`ragcov.generation.tfidf.words`, lower-casing once
+    """Content words, lower-cased: :func:`ragcov.tfidf.words`, lower-casing once
     per text rather than twice per word (probes tokenise a whole corpus)."""
     return [w for w in WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS]
 

@@ -42,6 +42,7 @@ import numpy as np
 
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
+from ragcov.selection.greedy import coverage_order, tie_ranks
 
 SIGNALS = ("lowconf", "margin", "confmargin", "hub", "hubconf")
 
@@ -83,7 +84,6 @@ def hub_exposure(m: CoverageMatrix, k_occurrence: np.ndarray) -> np.ndarray:
 
 def priority(riskiness: np.ndarray, seed: int) -> np.ndarray:
     """Each query's place when sorted riskiest first (seeded ties): a permutation of 0..n-1."""
-    from ragcov.selection import tie_ranks
 
     ties = tie_ranks(riskiness.size, seed)
     order = np.lexsort((ties, -np.nan_to_num(riskiness, nan=-np.inf, neginf=-np.inf)))
@@ -126,7 +126,7 @@ def _percentile(x: np.ndarray) -> np.ndarray:
 def risk_greedy(m: CoverageMatrix, prio: np.ndarray, bonus: float = 0.0) -> np.ndarray:
     """Greedy on ``gain + bonus * risk``, risk = 1 - prio / (n - 1); ties by ``prio``.
 
-    Lazy, as :func:`ragcov.selection.coverage_order`: gains only fall, so a stored
+    Lazy, as :func:`ragcov.selection.greedy.coverage_order`: gains only fall, so a stored
     score bounds the true one and only the top of the heap is re-counted. Once no
     query adds a chunk the rest follow by risk alone (by ``prio``).
     """
@@ -175,7 +175,6 @@ def interleave(first: np.ndarray, second: np.ndarray, every: int = 2) -> np.ndar
 
 
 def _interleave(m: CoverageMatrix, seed: int, occ: np.ndarray | None) -> np.ndarray:
-    from ragcov.selection import coverage_order, tie_ranks
 
     return interleave(coverage_order(m, tie_ranks(m.n_queries, seed)),
                       np.argsort(priority(riskiness(m, "lowconf", occ), seed), kind="stable"))
