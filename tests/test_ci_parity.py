@@ -252,7 +252,7 @@ def test_rcfile_names_the_config_file(in_sample: Path, capsys, tmp_path: Path) -
                      [f"--rcfile={tmp_path / 'ci.toml'}", "report"]):
             code, _, err = cli(capsys, *args)
             assert code == 2 and "fail-under=60" in err
-        (tmp_path / "pyproject.toml").write_text("[tool.ragcov.reporters]\nfail_under = 70\n")
+        (tmp_path / "pyproject.toml").write_text("[tool.ragcov.report]\nfail_under = 70\n")
         code, _, err = cli(capsys, "report", "--rcfile", str(tmp_path / "pyproject.toml"))
         assert code == 2 and "fail-under=70" in err
         code, _, err = cli(capsys, "report", "--rcfile", "missing.toml")

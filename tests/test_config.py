@@ -22,7 +22,7 @@ def project(tmp_path: Path, monkeypatch, city_corpus_file: Path, capsys) -> Path
 
 @pytest.mark.parametrize("file, text, message", [
     ("pyproject.toml", "[tool.ragcov.reprot]\nfail_under = 90\n",
-     "pyproject.toml: unknown table [tool.ragcov.reprot] (did you mean [tool.ragcov.reporters]?)"),
+     "pyproject.toml: unknown table [tool.ragcov.reprot] (did you mean [tool.ragcov.report]?)"),
     ("ragcov.toml", "[reprot]\nfail_under = 90\n",
      "ragcov.toml: unknown table [reprot] (did you mean [report]?)"),
     ("ragcov.toml", "[report]\nfail_undr = 90\n",

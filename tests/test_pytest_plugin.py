@@ -416,7 +416,7 @@ def test_corpus_from_a_vector_store_url(toy: pytest.Pytester):
     result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])
 
 
-@pytest.mark.parametrize("table", ["", "[tool.ragcov.reporters]\n"])
+@pytest.mark.parametrize("table", ["", "[tool.ragcov.report]\n"])
 def test_config_scope_gives_the_plugin_the_total_ragcov_report_prints(toy: pytest.Pytester,
                                                                     table: str):
     # Leaving the dividends chunk out: 2 of the 7 chunks that count are covered.
@@ -429,7 +429,7 @@ def test_config_scope_gives_the_plugin_the_total_ragcov_report_prints(toy: pytes
                            cwd=toy.path, capture_output=True, text=True, check=True).stdout
     assert total.strip() == "28.57"
     # The JSON report reads the json command's settings, as `ragcov json` does: a
-    # [tool.ragcov.reporters] table is not among them.
+    # [tool.ragcov.report] table is not among them.
     subprocess.run([sys.executable, "-m", "ragcov", "json", "-o", "cli.json"], cwd=toy.path,
                    check=True, capture_output=True)
     plugin, cli = (json.loads((toy.path / f).read_text()) for f in ("cov.json", "cli.json"))

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ragcov import __version__
-from ragcov.api import ReportScope, check_outputs
-from ragcov.api import report as report_data
+from ragcov.api import ReportScope
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,
     FailUnder,
-    check_fail_under,
     check_precision,
-    emit,
-    gate,
 )
-from ragcov.cli.report_options import scoped
+from ragcov.cli.report_options import scoped, write_scoped
 from ragcov.reporters.badge import badge_svg, colour_for, parse_thresholds
 from ragcov.reporters.ci_lines import file_lines
 from ragcov.reporters.cobertura import cobertura_xml
@@ -37,12 +33,9 @@ def xml(
     fail_under: FailUnder = None,
 ) -> None:
     """Cobertura XML: documents as files, chunks as lines, hits = queries (like `coverage xml`)."""
-
-    check_fail_under(fail_under)
-    check_outputs([output], [data_file])
-    scoped = report_data(data_file, scope)
-    emit(cobertura_xml(file_lines(scoped), __version__), output, "Cobertura XML report")
-    gate(scoped.summary(jaccard=False).coverage, fail_under)
+    write_scoped(data_file, scope, output, fail_under,
+                 lambda scoped: cobertura_xml(file_lines(scoped), __version__),
+                 "Cobertura XML report")
 
 
 @scoped
@@ -53,12 +46,8 @@ def lcov(
     fail_under: FailUnder = None,
 ) -> None:
     """lcov tracefile: documents as SF records, chunks as DA lines (like `coverage lcov`)."""
-
-    check_fail_under(fail_under)
-    check_outputs([output], [data_file])
-    scoped = report_data(data_file, scope)
-    emit(lcov_tracefile(file_lines(scoped)), output, "lcov report")
-    gate(scoped.summary(jaccard=False).coverage, fail_under)
+    write_scoped(data_file, scope, output, fail_under,
+                 lambda scoped: lcov_tracefile(file_lines(scoped)), "lcov report")
 
 
 @scoped
@@ -76,13 +65,11 @@ def badge(
     fail_under: FailUnder = None,
 ) -> None:
     """A shields-style SVG badge of total chunk coverage, for a README."""
-
     check_precision(precision or 0)
-    check_fail_under(fail_under)
-    check_outputs([output], [data_file])
     bands = parse_thresholds(thresholds)
-    scoped = report_data(data_file, scope)
-    coverage = scoped.summary(jaccard=False).coverage
-    shown = display_percent(coverage, precision or 0)
-    emit(badge_svg(f"{shown}%", colour_for(float(shown), bands), label), output, "badge")
-    gate(coverage, fail_under, precision)
+
+    def render(scoped: Any) -> str:
+        shown = display_percent(scoped.summary(jaccard=False).coverage, precision or 0)
+        return badge_svg(f"{shown}%", colour_for(float(shown), bands), label)
+
+    write_scoped(data_file, scope, output, fail_under, render, "badge", precision)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import ReportScope, approximate_note, check_outputs
+from ragcov.api import ReportScope, approximate_note
 from ragcov.api import report as report_data
 from ragcov.cli.console import out
 from ragcov.cli.options import (
@@ -18,10 +18,9 @@ from ragcov.cli.options import (
     Support,
     check_fail_under,
     check_precision,
-    emit,
     gate,
 )
-from ragcov.cli.report_options import scoped
+from ragcov.cli.report_options import scoped, write_scoped
 from ragcov.files import json_text
 from ragcov.metrics import duplicate_groups, redundant_tests
 from ragcov.reporters import DEFAULT_JSON_FILE
@@ -98,12 +97,8 @@ def json_cmd(
     fail_under: FailUnder = None,
 ) -> None:
     """Write the versioned JSON report."""
-
-    check_fail_under(fail_under)
-    check_outputs([output], [data_file])
-    scoped = report_data(data_file, scope)
-    doc = json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped)  # type: ignore[arg-type]
-    emit(json_text(doc, indent=2 if pretty else None), output, "JSON report")
-    gate(scoped.summary(jaccard=False).coverage, fail_under)
+    write_scoped(data_file, scope, output, fail_under, lambda scoped: json_text(
+        json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped),  # type: ignore[arg-type]
+        indent=2 if pretty else None), "JSON report")
 
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, get_type_hints
 
 import typer
 
-from ragcov.api import ReportScope
+from ragcov import api
+from ragcov.api import ReportScope, check_outputs
+from ragcov.cli.options import check_fail_under, emit, gate
 
 Include = Annotated[list[str] | None, typer.Option(
     "--include", help="Report only documents whose id matches this glob (repeatable).")]
@@ -76,3 +79,14 @@ def scope_of(include: list[str] | None = None, omit: list[str] | None = None,
     return ReportScope(include=tuple(include or ()), omit=tuple(omit or ()),
                        exclude=tuple(exclude or ()), exclude_docs=tuple(exclude_docs or ()),
                        min_chunk_chars=min_chunk_chars, reachable=reachable)
+
+
+def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: float | None,
+                 render: Callable[[Any], str], what: str, precision: int | None = None) -> None:
+    """The body the file-writing reports share: check, read the scoped data file, write the
+    rendering to ``output`` (or stdout), then run the ``--fail-under`` gate."""
+    check_fail_under(fail_under)
+    check_outputs([output], [data_file])
+    scoped = api.report(data_file, scope)
+    emit(render(scoped), output, what)
+    gate(scoped.summary(jaccard=False).coverage, fail_under, precision)
