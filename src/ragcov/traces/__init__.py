@@ -48,7 +48,8 @@ and spanId) counts once: an identical copy is dropped and counted
 (``ImportResult.duplicate_spans``), a different one is an error naming both lines.
 """
 
-from ragcov.traces.importer import FORMATS, import_traces, read_traces
+from ragcov.traces.formats import FORMATS
+from ragcov.traces.importer import import_traces, read_traces
 from ragcov.traces.jsonl import read_jsonl
 from ragcov.traces.openinference import read_openinference
 from ragcov.traces.otel import read_otel

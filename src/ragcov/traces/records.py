@@ -44,6 +44,12 @@ class Trace:
     line: int | None = None
 
 
+class Resolved(list):  # type: ignore[type-arg]
+    """A span's documents as read in a worker process when every id is a corpus chunk:
+    (id, score) pairs, each id once, ready for the Run (what the importer would make
+    of the same :class:`Item` list)."""
+
+
 @dataclass
 class ImportResult:
     """The Run, plus what was skipped or matched indirectly, for the user to see."""
