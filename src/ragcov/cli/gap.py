@@ -28,6 +28,11 @@ def gap(
     allow_different_retriever: AllowRetriever = False,
     precision: Precision = 1,
     show_ids: ShowIds = False,
+    engine: Annotated[str, typer.Option(
+        help="local (this process) or dask (the traffic's hits counted on a Dask cluster; "
+        "the data files on storage its workers see).")] = "local",
+    scheduler: Annotated[str | None, typer.Option(
+        help="Dask scheduler address; default: a LocalCluster on 127.0.0.1.")] = None,
 ) -> None:
     """Traffic-weighted coverage and the untested chunks production retrieves most."""
     import json
@@ -44,7 +49,8 @@ def gap(
     # A machine output is whole; --top only shortens what a person reads.
     g = traffic_gap(tests, traffic, top=None if format == "json" else top,
                     allow_different_k=allow_different_k,
-                    allow_different_retriever=allow_different_retriever)
+                    allow_different_retriever=allow_different_retriever, engine=engine,
+                    scheduler=scheduler)
     if format == "json":
         emit(json.dumps(gap_document(g), indent=2, ensure_ascii=False), output, "JSON gap")
     elif format == "markdown":

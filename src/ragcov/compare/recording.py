@@ -122,11 +122,12 @@ def _strings(text: str | None) -> list[str]:
 
 
 def read_recording(path: str | os.PathLike[str], queries: bool = True,
-                   chunks: bool = True) -> Recording:
+                   chunks: bool = True, hits: bool = True) -> Recording:
     """Read the data file at ``path`` in one read transaction.
 
     ``queries=False`` reads neither the query ids nor which query made each hit (a
-    coverage set needs only the chunks); ``chunks=False`` leaves out the chunk ids.
+    coverage set needs only the chunks); ``chunks=False`` leaves out the chunk ids;
+    ``hits=False`` the hits (counted elsewhere: ``gap --engine dask``).
     """
     data = CoverageData(path)
     with data.reading() as con:
@@ -146,7 +147,8 @@ def read_recording(path: str | os.PathLike[str], queries: bool = True,
             "SELECT group_concat(idx) FROM (SELECT idx FROM queries ORDER BY idx)").fetchone()[0])
         cols = "group_concat(query_idx), group_concat(chunk_idx)" if queries \
             else "NULL, group_concat(chunk_idx)"
-        hq_text, hc_text = con.execute(f"SELECT {cols} FROM hits").fetchone()
+        hq_text, hc_text = con.execute(f"SELECT {cols} FROM hits").fetchone() if hits \
+            else (None, None)
     hq, hc = _ints(hq_text), _ints(hc_text)
     return Recording(
         path=data.path, meta=meta, chunk_ids=_strings(c_ids),

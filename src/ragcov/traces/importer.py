@@ -22,7 +22,14 @@ from ragcov.retrieval import Run, mismatch_hint, validate_k
 from ragcov.traces.detect import require_trace_file
 from ragcov.traces.formats import trace_format
 from ragcov.traces.jsontext import NotLines
-from ragcov.traces.parallel import Part, PartsReader, Sent, merge, read_part
+from ragcov.traces.parallel import (
+    Part,
+    PartsReader,
+    Sent,
+    line_parts,
+    merge,
+    read_part,
+)
 from ragcov.traces.records import ImportResult, Item, Resolved, SpanStats, Trace
 from ragcov.traces.retrievals import collect
 from ragcov.traces.shards import shard_files
@@ -57,10 +64,20 @@ def _read_traces_counted(path: str | os.PathLike[str], fmt: str, workers: int | 
                                 stats)
         return traces, dropped, stats
     require_trace_file(path)
+    from ragcov.traces import parallel
+
+    if read_parts is not None:  # one file on a cluster: in parts when it is JSON lines
+        parts = line_parts(str(path), parallel.PART_BYTES) if spec.lines else [(str(path), None)]
+        try:
+            traces, dropped = merge(path, spec, ((p, i == 0, r) for i, ((p, _l), r) in
+                                                 enumerate(zip(parts, read_parts(fmt, parts, ids))
+                                                           )), stats)
+            return traces, dropped, stats
+        except NotLines:
+            stats = SpanStats()  # not one value a line: read whole, below
     if spec.records is not None:
         return spec.records(path), 0, stats
     assert spec.spans is not None and spec.finish is not None and spec.pick is not None
-    from ragcov.traces import parallel
 
     if workers != 1 and (workers is not None or parallel.worth_parallel(path, spec)):
         n = workers or min(os.cpu_count() or 1, parallel.MAX_WORKERS)

@@ -191,13 +191,12 @@ def line_parts(path: str, size: int) -> list[Part]:
 
 
 def read_in_processes(path: str, spec: TraceFormat, known: frozenset[str] | None,
-                      workers: int, stats: SpanStats,
-                      part_bytes: int = PART_BYTES) -> tuple[Iterator[Trace], int]:
+                      workers: int, stats: SpanStats) -> tuple[Iterator[Trace], int]:
     """A JSON-lines span export read by ``workers`` processes; NotLines when a line is not
     one whole value (the caller reads the file whole instead)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    parts = line_parts(path, part_bytes)
+    parts = line_parts(path, PART_BYTES)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         results = in_order(parts, lambda p: pool.submit(read_part, spec.name, p, known),
                            ahead=2 * workers)
