@@ -16,8 +16,7 @@ import pytest
 pytest.importorskip("dask.distributed")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "traces"))
-from trace_samples import write  # noqa: E402
-from test_traces_parallel import traffic_lines  # noqa: E402
+from trace_samples import CITIES, traffic_lines, write  # noqa: E402
 
 from helpers import cli  # noqa: E402
 from ragcov.api import record_traces, traffic_gap  # noqa: E402
@@ -26,10 +25,6 @@ from ragcov.compare.jsondoc import gap_document  # noqa: E402
 from ragcov.errors import InputFormatError  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:openinference trace results carry no corpus")
-
-CITIES = ["paris", "berlin", "madrid", "tokyo", "photosynthesis", "mitochondria", "interest",
-          "dividends"]
-
 
 @pytest.fixture(scope="module")
 def scheduler():
