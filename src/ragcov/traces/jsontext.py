@@ -54,19 +54,16 @@ class NotLines(Exception):
     laid out one value per line, and is read whole instead (:func:`iter_json_values`)."""
 
 
-def iter_json_lines(path: str | os.PathLike[str], start: int,
-                    end: int) -> Iterator[tuple[int, Any]]:
-    """The values of the lines from byte ``start`` to ``end`` (both on line starts), each
-    with its line counted from 1 at ``start``: one part of a JSON-lines file, for a worker.
+def iter_json_lines(data: bytes, first: bool) -> Iterator[tuple[int, Any]]:
+    """The values of the lines of ``data`` (one part of a JSON-lines file, cut after a
+    newline, for a worker), each with its line counted from 1 at the part's start;
+    ``first``: the part starts the file (a byte-order mark is skipped).
 
     Decoded as :func:`iter_json_values` decodes a line; :class:`NotLines` when a line
     is not a whole value (the caller then reads the whole file as one text, where a
     malformed line gets its error at its place in the file).
     """
-    with open(path, "rb") as f:
-        f.seek(start)
-        data = f.read(end - start)
-    if start == 0 and data.startswith(b"\xef\xbb\xbf"):
+    if first and data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     for lineno, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():

@@ -56,7 +56,16 @@ def read_part(fmt: str, part: Part, known: frozenset[str] | None) -> Sent:
         if spec.records is not None:
             return ("traces", spec.records(path))
         assert spec.spans is not None and spec.pick is not None
-        source = SpanFile(path, lines) if lines is not None else spec.spans(path)
+        count = 0
+        if lines is None:
+            source = spec.spans(path)
+        else:
+            with open(path, "rb") as f:
+                f.seek(lines[0])
+                data = f.read(lines[1] - lines[0])
+            count = data.count(b"\n")
+            source = SpanFile(path, (data, lines[0] == 0))
+            del data
         sent = []
         last = 0
         for line, span in source.located():
@@ -68,7 +77,7 @@ def read_part(fmt: str, part: Part, known: frozenset[str] | None) -> Sent:
             sent.append((span.trace_id, span.span_id, span.parent_id,
                          0 if span.span_id is None else fingerprint(span), line, picked))
             last = line
-        return ("spans", sent, _line_count(lines, path) if lines is not None else last)
+        return ("spans", sent, count if lines is not None else last)
     except NotLines:
         return ("not lines",)
     except InputFormatError as exc:
@@ -90,12 +99,6 @@ def _compact(items: list[Item], known: frozenset[str] | None) -> list[tuple[Any,
         return ranked
     return [(i.id, i.score) if i.id in known else (i.id, i.score, i.content, i.metadata)
             for i in items]
-
-
-def _line_count(lines: tuple[int, int], path: str) -> int:
-    with open(path, "rb") as f:
-        f.seek(lines[0])
-        return f.read(lines[1] - lines[0]).count(b"\n")
 
 
 class Merge:

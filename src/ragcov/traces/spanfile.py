@@ -162,20 +162,20 @@ class SpanSource:
 class SpanFile(SpanSource):
     """The spans of an exported JSON file: OTLP exports, span objects or lists of them.
 
-    ``lines`` (byte offsets ``start`` to ``end``, on line starts) reads one part of
-    a file whose lines are each whole JSON values, for a worker process; line
-    numbers then count from the part's start (:class:`ragcov.traces.jsontext.NotLines`
-    when a line is not whole).
+    ``part`` (its bytes, and whether it starts the file) reads one part of a file
+    whose lines are each whole JSON values, for a worker process; line numbers then
+    count from the part's start (:class:`ragcov.traces.jsontext.NotLines` when a
+    line is not whole).
     """
 
     def __init__(self, path: str | os.PathLike[str],
-                 lines: tuple[int, int] | None = None) -> None:
+                 part: tuple[bytes, bool] | None = None) -> None:
         super().__init__(path)
-        self.lines = lines
+        self.part = part
 
     def located(self) -> Iterator[tuple[int, Span]]:
-        values = (iter_json_values(self.path) if self.lines is None
-                  else iter_json_lines(self.path, *self.lines))
+        values = (iter_json_values(self.path) if self.part is None
+                  else iter_json_lines(*self.part))
         for line, value in values:
             spans: list[Span] = []
             self._visit(value, line, spans)
