@@ -42,9 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from ragcov.api import INDEX_RECALL
 from ragcov.corpus import Corpus
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
+from ragcov.data.datafile import INDEX_RECALL
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.progress import progress_bar, status

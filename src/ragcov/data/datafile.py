@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 
 # Annotation key of the corpus's resolved path (a file or a folder).
 CORPUS_SOURCE = "corpus_source"
+# Annotation key of the measured recall of an approximate index (a report's caveat).
+INDEX_RECALL = "index_recall"
 
 
 class CoverageData:

@@ -23,12 +23,15 @@ from ragcov.traces.detect import require_trace_file
 from ragcov.traces.formats import trace_format
 from ragcov.traces.jsontext import NotLines
 from ragcov.traces.parallel import (
+    MAX_WORKERS,
     Part,
     PartsReader,
     Sent,
-    line_parts,
+    file_parts,
     merge,
+    read_in_processes,
     read_part,
+    worth_parallel,
 )
 from ragcov.traces.records import ImportResult, Item, Resolved, SpanStats, Trace
 from ragcov.traces.retrievals import collect
@@ -64,10 +67,8 @@ def _read_traces_counted(path: str | os.PathLike[str], fmt: str, workers: int | 
                                 stats)
         return traces, dropped, stats
     require_trace_file(path)
-    from ragcov.traces import parallel
-
     if read_parts is not None:  # one file on a cluster: in parts when it is JSON lines
-        parts = line_parts(str(path), parallel.PART_BYTES) if spec.lines else [(str(path), None)]
+        parts = file_parts(str(path)) if spec.lines else [(str(path), None)]
         try:
             traces, dropped = merge(path, spec, ((p, i == 0, r) for i, ((p, _l), r) in
                                                  enumerate(zip(parts, read_parts(fmt, parts, ids))
@@ -79,10 +80,10 @@ def _read_traces_counted(path: str | os.PathLike[str], fmt: str, workers: int | 
         return spec.records(path), 0, stats
     assert spec.spans is not None and spec.finish is not None and spec.pick is not None
 
-    if workers != 1 and (workers is not None or parallel.worth_parallel(path, spec)):
-        n = workers or min(os.cpu_count() or 1, parallel.MAX_WORKERS)
+    if workers != 1 and (workers is not None or worth_parallel(path, spec)):
+        n = workers or min(os.cpu_count() or 1, MAX_WORKERS)
         try:
-            traces, dropped = parallel.read_in_processes(str(path), spec, ids, n, stats)
+            traces, dropped = read_in_processes(str(path), spec, ids, n, stats)
             return traces, dropped, stats
         except NotLines:
             stats = SpanStats()  # not one value a line: read whole, below

@@ -178,6 +178,11 @@ def merge(path: Any, spec: TraceFormat, results: Iterable[tuple[str, bool, Sent]
     return traces, m.copies.dropped
 
 
+def file_parts(path: str) -> list[Part]:
+    """The file in parts of about :data:`PART_BYTES`."""
+    return line_parts(path, PART_BYTES)
+
+
 def line_parts(path: str, size: int) -> list[Part]:
     """Byte ranges of about ``size`` bytes covering the file, each ending after a newline."""
     total = os.path.getsize(path)
@@ -199,7 +204,7 @@ def read_in_processes(path: str, spec: TraceFormat, known: frozenset[str] | None
     one whole value (the caller reads the file whole instead)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    parts = line_parts(path, PART_BYTES)
+    parts = file_parts(path)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         results = in_order(parts, lambda p: pool.submit(read_part, spec.name, p, known),
                            ahead=2 * workers)
