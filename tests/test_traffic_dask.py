@@ -23,6 +23,7 @@ from ragcov.api import record_traces, traffic_gap  # noqa: E402
 from ragcov.compare import gap as gap_module  # noqa: E402
 from ragcov.compare.jsondoc import gap_document  # noqa: E402
 from ragcov.errors import InputFormatError  # noqa: E402
+from ragcov.traces import parallel  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:openinference trace results carry no corpus")
 
@@ -61,7 +62,7 @@ def span_shards(tmp_path: Path, n: int = 8) -> tuple[Path, Path]:
 
 
 def test_dask_import_of_8_shards_is_the_single_process_import(tmp_path, city_corpus,
-                                                              scheduler):
+                                                              scheduler, monkeypatch):
     folder, whole = span_shards(tmp_path)
     one = record_traces(whole, "openinference", city_corpus, tmp_path / "one.ragcov",
                         workers=1)
@@ -71,6 +72,12 @@ def test_dask_import_of_8_shards_is_the_single_process_import(tmp_path, city_cor
     assert dask.result.duplicate_spans == one.result.duplicate_spans > 0
     assert dask.result.merged_spans == one.result.merged_spans > 0
     assert dask.added == one.added == one.result.traces
+    # One large JSON-lines file on Dask: cut between lines, the parts read on the workers.
+    monkeypatch.setattr(parallel, "PART_BYTES", 8192)
+    assert len(parallel.file_parts(str(whole))) > 8
+    record_traces(whole, "openinference", city_corpus, tmp_path / "parts.ragcov",
+                  engine="dask", scheduler=scheduler)
+    assert rows(tmp_path / "parts.ragcov") == rows(tmp_path / "one.ragcov")
 
 
 def test_the_cli_starts_its_own_two_worker_cluster(capsys, tmp_path, city_corpus_file,
