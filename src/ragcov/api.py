@@ -108,7 +108,7 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
     (``scheduler``, or a LocalCluster of ``workers`` processes). The data file is
     the same either way.
     """
-    from ragcov.traces.importer import cyclic_gc_paused
+    from ragcov.traces.records import cyclic_gc_paused
 
     if engine not in ("local", "dask"):
         raise RagcovError(f"unknown engine {engine!r}: expected local or dask")

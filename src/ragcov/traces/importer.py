@@ -8,11 +8,9 @@ traces were recorded); a skipped id leaves a hole, nothing is pulled up into it.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ragcov.corpus import Corpus
@@ -33,7 +31,14 @@ from ragcov.traces.parallel import (
     read_part,
     worth_parallel,
 )
-from ragcov.traces.records import ImportResult, Item, Resolved, SpanStats, Trace
+from ragcov.traces.records import (
+    ImportResult,
+    Item,
+    Resolved,
+    SpanStats,
+    Trace,
+    cyclic_gc_paused,
+)
 from ragcov.traces.retrievals import collect
 from ragcov.traces.shards import shard_files
 
@@ -96,24 +101,6 @@ def _read_here(fmt: str, parts: list[Part], known: frozenset[str] | None) -> Ite
     """The parts read one after another in this process."""
     for part in parts:
         yield read_part(fmt, part, known)
-
-
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cycle collector while an import builds its records.
-
-    An import creates millions of small objects that hold no reference cycles;
-    the collector would walk all of them again at every full collection (about a
-    third of the import's time at a million spans, measured). Reference counting
-    still frees everything as usual; the collector is restored afterwards.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int | None = None,

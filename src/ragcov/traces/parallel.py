@@ -25,7 +25,7 @@ from ragcov.traces.formats import FORMATS, TraceFormat
 from ragcov.traces.jsontext import NotLines
 from ragcov.traces.nesting import Nesting
 from ragcov.traces.otlp import NO_ATTRIBUTES, Span
-from ragcov.traces.records import Item, Resolved, SpanStats, Trace
+from ragcov.traces.records import Item, Resolved, SpanStats, Trace, cyclic_gc_paused
 from ragcov.traces.retrievals import Collected
 from ragcov.traces.spanfile import SpanCopies, SpanFile, fingerprint
 
@@ -50,6 +50,11 @@ def read_part(fmt: str, part: Part, known: frozenset[str] | None) -> Sent:
     """Read one part in a worker: each span's ids, parent, fingerprint and line, and
     what the format picks from it; a record format's traces. Errors come back as data
     (their line counted in the part), to be raised where the merge meets them."""
+    with cyclic_gc_paused():  # also on a Dask worker, where nothing else pauses it
+        return _read_part(fmt, part, known)
+
+
+def _read_part(fmt: str, part: Part, known: frozenset[str] | None) -> Sent:
     path, lines = part
     spec = FORMATS[fmt]
     try:
