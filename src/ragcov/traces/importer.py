@@ -25,6 +25,7 @@ from ragcov.traces.parallel import (
     Part,
     PartsReader,
     Sent,
+    cores,
     file_parts,
     merge,
     read_in_processes,
@@ -86,7 +87,7 @@ def _read_traces_counted(path: str | os.PathLike[str], fmt: str, workers: int | 
     assert spec.spans is not None and spec.finish is not None and spec.pick is not None
 
     if workers != 1 and (workers is not None or worth_parallel(path, spec)):
-        n = workers or min(os.cpu_count() or 1, MAX_WORKERS)
+        n = workers or min(cores(), MAX_WORKERS)
         try:
             traces, dropped = read_in_processes(str(path), spec, ids, n, stats)
             return traces, dropped, stats

@@ -235,4 +235,12 @@ def worth_parallel(path: str | os.PathLike[str], spec: TraceFormat) -> bool:
         big = os.path.getsize(path) >= PARALLEL_MIN_BYTES
     except OSError:
         return False
-    return spec.lines and big and (os.cpu_count() or 1) > 1
+    return spec.lines and big and cores() > 1
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
