@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("retrievers", "traces", "reachability", "generation", "selection", "scope", "reporters",
      "compare", "overwrite"),
     # The one door and the engine that runs a measurement on a cluster.
-    ("distributed", "api"),
+    ("distributed", "distributed_traffic", "api"),
     # Parsing and printing.
     ("demo", "cli", "pytest_plugin", "__main__"),
 )
@@ -201,7 +201,7 @@ def test_sql_only_in_data() -> None:
 # What the CLI reaches only through ragcov.api: it parses and prints (renderers and
 # formatting helpers are its own to use).
 CLI_THROUGH_API = ("data", "retrievers", "retrieval", "traces", "generation", "selection", "suite",
-                   "distributed", "stores", "scope")
+                   "distributed", "distributed_traffic", "stores", "scope")
 
 
 def test_the_cli_does_its_work_through_the_api() -> None:

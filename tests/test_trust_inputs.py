@@ -426,18 +426,25 @@ def test_otlp_attribute_given_twice_is_refused_at_its_line(tmp_path: Path, secon
         import_traces(path, "openinference", trace_corpus())
 
 
-@pytest.mark.parametrize("fmt", [None, "jsonl", "phoenix"])
-def test_cli_import_of_a_folder_says_it_is_a_folder(capsys, tmp_path: Path, fmt: str | None) -> None:
-    corpus = write(tmp_path / "c.jsonl", lines({"id": "c0", "text": "text 0"}))
+def test_cli_import_of_a_folder_reads_its_shards(capsys, tmp_path: Path) -> None:
+    """A folder is the shards of one export, read in name order; an empty one says so."""
+    corpus = write(tmp_path / "c.jsonl", lines({"id": "c0", "text": "text 0"},
+                                               {"id": "c1", "text": "text 1"}))
     folder = tmp_path / "exports"
     write(folder / "part-1.jsonl", lines({"query_id": "q", "retrieved": ["c0"]}))
+    write(folder / "part-2.jsonl", lines({"query_id": "r", "retrieved": ["c1", "c0"]}))
     data = tmp_path / ".ragcov"
     args = ["import", str(folder), "--corpus", str(corpus), "--data-file", str(data)]
-    code, _, err = cli(capsys, *args, *(["--format", fmt] if fmt else []))
+    code, out, err = cli(capsys, *args)
+    assert code == 0, err
+    assert f"Imported 2 queries from {folder} (jsonl, k=2)" in out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = cli(capsys, "import", str(empty), "--corpus", str(corpus), "--data-file",
+                       str(tmp_path / "other.ragcov"))
     assert code == 1 and err.strip().count("\n") == 0
-    assert f"{folder}: is a folder; import reads one trace file" in err
-    assert "(it holds part-1.jsonl)" in err and "no such file" not in err
-    assert not data.exists()
+    assert f"{empty}: the folder holds no trace files" in err
+    assert not (tmp_path / "other.ragcov").exists()
 
 
 @pytest.mark.parametrize("start", ["NaN", "Infinity", "-Infinity"])

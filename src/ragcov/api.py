@@ -95,10 +95,22 @@ class Recorded:
 def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
                   data_file: str | os.PathLike[str], k: int | None = None, append: bool = False,
                   ignore_unknown: bool = False, name: str = "traces",
-                  queries: dict[str, str] | None = None) -> Recorded:
-    """Import recorded retrievals into ``data_file`` (``ragcov import``)."""
-    from ragcov.traces import import_traces
+                  queries: dict[str, str] | None = None, engine: str = "local",
+                  scheduler: str | None = None, workers: int | None = None) -> Recorded:
+    """Import recorded retrievals into ``data_file`` (``ragcov import``).
 
+    ``path`` is a trace file, or a folder or glob of shards read as one export.
+    ``engine="local"`` reads a large JSON-lines span file in ``workers`` processes
+    (default: as many as pay here); ``"dask"`` reads the shards on a Dask cluster
+    (``scheduler``, or a LocalCluster of ``workers`` processes). The data file is
+    the same either way.
+    """
+    from ragcov.traces.records import cyclic_gc_paused
+
+    if engine not in ("local", "dask"):
+        raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+    if workers is not None and workers < 1:
+        raise RagcovError(f"--workers must be at least 1, got {workers}")
     data = CoverageData(data_file)
     data.check_destination()
     if k is None and append and data.exists():
@@ -106,9 +118,21 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
 
         with contextlib.suppress(NoDataFile):  # erased meanwhile: this batch starts a file
             k = data.meta().k  # the file's k, not this batch's longest list
-    result = import_traces(path, fmt.lower(), corpus, k=k, ignore_unknown=ignore_unknown,
-                           name=name, queries=queries)
-    added = data.write(corpus, result.run, append=append)
+    # The collector would walk the import's millions of new objects again and again.
+    with cyclic_gc_paused():
+        if engine == "dask":
+            from ragcov.distributed_traffic import import_dask
+
+            result = import_dask(path, fmt.lower(), corpus, k=k, ignore_unknown=ignore_unknown,
+                                 name=name, queries=queries, scheduler=scheduler,
+                                 workers=workers)
+        else:
+            from ragcov.traces import import_traces
+
+            result = import_traces(path, fmt.lower(), corpus, k=k,
+                                   ignore_unknown=ignore_unknown, name=name, queries=queries,
+                                   workers=workers)
+        added = data.write(corpus, result.run, append=append)
     from ragcov.retrievers.twins import record_matching
 
     record_matching(data, result.matching, append)
@@ -249,8 +273,18 @@ def coverage_diff(base: str | os.PathLike[str], head: str | os.PathLike[str],
 
 def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],
                 top: int | None = 100, allow_different_k: bool = False,
-                allow_different_retriever: bool = False) -> TrafficGap:
-    """Production retrievals the tests never make (``ragcov gap``)."""
+                allow_different_retriever: bool = False, engine: str = "local",
+                scheduler: str | None = None, workers: int | None = None) -> TrafficGap:
+    """Production retrievals the tests never make (``ragcov gap``); with ``engine="dask"``
+    the traffic's hits are counted on a Dask cluster (``scheduler``, or a LocalCluster
+    of ``workers`` processes), with the same result."""
+    if engine not in ("local", "dask"):
+        raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+    if engine == "dask":
+        from ragcov.distributed_traffic import gap_dask
+
+        return gap_dask(tests, traffic, top, allow_different_k, allow_different_retriever,
+                        scheduler, workers)
     from ragcov.compare.gap import traffic_gap as gap
 
     return gap(tests, traffic, top, allow_different_k, allow_different_retriever)

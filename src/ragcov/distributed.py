@@ -233,7 +233,7 @@ def _restore_env(saved: dict[str, str | None]) -> None:
             os.environ[key] = value
 
 
-def _n_workers(client: Any) -> int:
+def n_workers(client: Any) -> int:
     return max(1, len(client.scheduler_info().get("workers", {})))
 
 
@@ -326,7 +326,7 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
     shown: set[str] = set()
     recall: dict[str, Any] | None = None
     with dask_client(scheduler, partitions, task_threads=threads) as client:
-        parts = partitions or _n_workers(client)
+        parts = partitions or n_workers(client)
         shared_f = None
         if retriever == "dense":
             from ragcov.retrievers.dense import DenseRetriever

@@ -6,6 +6,7 @@ Imported by the test modules beside it as ``from trace_samples import ...``.
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 
@@ -83,3 +84,40 @@ def otel_span(docs, trace="Q", otlp=False):
             "attributes": {"gen_ai.operation.name": "retrieval",
                            "gen_ai.retrieval.query.text": "capitals",
                            "gen_ai.retrieval.documents": docs}}
+
+
+CITIES = ["paris", "berlin", "madrid", "tokyo", "photosynthesis", "mitochondria", "interest",
+          "dividends"]
+
+
+def traffic_lines(n: int = 400, seed: int = 0) -> list[str]:
+    """Export lines of production-like spans: retrievers, nested retrievers split across
+    lines, rerankers, LLM spans, a document known only by its content, spans without a
+    trace id, and copies of earlier spans (exact), some far from their first copy."""
+    rng = random.Random(seed)
+    lines: list[str] = []
+    for i in range(n):
+        trace = f"t{i % 150}"  # traces recur: several queries per trace
+        docs = [(c, round(rng.random(), 3)) for c in rng.sample(CITIES, 3)]
+        spans = [retriever_span(trace, f"r{i}", start=1000 + rng.randrange(50), docs=docs)]
+        if i % 7 == 0:  # a nested retriever in the next line, no list of its own
+            lines.append(json.dumps(otlp_export(spans)))
+            spans = [otlp_span(trace, f"n{i}", 1000, {
+                "openinference.span.kind": "RETRIEVER", "input.value": "inner",
+                **oi_docs("retrieval.documents", docs[:1])}, parent=f"r{i}")]
+        if i % 11 == 0:
+            spans.append(otlp_span(trace, f"k{i}", 2000, {
+                "openinference.span.kind": "RERANKER", "reranker.query": f"query {i}",
+                **oi_docs("reranker.output_documents", docs[::-1])}))
+        if i % 5 == 0:
+            spans.append(otlp_span(trace, f"l{i}", 3000, {"openinference.span.kind": "LLM"}))
+        if i % 13 == 0:
+            span = retriever_span(None, f"x{i}", start=5, docs=())
+            span["attributes"].append({"key": "retrieval.documents.0.document.content",
+                                       "value": {"stringValue": "The board declared quarterly "
+                                                 "dividends of $0.25 per share."}})
+            del span["traceId"]
+            spans.append(span)
+        lines.append(json.dumps(otlp_export(spans)))
+    copies = [lines[j] for j in rng.sample(range(len(lines)), min(40, len(lines)))]
+    return lines + copies

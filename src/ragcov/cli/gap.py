@@ -37,6 +37,11 @@ def gap(
     allow_different_retriever: AllowRetriever = False,
     precision: Precision = 1,
     show_ids: ShowIds = False,
+    engine: Annotated[str, typer.Option(
+        help="local (this process) or dask (the traffic's hits counted on a Dask cluster; "
+        "the data files on storage its workers see).")] = "local",
+    scheduler: Annotated[str | None, typer.Option(
+        help="Dask scheduler address; default: a LocalCluster on 127.0.0.1.")] = None,
 ) -> None:
     """Traffic-weighted coverage and the untested chunks production retrieves most."""
     check_format(format, precision)
@@ -47,7 +52,8 @@ def gap(
     # A machine output is whole; --top only shortens what a person reads.
     g = traffic_gap(tests, traffic, top=None if format == "json" else top,
                     allow_different_k=allow_different_k,
-                    allow_different_retriever=allow_different_retriever)
+                    allow_different_retriever=allow_different_retriever, engine=engine,
+                    scheduler=scheduler)
     write_comparison(g, "gap", format, output, precision, show_ids, top)
     fail(fail_under_message(g.traffic_weighted_coverage, fail_under, precision,
                             "traffic-weighted coverage"))

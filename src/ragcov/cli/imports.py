@@ -20,7 +20,8 @@ from ragcov.cli.options import (
 
 
 def import_cmd(
-    file: Annotated[Path, typer.Argument(help="The trace file.")],
+    file: Annotated[Path, typer.Argument(
+        help="The trace file, or a folder or glob of shards read as one export.")],
     corpus: CorpusPath,
     format: Annotated[str, typer.Option(
         "--format", "-f", help="auto (from the file), jsonl, trec, ranx, openinference, otel, phoenix "
@@ -41,40 +42,33 @@ def import_cmd(
     chunk_size: ChunkSize = 1000,
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
+    engine: Annotated[str, typer.Option(
+        help="local (this machine; a large JSON-lines span file is read by several "
+        "processes) or dask (the shards read on a Dask cluster).")] = "local",
+    scheduler: Annotated[str | None, typer.Option(
+        help="Dask scheduler address; default: a LocalCluster on 127.0.0.1.")] = None,
+    workers: Annotated[int | None, typer.Option(
+        help="Processes that read spans (local) or LocalCluster workers (dask); "
+        "default: one per core.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
     """Import recorded retrievals (production traces, TREC/ranx runs) and record coverage."""
-    from ragcov.traces.importer import cyclic_gc_paused
-
-    # Paused around the whole command, not only the reading: the collector, turned on
-    # again while a million queries are alive, would walk them all once more.
-    with cyclic_gc_paused():
-        _import(file, corpus, format, k, data_file, ignore_unknown, queries, name, append,
-                chunk_size, chunk_overlap, split, quiet)
-
-
-def _import(file: Path, corpus: Path, format: str, k: int | None, data_file: Path,
-            ignore_unknown: bool, queries: Path | None, name: str, append: bool,
-            chunk_size: int, chunk_overlap: int, split: bool, quiet: bool) -> None:
     from ragcov.api import record_traces
     from ragcov.reporters.table import render_headline
     from ragcov.summary import summarize
 
-    if format == "auto":
-        from ragcov.traces.detect import detect_format
-
-        format = detect_format(file)
-        if not quiet:
-            err.print(f"ragcov: detected format: {format}", markup=False)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     texts = None
     if queries is not None:
-        from ragcov.suite import load_suite
+        from ragcov.api import load_suite
 
         texts = {q.id: q.text for q in load_suite(queries)}
     done = record_traces(file, format, corpus_obj, data_file, k=k, append=append,
-                         ignore_unknown=ignore_unknown, name=name, queries=texts)
+                         ignore_unknown=ignore_unknown, name=name, queries=texts,
+                         engine=engine, scheduler=scheduler, workers=workers)
     result = done.result
+    if format == "auto" and not quiet:
+        err.print(f"ragcov: detected format: {result.format}", markup=False)
     if result.skipped:
         err.print(f"Skipped {result.skipped} retrieved id(s) not in the corpus "
                   f"({len(result.unknown)} distinct)", markup=False)
@@ -93,7 +87,8 @@ def _import(file: Path, corpus: Path, format: str, k: int | None, data_file: Pat
     if twins:
         err.print(twins, markup=False)
     if not quiet:
-        out.print(f"Imported {done.added} queries from {file} ({format}, k={result.run.k}) "
+        out.print(f"Imported {done.added} queries from {file} ({result.format}, "
+                  f"k={result.run.k}) "
                   f"into {data_file}", markup=False)
         data = done.data
         del done, result  # the Run goes before the file is read back for the summary

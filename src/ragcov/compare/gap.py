@@ -9,12 +9,14 @@ whose retrieved evidence some test also exercised.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ragcov.compare.recording import Recording, check_comparable, read_pair
-from ragcov.data.columns import best_hits
+from ragcov.data.columns import best_hits, chunk_idx_of_hits, hit_rows
 from ragcov.errors import RagcovError
 from ragcov.reporters.names import chunk_name
 
@@ -74,28 +76,71 @@ class TrafficGap:
         return float(self.tests.covered().sum()) / n if n else 0.0
 
 
+#: Runs a function over argument tuples somewhere (a Dask cluster), results in order.
+MapRows = Callable[[Callable[..., np.ndarray], list[tuple[Any, ...]]], list[np.ndarray]]
+#: Traffic hits counted per task when they are counted elsewhere (several per worker).
+ROWS_PER_TASK = 2_000_000
+
+
 def traffic_gap(tests_path: str | os.PathLike[str], traffic_path: str | os.PathLike[str],
                 top: int | None = 100, allow_different_k: bool = False,
-                allow_different_retriever: bool = False) -> TrafficGap:
+                allow_different_retriever: bool = False,
+                map_rows: MapRows | None = None) -> TrafficGap:
     """Compare a test run with production traffic over the same corpus.
 
     An imported trace records no retriever (``{"kind": "traces"}``), so the
-    retriever is compared only when neither side is one.
+    retriever is compared only when neither side is one. With ``map_rows`` (a
+    Dask cluster) the traffic's hits are never read here: ranges of them are
+    counted per chunk where ``map_rows`` runs them, and the counts summed.
     """
     # Coverage sets and hit counts need only the chunk of each hit; the example
     # queries of the few chunks shown are looked up afterwards.
-    tests, traffic = read_pair(tests_path, traffic_path,
-                               ({"queries": False, "chunks": False}, {"queries": False}))
+    tests, traffic = read_pair(tests_path, traffic_path, (
+        {"queries": False, "chunks": False}, {"queries": False, "hits": map_rows is None}))
     traces = "traces" in (tests.meta.retriever.get("kind"), traffic.meta.retriever.get("kind"))
     check_comparable(tests, traffic, allow_different_k, allow_different_retriever or traces)
     if tests.n_chunks != traffic.n_chunks:
         raise RagcovError(f"{tests.path} and {traffic.path} list different chunks")
-    return gap_recordings(tests, traffic, top)
+    hits = None if map_rows is None else _hits_elsewhere(traffic, map_rows)
+    return gap_recordings(tests, traffic, top, hits)
 
 
-def gap_recordings(tests: Recording, traffic: Recording, top: int | None = 100) -> TrafficGap:
+def _hits_elsewhere(traffic: Recording, map_rows: MapRows) -> np.ndarray:
+    """Production hits per chunk position, counted over ranges of the hits table by
+    ``map_rows`` (the file must be where it runs them: shared storage on a cluster)."""
+    # stored: position -> idx as stored (0..n-1 when ragcov wrote it)
+    low, high, stored = hit_rows(traffic.path)
+    if low is None or high is None:
+        return np.zeros(traffic.n_chunks, dtype=np.int64)
+    path = os.path.abspath(traffic.path)
+    tasks = [(path, a, min(a + ROWS_PER_TASK, high + 1))
+             for a in range(low, high + 1, ROWS_PER_TASK)]
+    by_idx = np.zeros(int(stored.max()) + 1 if stored.size else 0, dtype=np.int64)
+    for counts in map_rows(chunk_hits, tasks):
+        if counts.size > by_idx.size:
+            raise RagcovError(f"{traffic.path}: damaged data file (hits name an unknown chunk)")
+        by_idx[:counts.size] += counts
+    hits = by_idx[stored]
+    if hits.sum() != by_idx.sum():
+        raise RagcovError(f"{traffic.path}: damaged data file (hits name an unknown chunk)")
+    return hits
+
+
+def chunk_hits(path: str, low: int, high: int) -> np.ndarray:
+    """How often each stored chunk idx is hit in rows ``low`` to ``high - 1`` of the hits
+    table (one task of :func:`_hits_elsewhere`, run on a worker)."""
+    idx = chunk_idx_of_hits(path, low, high)
+    if idx.size and idx.min() < 0:
+        raise RagcovError(f"{path}: damaged data file (hits name an unknown chunk)")
+    return np.bincount(idx)
+
+
+def gap_recordings(tests: Recording, traffic: Recording, top: int | None = 100,
+                   hits: np.ndarray | None = None) -> TrafficGap:
+    """The gap; ``hits`` is the traffic's hits per chunk when counted elsewhere."""
     tested = tests.covered()
-    hits = np.bincount(traffic.hit_chunk, minlength=traffic.n_chunks)
+    if hits is None:
+        hits = np.bincount(traffic.hit_chunk, minlength=traffic.n_chunks)
     seen = hits > 0
     untested_mask = seen & ~tested
     untested = np.flatnonzero(untested_mask)

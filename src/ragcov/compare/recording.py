@@ -100,9 +100,9 @@ class Recording:
 
 
 def read_recording(path: str | os.PathLike[str], queries: bool = True,
-                   chunks: bool = True) -> Recording:
+                   chunks: bool = True, hits: bool = True) -> Recording:
     """Read the data file at ``path`` (see :func:`ragcov.data.columns.read_columns`)."""
-    c = read_columns(path, queries=queries, chunks=chunks)
+    c = read_columns(path, queries=queries, chunks=chunks, hits=hits)
     return Recording(
         path=c.path, meta=c.meta, chunk_ids=c.chunk_ids,
         doc_ids=np.asarray(c.doc_ids, dtype=object), query_ids=c.query_ids,

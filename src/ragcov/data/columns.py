@@ -46,11 +46,12 @@ class Columns:
 
 
 def read_columns(path: str | os.PathLike[str], queries: bool = True,
-                 chunks: bool = True) -> Columns:
+                 chunks: bool = True, hits: bool = True) -> Columns:
     """Read the data file at ``path`` in one read transaction.
 
     ``queries=False`` reads neither the query ids nor which query made each hit (a
-    coverage set needs only the chunks); ``chunks=False`` leaves out the chunk ids.
+    coverage set needs only the chunks); ``chunks=False`` leaves out the chunk ids;
+    ``hits=False`` the hits (counted elsewhere: ``gap --engine dask``).
     """
     data = CoverageData(path)
     with data.reading() as con:
@@ -69,7 +70,8 @@ def read_columns(path: str | os.PathLike[str], queries: bool = True,
             else _stored_idx(con, "queries")
         cols = "group_concat(query_idx), group_concat(chunk_idx)" if queries \
             else "NULL, group_concat(chunk_idx)"
-        hq_text, hc_text = con.execute(f"SELECT {cols} FROM hits").fetchone()
+        hq_text, hc_text = con.execute(f"SELECT {cols} FROM hits").fetchone() if hits \
+            else (None, None)
     hq, hc = _ints(hq_text), _ints(hc_text)
     return Columns(
         path=data.path, meta=meta, n_chunks=n_chunks, n_queries=n_queries,
@@ -160,3 +162,18 @@ def _positions(idx: np.ndarray | None, n: int, refs: np.ndarray, path: Path, wha
     if refs.size and (refs.min() < 0 or refs.max() >= n):
         raise RagcovError(f"{path}: damaged data file (hits name an unknown {what})")
     return refs
+
+
+def hit_rows(path: str | os.PathLike[str]) -> tuple[int | None, int | None, np.ndarray]:
+    """The hits table's first and last rowid (None, None when empty) and the chunks'
+    stored ``idx`` by position, for counting hits in rowid ranges elsewhere."""
+    with CoverageData(path).reading() as con:
+        low, high = con.execute("SELECT MIN(rowid), MAX(rowid) FROM hits").fetchone()
+        return low, high, _stored_idx(con, "chunks")
+
+
+def chunk_idx_of_hits(path: str | os.PathLike[str], low: int, high: int) -> np.ndarray:
+    """The stored chunk ``idx`` of each hit in rowids ``low`` to ``high - 1``."""
+    with CoverageData(path).reading() as con:
+        return _ints(con.execute("SELECT group_concat(chunk_idx) FROM hits WHERE rowid >= ? "
+                                 "AND rowid < ?", (low, high)).fetchone()[0])

@@ -29,11 +29,14 @@ module each:
     ``gen_ai.retrieval.documents`` (a structured list or a JSON string of one;
     its entries ``{"id", "score"}`` objects or plain ids).
 
-Both span formats are read by :mod:`.spanfile` (containers, streamed, duplicate
-spans), :mod:`.otlp` (OTLP values) and :mod:`.retrievals` (documents, query texts
-and ids); every reader produces the :mod:`.records` types, and :mod:`.importer`
-turns them into a Run. Modules import downward only: importer → formats →
-retrievals → spanfile → otlp → records.
+The formats are registered once, in :mod:`.formats`. The span formats are read
+by :mod:`.spanfile` (containers, streamed, duplicate spans), :mod:`.otlp` (OTLP
+values) and :mod:`.retrievals` (documents, query texts and ids); every reader
+produces the :mod:`.records` types, and :mod:`.importer` turns them into a Run.
+A large JSON-lines span file, or a folder or glob of shards (:mod:`.shards`), is
+read in parts by other processes or a Dask cluster and merged in file order
+(:mod:`.parallel`), with the same result. Modules import downward only: importer
+→ parallel → formats → format modules → retrievals → spanfile → otlp → records.
 
 Ids not in the corpus are an error that lists them, unless ``ignore_unknown``,
 which skips and counts them (a corpus that changed since the traces were
@@ -48,7 +51,8 @@ and spanId) counts once: an identical copy is dropped and counted
 (``ImportResult.duplicate_spans``), a different one is an error naming both lines.
 """
 
-from ragcov.traces.importer import FORMATS, import_traces, read_traces
+from ragcov.traces.formats import FORMATS
+from ragcov.traces.importer import import_traces, read_traces
 from ragcov.traces.jsonl import read_jsonl
 from ragcov.traces.openinference import read_openinference
 from ragcov.traces.otel import read_otel

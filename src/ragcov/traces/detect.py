@@ -23,27 +23,12 @@ from ragcov.traces.jsontext import iter_json_values
 DETECTABLE = ("phoenix", "langfuse", "openinference", "otel", "jsonl", "trec", "ranx")
 
 
-SHOW_FOLDER_FILES = 5  # files named when a folder is given instead of a trace file
-
-
 def require_trace_file(path: str | os.PathLike[str]) -> None:
-    """Refuse what is not one trace file, saying what it is and what is expected: a
-    folder is not "no such file" (exporters write folders of files; the user must
-    pick one, or concatenate JSON lines)."""
-    p = Path(path)
-    if p.is_dir():
-        try:
-            names = sorted(c.name for c in p.iterdir() if c.is_file())
-        except OSError:
-            names = []
-        shown = ", ".join(names[:SHOW_FOLDER_FILES]) + (", ..." if len(names) > SHOW_FOLDER_FILES
-                                                        else "")
-        holds = f" (it holds {shown})" if names else " (it holds no files)"
-        raise RagcovError(f"{path}: is a folder; import reads one trace file (JSONL, a TREC "
-                          "run, ranx JSON, OTLP/OpenInference JSON, a Phoenix parquet or a "
-                          f"Langfuse export): name a file{holds}")
-    if not p.is_file():
-        raise RagcovError(f"{path}: no such file")
+    """Refuse what is not one trace file (a folder of shards is read by the importer as
+    shards, never here)."""
+    if not Path(path).is_file():
+        raise RagcovError(f"{path}: " + ("is a folder, not one trace file" if Path(path).is_dir()
+                                         else "no such file"))
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:

@@ -8,11 +8,9 @@ traces were recorded); a skipped id leaves a hole, nothing is pulled up into it.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ragcov.corpus import Corpus
@@ -20,38 +18,34 @@ from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
 from ragcov.retrieval import Run, mismatch_hint, validate_k
 from ragcov.traces.detect import require_trace_file
-from ragcov.traces.jsonl import read_jsonl
-from ragcov.traces.langfuse import read_langfuse_spans
-from ragcov.traces.openinference import (
-    iter_openinference_traces,
-    openinference_traces,
-    read_openinference,
+from ragcov.traces.formats import trace_format
+from ragcov.traces.jsontext import NotLines
+from ragcov.traces.parallel import (
+    MAX_WORKERS,
+    Part,
+    PartsReader,
+    Sent,
+    cores,
+    file_parts,
+    merge,
+    read_in_processes,
+    read_part,
+    worth_parallel,
 )
-from ragcov.traces.otel import iter_otel_traces, read_otel
-from ragcov.traces.otlp import Span
-from ragcov.traces.phoenix import read_phoenix_spans
-from ragcov.traces.ranx import read_ranx
-from ragcov.traces.records import ImportResult, SpanStats, Trace
-from ragcov.traces.spanfile import SpanFile
-from ragcov.traces.trec import read_trec
+from ragcov.traces.records import (
+    ImportResult,
+    Item,
+    Resolved,
+    SpanStats,
+    Trace,
+    cyclic_gc_paused,
+)
+from ragcov.traces.retrievals import collect
+from ragcov.traces.shards import shard_files
 
 if TYPE_CHECKING:
     from ragcov.retrievers.resolver import IdResolver
 
-FORMATS = ("jsonl", "trec", "ranx", "openinference", "otel", "phoenix", "langfuse")
-READERS: dict[str, Callable[[str | os.PathLike[str]], list[Trace]]] = {
-    "jsonl": read_jsonl, "trec": read_trec, "ranx": read_ranx,
-    "openinference": read_openinference, "otel": read_otel,
-    "phoenix": lambda p: openinference_traces(p, read_phoenix_spans(p)[0]),
-    "langfuse": lambda p: openinference_traces(p, read_langfuse_spans(p)[0])}
-#: Span formats: the spans (a stream) to their traces. Each reads the whole stream
-#: before it returns, so the stream's duplicate count is final by then.
-SPAN_READERS: dict[str, Callable[[Any, Iterable[Span], SpanStats], Iterator[Trace]]] = {
-    "openinference": iter_openinference_traces, "otel": iter_otel_traces,
-    "phoenix": iter_openinference_traces, "langfuse": iter_openinference_traces}
-#: Where a span format's spans come from when not from an exported JSON file.
-SPAN_SOURCES: dict[str, Callable[[str | os.PathLike[str]], tuple[list[Span], int]]] = {
-    "phoenix": read_phoenix_spans, "langfuse": read_langfuse_spans}
 SHOW_UNKNOWN = 20
 
 
@@ -59,53 +53,71 @@ def read_traces(path: str | os.PathLike[str], fmt: str) -> list[Trace]:
     return list(_read_traces_counted(path, fmt)[0])
 
 
-def _read_traces_counted(path: str | os.PathLike[str],
-                         fmt: str) -> tuple[Iterable[Trace], int, SpanStats]:
+def _read_traces_counted(path: str | os.PathLike[str], fmt: str, workers: int | None = 1,
+                         known: Mapping[str, int] | None = None,
+                         read_parts: PartsReader | None = None
+                         ) -> tuple[Iterable[Trace], int, SpanStats]:
     """The traces, how many duplicate spans were dropped, and what was merged or
-    empty (span formats only)."""
+    empty (span formats only). A folder or glob is its shards read one after another,
+    as one export (by ``read_parts`` when given: on a cluster); a large JSON-lines span
+    file is read by ``workers`` processes (None: as many as pays on this machine)."""
+    shards = shard_files(path)
     fmt = _format(path, fmt)
-    if fmt not in READERS:
-        raise RagcovError(f"unknown trace format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    require_trace_file(path)
+    spec = trace_format(fmt)
     stats = SpanStats()
-    if fmt in SPAN_SOURCES:
-        spans, dropped = SPAN_SOURCES[fmt](path)
-        return SPAN_READERS[fmt](path, spans, stats), dropped, stats
-    if fmt in SPAN_READERS:
-        stream = SpanFile(path)
-        traces = SPAN_READERS[fmt](path, stream, stats)
-        return traces, stream.dropped, stats
-    return READERS[fmt](path), 0, stats
+    ids = frozenset(known) if known is not None else None
+    if shards is not None:
+        parts: list[Part] = [(str(s), None) for s in shards]
+        sent = (read_parts or _read_here)(fmt, parts, ids)
+        traces, dropped = merge(path, spec, ((p, True, r) for (p, _l), r in zip(parts, sent)),
+                                stats)
+        return traces, dropped, stats
+    require_trace_file(path)
+    if read_parts is not None:  # one file on a cluster: in parts when it is JSON lines
+        parts = file_parts(str(path)) if spec.lines else [(str(path), None)]
+        try:
+            traces, dropped = merge(path, spec, ((p, i == 0, r) for i, ((p, _l), r) in
+                                                 enumerate(zip(parts, read_parts(fmt, parts, ids))
+                                                           )), stats)
+            return traces, dropped, stats
+        except NotLines:
+            stats = SpanStats()  # not one value a line: read whole, below
+    if spec.records is not None:
+        return spec.records(path), 0, stats
+    assert spec.spans is not None and spec.finish is not None and spec.pick is not None
+
+    if workers != 1 and (workers is not None or worth_parallel(path, spec)):
+        n = workers or min(cores(), MAX_WORKERS)
+        try:
+            traces, dropped = read_in_processes(str(path), spec, ids, n, stats)
+            return traces, dropped, stats
+        except NotLines:
+            stats = SpanStats()  # not one value a line: read whole, below
+    source = spec.spans(path)
+    read, nesting = collect(source, spec.pick, path)
+    return spec.finish(path, read, nesting, stats), source.dropped, stats
 
 
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cycle collector while an import builds its records.
-
-    An import creates millions of small objects that hold no reference cycles;
-    the collector would walk all of them again at every full collection (about a
-    third of the import's time at a million spans, measured). Reference counting
-    still frees everything as usual; the collector is restored afterwards.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+def _read_here(fmt: str, parts: list[Part], known: frozenset[str] | None) -> Iterator[Sent]:
+    """The parts read one after another in this process."""
+    for part in parts:
+        yield read_part(fmt, part, known)
 
 
 def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int | None = None,
                   ignore_unknown: bool = False, name: str = "traces",
-                  queries: dict[str, str] | None = None) -> ImportResult:
+                  queries: dict[str, str] | None = None, workers: int | None = None,
+                  read_parts: PartsReader | None = None) -> ImportResult:
     """Read ``path`` in format ``fmt`` into a Run over ``corpus``.
 
     ``fmt`` is one of :data:`FORMATS`, or ``"auto"`` to detect it from the file
     (the result's ``format`` names it). ``k`` cuts every list to its top k; without
     it k is the longest list. Query texts missing from the traces (TREC and ranx
     carry none) are taken from ``queries`` when given. Traces are resolved to chunk
-    ids as they are read, so only the Run grows with the file.
+    ids as they are read, so only the Run grows with the file. ``path`` may be a
+    folder or glob of shards (:mod:`.shards`), read by ``read_parts`` when given (a
+    cluster); a large JSON-lines span file is read by ``workers`` processes (None:
+    as many as pay here, 1: this process alone), with the same result.
     """
     # Imported when called, so reading traces (read_traces) never loads the
     # retrievers package.
@@ -114,7 +126,8 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
     fmt = _format(path, fmt)
 
     with cyclic_gc_paused():
-        traces, duplicate_spans, stats = _read_traces_counted(path, fmt)
+        traces, duplicate_spans, stats = _read_traces_counted(path, fmt, workers,
+                                                              corpus.positions, read_parts)
         resolver = IdResolver(corpus, f"{fmt} trace")
         # Without k every list is taken whole and k is the longest, learnt at the end.
         run = Run(k=validate_k(k) if k is not None else sys.maxsize,
@@ -149,13 +162,14 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
 
 
 def _format(path: str | os.PathLike[str], fmt: str) -> str:
-    """``fmt``, or with ``"auto"`` the format detected from the file (as ``ragcov import``
-    does without ``--format``)."""
+    """``fmt``, or with ``"auto"`` the format detected from the file, or a folder's first
+    shard (as ``ragcov import`` does without ``--format``)."""
     if fmt != "auto":
         return fmt
     from ragcov.traces.detect import detect_format
 
-    return detect_format(path)
+    shards = shard_files(path)
+    return detect_format(shards[0] if shards else path)
 
 
 def _resolve(trace: Trace, resolver: IdResolver, known: Mapping[str, int]) -> tuple[Ranked, bool]:
@@ -164,6 +178,12 @@ def _resolve(trace: Trace, resolver: IdResolver, known: Mapping[str, int]) -> tu
     rather than dropped. An item's own id that is a corpus chunk is taken at once; the
     others are matched as one list, so identical texts go to distinct chunks."""
     items = trace.items
+    if type(items) is Resolved:  # read in a worker: ids in the corpus, each once
+        return items, True  # type: ignore[return-value]
+    if all(type(item) is tuple for item in items):  # from workers, merged: ids in the corpus
+        return _first_of_each(items), True  # type: ignore[arg-type]
+    # Pairs (ids in the corpus) among documents to match: each pair is its id and score.
+    items = [Item(*item) if type(item) is tuple else item for item in items]
     complete = True
     if all(item.id is not None and item.id in known for item in items):
         cids: list[str] = [item.id for item in items]  # type: ignore[misc]
@@ -185,6 +205,17 @@ def _resolve(trace: Trace, resolver: IdResolver, known: Mapping[str, int]) -> tu
             seen.add(cid)
             ranked.append((cid, item.score))
     return ranked, complete
+
+
+def _first_of_each(pairs: list[tuple[str, float | None]]) -> Ranked:
+    """(id, score) pairs, each id once, first kept."""
+    seen: set[str] = set()
+    ranked: Ranked = []
+    for pair in pairs:
+        if pair[0] not in seen:
+            seen.add(pair[0])
+            ranked.append(pair)
+    return ranked
 
 
 def _unknown_message(path: Any, ids: list[str], corpus: Any) -> str:

@@ -49,6 +49,35 @@ def iter_json_values(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
         raise
 
 
+class NotLines(Exception):
+    """A part of a file holds a line that is not one whole JSON value: the file is not
+    laid out one value per line, and is read whole instead (:func:`iter_json_values`)."""
+
+
+def iter_json_lines(data: bytes, first: bool) -> Iterator[tuple[int, Any]]:
+    """The values of the lines of ``data`` (one part of a JSON-lines file, cut after a
+    newline, for a worker), each with its line counted from 1 at the part's start;
+    ``first``: the part starts the file (a byte-order mark is skipped).
+
+    Decoded as :func:`iter_json_values` decodes a line; :class:`NotLines` when a line
+    is not a whole value (the caller then reads the whole file as one text, where a
+    malformed line gets its error at its place in the file).
+    """
+    if first and data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for lineno, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            try:
+                value = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise NotLines(f"line {lineno} of the part") from exc
+        yield lineno, value
+
+
 def _from_text(path: str | os.PathLike[str], first_line: int) -> Iterator[tuple[int, Any]]:
     """The values from line ``first_line`` on, decoded back to back from the text."""
     text = read_text(path)

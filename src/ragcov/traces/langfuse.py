@@ -14,7 +14,7 @@ EVENT observations are kept only as links in the parent chain.
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Iterator
 from typing import Any
 
 from ragcov.errors import InputFormatError
@@ -24,22 +24,20 @@ from ragcov.traces.jsontext import iter_json_values
 from ragcov.traces.otlp import Span, span_from
 from ragcov.traces.outputs import documents_in, looks_like_documents, strict_documents
 from ragcov.traces.records import short
-from ragcov.traces.spanfile import SpanCopies
+from ragcov.traces.spanfile import SpanSource
 
 
-def read_langfuse_spans(path: str | os.PathLike[str]) -> tuple[list[Span], int]:
+class LangfuseSpans(SpanSource):
     """Every observation in the file as a span, in file order."""
-    spans: list[Span] = []
-    copies = SpanCopies(path)
-    for line, value in iter_json_values(path):
-        for obs in _observations(value, path, line):
-            try:
-                span = span_from(_span_object(obs), len(spans), line)
-            except FieldError as exc:
-                raise InputFormatError(path, line, str(exc)) from exc
-            if copies.keep(span, line):
-                spans.append(span)
-    return spans, copies.dropped
+
+    def located(self) -> Iterator[tuple[int, Span]]:
+        for line, value in iter_json_values(self.path):
+            for obs in _observations(value, self.path, line):
+                try:
+                    span = span_from(_span_object(obs), 0, line)
+                except FieldError as exc:
+                    raise InputFormatError(self.path, line, str(exc)) from exc
+                yield line, span
 
 
 def _observations(value: Any, path: Any, line: int) -> list[dict[str, Any]]:

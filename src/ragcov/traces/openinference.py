@@ -28,7 +28,10 @@ from ragcov.traces.otlp import Span
 from ragcov.traces.outputs import fill_ids, output_documents
 from ragcov.traces.records import Item, SpanStats, Trace
 from ragcov.traces.retrievals import (
+    Collected,
+    Picked,
     Retrieval,
+    collect,
     iter_traces,
     query_text,
     read_documents,
@@ -43,12 +46,12 @@ def read_openinference(path: str | os.PathLike[str]) -> list[Trace]:
     return openinference_traces(path, read_spans(path))
 
 
-def _queries(read: list[tuple[Span, str, list[Item] | None]],
+def _queries(read: list[Collected],
              grouper: Grouper | None) -> tuple[list[Retrieval], int, int]:
     """The queries in time order, each with its final list; how many spans were merged
     and how many queries recorded no documents. Without a grouper no RETRIEVER span
     encloses another, and each is its own query."""
-    queries: list[tuple[Span, str, list[Item] | None]] = []
+    queries: list[Collected] = []
     rerankers: dict[int, list[Item]] = {}
     alone: list[tuple[int, Retrieval]] = []  # rerankers with no retrieval before them
     last_retrieval: dict[str | None, int] = {}
@@ -101,31 +104,23 @@ def retriever_documents(span: Span, path: Any) -> list[Item] | None:
     return fill_ids(items, serialized)
 
 
-def openinference_traces(path: Any, spans: Iterable[Span],
-                         stats: SpanStats | None = None) -> list[Trace]:
-    """The retrievals among ``spans``, in start-time order, nested retrievers merged,
-    each reranked list final; ``stats`` gets the merged and empty span counts."""
-    return list(iter_openinference_traces(path, spans, stats))
+def pick_openinference(span: Span, path: Any) -> Picked | None:
+    """What a RETRIEVER or RERANKER span recorded: its query and documents (None for a
+    retriever that recorded none); None for any other span, or a reranker with no list."""
+    if span.kind == "RETRIEVER":
+        return query_text(span.attributes, ("input.value",)), retriever_documents(span, path)
+    if span.kind == "RERANKER":
+        items = read_documents(span.attributes, "reranker.output_documents", path, span.line,
+                               OI_DOC)
+        if items is not None:
+            return query_text(span.attributes, ("reranker.query", "input.value")), items
+    return None
 
 
-def iter_openinference_traces(path: Any, spans: Iterable[Span],
-                              stats: SpanStats | None = None) -> Iterator[Trace]:
-    """:func:`openinference_traces` one at a time. Each span's documents are read as
-    the span arrives and its attributes let go, so ``spans`` may be a stream."""
-    nesting = Nesting()
-    # RETRIEVER and RERANKER spans, their documents read (None: a retriever recorded none)
-    read: list[tuple[Span, str, list[Item] | None]] = []
-    for span in spans:
-        nesting.note(span)
-        if span.kind == "RETRIEVER":
-            read.append((span.bare(), query_text(span.attributes, ("input.value",)),
-                         retriever_documents(span, path)))
-        elif span.kind == "RERANKER":
-            items = read_documents(span.attributes, "reranker.output_documents", path,
-                                   span.line, OI_DOC)
-            if items is not None:
-                read.append((span.bare(), query_text(span.attributes, (
-                    "reranker.query", "input.value")), items))
+def finish_openinference(path: Any, read: list[Collected], nesting: Nesting,
+                         stats: SpanStats | None = None) -> Iterator[Trace]:
+    """The picked spans as queries: in start-time order, nested retrievers merged, each
+    reranked list final; ``stats`` gets the merged and empty span counts."""
     read.sort(key=lambda r: start_time(r[0]))  # stable: file order on ties
     nested = nesting.finish(span for span, _q, _i in read if span.kind == "RETRIEVER")
     picked, merged, empty = _queries(read, Grouper(nesting) if nested else None)
@@ -134,3 +129,16 @@ def iter_openinference_traces(path: Any, spans: Iterable[Span],
         stats.merged += merged
         stats.empty += empty
     return iter_traces(picked, path)
+
+
+def openinference_traces(path: Any, spans: Iterable[Span],
+                         stats: SpanStats | None = None) -> list[Trace]:
+    """The retrievals among ``spans``: see :func:`finish_openinference`."""
+    return list(iter_openinference_traces(path, spans, stats))
+
+
+def iter_openinference_traces(path: Any, spans: Iterable[Span],
+                              stats: SpanStats | None = None) -> Iterator[Trace]:
+    """:func:`openinference_traces` one at a time. Each span's documents are read as
+    the span arrives and its attributes let go, so ``spans`` may be a stream."""
+    return finish_openinference(path, *collect(spans, pick_openinference, path), stats)

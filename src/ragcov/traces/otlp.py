@@ -49,11 +49,11 @@ class Span:
         """This span without its attributes: what is kept once its documents are read,
         so a large import does not hold every attribute of every span."""
         return Span(self.trace_id, self.span_id, self.name, self.start, self.order,
-                    self.line, self.kind, _NO_ATTRIBUTES, self.parent_id)
+                    self.line, self.kind, NO_ATTRIBUTES, self.parent_id)
 
 
 #: The attributes of every bare span: one empty dict, never written, rather than one each.
-_NO_ATTRIBUTES: dict[str, Any] = {}
+NO_ATTRIBUTES: dict[str, Any] = {}
 
 
 _WHOLE = re.compile(r"[+-]?\d+")

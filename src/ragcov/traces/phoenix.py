@@ -14,14 +14,14 @@ but is not needed to read it.
 from __future__ import annotations
 
 import math
-import os
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import FieldError
 from ragcov.traces.otlp import Span, span_from
-from ragcov.traces.spanfile import SpanCopies
+from ragcov.traces.spanfile import SpanSource
 
 #: Column → span object field; phoenix.client's newer dataframe drops the ``context.``.
 _CONTEXT = {"context.span_id": "span_id", "context.trace_id": "trace_id",
@@ -30,30 +30,36 @@ _FIELDS = {"parent_id": "parent_id", "span_kind": "span_kind", "name": "name",
            "start_time": "start_time"}
 
 
-def read_phoenix_spans(path: str | os.PathLike[str]) -> tuple[list[Span], int]:
-    """The spans of a Phoenix spans parquet file, in row order, and how many identical
-    copies were dropped. A dataframe is indexed by span id, but dataframes are
-    concatenated too: a span id on two rows is read as in an OTLP export (an exact
-    copy dropped, different content refused), never as two queries."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError as exc:  # pragma: no cover - pyarrow comes with the parquet extra
-        raise RagcovError("reading a Phoenix parquet export needs pyarrow: "
-                          "pip install pyarrow") from exc
-    try:
-        rows = pq.read_table(path).to_pylist()
-    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-        raise RagcovError(f"{path}: not a readable parquet file ({exc})") from exc
-    spans = []
-    copies = SpanCopies(path, unit="row")
-    for n, row in enumerate(rows):
+class PhoenixSpans(SpanSource):
+    """The spans of a Phoenix spans parquet file, in row order, read a record batch at a
+    time. A dataframe is indexed by span id, but dataframes are concatenated too: a
+    span id on two rows is read as in an OTLP export (an exact copy dropped,
+    different content refused), never as two queries."""
+
+    unit = "row"
+
+    def located(self) -> Iterator[tuple[int, Span]]:
         try:
-            span = span_from(_span_object(row), len(spans), n + 1)
-        except FieldError as exc:
-            raise InputFormatError(path, n + 1, f"row {n + 1}: {exc}") from exc
-        if copies.keep(span, n + 1):
-            spans.append(span)
-    return spans, copies.dropped
+            import pyarrow.parquet as pq
+        except ImportError as exc:  # pragma: no cover - pyarrow comes with the parquet extra
+            raise RagcovError("reading a Phoenix parquet export needs pyarrow: "
+                              "pip install pyarrow") from exc
+        path = self.path
+        try:
+            batches = pq.ParquetFile(path).iter_batches()
+            n = 0
+            for batch in batches:
+                for row in batch.to_pylist():
+                    n += 1
+                    try:
+                        span = span_from(_span_object(row), 0, n)
+                    except FieldError as exc:
+                        raise InputFormatError(path, n, f"row {n}: {exc}") from exc
+                    yield n, span
+        except RagcovError:
+            raise
+        except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+            raise RagcovError(f"{path}: not a readable parquet file ({exc})") from exc
 
 
 def _span_object(row: dict[str, Any]) -> dict[str, Any]:

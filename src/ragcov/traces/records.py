@@ -9,6 +9,9 @@ here add the file and line, which only the reader knows.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +45,12 @@ class Trace:
     query: str
     items: list[Item]
     line: int | None = None
+
+
+class Resolved(list):  # type: ignore[type-arg]
+    """A span's documents as read in a worker process when every id is a corpus chunk:
+    (id, score) pairs, each id once, ready for the Run (what the importer would make
+    of the same :class:`Item` list)."""
 
 
 @dataclass
@@ -107,3 +116,21 @@ class SpanStats:
     merged: int = 0
     #: Retrieval spans that recorded no documents anywhere: queries with no hits.
     empty: int = 0
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while an import builds its records.
+
+    An import creates millions of small objects that hold no reference cycles;
+    the collector would walk all of them again at every full collection (about a
+    third of the import's time at a million spans, measured). Reference counting
+    still frees everything as usual; the collector is restored afterwards.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -11,17 +11,36 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ragcov.errors import InputFormatError
 from ragcov.fields import FieldError, parse_id, parse_score
 from ragcov.files import first_key
+from ragcov.traces.nesting import Nesting
 from ragcov.traces.otlp import Span, flatten
 from ragcov.traces.records import Item, Trace, parse_id_at, short
 
 #: A retrieval picked from the spans: the span it came from, its query, its list.
 Retrieval = tuple[Span, str, list[Item]]
+#: What a format reads from one span: its query and its documents (None: it recorded none).
+Picked = tuple[str, list[Item] | None]
+#: A picked span, bare (its attributes let go), with what was read from it.
+Collected = tuple[Span, str, list[Item] | None]
+
+
+def collect(spans: Iterable[Span], pick: Callable[[Span, Any], Picked | None],
+            path: Any) -> tuple[list[Collected], Nesting]:
+    """Each span's documents read as it arrives and its attributes let go (``spans`` may
+    be a stream), and every span's parent noted: what a format's ``finish`` needs."""
+    nesting = Nesting()
+    read: list[Collected] = []
+    for span in spans:
+        nesting.note(span)
+        picked = pick(span, path)
+        if picked is not None:
+            read.append((span.bare(), *picked))
+    return read, nesting
 
 
 def _kind_of(value: Any) -> str:

@@ -17,32 +17,41 @@ equal already, that is a chance far below any other failure of the machine.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
+
 from ragcov.errors import InputFormatError
 from ragcov.fields import FieldError
 from ragcov.files import first_key
-from ragcov.traces.jsontext import iter_json_values
+from ragcov.traces.jsontext import iter_json_lines, iter_json_values
 from ragcov.traces.otlp import Span, otlp_list, span_from
 from ragcov.traces.records import short
 
 
 def fingerprint(span: Span) -> int:
-    """A hash of what the readers use: name, start, kind, parent and attributes.
+    """A 64-bit hash of what the readers use: name, start, kind, parent and attributes.
 
-    Attribute values are text, numbers and flags (NaN always the one object
-    :data:`ragcov.traces.otlp.NAN`), hashed as they are; a span holding a list
-    value is hashed through its canonical JSON instead.
+    The same span gives the same number in every process, on every machine (a
+    BLAKE2 digest of the span's JSON, attributes in their order, not Python's
+    salted ``hash``), so spans read in parallel are compared with one another.
+    NaN is written as JSON ``NaN``, distinct from ``null``.
     """
+    # No field but an attribute value is ever null here (an absent start, kind or parent
+    # is written as ""), so a null in the JSON is an attribute's null or NaN.
+    what = [span.name, "" if span.start is None else span.start, span.kind or "",
+            span.parent_id or "", span.attributes]
     try:
-        return hash((span.name, span.start, span.kind, span.parent_id,
-                     tuple(span.attributes.items())))
-    except TypeError:  # a list (an OTLP arrayValue) among the values
-        return hash(json.dumps([span.name, span.start, span.kind, span.parent_id,
-                                span.attributes], sort_keys=True, default=repr))
+        blob = orjson.dumps(what)
+    except TypeError:  # an integer past 64 bits
+        blob = b"null"
+    if b"null" in blob:  # orjson writes NaN as null too: json tells them apart
+        blob = json.dumps(what, default=repr).encode()
+    return int.from_bytes(hashlib.blake2b(blob, digest_size=8).digest(), "big")
 
 
 _LINE_BITS = 48
@@ -59,7 +68,7 @@ class SpanCopies:
     with different content is an error naming both places (``unit``: line or row).
 
     Every span reader asks this, so a span exported twice means the same in an OTLP
-    file, a Phoenix dataframe and a Langfuse export.
+    file, a Phoenix dataframe and a Langfuse export, read in one process or in many.
     """
 
     def __init__(self, path: str | os.PathLike[str], unit: str = "line") -> None:
@@ -69,6 +78,8 @@ class SpanCopies:
         #: (traceId, spanId) → the fingerprint and line of its first copy, in one int
         #: (:func:`_mark`): a million-span file keeps a million of them while it is read.
         self._first: dict[tuple[str | None, str], int] = {}
+        #: Where each shard's lines start (folders of shards: one place per shard file).
+        self._places: list[tuple[int, Any]] = []
 
     def forget(self) -> None:
         """Let the first copies go once every span has been seen (the count stays)."""
@@ -78,8 +89,14 @@ class SpanCopies:
         """Whether ``span`` (at ``line``) is new; False for an identical copy."""
         if span.span_id is None:
             return True
-        key = (span.trace_id, span.span_id)
-        mark = _mark(fingerprint(span), line)
+        return self.keep_mark(span.trace_id, span.span_id, fingerprint(span), line, self.path)
+
+    def keep_mark(self, trace_id: str | None, span_id: str, fingerprint: int, line: int,
+                  path: Any) -> bool:
+        """:meth:`keep` for a span already fingerprinted (in a worker process); ``line``
+        counts on across shards, ``path`` is the shard it is in."""
+        key = (trace_id, span_id)
+        mark = _mark(fingerprint, line)
         earlier = self._first.get(key)
         if earlier is None:
             self._first[key] = mark
@@ -87,32 +104,83 @@ class SpanCopies:
         if earlier >> _LINE_BITS == mark >> _LINE_BITS:
             self.dropped += 1
             return False
-        of_trace = f" of trace {span.trace_id!r}" if span.trace_id is not None else ""
-        raise InputFormatError(self.path, line, f"span {span.span_id!r}{of_trace} already "
-                               f"appeared on {self.unit} {earlier & _LINE_MASK} with different "
-                               "content")
+        of_trace = f" of trace {trace_id!r}" if trace_id is not None else ""
+        where, base = self.place(earlier & _LINE_MASK)
+        in_file = f" of {where}" if where != path else ""
+        raise InputFormatError(path, self.local(line), f"span {span_id!r}{of_trace} already "
+                               f"appeared on {self.unit} {(earlier & _LINE_MASK) - base}"
+                               f"{in_file} with different content")
+
+    def starts(self, path: Any, base: int) -> None:
+        """Lines from ``base + 1`` on are in the shard ``path``."""
+        self._places.append((base, path))
+
+    def place(self, line: int) -> tuple[Any, int]:
+        """The shard of a counted-on ``line`` and the lines before it."""
+        for base, path in reversed(self._places):
+            if line > base:
+                return path, base
+        return self.path, 0
+
+    def local(self, line: int) -> int:
+        return line - self.place(line)[1]
 
 
-class SpanFile:
-    """Iterate the spans of ``path``; ``dropped`` counts the identical copies skipped
-    (complete once the iteration has ended)."""
+class SpanSource:
+    """The spans of one export, in file order, each (traceId, spanId) once.
+
+    A format says where its span objects are (:meth:`located`: every span with its
+    line or row, copies included); iterating drops the identical copies (counted
+    in ``dropped``, complete once the iteration has ended) and numbers the spans
+    kept. Iterated as it is read: a million-span export is never held whole.
+    """
+
+    unit = "line"
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = path
-        self._kept = 0
-        self._copies = SpanCopies(path)
+        self._copies = SpanCopies(path, self.unit)
 
     @property
     def dropped(self) -> int:
         return self._copies.dropped
 
+    def located(self) -> Iterator[tuple[int, Span]]:
+        raise NotImplementedError
+
     def __iter__(self) -> Iterator[Span]:
-        self._kept, self._copies = 0, SpanCopies(self.path)
-        for line, value in iter_json_values(self.path):
+        self._copies = copies = SpanCopies(self.path, self.unit)
+        kept = 0
+        for line, span in self.located():
+            if copies.keep(span, line):
+                span.order = kept
+                kept += 1
+                yield span
+        copies.forget()  # read to the end: nothing left to compare with
+
+
+class SpanFile(SpanSource):
+    """The spans of an exported JSON file: OTLP exports, span objects or lists of them.
+
+    ``part`` (its bytes, and whether it starts the file) reads one part of a file
+    whose lines are each whole JSON values, for a worker process; line numbers then
+    count from the part's start (:class:`ragcov.traces.jsontext.NotLines` when a
+    line is not whole).
+    """
+
+    def __init__(self, path: str | os.PathLike[str],
+                 part: tuple[bytes, bool] | None = None) -> None:
+        super().__init__(path)
+        self.part = part
+
+    def located(self) -> Iterator[tuple[int, Span]]:
+        values = (iter_json_values(self.path) if self.part is None
+                  else iter_json_lines(*self.part))
+        for line, value in values:
             spans: list[Span] = []
             self._visit(value, line, spans)
-            yield from spans
-        self._copies.forget()  # read to the end: nothing left to compare with
+            for span in spans:
+                yield line, span
 
     def _visit(self, value: Any, line: int, out: list[Span]) -> None:
         """A top-level value: an OTLP export, a span, or a list (or ``spans``/``data``
@@ -150,14 +218,11 @@ class SpanFile:
             raise InputFormatError(self.path, line, str(exc)) from exc
 
     def _add(self, value: dict[str, Any], line: int, out: list[Span]) -> None:
-        """One span object, unless it repeats an earlier one exactly."""
+        """One span object (numbered when kept: see :class:`SpanSource`)."""
         try:
-            span = span_from(value, self._kept, line)
+            out.append(span_from(value, 0, line))
         except FieldError as exc:
             raise InputFormatError(self.path, line, str(exc)) from exc
-        if self._copies.keep(span, line):
-            self._kept += 1
-            out.append(span)
 
 
 def read_spans(path: str | os.PathLike[str]) -> list[Span]:
