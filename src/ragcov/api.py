@@ -25,23 +25,41 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragcov.compare.diff import CoverageDiff
+from ragcov.compare.diff import coverage_diff as diff
+from ragcov.compare.gap import TrafficGap
+from ragcov.compare.gap import traffic_gap as gap
+from ragcov.config import scope_settings
 from ragcov.corpus import Corpus, load_corpus
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
+from ragcov.data.columns import chunk_positions
 from ragcov.data.datafile import INDEX_RECALL
+from ragcov.data.probes import ProbeRow, append_probes, chunk_details, read_probes, recorded_probe_ids
+from ragcov.data.schema import NoDataFile, check_compatible
+from ragcov.data.shards import combine_shards, shard_path
+from ragcov.data.shards import erase as erase_files
 from ragcov.errors import RagcovError
+from ragcov.files import cache_dir, load_json
 from ragcov.matrix import CoverageMatrix
+from ragcov.progress import progress_bar, status
+from ragcov.qrels import load_qrels
+from ragcov.reachability.audit import audit, lost_gold
+from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
+from ragcov.reporters.names import matrix_names
+from ragcov.reporters.table import approximate_index_note
 from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
+from ragcov.retrievers.twins import record_matching, resolver_counts
 from ragcov.scope import ReportScope, load_scoped
+from ragcov.selection import DEFAULT_AFTER_SATURATION, order_document
 from ragcov.suite import Suite, load_suite
 from ragcov.summary import fail_under_failure
 
 if TYPE_CHECKING:
-    from ragcov.compare.diff import CoverageDiff
-    from ragcov.compare.gap import TrafficGap
     from ragcov.failures import Failures
     from ragcov.faults import FaultReport
     from ragcov.generation.loop_types import GenerationSummary, LoopConfig
     from ragcov.traces import ImportResult
+
 
 def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
             data_file: str | os.PathLike[str] | None = None, append: bool = False,
@@ -69,7 +87,6 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     if data is None:
         return CoverageMatrix.from_run(run, corpus)
     data.write(corpus, run, append=append)
-    from ragcov.retrievers.twins import record_matching, resolver_counts
 
     record_matching(data, resolver_counts(retriever), append)
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
@@ -114,7 +131,6 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
     data = CoverageData(data_file)
     data.check_destination()
     if k is None and append and data.exists():
-        from ragcov.data.schema import NoDataFile
 
         with contextlib.suppress(NoDataFile):  # erased meanwhile: this batch starts a file
             k = data.meta().k  # the file's k, not this batch's longest list
@@ -133,7 +149,6 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
                                    ignore_unknown=ignore_unknown, name=name, queries=queries,
                                    workers=workers)
         added = data.write(corpus, result.run, append=append)
-    from ragcov.retrievers.twins import record_matching
 
     record_matching(data, result.matching, append)
     return Recorded(result, added, data)
@@ -147,7 +162,6 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
     Besides the order file's keys, ``"suite"`` holds the selected queries as
     ``{"id", "text"}`` records (dropped before the order file is written).
     """
-    from ragcov.selection import DEFAULT_AFTER_SATURATION, order_document
 
     if repeats < 1:
         raise RagcovError(f"--repeats must be at least 1, got {repeats}")
@@ -171,9 +185,7 @@ def write_html(data_file: str | os.PathLike[str], directory: str | os.PathLike[s
 
     ``scope`` (a :class:`ragcov.scope.ReportScope`) chooses what the site counts.
     """
-    from ragcov.files import load_json
     from ragcov.reporters.html import curve_from_order_file, greedy_curve, html_report, recorded_curve
-    from ragcov.scope import load_scoped
 
     scoped = load_scoped(data_file, scope)
     m = scoped.matrix
@@ -209,10 +221,10 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
     Failures come from relevance labels (``qrels``) or from imported per-query scores
     (``scores`` with ``metric``), exactly one of the two.
     """
+    # Fault clustering loads scipy's graph and linear algebra: only this verb pays for it.
     from ragcov.apfd import load_order, order_names
     from ragcov.failures import label_failures, load_scores, score_failures
     from ragcov.faults import analyse
-    from ragcov.qrels import load_qrels
 
     if (qrels is None) == (scores is None):
         raise RagcovError("give either --qrels or --scores (with --metric)")
@@ -266,7 +278,6 @@ def coverage_diff(base: str | os.PathLike[str], head: str | os.PathLike[str],
                   allow_different_k: bool = False,
                   allow_different_retriever: bool = False, match: str = "id") -> CoverageDiff:
     """What changed between two recordings (``ragcov diff``); queries paired by ``match``."""
-    from ragcov.compare.diff import coverage_diff as diff
 
     return diff(base, head, allow_different_k, allow_different_retriever, match)
 
@@ -285,7 +296,6 @@ def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],
 
         return gap_dask(tests, traffic, top, allow_different_k, allow_different_retriever,
                         scheduler, workers)
-    from ragcov.compare.gap import traffic_gap as gap
 
     return gap(tests, traffic, top, allow_different_k, allow_different_retriever)
 
@@ -314,10 +324,6 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     ``ragcov generate``'s), each chunk also gets one LLM-written question, asked and
     recorded in batches so an interrupted run keeps the questions it paid for.
     """
-    from ragcov.data.probes import ProbeRow, append_probes, recorded_probe_ids
-    from ragcov.data.schema import check_compatible
-    from ragcov.progress import progress_bar
-    from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
 
     data = CoverageData(data_file)
     if not data.exists():
@@ -360,9 +366,7 @@ def _llm_probe(generator: Any, texts: Sequence[str], ids: Sequence[str], row: in
                seed: int) -> Any:
     """One question written for the chunk at ``row``; kept (empty) when the writer gives
     nothing usable, so a rerun does not ask again."""
-    from ragcov.data.probes import ProbeRow
     from ragcov.generation.cleaning import clean
-    from ragcov.reachability.selfquery import LLM, probe_id
 
     gen = generator.generate([texts[row]], attempt=1, seed=seed * 1_000_003 + row)
     return ProbeRow(probe_id(ids[row], LLM), row, LLM, clean(gen.raw))
@@ -371,10 +375,6 @@ def _llm_probe(generator: Any, texts: Sequence[str], ids: Sequence[str], row: in
 def reachability(data_file: str | os.PathLike[str]) -> Any:
     """Every chunk's status (covered, untested, unreachable), hubs and the reachable
     denominator, from a data file's tests and probes."""
-    from ragcov.data.columns import chunk_positions
-    from ragcov.data.probes import chunk_details, read_probes
-    from ragcov.reachability.audit import audit
-    from ragcov.reporters.names import matrix_names
 
     data = CoverageData(data_file)
     tests = data.matrix()
@@ -388,8 +388,6 @@ def reachability(data_file: str | os.PathLike[str]) -> Any:
 def lost_gold_of(r: Any, qrels: str | os.PathLike[str], level: str | None = None) -> dict[str, Any]:
     """Lost gold (``ragcov probe --qrels``): relevant chunks or documents no test retrieves,
     and those no probe retrieves either."""
-    from ragcov.qrels import load_qrels
-    from ragcov.reachability.audit import lost_gold
 
     if level is not None and level not in ("doc", "chunk"):
         raise RagcovError(f"--qrels-level must be doc or chunk, got {level!r}")
@@ -425,12 +423,9 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
     receives the lines a user should see while it runs (which store and model answer,
     how hits without ids were matched).
     """
-    from ragcov.data.shards import shard_path
-    from ragcov.progress import status
     from ragcov.retrievers import default_retriever, make_retriever
     from ragcov.retrievers.onnx_encoder import check_backend
     from ragcov.retrievers.store import store_run_line
-    from ragcov.retrievers.twins import resolver_counts
 
     say = notify or (lambda line: None)
     validate_k(k)
@@ -492,7 +487,6 @@ class Indexed:
 def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str | None = None,
           chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False) -> Indexed:
     """``ragcov index``: embed the corpus for the dense retriever into the cache."""
-    from ragcov.files import cache_dir
     from ragcov.retrievers.dense import DenseRetriever
     from ragcov.retrievers.onnx_encoder import check_backend
 
@@ -517,7 +511,6 @@ def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = N
 
 def approximate_note(data_file: str | os.PathLike[str]) -> str | None:
     """The caveat for hits from an approximate index (with its measured recall); None if exact."""
-    from ragcov.reporters.table import approximate_index_note
 
     data = CoverageData(data_file)
     return approximate_index_note(data.meta().retriever, data.annotation(INDEX_RECALL))
@@ -536,14 +529,12 @@ def combine(files: Sequence[str | os.PathLike[str]] = (),
 
     Returns :class:`ragcov.data.shards.Combined`: what was merged, what was skipped and why.
     """
-    from ragcov.data.shards import combine_shards
 
     return combine_shards([Path(f) for f in files], Path(data_file), keep=keep, append=append)
 
 
 def erase(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> list[Path]:
     """``ragcov erase``: delete the data file and its shards; returns shard-named files spared."""
-    from ragcov.data.shards import erase as erase_files
 
     return erase_files(Path(data_file))
 
@@ -561,7 +552,6 @@ def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
     """Write retrievals recorded elsewhere (the pytest plugin's session) into ``data_file``:
     ``queries`` id -> text, ``results`` id -> ranked ``(chunk id, score)``, ``context``
     id -> the test that asked, ``matching`` how hits without ids were matched."""
-    from ragcov.retrievers.twins import record_matching
 
     run = Run(k=k, retriever=fingerprint)
     for qid, text in queries.items():
@@ -599,7 +589,6 @@ def __getattr__(name: str) -> Any:
 def configured_scope(command: str = "report", start: str | os.PathLike[str] | None = None) -> Any:
     """The :class:`ReportScope` ``ragcov COMMAND`` applies from ``[tool.ragcov]`` (or
     ragcov.toml) with no flags: the pytest plugin's reports count what the CLI counts."""
-    from ragcov.config import scope_settings
 
     values = scope_settings(command, None if start is None else Path(start))
     lists = {k: tuple(values[k]) if isinstance(values[k], list) else (values[k],)
