@@ -81,3 +81,52 @@ def test_batched_scores_are_bm25s_scores_bit_for_bit(docs: list[list[str]],
     for row, q in zip(batched, ids):
         expected = retriever._model.get_scores(q) if q else np.zeros(len(docs), np.float32)
         assert np.array_equal(row, expected)
+
+
+# Words drawn so that chunks repeat and tie: few distinct words, stopwords, digits,
+# punctuation, case and non-ASCII letters, as real chunks hold them.
+WORDS = st.sampled_from(["revenue", "Revenue", "cost", "the", "and", "of", "2019", "x", "a1",
+                         "Über", "straße", "naïve", "cash-flow", "debt.", "(net)", "42", "é"])
+TEXTS = st.lists(WORDS, max_size=12).map(" ".join)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(TEXTS, min_size=1, max_size=20), st.sampled_from(["en", None]))
+def test_tokens_and_index_are_bm25s_own(texts: list[str], stopwords: str | None):
+    """ragcov tokenises with bm25s's pattern and stopwords itself (bm25s's tokenize is
+    slow on a large corpus): the same tokens, so the same vocabulary and index."""
+    from ragcov.retrievers.bm25 import _stopword_set, _words
+
+    expected = bm25s.tokenize(texts, stopwords=stopwords, return_ids=False, show_progress=False)
+    assert _words(texts, _stopword_set(stopwords)) == [list(t) for t in expected]
+    if not any(expected):
+        return
+    ours = BM25Retriever(corpus_of(texts), stopwords=stopwords)._model
+    theirs = bm25s.BM25()
+    theirs.index(bm25s.tokenize(texts, stopwords=stopwords, show_progress=False),
+                 show_progress=False)
+    assert ours.vocab_dict == theirs.vocab_dict
+    for key in ("data", "indices", "indptr"):
+        assert np.array_equal(ours.scores[key], theirs.scores[key])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["revenue", "cost", "profit", "loss", "tax"]),
+                         min_size=1, max_size=4), min_size=1, max_size=40),
+       st.lists(st.lists(st.sampled_from(["revenue", "cost", "profit", "loss", "tax", "none"]),
+                         min_size=1, max_size=5), min_size=1, max_size=8),
+       st.integers(1, 12))
+def test_batched_top_k_is_the_full_sort_with_ties_by_position(
+        docs: list[list[str]], queries: list[list[str]], k: int):
+    """The vectorised top-k keeps only scores at or above a per-row floor before sorting;
+    on corpora full of tied chunks it must still be the full sort of every score by
+    score descending, then corpus position (and nothing scoring 0)."""
+    retriever = BM25Retriever(corpus_of([" ".join(d) for d in docs]), stopwords=None)
+    ranked = retriever.retrieve([" ".join(q) for q in queries], k)
+    for q, row in zip(queries, ranked):
+        scores = retriever._model.get_scores(retriever._model.get_tokens_ids(q)) \
+            if retriever._model.get_tokens_ids(q) else np.zeros(len(docs), np.float32)
+        expected = sorted((i for i in range(len(docs)) if scores[i] > 0),
+                          key=lambda i: (-scores[i], i))[:k]
+        assert [c for c, _ in row] == [f"c{i}" for i in expected]
+        assert [s for _, s in row] == [float(scores[i]) for i in expected]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,8 @@ from ragcov.user_warnings import RetrievalWarning, warn
 
 # Queries named in one warning; the rest of a batch is counted.
 NAMED_QUERIES = 5
+# bm25s.tokenize's default token pattern (scikit-learn's CountVectorizer's).
+TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
 
 class BM25Retriever:
@@ -28,7 +31,11 @@ class BM25Retriever:
         self._bm25s = bm25s
         self.corpus = corpus
         self.k1, self.b, self.stopwords = k1, b, stopwords
-        tokens = bm25s.tokenize(corpus.texts, stopwords=stopwords, show_progress=False)
+        self._stop = _stopword_set(stopwords)
+        words = _words(corpus.texts, self._stop)
+        vocab: dict[str, int] = {}
+        tokens = bm25s.tokenization.Tokenized(
+            ids=[[vocab.setdefault(w, len(vocab)) for w in ws] for ws in words], vocab=vocab)
         if not tokens.vocab:
             # bm25s would fail with "max() arg is an empty sequence".
             raise RagcovError(
@@ -52,13 +59,14 @@ class BM25Retriever:
         if not texts:
             return []
         kk = min(k, len(self._ids))
-        tokens = self._bm25s.tokenize(list(texts), stopwords=self.stopwords, return_ids=False,
-                                      show_progress=False)
+        tokens = _words(texts, self._stop)
         wordless = [text for text, query_tokens in zip(texts, tokens) if not query_tokens]
         if wordless:
             _warn_wordless(wordless)
         # A query with no word to match retrieves nothing (bm25s cannot score it).
-        return self._top_k(self._scores([self._model.get_tokens_ids(t) for t in tokens]), kk)
+        vocab = self._model.vocab_dict
+        return self._top_k(self._scores([[vocab[w] for w in ws if w in vocab] for ws in tokens]),
+                           kk)
 
     def _scores(self, token_ids: list[list[int]]) -> sp.csr_matrix:
         """(query x chunk) BM25 scores of a batch, zeros left out, as bm25s computes them.
@@ -83,27 +91,59 @@ class BM25Retriever:
         bm25s's own top-k returns tied chunks in an order that changes with the corpus
         layout, and ties are common (duplicate boilerplate chunks), so which one counts as
         covered would not be reproducible.
+
+        Vectorised over the batch: each row is cut into k slices; the smallest of the
+        slices' maxima is k distinct scores' minimum, so at most the row's k-th score.
+        Only scores at or above it (a few per row) are sorted, and none of the top-k, nor
+        any chunk tying the k-th, is left out.
         """
-        out: list[Ranked] = []
-        ids = self._ids
+        n = scores.shape[0]
+        data = scores.data.astype(np.float32, copy=False)
+        counts = np.diff(scores.indptr)
+        floor = np.zeros(n, dtype=np.float32)
+        long = np.flatnonzero(counts > k)
+        if long.size:
+            start, size = scores.indptr[long][:, None], counts[long][:, None]
+            # Per long row: the k slice starts, then the row's end (so no slice runs
+            # into the next row); the maximum after each end is computed and ignored.
+            cuts = np.hstack([start + size * np.arange(k) // k, start + size]).ravel()
+            maxima = np.maximum.reduceat(np.append(data, np.float32(0)), cuts)
+            floor[long] = maxima.reshape(long.size, k + 1)[:, :k].min(axis=1)
         # A chunk sharing no term with the query was not retrieved: no score above 0.
-        scores.data[scores.data < 0] = 0
-        scores.eliminate_zeros()
+        keep = (data >= np.repeat(floor, counts)) & (data > 0)
+        kept = np.add.reduceat(np.append(keep, False), scores.indptr[:-1]) * (counts > 0)
+        rows = np.repeat(np.arange(n), kept)
+        cols, data = scores.indices[keep], data[keep]
         # One sort key per hit: a positive float32's bits grow with its value, so
         # (~bits << 32 | chunk) sorts by score descending, then corpus order, exactly.
-        data = scores.data.astype(np.float32)
         keys = ((~data.view(np.uint32)).astype(np.uint64) << np.uint64(32)) | \
-            scores.indices.astype(np.uint64)
-        indptr = scores.indptr
-        for i in range(scores.shape[0]):
-            row = keys[indptr[i]:indptr[i + 1]]
-            if k < row.size:
-                row = np.partition(row, k - 1)[:k]
-            row = np.sort(row)
-            cols = (row & np.uint64(0xFFFFFFFF)).astype(np.int64)
-            vals = (~(row >> np.uint64(32)).astype(np.uint32)).view(np.float32)
-            out.append([(ids[c], float(v)) for c, v in zip(cols.tolist(), vals.tolist())])
-        return out
+            cols.astype(np.uint64)
+        order = np.lexsort((keys, rows))
+        rows, keys = rows[order], keys[order]
+        first = np.searchsorted(rows, np.arange(n + 1))
+        top = np.arange(rows.size) - first[rows] < k
+        rows, keys = rows[top], keys[top]
+        cols = (keys & np.uint64(0xFFFFFFFF)).astype(np.int64).tolist()
+        vals = (~(keys >> np.uint64(32)).astype(np.uint32)).view(np.float32).tolist()
+        bounds = np.searchsorted(rows, np.arange(n + 1)).tolist()
+        ids = self._ids
+        return [[(ids[c], v) for c, v in zip(cols[bounds[i]:bounds[i + 1]],
+                                             vals[bounds[i]:bounds[i + 1]])] for i in range(n)]
+
+
+def _stopword_set(stopwords: str | None) -> frozenset[str]:
+    from bm25s.tokenization import _infer_stopwords
+
+    return frozenset(_infer_stopwords(stopwords))
+
+
+def _words(texts: Sequence[str], stop: frozenset[str]) -> list[list[str]]:
+    """``bm25s.tokenize(texts, return_ids=False)``'s tokens, the same words in the same
+    order: lower-cased, its pattern, stopwords left out. bm25s rebuilds its stopword
+    set once per text, which made tokenising a corpus and its probes a fifth of a probe
+    run; ``tests/test_bm25.py`` checks the two agree."""
+    find = TOKEN.findall
+    return [[w for w in find(text.lower()) if w not in stop] for text in texts]
 
 
 def _warn_wordless(texts: list[str]) -> None:
