@@ -79,3 +79,19 @@ def test_every_registered_option_is_a_known_setting() -> None:
     settings = {name: {option: None for option in options} for name, options in commands.items()}
     got = default_map(settings, commands, "ragcov.toml")
     assert got["run"]["parallel_mode"] is None and got["combine"]["keep"] is None
+
+
+def test_the_plugins_scope_reads_the_config_as_the_cli_does(tmp_path, monkeypatch):
+    from ragcov.api import configured_scope
+    from ragcov.errors import RagcovError
+
+    monkeypatch.delenv("RAGCOV_RCFILE", raising=False)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.ragcov]\nomit = ["*/2009/*"]\nmin_chunk_chars = 20\n'
+        '[tool.ragcov.json]\nreachable = true\nomit = []\n')
+    report, json_scope = configured_scope("report", tmp_path), configured_scope("json", tmp_path)
+    assert report.omit == ("*/2009/*",) and report.min_chunk_chars == 20 and not report.reachable
+    assert json_scope.omit == () and json_scope.min_chunk_chars == 20 and json_scope.reachable
+    (tmp_path / "pyproject.toml").write_text('[tool.ragcov]\nmin_chunk_chars = "abc"\n')
+    with pytest.raises(RagcovError, match="min_chunk_chars = 'abc': expected an integer"):
+        configured_scope("report", tmp_path)

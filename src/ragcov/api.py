@@ -589,9 +589,8 @@ def __getattr__(name: str) -> Any:
 def configured_scope(command: str = "report", start: str | os.PathLike[str] | None = None) -> Any:
     """The :class:`ReportScope` ``ragcov COMMAND`` applies from ``[tool.ragcov]`` (or
     ragcov.toml) with no flags: the pytest plugin's reports count what the CLI counts."""
-
     values = scope_settings(command, None if start is None else Path(start))
-    lists = {k: tuple(values[k]) if isinstance(values[k], list) else (values[k],)
-             for k in ("include", "omit", "exclude", "exclude_docs") if k in values}
-    return ReportScope(**lists, min_chunk_chars=int(values.get("min_chunk_chars", 0)),
-                       reachable=bool(values.get("reachable", False)))
+    lists = {k: tuple(values[k]) for k in ("include", "omit", "exclude", "exclude_docs")
+             if k in values}
+    return ReportScope(**lists, min_chunk_chars=values.get("min_chunk_chars", 0),
+                       reachable=values.get("reachable", False))

@@ -216,7 +216,8 @@ SCOPE_KEYS = ("include", "omit", "exclude", "exclude_docs", "min_chunk_chars", "
 
 def scope_settings(command: str, start: Path | None = None) -> dict[str, Any]:
     """The scope keys a report command reads from the config file, as the CLI applies them:
-    flat keys for every report, the command's own table over them.
+    flat keys for every report, the command's own table over them; checked, so a wrong
+    value is one line naming the file and the key.
 
     For readers that do not go through the CLI's options (the pytest plugin's reports):
     ``RAGCOV_RCFILE`` names the file as ``--rcfile`` does, else the search upward from
@@ -226,9 +227,21 @@ def scope_settings(command: str, start: Path | None = None) -> dict[str, Any]:
     found = read_config(Path(rcfile)) if rcfile else find_config(start)
     if found is None:
         return {}
-    _, settings = found
+    source, settings = found
     own = settings.get(command, {})
     merged = {k.replace("-", "_"): v for k, v in settings.items() if not isinstance(v, dict)}
     if isinstance(own, dict):
         merged.update({k.replace("-", "_"): v for k, v in own.items()})
-    return {k: v for k, v in merged.items() if k in SCOPE_KEYS}
+    values = {k: v for k, v in merged.items() if k in SCOPE_KEYS}
+    for key, value in values.items():
+        if key == "min_chunk_chars":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif key == "reachable":
+            ok = isinstance(value, bool)
+        else:
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if not ok:
+            want = {"min_chunk_chars": "an integer", "reachable": "true or false"}.get(
+                key, "a list of strings")
+            raise RagcovError(f"{_shown_path(source)}: {key} = {value!r}: expected {want}")
+    return values
