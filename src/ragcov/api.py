@@ -451,7 +451,7 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
 
         if kind == "dense" and corpus_obj.store is not None:
             # The workers build their own retrievers; the store's model is checked here, once.
-            from ragcov.stores.model_check import settle_model
+            from ragcov.retrievers.store import settle_model
 
             model = settle_model(corpus_obj, model).model
         m = measure_dask(corpus_obj, suite, retriever=kind, model=model, index=index, k=k,

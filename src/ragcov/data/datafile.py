@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -104,10 +105,17 @@ class CoverageData:
         corpus itself) is never replaced, and an unwritable folder is reported now
         rather than after an hour of retrieval.
         """
-        if self.path.is_dir():
+        # One stat, not exists() then is_file(): a file an erase or a combine's rename takes
+        # away between two looks is gone (the path is free), not "not a regular file".
+        try:
+            st: os.stat_result | None = self.path.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
             raise RagcovError(f"{self.path}: is a directory; --data-file needs a file path")
-        if self.path.exists() and not is_empty(self.path):
-            if not self.path.is_file():
+        # A 0-byte regular file (touch, a killed >) holds no data: it may be replaced.
+        if st is not None and not (stat.S_ISREG(st.st_mode) and st.st_size == 0):
+            if not stat.S_ISREG(st.st_mode):
                 raise RagcovError(f"{self.path}: is not a regular file; refusing to replace it")
             try:
                 self.meta()
