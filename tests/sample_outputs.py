@@ -94,8 +94,9 @@ def write_outputs(tmp: Path) -> dict[str, bytes]:
 
 
 def _hashed(name: str) -> bool:
-    """The 2 x 218 per-document HTML pages are kept as hashes, to keep the golden folder small."""
-    return name.startswith("html") and "/d_" in name
+    """Kept as hashes, to keep the golden folder small: the 2 x 218 per-document HTML pages
+    and the sites' copies of the packaged script and style sheet."""
+    return (name.startswith("html") and "/d_" in name) or name.endswith((".js", ".css"))
 
 
 def golden_view(outputs: dict[str, bytes]) -> dict[str, bytes]:

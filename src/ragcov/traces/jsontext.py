@@ -36,13 +36,10 @@ def iter_json_values(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    value = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    try:
-                        value = json.loads(line)
-                    except json.JSONDecodeError:
-                        yield from _from_text(path, lineno)
-                        return
+                    value = _loads(line)
+                except json.JSONDecodeError:
+                    yield from _from_text(path, lineno)
+                    return
                 yield lineno, value
     except UnicodeDecodeError:
         read_text(path)  # raises the located error
@@ -69,12 +66,9 @@ def iter_json_lines(data: bytes, first: bool) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            try:
-                value = json.loads(line.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise NotLines(f"line {lineno} of the part") from exc
+            value = _loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise NotLines(f"line {lineno} of the part") from exc
         yield lineno, value
 
 
@@ -99,3 +93,12 @@ def _from_text(path: str | os.PathLike[str], first_line: int) -> Iterator[tuple[
         except json.JSONDecodeError as exc:
             raise InputFormatError(path, exc.lineno, f"invalid JSON ({exc.msg})") from exc
         yield line, value
+
+
+def _loads(line: str | bytes) -> Any:
+    """One line's value: orjson first (fast), then the standard library for what orjson
+    refuses and Python reads (NaN, integers past 64 bits); its error when neither can."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line.decode("utf-8") if isinstance(line, bytes) else line)
