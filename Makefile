@@ -57,8 +57,8 @@ browser:
 
 # LLM tests run on their own, after the rest, so they never share the CPU with heavy steps.
 test: $(VENV)/.test-installed browser
-	$(BIN)/python -m pytest -q -m "not llm"
-	$(BIN)/python -m pytest -q -m "llm" || [ $$? -eq 5 ]
+	$(BIN)/python -m pytest -q -m "not llm" --durations=25
+	$(BIN)/python -m pytest -q -m "llm" --durations=5 || [ $$? -eq 5 ]
 
 test-fast: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q

@@ -238,7 +238,7 @@ def _check_format(con: sqlite3.Connection, path: Path) -> None:
     try:
         rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
     except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "unable to open" in str(exc):
+        if "locked" in str(exc) or "unable to open" in str(exc) or "disk I/O" in str(exc):
             raise database_error(path, exc) from exc
         raise RagcovError(f"{path}: not a ragcov data file ({exc})") from exc
     except sqlite3.DatabaseError as exc:

@@ -101,17 +101,11 @@ def erase(data_file: Path) -> list[Path]:
     Everything is checked before anything is deleted: a file that is not ragcov's (a
     coverage.py ``.coverage``, a corpus given as ``--data-file`` by mistake) stops it all.
     """
+    if (data_file.exists() or data_file.is_symlink()) and (
+            data_file.is_symlink() or not data_file.is_file()):
+        raise RagcovError(f"{data_file}: is not a regular file; refusing to erase it")
     targets: list[Path] = []
     spared: list[Path] = []
-    if data_file.exists() or data_file.is_symlink():
-        if data_file.is_symlink() or not data_file.is_file():
-            raise RagcovError(f"{data_file}: is not a regular file; refusing to erase it")
-        try:
-            if not is_empty(data_file):  # an empty file (touch, a killed >) holds no data
-                _check_data_file(data_file)
-            targets.append(data_file)
-        except NoDataFile:
-            pass  # removed meanwhile (another erase, a combine's rename): nothing to erase
     for shard in find_shards(data_file):
         # A report beside the data file (.ragcov.json) is named like a shard but is not one.
         try:
@@ -125,22 +119,31 @@ def erase(data_file: Path) -> list[Path]:
             spared.append(shard)
             continue
         targets.append(shard)
-    for path in targets:
-        # Under the write lock appenders and combine take: one of them that was waiting
-        # finds the file gone and starts a new one, rather than appending to a deleted file.
-        with write_lock(path):
-            for side in ("-journal", "-wal", "-shm"):  # a stale journal must not meet a new file
-                Path(f"{path}{side}").unlink(missing_ok=True)
-            path.unlink(missing_ok=True)
+    # The data file is checked in the writers' turn, not before it: a reader that opens
+    # it as a combine renames a new file over it, while an appender writes there, takes
+    # the appender's journal (SQLite finds journals by name) for its own and fails.
+    _remove(data_file, check=True)
+    for shard in targets:
+        _remove(shard, check=False)
     remove_stale_temps(data_file)
     return spared
 
 
-def _check_data_file(path: Path) -> None:
+def _remove(path: Path, *, check: bool) -> None:
+    # Under the write lock appenders and combine take: one of them that was waiting
+    # finds the file gone and starts a new one, rather than appending to a deleted file.
+    # Taking it opens the file and checks its format (an empty file passes: it holds no data).
     try:
-        CoverageData(path).meta()
-    except NoDataFile:
+        with write_lock(path) as con:
+            if con is None:
+                return  # removed meanwhile (another erase, a combine's rename): nothing to erase
+            for side in ("-journal", "-wal", "-shm"):  # a stale journal must not meet a new file
+                Path(f"{path}{side}").unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
+    except DataFileLocked:
         raise
     except RagcovError as exc:
+        if not check:
+            raise
         raise RagcovError(f"{path}: is not a ragcov data file; refusing to erase it "
                           f"({exc})") from exc
