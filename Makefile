@@ -98,6 +98,13 @@ results: $(VENV)/.test-installed
 	$(RESEARCH) rq3 --dataset convfinqa --data $(DATA)/convfinqa --out results/rq3-convfinqa-dense-k5
 	$(RESEARCH) rq3 --dataset convfinqa --data $(DATA)/convfinqa -k 10 --out results/rq3-convfinqa-dense-k10
 	$(RESEARCH) rq3 --dataset convfinqa --data $(DATA)/convfinqa --retriever bm25 --out results/rq3-convfinqa-bm25-k5
+	$(RESEARCH) rq3-verdict results/rq3-finqa-dense-k5 results/rq3-finqa-dense-k10 \
+	  results/rq3-finqa-bm25-k5 results/rq3-convfinqa-dense-k5 results/rq3-convfinqa-dense-k10 \
+	  results/rq3-convfinqa-bm25-k5
+	$(RESEARCH) rq3 --dataset pubmedqa  --data $(DATA)/pubmedqa  --retriever bm25 --out results/rq3-pubmedqa-bm25-k5
+	$(RESEARCH) rq3 --dataset pubmedqa  --data $(DATA)/pubmedqa  --out results/rq3-pubmedqa-dense-k5
+	$(RESEARCH) rq3-verdict results/rq3-pubmedqa-bm25-k5 results/rq3-pubmedqa-dense-k5 \
+	  --out results/rq3-verdict-pubmedqa.md
 	$(RESEARCH) $(GENERATION) --generator extractive --budget 150 --repeats 2 \
 	  --out results/generation-extractive-pubmedqa150
 	$(RESEARCH) $(GENERATION) --generator llama-cpp --budget 100 --repeats 3 \
