@@ -446,3 +446,23 @@ def test_another_built_in_retriever_is_refused_before_any_work(capsys, tmp_path:
     assert code == 1 and "recorded with the bm25 retriever" in err
     assert "probes" not in {r[0] for r in sqlite3.connect(data).execute(
         "SELECT name FROM sqlite_master")}
+
+
+def test_probe_takes_the_recorded_dense_model_and_int8_backend(tmp_path: Path, planted: Path) -> None:
+    """Without --retriever a probe of an int8 dense run embeds with int8 too: fp32 probes
+    would be another retriever's top-k, recorded beside the run's as if they were its own."""
+    corpus = load_corpus(planted)
+    data = tmp_path / ".ragcov"
+    fingerprint = {"kind": "dense", "model": "some/model", "index": "flat",
+                   "similarity": "cosine", "chunking": corpus.chunking, "backend": "onnx-int8"}
+    first = corpus.ids[0]
+    ragcov.api.record_retrievals(corpus, 1, fingerprint, {"q": "question"}, {"q": [(first, 1.0)]},
+                                 data)
+    settings = ragcov.api.probe_settings
+    assert settings(data, str(planted), None, None, None) == ("dense", "some/model", "onnx-int8")
+    # What the user gives wins; another built-in retriever is refused before any work.
+    assert settings(data, str(planted), None, "other", "torch") == ("dense", "other", "torch")
+    with pytest.raises(ragcov.RagcovError, match="recorded with the dense retriever"):
+        settings(data, str(planted), "bm25", None, None)
+    # No data file yet: the default retriever for the corpus, nothing recorded to follow.
+    assert settings(tmp_path / "none", str(planted), "bm25", None, None) == ("bm25", None, None)

@@ -545,6 +545,32 @@ def recorded_retriever(data_file: str | os.PathLike[str]) -> dict[str, Any] | No
     return data.meta().retriever if data.exists() else None
 
 
+def probe_settings(data_file: str | os.PathLike[str], corpus: str, retriever: str | None,
+                   model: str | None, backend: str | None) -> tuple[str, str | None, str | None]:
+    """Retriever, model and backend for ``ragcov probe``: what was given, else what the
+    recorded run used. Probes must go through the run's own retriever (the check in
+    :func:`probe` says so if they would not); an int8 dense run's backend is recorded,
+    so its probes use int8 embeddings too."""
+    fp = recorded_retriever(data_file)
+    if fp is None:
+        from ragcov.retrievers import default_retriever
+
+        return retriever or default_retriever(None, corpus), model, backend
+    kind = fp.get("kind")
+    built_in = ("dense", "bm25", "store")
+    if retriever is not None:
+        # Refused now, not after embedding a whole corpus for a run that cannot be mixed.
+        if retriever in built_in and kind in built_in and retriever != kind:
+            raise RagcovError(f"{data_file} was recorded with the {kind} retriever; probes must "
+                              f"go through the same one (drop --retriever, or give {kind})")
+        return retriever, model, backend
+    if kind in built_in:
+        recorded_model = fp.get("model") if kind == "dense" else None
+        return kind, model or recorded_model, backend or fp.get("backend")
+    raise RagcovError(f"{data_file} was recorded with a {kind} retriever: give --retriever, the "
+                      "same one, to probe it")
+
+
 def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
                       queries: dict[str, str], results: dict[str, Any],
                       data_file: str | os.PathLike[str], context: dict[str, str] | None = None,

@@ -76,7 +76,7 @@ def probe(
     if format not in ("text", "json"):
         raise RagcovError(f"unknown --format {format!r}: expected text or json")
     check_outputs([output], [data_file, qrels, corpus])
-    retriever, model = _recorded_retriever(data_file, corpus, retriever, model)
+    retriever, model, backend = api.probe_settings(data_file, corpus, retriever, model, backend)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
     r = api.make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
                        backend=backend)
@@ -108,26 +108,3 @@ def probe(
         err.print(f"Probed {data_file}: {done.added} new probe(s), {done.already} already "
                   f"recorded", markup=False)
     emit(text, output, "the reachability report")
-
-
-def _recorded_retriever(data_file: Path, corpus: str, retriever: str | None, model: str | None
-                        ) -> tuple[str, str | None]:
-    """Without ``--retriever``, the built-in retriever the recorded run used (and, for
-    dense, its model): probes must go through the same one, and the check after says so
-    if they would not."""
-    fp = api.recorded_retriever(data_file)
-    if fp is None:
-        return retriever or api.default_retriever(None, corpus), model
-    kind = fp.get("kind")
-    built_in = ("dense", "bm25", "store")
-    if retriever is not None:
-        # Refused now, not after embedding a whole corpus for a run that cannot be mixed.
-        if retriever in built_in and kind in built_in and retriever != kind:
-            raise RagcovError(f"{data_file} was recorded with the {kind} retriever; probes must "
-                              f"go through the same one (drop --retriever, or give {kind})")
-        return retriever, model
-    if kind in built_in:
-        recorded_model = fp.get("model") if kind == "dense" else None
-        return kind, model or recorded_model
-    raise RagcovError(f"{data_file} was recorded with a {kind} retriever: give --retriever, the "
-                      "same one, to probe it")
