@@ -466,3 +466,41 @@ def test_probe_takes_the_recorded_dense_model_and_int8_backend(tmp_path: Path, p
         settings(data, str(planted), "bm25", None, None)
     # No data file yet: the default retriever for the corpus, nothing recorded to follow.
     assert settings(tmp_path / "none", str(planted), "bm25", None, None) == ("bm25", None, None)
+
+
+def test_combine_keeps_the_probes_of_every_file_it_merges(capsys, tmp_path: Path,
+                                                          planted: Path) -> None:
+    """A combine rebuilds the output: the probes it held, and a probed shard's, come along
+    (each once), so --reachable reads the same verdicts after a combine as before."""
+    lines = QUESTIONS.read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "a.jsonl").write_text("".join(lines[:40]), encoding="utf-8")
+    (tmp_path / "b.jsonl").write_text("".join(lines[40:80]), encoding="utf-8")
+    data, shard = tmp_path / ".ragcov", tmp_path / "b.ragcov"
+    for queries, out in (("a.jsonl", data), ("b.jsonl", shard)):
+        assert cli(capsys, "run", "--corpus", str(planted), "--queries", str(tmp_path / queries),
+                   "--retriever", "bm25", "--data-file", str(out), "-q")[0] == 0
+    for out, sample in ((data, "30"), (shard, "50")):
+        assert cli(capsys, "probe", "--corpus", str(planted), "--data-file", str(out),
+                   "--sample", sample, "-q")[0] == 0
+
+    def probes(path: Path) -> dict[str, tuple]:
+        con = sqlite3.connect(path)
+        hits: dict[str, list] = {}
+        for pid, c, r in con.execute("SELECT p.id, h.chunk_idx, h.rank FROM probes p "
+                                     "JOIN probe_hits h ON h.probe_idx = p.idx"):
+            hits.setdefault(pid, []).append((r, c))
+        rows = {pid: (chunk, kind, text, tuple(sorted(hits.get(pid, []))))
+                for pid, chunk, kind, text in con.execute(
+                    "SELECT id, chunk_idx, kind, text FROM probes")}
+        con.close()
+        return rows
+
+    expected = {**probes(shard), **probes(data)}
+    assert len(expected) > 50  # the samples share some probes: each is kept once
+    code, _, err = cli(capsys, "combine", "--append", "-o", str(data), str(shard), "-q")
+    assert code == 0, err
+    assert probes(data) == expected
+    code, out, err = cli(capsys, "json", "--reachable", "--data-file", str(data), "-o", "-")
+    assert code == 0, err
+    totals = json.loads(out)["totals"]
+    assert totals["queries"] == 80 and totals["probed_chunks"] == len({c for c, *_ in expected.values()})

@@ -11,6 +11,7 @@ from pathlib import Path
 from ragcov.data.checks import check_rows, doc_id_change
 from ragcov.data.datafile import CoverageData
 from ragcov.data.locking import write_lock
+from ragcov.data.probes import copy_probes
 from ragcov.data.schema import (
     check_compatible,
     has_tables,
@@ -104,6 +105,7 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
     with (atomic_path(out_path, replace=replace) as tmp, sqlite_errors(out_path),
           new_file(tmp, meta) as con):
         seen: _Seen = {}
+        probes_seen: set[str] = set()
         next_idx = 0
         for n, d in enumerate(datas):
             with d.reading() as src:
@@ -111,6 +113,7 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
                 if n == 0:
                     _copy_corpus(con, src)
                 next_idx = _copy_queries(con, src, d.path, seen, next_idx)
+                copy_probes(con, src, probes_seen)
         if shards:
             con.execute("INSERT INTO meta VALUES (?, ?)", (_MERGED_KEY, json.dumps(list(shards))))
     return next_idx

@@ -190,3 +190,28 @@ def chunk_details(data: CoverageData, positions: Sequence[int]) -> dict[int, tup
     if missing:
         raise RagcovError(f"{data.path}: damaged chunks table (no chunk at position {missing[0]})")
     return out
+
+
+def copy_probes(con, src, seen: set[str]) -> None:  # type: ignore[no-untyped-def]
+    """Copy the probes of ``src`` whose ids are not in ``seen`` into ``con`` (a combine).
+
+    Inputs share one corpus, so a probe's chunk positions hold in the output as they
+    are. Without this a combine (``--append`` into a probed file) would drop the probes
+    the user paid for, and ``--reachable`` would find none.
+    """
+    if not _has_tables(src):
+        return
+    _ensure(con)
+    next_idx = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM probes").fetchone()[0]
+    hits: dict[int, list[tuple[int, int, float | None]]] = {}
+    for p, c, r, s in src.execute("SELECT probe_idx, chunk_idx, rank, score FROM probe_hits"):
+        hits.setdefault(p, []).append((c, r, s))
+    for idx, pid, chunk, kind, text in src.execute(
+            "SELECT idx, id, chunk_idx, kind, text FROM probes ORDER BY idx"):
+        if pid in seen:
+            continue
+        seen.add(pid)
+        con.execute("INSERT INTO probes VALUES (?, ?, ?, ?, ?)", (next_idx, pid, chunk, kind, text))
+        con.executemany("INSERT INTO probe_hits VALUES (?, ?, ?, ?)",
+                        [(next_idx, c, r, s) for c, r, s in hits.get(idx, [])])
+        next_idx += 1
