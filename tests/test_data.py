@@ -224,6 +224,22 @@ def test_measure_append_checks_the_file_before_retrieving(tmp_path: Path) -> Non
     assert Counting.calls == 0
 
 
+def test_combine_adds_up_the_hits_matched_by_text(tmp_path: Path) -> None:
+    """Shards of a run whose hits carried no ids each count their text matches; the
+    combined file counts them all, as one --append of every shard would."""
+    rule = "first of the twins left"
+    for name, counts in (("a", {"by_content": 3, "shared_text": 1, "ambiguous": 1}),
+                         ("b", {"by_content": 2, "by_metadata": 2}), ("c", None)):
+        data = CoverageData(tmp_path / name)
+        data.write(corpus(), run_of({f"q{name}": ["c0"]}))
+        if counts is not None:
+            data.annotate("id_matching", {**counts, "ambiguous_resolved_by": rule})
+    combine([tmp_path / "a", tmp_path / "c", tmp_path / "b"], tmp_path / "out")
+    assert CoverageData(tmp_path / "out").annotation("id_matching") == {
+        "by_content": 5, "shared_text": 1, "ambiguous": 1, "by_metadata": 2,
+        "ambiguous_resolved_by": rule}
+
+
 def test_combine_keeps_annotations(tmp_path: Path) -> None:
     a = CoverageData(tmp_path / "a")
     a.write(corpus(), run_of({"q1": ["c0"]}))

@@ -7,6 +7,7 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ragcov.data.checks import check_rows, doc_id_change
 from ragcov.data.datafile import CoverageData
@@ -114,6 +115,8 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
                     _copy_corpus(con, src)
                 next_idx = _copy_queries(con, src, d.path, seen, next_idx)
                 copy_probes(con, src, probes_seen)
+                if n > 0:
+                    _add_counts(con, src)
         if shards:
             con.execute("INSERT INTO meta VALUES (?, ?)", (_MERGED_KEY, json.dumps(list(shards))))
     return next_idx
@@ -125,6 +128,36 @@ def _copy_corpus(con: sqlite3.Connection, src: sqlite3.Connection) -> None:
                     src.execute("SELECT * FROM chunks ORDER BY idx"))
     con.executemany("INSERT INTO meta VALUES (?, ?)", src.execute(
         "SELECT key, value FROM meta WHERE key LIKE 'x:%'"))
+
+
+# Annotations that count hits (how many were matched by text, not id): a combine adds
+# them up, as an --append does, where other annotations come from the first file.
+_COUNTED = ("x:id_matching",)
+
+
+def _add_counts(con: sqlite3.Connection, src: sqlite3.Connection) -> None:
+    for key in _COUNTED:
+        row = src.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            continue
+        have = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        total, counts = _json_dict(have[0] if have else "{}"), _json_dict(row[0])
+        for name, n in counts.items():
+            if isinstance(n, int) and not isinstance(n, bool):
+                old = total.get(name, 0)
+                total[name] = (old if isinstance(old, int) else 0) + n
+            else:
+                total.setdefault(name, n)
+        con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(total)))
+
+
+def _json_dict(text: str) -> dict[str, Any]:
+    """A stored annotation as a dict; a damaged one counts as nothing (readers do the same)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _copy_queries(con: sqlite3.Connection, src: sqlite3.Connection, path: Path, seen: _Seen,
