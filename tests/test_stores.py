@@ -213,6 +213,26 @@ def test_missing_collection_names_those_present(tmp_path: Path) -> None:
         load_corpus(f"chroma://{tmp_path}/db")
 
 
+def test_a_damaged_local_store_is_one_line_naming_it(capsys, tmp_path: Path) -> None:
+    """A chroma.sqlite3 or a LanceDB table that is not what its client expects: the
+    client's own words, the store's path, exit 1, no traceback."""
+    (tmp_path / "chroma").mkdir()
+    (tmp_path / "chroma" / "chroma.sqlite3").write_bytes(b"not a database " * 400)
+    table = tmp_path / "lance" / "t.lance"
+    (table / "_versions").mkdir(parents=True)
+    (table / "_versions" / "1.manifest").write_bytes(b"\x00garbage" * 30)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "q1", "text": "what was revenue"}\n', encoding="utf-8")
+    for url, words in ((f"chroma://{tmp_path}/chroma?collection=c", "cannot read the chroma store"),
+                       (f"lancedb://{tmp_path}/lance?table=t", "cannot read the lancedb store")):
+        code, _, err = cli(capsys, "run", "--corpus", url, "--queries", str(queries),
+                           "--retriever", "store", "--data-file", str(tmp_path / "d.ragcov"))
+        assert code == 1 and "Traceback" not in err, err
+        assert err.startswith(f"ragcov: error: {tmp_path}/") and words in err, err
+        assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "d.ragcov").exists()
+
+
 def test_missing_store_path(tmp_path: Path) -> None:
     with pytest.raises(RagcovError, match="no such store"):
         load_corpus(f"lancedb://{tmp_path}/absent?table=t")

@@ -137,17 +137,18 @@ def open_store(source: str | os.PathLike[str], doc_key: str | None = None) -> Ve
     """Open the store a URL names, importing only that engine's client."""
     parsed = parse_store_url(source)
     opener = REGISTRY[parsed.scheme]
-    if not parsed.server:
-        return opener(parsed)
     try:
         return opener(parsed)
     except RagcovError:
         raise
     except Exception as exc:  # noqa: BLE001 - each client raises its own kind for "no server"
         # The client's own words, on one line; the address is shown without any credentials.
+        # A damaged local store (a chroma.sqlite3 that is not a database) is the same case.
         words = " ".join(str(exc).split())[:300] or type(exc).__name__
-        raise RagcovError(f"{parsed.scheme}+{public_address(parsed.server)}: cannot read the "
-                          f"{parsed.scheme} server ({words})") from None
+        if parsed.server:
+            raise RagcovError(f"{parsed.scheme}+{public_address(parsed.server)}: cannot read the "
+                              f"{parsed.scheme} server ({words})") from None
+        raise RagcovError(f"{parsed.path}: cannot read the {parsed.scheme} store ({words})") from None
 
 
 def public_address(server: str) -> str:
