@@ -6,10 +6,12 @@ from pathlib import Path
 
 import bm25s
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragcov.corpus import Chunk, Corpus, load_corpus
+from ragcov.retrievers import bm25_kernel  # noqa: I001
 from ragcov.retrievers.bm25 import BM25Retriever
 
 PAGES = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample" / "finqa_pages.jsonl"
@@ -130,3 +132,39 @@ def test_batched_top_k_is_the_full_sort_with_ties_by_position(
                           key=lambda i: (-scores[i], i))[:k]
         assert [c for c, _ in row] == [f"c{i}" for i in expected]
         assert [s for _, s in row] == [float(scores[i]) for i in expected]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["revenue", "cost", "profit", "loss", "tax", "cash"]),
+                         min_size=1, max_size=5), min_size=1, max_size=60),
+       st.lists(st.lists(st.sampled_from(["revenue", "cost", "profit", "loss", "tax", "none"]),
+                         min_size=0, max_size=6), min_size=1, max_size=12),
+       st.integers(1, 12))
+def test_the_compiled_top_k_is_the_sparse_products_bit_for_bit(
+        docs: list[list[str]], queries: list[list[str]], k: int):
+    """The numba kernel a large batch uses: the same chunks, the same float32 scores and
+    the same tie order as the sparse product on corpora full of ties (repeated query
+    words, queries with no word in the vocabulary, k above the corpus size)."""
+    if bm25_kernel.kernel() is None:
+        pytest.skip("numba is not installed (pip install 'ragcov[fast]')")
+    retriever = BM25Retriever(corpus_of([" ".join(d) for d in docs]), stopwords=None)
+    vocab = retriever._model.vocab_dict
+    token_ids = [[vocab[w] for w in q if w in vocab] for q in queries]
+    kk = min(k, len(docs))
+    assert retriever._compiled_top_k(token_ids, kk) == \
+        retriever._top_k(retriever._scores(token_ids), kk)
+
+
+@pytest.mark.filterwarnings("ignore:bm25. .* no word to match")
+def test_a_large_batch_takes_the_compiled_path_and_ranks_as_the_sparse_product():
+    """On the sample, a batch past MIN_PAIRS goes through the kernel: the same top-10."""
+    if bm25_kernel.kernel() is None:
+        pytest.skip("numba is not installed (pip install 'ragcov[fast]')")
+    corpus = load_corpus(PAGES, split=True)
+    retriever = BM25Retriever(corpus)
+    texts = [c.text[:300] for c in corpus.chunks] * (bm25_kernel.MIN_PAIRS // len(corpus) ** 2 + 1)
+    assert bm25_kernel.usable(len(texts), len(corpus))
+    vocab = retriever._model.vocab_dict
+    from ragcov.retrievers.bm25 import _words
+    token_ids = [[vocab[w] for w in ws if w in vocab] for ws in _words(texts, retriever._stop)]
+    assert retriever.retrieve(texts, 10) == retriever._top_k(retriever._scores(token_ids), 10)

@@ -343,7 +343,8 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
 
     def record(batch: list[ProbeRow]) -> int:
         asked = [(p.id, p.text) for p in batch if p.text]
-        run = run_retriever(retriever, asked, meta.k, progress=False, corpus=corpus)
+        run = run_retriever(retriever, asked, meta.k, batch_size=batch_size, progress=False,
+                            corpus=corpus)
         return append_probes(data, corpus, meta.k, fingerprint, batch,
                              [run.results.get(p.id, []) for p in batch])
 

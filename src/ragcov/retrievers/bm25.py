@@ -13,6 +13,8 @@ import scipy.sparse as sp
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
 from ragcov.retrievers.base import Ranked
+from ragcov.retrievers.bm25_kernel import top_k as compiled_top_k
+from ragcov.retrievers.bm25_kernel import usable as compiled_usable
 from ragcov.user_warnings import RetrievalWarning, warn
 
 # Queries named in one warning; the rest of a batch is counted.
@@ -50,6 +52,10 @@ class BM25Retriever:
         sc = self._model.scores
         self._postings = sp.csr_matrix((sc["data"], sc["indices"], sc["indptr"]),
                                        shape=(len(sc["indptr"]) - 1, sc["num_docs"]))
+        # A zero term score adds nothing to any sum; the compiled top-k needs every
+        # stored score positive (as bm25s's default idf makes them) to track chunks.
+        self._postings.eliminate_zeros()
+        self._positive = bool(self._postings.nnz == 0 or self._postings.data.min() > 0)
 
     def fingerprint(self) -> dict[str, Any]:
         return {"kind": "bm25", "model": f"bm25s(k1={self.k1},b={self.b})", "index": "sparse",
@@ -65,8 +71,18 @@ class BM25Retriever:
             _warn_wordless(wordless)
         # A query with no word to match retrieves nothing (bm25s cannot score it).
         vocab = self._model.vocab_dict
-        return self._top_k(self._scores([[vocab[w] for w in ws if w in vocab] for ws in tokens]),
-                           kk)
+        token_ids = [[vocab[w] for w in ws if w in vocab] for ws in tokens]
+        if self._positive and compiled_usable(len(texts), len(self._ids)):
+            return self._compiled_top_k(token_ids, kk)
+        return self._top_k(self._scores(token_ids), kk)
+
+    def _compiled_top_k(self, token_ids: list[list[int]], k: int) -> list[Ranked]:
+        """The same top-k as ``_top_k(_scores(...))``, scored and ranked by the numba kernel."""
+        indptr, flat = _packed(token_ids)
+        docs, scores = compiled_top_k(indptr, flat, self._postings, k)
+        ids = self._ids
+        return [[(ids[d], s) for d, s in zip(row_d, row_s) if d >= 0]
+                for row_d, row_s in zip(docs.tolist(), scores.tolist())]
 
     def _scores(self, token_ids: list[list[int]]) -> sp.csr_matrix:
         """(query x chunk) BM25 scores of a batch, zeros left out, as bm25s computes them.
@@ -77,10 +93,7 @@ class BM25Retriever:
         no term with the query is absent, never scored 0, and costs nothing: a batch costs
         its queries' postings, not queries x chunks.
         """
-        lengths = np.fromiter((len(t) for t in token_ids), dtype=np.int64, count=len(token_ids))
-        indptr = np.concatenate([[0], np.cumsum(lengths)])
-        flat = np.fromiter(itertools.chain.from_iterable(token_ids), dtype=np.int64,
-                           count=int(indptr[-1]))
+        indptr, flat = _packed(token_ids)
         queries = sp.csr_matrix((np.ones(flat.size, dtype=self._postings.dtype), flat, indptr),
                                 shape=(len(token_ids), self._postings.shape[0]))
         return queries @ self._postings
@@ -129,6 +142,15 @@ class BM25Retriever:
         ids = self._ids
         return [[(ids[c], v) for c, v in zip(cols[bounds[i]:bounds[i + 1]],
                                              vals[bounds[i]:bounds[i + 1]])] for i in range(n)]
+
+
+def _packed(token_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's term ids, in order, as CSR row pointers and one flat array."""
+    lengths = np.fromiter((len(t) for t in token_ids), dtype=np.int64, count=len(token_ids))
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    flat = np.fromiter(itertools.chain.from_iterable(token_ids), dtype=np.int64,
+                       count=int(indptr[-1]))
+    return indptr, flat
 
 
 def _stopword_set(stopwords: str | None) -> frozenset[str]:
