@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragcov.corpus import Chunk, Corpus, load_corpus
-from ragcov.retrievers import bm25_kernel  # noqa: I001
+from ragcov.retrievers import bm25_kernel
 from ragcov.retrievers.bm25 import BM25Retriever
 
 PAGES = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample" / "finqa_pages.jsonl"
