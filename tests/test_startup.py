@@ -23,7 +23,7 @@ SAMPLE = ROOT / "src" / "ragcov" / "data_sample"
 HEAVY = (
     "torch", "sentence_transformers", "transformers", "tokenizers", "huggingface_hub",
     "faiss", "onnxruntime", "sklearn", "chromadb", "lancedb", "qdrant_client", "pymilvus",
-    "psycopg", "psycopg2", "pgvector", "pyarrow", "pandas", "polars", "bm25s", "dask",
+    "psycopg", "psycopg2", "pgvector", "pyarrow", "pandas", "polars", "bm25s", "numba", "dask",
     "distributed", "openai", "httpx", "requests", "aiohttp", "grpc",
     # ssl and urllib.request: what an HTTP client costs even from the standard library.
     "ssl",
