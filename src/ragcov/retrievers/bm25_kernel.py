@@ -86,10 +86,10 @@ def _top_k(q_indptr, q_terms, p_indptr, p_indices, p_data, n_docs, k, n_blocks):
                 for p in range(p_indptr[term], p_indptr[term + 1]):
                     d = p_indices[p]
                     # Term scores are positive (the caller leaves zeros out): a chunk at
-                    # zero has not been touched by this query yet.
-                    if acc[d] == 0:
-                        touched[n_touched] = d
-                        n_touched += 1
+                    # zero has not been touched by this query yet. Written without a
+                    # branch: whether a chunk is new is a coin toss the CPU cannot predict.
+                    touched[n_touched] = d
+                    n_touched += acc[d] == 0
                     acc[d] += p_data[p]
             m = 0
             for i in range(n_touched):
