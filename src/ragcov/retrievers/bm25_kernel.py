@@ -76,7 +76,7 @@ def _top_k(q_indptr, q_terms, p_indptr, p_indices, p_data, n_docs, k, n_blocks):
     out_scores = np.zeros((n_q, k), np.float32)
     for b in prange(n_blocks):
         acc = np.zeros(n_docs, np.float32)  # back to zeros after each query
-        touched = np.empty(n_docs, np.int64)
+        touched = np.empty(n_docs + 1, np.int64)  # + 1: the slot written and not kept
         best_d = np.empty(k, np.int64)
         best_s = np.empty(k, np.float32)
         for q in range(b * n_q // n_blocks, (b + 1) * n_q // n_blocks):
@@ -91,14 +91,15 @@ def _top_k(q_indptr, q_terms, p_indptr, p_indices, p_data, n_docs, k, n_blocks):
                     touched[n_touched] = d
                     n_touched += acc[d] == 0
                     acc[d] += p_data[p]
+            # The top k so far, worst last; (ws, wd) is the worst once k are held. Each
+            # touched chunk's sum is read once and its accumulator cleared for the next query.
             m = 0
+            ws, wd = np.float32(0.0), 0
             for i in range(n_touched):
                 d = touched[i]
                 s = acc[d]
-                if not s > 0:
-                    continue
+                acc[d] = 0
                 if m == k:
-                    ws, wd = best_s[k - 1], best_d[k - 1]
                     if s < ws or (s == ws and d > wd):
                         continue
                     j = k - 1
@@ -112,9 +113,9 @@ def _top_k(q_indptr, q_terms, p_indptr, p_indices, p_data, n_docs, k, n_blocks):
                     j -= 1
                 best_s[j] = s
                 best_d[j] = d
+                if m == k:
+                    ws, wd = best_s[k - 1], best_d[k - 1]
             for j in range(m):
                 out_docs[q, j] = best_d[j]
                 out_scores[q, j] = best_s[j]
-            for i in range(n_touched):
-                acc[touched[i]] = 0
     return out_docs, out_scores
