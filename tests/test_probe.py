@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ragcov
 from helpers import cli
@@ -504,3 +506,16 @@ def test_combine_keeps_the_probes_of_every_file_it_merges(capsys, tmp_path: Path
     assert code == 0, err
     totals = json.loads(out)["totals"]
     assert totals["queries"] == 80 and totals["probed_chunks"] == len({c for c, *_ in expected.values()})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(list("abAB1-z ZİßΣ.\n") + ["the ", "and ", "ab ", "abc "]),
+                max_size=60).map("".join))
+def test_probe_words_are_the_content_words_of_the_tfidf_pattern(text: str) -> None:
+    """The probe tokeniser matches only words of three characters or more; it must find
+    exactly what the pattern and the length and stopword filters found before."""
+    from ragcov.reachability.selfquery import words
+    from ragcov.tfidf import STOPWORDS, WORD
+
+    expected = [w for w in WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS]
+    assert words(text) == expected

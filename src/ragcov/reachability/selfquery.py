@@ -17,6 +17,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import chain, filterfalse
 
 import numpy as np
 
@@ -38,10 +39,17 @@ def probe_id(chunk_id: str, kind: str) -> str:
     return f"probe:{kind}:{chunk_id}"
 
 
+# :data:`ragcov.tfidf.WORD` matching only words of three characters or more: the same
+# words ``len(w) > 2`` keeps (a match is a maximal run of the class, whose start class is
+# in its continuation class), found without making the short ones.
+_WORD3 = re.compile(WORD.pattern.removesuffix("+") + "{2,}")
+assert WORD.pattern.endswith("]+")
+
+
 def words(text: str) -> list[str]:
     """Content words, lower-cased: :func:`ragcov.tfidf.words`, lower-casing once
     per text rather than twice per word (probes tokenise a whole corpus)."""
-    return [w for w in WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS]
+    return list(filterfalse(STOPWORDS.__contains__, _WORD3.findall(text.lower())))
 
 
 def sentences(text: str) -> list[str]:
@@ -69,12 +77,12 @@ def build_probes(texts: Sequence[str], chunk_ids: Sequence[str], rows: Iterable[
     out: list[ProbeRow] = []
     for row in rows:
         parts = split[row]
-        counts = Counter(w for _, ws in parts for w in ws)
+        counts = Counter(chain.from_iterable(ws for _, ws in parts))
         if not counts:
             out.append(ProbeRow(probe_id(chunk_ids[row], NONE), row, NONE, ""))
             continue
         # Highest weight first; ties by the word, so the probe never depends on hash order.
-        top = sorted(counts, key=lambda w: (-counts[w] * idf[w], w))[:TERMS]
+        top = [w for _, w in sorted((-(c * idf[w]), w) for w, c in counts.items())[:TERMS]]
         out.append(ProbeRow(probe_id(chunk_ids[row], "terms"), row, "terms", " ".join(top)))
         best = _best_sentence(parts, idf)
         if best is not None and set(words(best)) != set(top):
@@ -85,10 +93,11 @@ def build_probes(texts: Sequence[str], chunk_ids: Sequence[str], rows: Iterable[
 def _best_sentence(parts: list[tuple[str, list[str]]], idf: dict[str, float]) -> str | None:
     """The sentence with the highest mean IDF of its content words (long enough to ask)."""
     best, best_score = None, -math.inf
+    weight = idf.__getitem__
     for sent, ws in parts:
         if len(ws) < MIN_SENTENCE_WORDS:
             continue
-        score = sum(idf[w] for w in ws) / len(ws)
+        score = sum(map(weight, ws)) / len(ws)
         if score > best_score:
             best, best_score = sent, score
     if best is None:

@@ -35,9 +35,10 @@ class BM25Retriever:
         self.k1, self.b, self.stopwords = k1, b, stopwords
         self._stop = _stopword_set(stopwords)
         words = _words(corpus.texts, self._stop)
-        vocab: dict[str, int] = {}
+        # Ids in first-seen order, as bm25s.tokenize numbers them.
+        vocab = {w: i for i, w in enumerate(dict.fromkeys(itertools.chain.from_iterable(words)))}
         tokens = bm25s.tokenization.Tokenized(
-            ids=[[vocab.setdefault(w, len(vocab)) for w in ws] for ws in words], vocab=vocab)
+            ids=[list(map(vocab.__getitem__, ws)) for ws in words], vocab=vocab)
         if not tokens.vocab:
             # bm25s would fail with "max() arg is an empty sequence".
             raise RagcovError(
@@ -70,8 +71,8 @@ class BM25Retriever:
         if wordless:
             _warn_wordless(wordless)
         # A query with no word to match retrieves nothing (bm25s cannot score it).
-        vocab = self._model.vocab_dict
-        token_ids = [[vocab[w] for w in ws if w in vocab] for ws in tokens]
+        known = self._model.vocab_dict.get
+        token_ids = [[i for i in map(known, ws) if i is not None] for ws in tokens]
         if self._positive and compiled_usable(len(texts), len(self._ids)):
             return self._compiled_top_k(token_ids, kk)
         return self._top_k(self._scores(token_ids), kk)
