@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -143,6 +144,20 @@ class DataFileLocked(RagcovError):
     """Another process held the data file's lock for longer than :data:`BUSY_TIMEOUT_S`."""
 
 
+class DataFileIOError(RagcovError):
+    """SQLite's "disk I/O error": a damaged disk, or a moment when the file was swapped.
+
+    A combine renames a new file over the data file; an appender then writes there,
+    and a reader that opened the path just before the rename finds the appender's
+    journal (SQLite finds journals by name) beside the file it holds. It fails, and
+    opening the path again reads the new file: :func:`open_existing` tries again.
+    """
+
+
+# Tries of open_existing when the first read meets a disk I/O error, and the pause between.
+IO_RETRIES, IO_PAUSE_S = 5, 0.02
+
+
 def database_error(path: Path, exc: sqlite3.Error) -> RagcovError:
     """SQLite's error as one line that names the file and says what to do."""
     text = str(exc)
@@ -153,6 +168,8 @@ def database_error(path: Path, exc: sqlite3.Error) -> RagcovError:
         hint = "the file is damaged; rerun to record it again"
     elif "readonly" in text or "read-only" in text:
         hint = "the file or its folder is not writable"
+    elif "disk I/O" in text:
+        return DataFileIOError(f"{path}: {text} (cannot use the data file)")
     else:
         hint = "cannot use the data file"
     return RagcovError(f"{path}: {text} ({hint})")
@@ -218,20 +235,28 @@ def open_existing(path: Path, allow_empty: bool = False) -> sqlite3.Connection:
         raise NoDataFile(f"{path}: no data file (run 'ragcov run' first)")
     if empty and not allow_empty:
         raise RagcovError(f"{path}: an empty file, no data recorded yet (run 'ragcov run' first)")
-    try:
-        con = connect(path, create=False)
-    except sqlite3.Error as exc:
-        if not path.exists():
-            raise NoDataFile(f"{path}: no data file (run 'ragcov run' first)") from exc
-        raise database_error(path, exc) from exc
-    if empty:
+    for attempt in range(IO_RETRIES):
+        try:
+            con = connect(path, create=False)
+        except sqlite3.Error as exc:
+            if not path.exists():
+                raise NoDataFile(f"{path}: no data file (run 'ragcov run' first)") from exc
+            raise database_error(path, exc) from exc
+        if empty:
+            return con
+        try:
+            _check_format(con, path)
+        except DataFileIOError:
+            con.close()
+            if attempt == IO_RETRIES - 1:
+                raise
+            time.sleep(IO_PAUSE_S)
+            continue
+        except BaseException:
+            con.close()
+            raise
         return con
-    try:
-        _check_format(con, path)
-    except BaseException:
-        con.close()
-        raise
-    return con
+    raise AssertionError("unreachable")
 
 
 def _check_format(con: sqlite3.Connection, path: Path) -> None:
