@@ -533,6 +533,47 @@ def test_ctrl_c_while_ragcov_is_starting_exits_130_with_one_line(tmp_path, city_
         assert len(said) == 1 and said[0].startswith("ragcov: interrupted"), (offset, said)
 
 
+def test_ctrl_c_during_a_long_wait_reaches_the_main_thread(tmp_path, city_corpus_file):
+    """The kernel gives a process's SIGINT to any thread that does not block it; numpy's
+    BLAS starts one, and a signal it took left the main thread asleep (a retriever
+    module that took a minute to import) until the wait ended. Every thread but the
+    main one must block SIGINT, so Ctrl-C ends the wait at once."""
+    import signal
+
+    marker = tmp_path / "importing"
+    (tmp_path / "slow_retriever.py").write_text(
+        f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(60)\n\n"
+        "def retrieve(query, k):\n    return []\n", encoding="utf-8")
+    write_jsonl(tmp_path / "queries.jsonl", [{"id": "q", "question": "capital"}])
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ragcov", "run", "--corpus", str(city_corpus_file), "--queries",
+         "queries.jsonl", "--retriever", "slow_retriever:retrieve"], cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": SRC}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+            time.sleep(0.05)
+        tasks = Path(f"/proc/{child.pid}/task")
+        others = [t for t in tasks.iterdir() if t.name != str(child.pid)]
+        assert others, "numpy's BLAS started no thread: nothing to check"
+        for task in others:
+            status = (task / "status").read_text()
+            blocked = int(next(line.split()[1] for line in status.splitlines()
+                               if line.startswith("SigBlk:")), 16)
+            assert blocked & (1 << (signal.SIGINT - 1)), f"thread {task.name} takes SIGINT"
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        err = child.communicate(timeout=20)[1]
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 130 and time.monotonic() - sent < 20, err
+    assert err.splitlines() == ["ragcov: interrupted"] or err.startswith("ragcov: interrupted"), err
+
+
 # ------------------------------------------------ k that takes the whole corpus
 def test_k_at_least_the_corpus_size_is_said_once(tmp_path, city_corpus_file):
     write_jsonl(tmp_path / "queries.jsonl", [{"id": f"q{i}", "question": q} for i, q in

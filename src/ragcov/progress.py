@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ragcov.sigint import threads_leave_sigint
+
 
 def _on_terminal() -> bool:
     return sys.stderr.isatty()
@@ -50,9 +52,11 @@ def progress_bar(label: str, total: int, enabled: bool = True) -> Iterator[Calla
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     console = Console(stderr=True)
-    with Progress("[progress.description]{task.description}", BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(), _eta_column(),
-                  console=console, transient=True) as bar:
+    with contextlib.ExitStack() as stack:
+        with threads_leave_sigint():  # rich's refresh thread starts here
+            bar = stack.enter_context(Progress(
+                "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                TimeElapsedColumn(), _eta_column(), console=console, transient=True))
         task = bar.add_task(label, total=total)
         yield lambda n: bar.advance(task, n)
 
@@ -67,8 +71,11 @@ def status(label: str, enabled: bool = True) -> Iterator[None]:
 
     console = Console(stderr=True)
     start = time.monotonic()
-    with console.status(label) as spinner, \
-            _ticking(lambda: spinner.update(f"{label} ({time.monotonic() - start:.0f}s)")):
+    with contextlib.ExitStack() as stack:
+        with threads_leave_sigint():  # rich's refresh thread and ours start here
+            spinner = stack.enter_context(console.status(label))
+            stack.enter_context(
+                _ticking(lambda: spinner.update(f"{label} ({time.monotonic() - start:.0f}s)")))
         yield  # shown on stderr while the work runs; cleared when it ends
 
 

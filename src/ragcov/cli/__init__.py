@@ -43,8 +43,13 @@ def main(argv: list[str] | None = None) -> None:
     previous = _handle_sigint()
     try:
         try:
-            from ragcov.cli.entry import INTERRUPTED
-            from ragcov.cli.entry import main as run
+            from ragcov.sigint import threads_leave_sigint
+
+            # numpy loads here, and its BLAS starts a thread that must not take the
+            # Ctrl-C meant for the main thread (a Ctrl-C meanwhile waits for the block's end).
+            with threads_leave_sigint():
+                from ragcov.cli.entry import INTERRUPTED
+                from ragcov.cli.entry import main as run
         except KeyboardInterrupt:
             sys.stderr.write(INTERRUPTED_AT_START + "\n")
             sys.exit(130)
