@@ -11,6 +11,7 @@ does (one line, exit 130), which only code already running can arrange.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -34,7 +35,24 @@ class Interrupted(KeyboardInterrupt):
     """
 
 
+# SIGINTs this process has taken (see _on_sigint).
+_interrupts = 0
+
+
 def _on_sigint(signum: int, frame: Any) -> None:
+    """Raise :class:`Interrupted`; at a second Ctrl-C, end the process at once.
+
+    The first one unwinds the command, which cleans up (temporaries, transactions). An
+    exception raised while Python runs a finalizer is printed and dropped, so a first
+    Ctrl-C can be lost; a user presses Ctrl-C again, and that one must not be lost too.
+    Ending without the clean-up loses nothing: every write is atomic, and temporaries
+    left by a dead process are removed by the next run (as after a kill -9).
+    """
+    global _interrupts
+    _interrupts += 1
+    if _interrupts > 1:
+        os.write(2, b"ragcov: interrupted\n")
+        os._exit(130)
     raise Interrupted
 
 
@@ -73,9 +91,11 @@ def _handle_sigint() -> Any:
     """
     if threading.current_thread() is not threading.main_thread():
         return None
+    global _interrupts
     current = signal.getsignal(signal.SIGINT)
     if current is not signal.default_int_handler:
         return None
+    _interrupts = 0  # main() may run again in one process (tests, scripts)
     signal.signal(signal.SIGINT, _on_sigint)
     return current
 
