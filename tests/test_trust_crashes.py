@@ -31,6 +31,16 @@ from ragcov.user_warnings import CredentialWarning, RetrievalWarning
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
+def _default_sigint() -> None:
+    """A child starts with SIGINT as a terminal gives it: handled, not blocked. A process
+    inherits an ignored or blocked SIGINT across exec, and an earlier test in this
+    session may have left one behind; Python then installs no handler and Ctrl-C hangs."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def ragcov(*args: str, cwd: Path, env: dict[str, str] | None = None,
            timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``python -m ragcov ARGS`` in a child, this checkout's source first on the path.
@@ -511,7 +521,7 @@ def test_ctrl_c_while_ragcov_is_starting_exits_130_with_one_line(tmp_path, city_
             [sys.executable, "-X", "importtime", "-m", "ragcov", "run", "--corpus",
              str(city_corpus_file), "--queries", "queries.jsonl", "--retriever",
              "slow_retriever:retrieve"], cwd=tmp_path, env=environ, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
         # -X importtime names each module as its import ends: the clock starts when the
         # ragcov package itself is in, so every offset lands in ragcov's own start-up.
         assert child.stderr is not None
@@ -564,7 +574,8 @@ def test_ctrl_c_during_a_long_wait_reaches_the_main_thread(tmp_path, city_corpus
     child = subprocess.Popen(
         [sys.executable, "-m", "ragcov", "run", "--corpus", str(city_corpus_file), "--queries",
          "queries.jsonl", "--retriever", "slow_retriever:retrieve"], cwd=tmp_path,
-        env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
@@ -604,7 +615,7 @@ def test_a_second_ctrl_c_ends_a_command_that_lost_the_first(tmp_path, city_corpu
         [sys.executable, "-m", "ragcov", "run", "--corpus", str(city_corpus_file), "--queries",
          "queries.jsonl", "--retriever", "swallowing:retrieve"], cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": SRC}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+        text=True, preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
