@@ -41,6 +41,29 @@ def _default_sigint() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
+def _child_in_module_import(tmp_path, corpus, module: str, body: str, environ=None):
+    """``ragcov run`` over ``corpus`` with the retriever ``module``, whose import runs
+    ``body``; returned once the import has begun (it touches a marker first)."""
+    marker = tmp_path / "importing"
+    (tmp_path / f"{module}.py").write_text(
+        f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\n{body}\n\n"
+        "def retrieve(query, k):\n    return []\n", encoding="utf-8")
+    write_jsonl(tmp_path / "queries.jsonl", [{"id": "q", "question": "capital"}])
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ragcov", "run", "--corpus", str(corpus), "--queries",
+         "queries.jsonl", "--retriever", f"{module}:retrieve"], cwd=tmp_path,
+        env=environ or {**os.environ, "PYTHONPATH": SRC}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        if child.poll() is not None or time.monotonic() > deadline:
+            child.kill()
+            raise AssertionError(child.communicate())
+        time.sleep(0.05)
+    return child
+
+
+
 def ragcov(*args: str, cwd: Path, env: dict[str, str] | None = None,
            timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``python -m ragcov ARGS`` in a child, this checkout's source first on the path.
@@ -561,26 +584,14 @@ def test_ctrl_c_during_a_long_wait_reaches_the_main_thread(tmp_path, city_corpus
     main one must block SIGINT, so Ctrl-C ends the wait at once."""
     import signal
 
-    marker = tmp_path / "importing"
-    (tmp_path / "slow_retriever.py").write_text(
-        f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(60)\n\n"
-        "def retrieve(query, k):\n    return []\n", encoding="utf-8")
-    write_jsonl(tmp_path / "queries.jsonl", [{"id": "q", "question": "capital"}])
     # A Dask LocalCluster started earlier in this process leaves OMP_NUM_THREADS=1 and
     # OPENBLAS_NUM_THREADS=1 behind, and then numpy starts no thread: ask for two.
     environ = {k: v for k, v in os.environ.items()
                if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     environ.update(PYTHONPATH=SRC, OPENBLAS_NUM_THREADS="2")
-    child = subprocess.Popen(
-        [sys.executable, "-m", "ragcov", "run", "--corpus", str(city_corpus_file), "--queries",
-         "queries.jsonl", "--retriever", "slow_retriever:retrieve"], cwd=tmp_path,
-        env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=_default_sigint)
+    child = _child_in_module_import(tmp_path, city_corpus_file, "slow_retriever",
+                                    "time.sleep(60)", environ)
     try:
-        deadline = time.monotonic() + 60
-        while not marker.exists():
-            assert child.poll() is None and time.monotonic() < deadline, child.communicate()
-            time.sleep(0.05)
         tasks = Path(f"/proc/{child.pid}/task")
         others = [t for t in tasks.iterdir() if t.name != str(child.pid)]
         assert others, "numpy's BLAS started no thread: nothing to check"
@@ -605,22 +616,10 @@ def test_a_second_ctrl_c_ends_a_command_that_lost_the_first(tmp_path, city_corpu
     finalizer) must not make ragcov unstoppable: the second ends it at once, 130."""
     import signal
 
-    marker = tmp_path / "importing"
-    (tmp_path / "swallowing.py").write_text(
-        f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\n"
-        "try:\n    time.sleep(60)\nexcept BaseException:\n    pass\ntime.sleep(60)\n\n"
-        "def retrieve(query, k):\n    return []\n", encoding="utf-8")
-    write_jsonl(tmp_path / "queries.jsonl", [{"id": "q", "question": "capital"}])
-    child = subprocess.Popen(
-        [sys.executable, "-m", "ragcov", "run", "--corpus", str(city_corpus_file), "--queries",
-         "queries.jsonl", "--retriever", "swallowing:retrieve"], cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": SRC}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, preexec_fn=_default_sigint)
+    child = _child_in_module_import(
+        tmp_path, city_corpus_file, "swallowing",
+        "try:\n    time.sleep(60)\nexcept BaseException:\n    pass\ntime.sleep(60)")
     try:
-        deadline = time.monotonic() + 60
-        while not marker.exists():
-            assert child.poll() is None and time.monotonic() < deadline, child.communicate()
-            time.sleep(0.05)
         child.send_signal(signal.SIGINT)
         time.sleep(1)
         assert child.poll() is None, "the first Ctrl-C was not swallowed: nothing to check"
