@@ -1,36 +1,94 @@
 """CoverageMatrix: the one representation everything after retrieval works on.
 
-A sparse 0/1 matrix ``hits[query, chunk]`` (scipy CSR) with the id lists beside
-it, plus the 1-based rank and score of each hit on the same sparsity pattern.
-Metrics, selection, generation and fault analysis are all functions of it.
+A sparse 0/1 matrix ``hits[query, chunk]`` with the id lists beside it, plus the
+1-based rank and score of each hit on the same sparsity pattern. Metrics,
+selection, generation and fault analysis are all functions of it.
+
+The pattern is held as plain CSR arrays (``indptr``, ``indices``, ``rank_data``,
+``score_data``) and the scipy matrices ``hits``, ``ranks`` and ``scores`` are built
+from them on first use. The reading commands (``report``, the CI formats) count,
+name and slice chunks with numpy alone, so they never pay for importing scipy,
+which is a third of their start-up; the analyses that need sparse products
+(Jaccard, selection, faults) ask for the scipy view and get it once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 if TYPE_CHECKING:
+    import scipy.sparse as sp
+
     from ragcov.corpus import Corpus
     from ragcov.retrieval import Run
 
+_INT32_MAX = np.iinfo(np.int32).max
 
-@dataclass
+
+def _index_dtype(nnz: int, shape: tuple[int, int]) -> type:
+    """scipy's choice of index type for these sizes, so either view holds the same arrays."""
+    return np.int32 if max(nnz, *shape) <= _INT32_MAX else np.int64
+
+
+def csr_arrays(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(indptr, indices, order) of the canonical CSR form of (rows, cols); None on repeats.
+
+    ``order`` puts the input entries in row-major, column-sorted order, the order
+    scipy's canonical CSR keeps. A (row, col) pair given twice is summed by scipy;
+    that rare case is left to it (None) rather than re-implemented here.
+    """
+    n_rows, n_cols = shape
+    if rows.size and (rows.min() < 0 or cols.min() < 0 or rows.max() >= n_rows
+                      or cols.max() >= n_cols):
+        raise ValueError("row or column index out of range for the matrix shape")
+    order = np.lexsort((cols, rows))
+    r, c = rows[order], cols[order]
+    if r.size > 1 and np.any((r[1:] == r[:-1]) & (c[1:] == c[:-1])):
+        return None
+    idx = _index_dtype(r.size, shape)
+    indptr = np.zeros(n_rows + 1, dtype=idx)
+    np.cumsum(np.bincount(r, minlength=n_rows), out=indptr[1:])
+    return indptr, c.astype(idx), order
+
+
 class CoverageMatrix:
-    hits: sp.csr_matrix            # (n_queries, n_chunks), uint8 0/1
-    ranks: sp.csr_matrix           # same pattern, int32 1-based rank
-    scores: sp.csr_matrix          # same pattern, float64 score (NaN = none recorded)
-    query_ids: list[str]
-    chunk_ids: list[str]
-    doc_ids: np.ndarray            # per chunk, dtype object
-    query_texts: list[str] = field(default_factory=list)
-    k: int | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    query_context: list[str | None] = field(default_factory=list)
+    """Queries x chunks: which chunk each query retrieved, at which rank, with which score."""
+
+    def __init__(self, hits: sp.csr_matrix | None = None, ranks: sp.csr_matrix | None = None,
+                 scores: sp.csr_matrix | None = None, query_ids: Sequence[str] = (),
+                 chunk_ids: Sequence[str] = (), doc_ids: Sequence[str] | np.ndarray | None = None,
+                 query_texts: Sequence[str] | None = None, k: int | None = None,
+                 meta: dict[str, Any] | None = None,
+                 query_context: Sequence[str | None] | None = None, *,
+                 csr: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
+        """From scipy matrices (``hits``, ``ranks``, ``scores``) or, without scipy, from
+        ``csr = (indptr, indices, rank_data, score_data)`` in canonical CSR order."""
+        self.query_ids = list(query_ids)
+        self.chunk_ids = list(chunk_ids)
+        self.shape = (len(self.query_ids), len(self.chunk_ids))
+        if csr is None:
+            if ranks is None or scores is None:
+                raise TypeError("CoverageMatrix needs ranks and scores, or csr=")
+            ranks = ranks.tocsr()
+            ranks.sort_indices()
+            self.shape = ranks.shape
+            csr = (ranks.indptr, ranks.indices, ranks.data, scores.tocsr().data)
+            self._hits, self._ranks, self._scores = hits, ranks, scores
+        else:
+            self._hits = self._ranks = self._scores = None
+        self.indptr, self.indices, self.rank_data, self.score_data = csr
+        self.doc_ids = np.asarray(list(doc_ids) if doc_ids is not None else self.chunk_ids,
+                                  dtype=object)
+        self.query_texts = (list(query_texts) if query_texts is not None
+                            else [""] * self.shape[0])
+        self.k = k
+        self.meta = dict(meta or {})
+        self.query_context = (list(query_context) if query_context is not None
+                              else [None] * self.shape[0])
 
     @classmethod
     def from_triples(cls, rows: np.ndarray, cols: np.ndarray, ranks: np.ndarray,
@@ -42,20 +100,21 @@ class CoverageMatrix:
         shape = (len(query_ids), len(chunk_ids))
         rows = np.asarray(rows, dtype=np.int64)
         cols = np.asarray(cols, dtype=np.int64)
-        # Rank matrix first: its canonical CSR order fixes the order of the others.
-        rank_m = sp.csr_matrix((np.asarray(ranks, dtype=np.int32), (rows, cols)), shape=shape)
-        score_m = sp.csr_matrix((np.asarray(scores, dtype=np.float64), (rows, cols)), shape=shape)
-        rank_m.sort_indices()
-        score_m.sort_indices()
-        hits = sp.csr_matrix((np.ones(rank_m.nnz, dtype=np.uint8), rank_m.indices.copy(),
-                              rank_m.indptr.copy()), shape=shape)
-        docs = np.asarray(list(doc_ids) if doc_ids is not None else list(chunk_ids), dtype=object)
-        return cls(hits=hits, ranks=rank_m, scores=score_m, query_ids=list(query_ids),
-                   chunk_ids=list(chunk_ids), doc_ids=docs,
-                   query_texts=list(query_texts) if query_texts is not None else [""] * shape[0],
-                   k=k, meta=dict(meta or {}),
-                   query_context=list(query_context) if query_context is not None
-                   else [None] * shape[0])
+        ranks = np.asarray(ranks, dtype=np.int32)
+        scores = np.asarray(scores, dtype=np.float64)
+        rest = dict(query_ids=query_ids, chunk_ids=chunk_ids, doc_ids=doc_ids,
+                    query_texts=query_texts, k=k, meta=meta, query_context=query_context)
+        arrays = csr_arrays(rows, cols, shape)
+        if arrays is None:  # a hit recorded twice: scipy's summing rule, as always
+            import scipy.sparse as sp
+
+            rank_m = sp.csr_matrix((ranks, (rows, cols)), shape=shape)
+            score_m = sp.csr_matrix((scores, (rows, cols)), shape=shape)
+            rank_m.sort_indices()
+            score_m.sort_indices()
+            return cls(ranks=rank_m, scores=score_m, **rest)
+        indptr, indices, order = arrays
+        return cls(csr=(indptr, indices, ranks[order], scores[order]), **rest)
 
     @classmethod
     def from_run(cls, run: Run, corpus: Corpus) -> CoverageMatrix:
@@ -85,33 +144,70 @@ class CoverageMatrix:
                                 query_ids=[f"q{i}" for i in range(len(sets))],
                                 chunk_ids=[f"c{j}" for j in range(n_chunks)], doc_ids=doc_ids)
 
+    # ------------------------------------------------------------ scipy views
+    def _view(self, data: np.ndarray) -> sp.csr_matrix:
+        import scipy.sparse as sp
+
+        m = sp.csr_matrix((data, self.indices.copy(), self.indptr.copy()), shape=self.shape)
+        m.has_sorted_indices = True
+        return m
+
+    @property
+    def hits(self) -> sp.csr_matrix:
+        """(n_queries, n_chunks) uint8 0/1, scipy CSR (built on first use)."""
+        if self._hits is None:
+            self._hits = self._view(np.ones(self.indices.size, dtype=np.uint8))
+        return self._hits
+
+    @property
+    def ranks(self) -> sp.csr_matrix:
+        """The hits' pattern, int32 1-based rank."""
+        if self._ranks is None:
+            self._ranks = self._view(self.rank_data)
+        return self._ranks
+
+    @property
+    def scores(self) -> sp.csr_matrix:
+        """The hits' pattern, float64 score (NaN = none recorded)."""
+        if self._scores is None:
+            self._scores = self._view(self.score_data)
+        return self._scores
+
     # ------------------------------------------------------------------ shape
     @property
     def n_queries(self) -> int:
-        return self.hits.shape[0]
+        return self.shape[0]
 
     @property
     def n_chunks(self) -> int:
-        return self.hits.shape[1]
+        return self.shape[1]
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indices.size)
+
+    def hit_rows(self) -> np.ndarray:
+        """Per hit (in CSR order), the query row it belongs to."""
+        return np.repeat(np.arange(self.n_queries), np.diff(self.indptr))
 
     # ------------------------------------------------------------------ views
     def retrieved(self, row: int) -> list[int]:
         """Chunk columns of one query, best rank first."""
-        start, end = self.ranks.indptr[row], self.ranks.indptr[row + 1]
-        cols = self.ranks.indices[start:end]
-        order = np.argsort(self.ranks.data[start:end], kind="stable")
+        start, end = self.indptr[row], self.indptr[row + 1]
+        cols = self.indices[start:end]
+        order = np.argsort(self.rank_data[start:end], kind="stable")
         return [int(c) for c in cols[order]]
 
     def retrieved_scores(self, row: int) -> list[float | None]:
-        start, end = self.ranks.indptr[row], self.ranks.indptr[row + 1]
-        order = np.argsort(self.ranks.data[start:end], kind="stable")
-        vals = self.scores.data[start:end][order]
+        start, end = self.indptr[row], self.indptr[row + 1]
+        order = np.argsort(self.rank_data[start:end], kind="stable")
+        vals = self.score_data[start:end][order]
         # Non-finite scores (NaN: none recorded) are not JSON numbers: report no score.
         return [float(v) if np.isfinite(v) else None for v in vals]
 
     def chunk_frequencies(self) -> np.ndarray:
         """f_c: how many queries retrieved each chunk."""
-        return np.asarray(self.hits.sum(axis=0, dtype=np.int64)).ravel()
+        return np.bincount(self.indices, minlength=self.n_chunks).astype(np.int64)
 
     def covered(self) -> np.ndarray:
         """Boolean mask of chunks retrieved at least once."""
@@ -119,17 +215,26 @@ class CoverageMatrix:
 
     def queries_for_chunk(self) -> list[list[int]]:
         """Chunk column -> query rows that retrieved it."""
-        csc = self.hits.tocsc()
-        return [csc.indices[csc.indptr[j]:csc.indptr[j + 1]].tolist() for j in range(self.n_chunks)]
+        order = np.argsort(self.indices, kind="stable")  # by column, rows ascending within
+        rows = self.hit_rows()[order]
+        bounds = np.searchsorted(self.indices[order], np.arange(self.n_chunks + 1))
+        return [rows[bounds[j]:bounds[j + 1]].tolist() for j in range(self.n_chunks)]
 
     def select_rows(self, rows: Sequence[int] | np.ndarray) -> CoverageMatrix:
         """The matrix of a sub-suite (rows in the given order)."""
         idx = np.asarray(rows, dtype=np.int64)
+        starts, ends = self.indptr[idx].astype(np.int64), self.indptr[idx + 1].astype(np.int64)
+        lengths = ends - starts
+        indptr = np.zeros(idx.size + 1, dtype=self.indptr.dtype)
+        np.cumsum(lengths, out=indptr[1:])
+        # Every kept hit's position in the old arrays, row by row in the new order.
+        take = (np.repeat(starts - indptr[:-1], lengths) + np.arange(int(lengths.sum()))
+                if idx.size else np.zeros(0, dtype=np.int64))
         return CoverageMatrix(
-            hits=self.hits[idx], ranks=self.ranks[idx], scores=self.scores[idx],
             query_ids=[self.query_ids[i] for i in idx], chunk_ids=self.chunk_ids,
             doc_ids=self.doc_ids, query_texts=[self.query_texts[i] for i in idx],
             k=self.k, meta=self.meta, query_context=[self.query_context[i] for i in idx],
+            csr=(indptr, self.indices[take], self.rank_data[take], self.score_data[take]),
         )
 
     def row_of(self) -> dict[str, int]:
@@ -145,11 +250,10 @@ class CoverageMatrix:
         new_col = np.full(self.n_chunks, -1, dtype=np.int64)
         new_col[idx] = np.arange(idx.size)
         # Rebuilt from (row, col, rank, score) triples: ranks and scores keep one pattern.
-        rows = np.repeat(np.arange(self.n_queries), np.diff(self.ranks.indptr))
-        cols_new = new_col[self.ranks.indices]
+        cols_new = new_col[self.indices]
         keep = cols_new >= 0
         return CoverageMatrix.from_triples(
-            rows[keep], cols_new[keep], self.ranks.data[keep], self.scores.data[keep],
+            self.hit_rows()[keep], cols_new[keep], self.rank_data[keep], self.score_data[keep],
             query_ids=self.query_ids, chunk_ids=[self.chunk_ids[j] for j in idx],
             doc_ids=list(self.doc_ids[idx]), query_texts=self.query_texts, k=self.k,
             meta=self.meta, query_context=self.query_context,

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import scipy.sparse as sp
 
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 Support = Literal["retrieved", "corpus"]
 
@@ -165,9 +167,9 @@ class RedundantTest:
 
 def unique_contributions(m: CoverageMatrix) -> np.ndarray:
     """Per query, how many of its chunks no other query retrieved."""
-    freq = m.chunk_frequencies()
-    only = sp.csr_matrix((freq == 1).astype(np.int32).reshape(1, -1))
-    return np.asarray(m.hits.astype(np.int32).multiply(only).sum(axis=1)).ravel()
+    only = m.chunk_frequencies() == 1
+    return np.bincount(m.hit_rows(), weights=only[m.indices],
+                       minlength=m.n_queries).astype(np.int64)
 
 
 def nearest_neighbours(m: CoverageMatrix) -> tuple[np.ndarray, np.ndarray]:
@@ -222,7 +224,7 @@ def subsumers(m: CoverageMatrix) -> np.ndarray:
     test. Two tests with identical sets subsume each other; only the later is said to
     be subsumed by the earlier, so no pair names each other.
     """
-    sizes = np.diff(m.hits.indptr).astype(np.float64)
+    sizes = np.diff(m.indptr).astype(np.float64)
     best = np.full(m.n_queries, -1, dtype=np.int64)
     best_j = np.full(m.n_queries, -1.0)
     for r, c, jac in jaccard_pairs(m.hits):
@@ -275,9 +277,9 @@ def coverage_curve(m: CoverageMatrix, order: Sequence[int] | np.ndarray) -> np.n
     order = np.asarray(order, dtype=np.int64)
     if order.size == 0:
         return np.zeros(0)
-    sub = m.hits[order].tocoo()
+    sub = m.select_rows(order)
     # The first position at which each chunk is reached, then a running count.
     first = np.full(m.n_chunks, order.size, dtype=np.int64)
-    np.minimum.at(first, sub.col, sub.row)
+    np.minimum.at(first, sub.indices, sub.hit_rows())
     reached = np.bincount(first[first < order.size], minlength=order.size)
     return np.cumsum(reached) / m.n_chunks

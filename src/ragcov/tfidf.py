@@ -10,9 +10,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]+")
 _STOPWORD_TEXT = """
@@ -56,6 +59,8 @@ class TermStats:
     def matrix(self) -> sp.csr_matrix:
         """L2-normalised TF-IDF rows, one per chunk (cosine = dot product)."""
         if self._matrix is None:
+            import scipy.sparse as sp
+
             rows, cols, vals = [], [], []
             for r, toks in enumerate(self._tokenised):
                 for w, c in Counter(toks).items():

@@ -17,16 +17,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from ragcov.data.schema import read_meta, sqlite_errors
 from ragcov.errors import RagcovError
+from ragcov.matrix import csr_arrays
 
 if TYPE_CHECKING:
+    import scipy.sparse as sp
+
     from ragcov.corpus import Corpus
     from ragcov.data.datafile import CoverageData
     from ragcov.fields import Ranked
@@ -57,30 +59,46 @@ class ProbeRow:
 class ProbeMatrix:
     """Every recorded probe and its top-k, as a sparse (probes x chunks) matrix.
 
-    ``ranks`` holds 1-based ranks on the hits' pattern; ``source`` is, per probe row,
-    the corpus position of the chunk the probe was built from.
+    ``indptr``, ``indices`` and ``rank_data`` are the canonical CSR arrays of the
+    1-based ranks (scipy's ``ranks`` is built from them on first use, so a report
+    reads probes without importing scipy); ``source`` is, per probe row, the corpus
+    position of the chunk the probe was built from.
     """
 
     ids: list[str]
     source: np.ndarray      # int64, per probe
     kinds: list[str]
-    ranks: sp.csr_matrix    # (n_probes, n_chunks), int32 1-based rank
+    n_chunks: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    rank_data: np.ndarray   # int32 1-based rank
+    _ranks: sp.csr_matrix | None = field(default=None, repr=False)
 
     @property
     def n_probes(self) -> int:
         return len(self.ids)
 
+    @property
+    def ranks(self) -> sp.csr_matrix:
+        """(n_probes, n_chunks), int32 1-based rank, scipy CSR."""
+        if self._ranks is None:
+            import scipy.sparse as sp
+
+            self._ranks = sp.csr_matrix((self.rank_data, self.indices, self.indptr),
+                                        shape=(self.n_probes, self.n_chunks))
+            self._ranks.has_sorted_indices = True
+        return self._ranks
+
     def k_occurrence(self) -> np.ndarray:
         """Per chunk, the number of probe top-k lists it appears in."""
-        return np.bincount(self.ranks.indices, minlength=self.ranks.shape[1]).astype(np.int64)
+        return np.bincount(self.indices, minlength=self.n_chunks).astype(np.int64)
 
     def first_hits(self) -> np.ndarray:
         """Per probe, the chunk it ranked first (-1 when it retrieved nothing)."""
-        r = self.ranks
-        first = np.full(r.shape[0], -1, dtype=np.int64)
-        rows = np.repeat(np.arange(r.shape[0]), np.diff(r.indptr))
-        at_one = r.data == 1
-        first[rows[at_one]] = r.indices[at_one]
+        first = np.full(self.n_probes, -1, dtype=np.int64)
+        rows = np.repeat(np.arange(self.n_probes), np.diff(self.indptr))
+        at_one = self.rank_data == 1
+        first[rows[at_one]] = self.indices[at_one]
         return first
 
 
@@ -161,11 +179,20 @@ def read_probes(data: CoverageData, n_chunks: int) -> ProbeMatrix | None:
     position[pidx] = np.arange(pidx.size)
     if hits.size and (hits["p"].min() < 0 or hits["p"].max() > pidx.max()):
         raise RagcovError(f"{data.path}: damaged probe_hits table (a hit of an unknown probe)")
-    ranks = sp.csr_matrix((hits["r"], (position[hits["p"]], hits["c"])),
-                          shape=(len(probe_rows), n_chunks), dtype=np.int32)
-    ranks.sort_indices()
+    rows, shape = position[hits["p"]], (len(probe_rows), n_chunks)
+    arrays = csr_arrays(rows, hits["c"], shape)
+    if arrays is None:  # a probe that retrieved one chunk twice: scipy's summing rule
+        import scipy.sparse as sp
+
+        ranks = sp.csr_matrix((hits["r"], (rows, hits["c"])), shape=shape, dtype=np.int32)
+        ranks.sort_indices()
+        arrays = (ranks.indptr, ranks.indices, None)
+        rank_data = ranks.data
+    else:
+        rank_data = hits["r"][arrays[2]]
     return ProbeMatrix(ids=[r[1] for r in probe_rows], source=source,
-                       kinds=[r[3] for r in probe_rows], ranks=ranks)
+                       kinds=[r[3] for r in probe_rows], n_chunks=n_chunks,
+                       indptr=arrays[0], indices=arrays[1], rank_data=rank_data)
 
 
 def _check_positions(data: CoverageData, n_chunks: int, *arrays: np.ndarray) -> None:
