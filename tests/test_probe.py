@@ -233,6 +233,40 @@ def test_lost_gold_from_chunk_qrels(capsys, tmp_path: Path, planted: Path) -> No
                                         if status[c] != "covered"}
 
 
+def test_lost_gold_as_text_names_its_unit_and_unknown_ids(capsys, tmp_path: Path,
+                                                         planted: Path) -> None:
+    data = tmp_path / ".ragcov"
+    assert cli(capsys, "run", "--corpus", str(planted), "--queries", str(QUESTIONS),
+               "--retriever", "bm25", "--data-file", str(data), "-q")[0] == 0
+    qrels = tmp_path / "qrels.jsonl"
+    qrels.write_text("\n".join(json.dumps({"query_id": "q1", "chunk_id": c})
+                               for c in (f"planted#{K}", "no-such-chunk")) + "\n")
+    code, out, err = cli(capsys, "probe", "--corpus", str(planted), "--retriever", "bm25",
+                         "--data-file", str(data), "--qrels", str(qrels), "--qrels-level", "chunk")
+    assert code == 0, err
+    assert ("Lost gold: 1 of 1 relevant chunks no test retrieves; 1 of them no probe retrieves "
+            "either") in out
+    assert ("1 relevant chunk id(s) in " in err and "name nothing in the corpus "
+            "(first: no-such-chunk)" in err)
+
+
+def test_a_bad_qrels_file_stops_the_probe_before_any_retrieval(capsys, tmp_path: Path,
+                                                               city_corpus_file: Path) -> None:
+    data = tmp_path / ".ragcov"
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "q1", "question": "capital of France"}\n')
+    assert cli(capsys, "run", "--corpus", str(city_corpus_file), "--queries", str(queries),
+               "--retriever", "bm25", "--data-file", str(data), "-q")[0] == 0
+    qrels = tmp_path / "qrels.jsonl"
+    qrels.write_text('{"query_id": "q1", "doc_id": "d1"}\n{"query_id": \n')
+    code, _, err = cli(capsys, "probe", "--corpus", str(city_corpus_file), "--retriever", "bm25",
+                       "--data-file", str(data), "--qrels", str(qrels))
+    assert code == 1 and f"{qrels}:2" in err, err
+    con = sqlite3.connect(data)
+    tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master")}
+    assert "probes" not in tables or con.execute("SELECT COUNT(*) FROM probes").fetchone() == (0,)
+
+
 def test_reachable_changes_only_the_denominator(capsys, tmp_path: Path, planted: Path) -> None:
     data = tmp_path / ".ragcov"
     assert cli(capsys, "run", "--corpus", str(planted), "--queries", str(QUESTIONS),

@@ -154,6 +154,14 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
     return Recorded(result, added, data)
 
 
+def check_seed(seed: int) -> int:
+    """Seeds are whole numbers from 0, as numpy's generators take them; refused before any
+    work, in the user's words, instead of a numpy traceback after the corpus is embedded."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise RagcovError(f"--seed must be a whole number of at least 0, got {seed!r}")
+    return seed
+
+
 def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
                  budget: int | None = None, target: float | None = None, seed: int = 0,
                  repeats: int = 1, after_saturation: str | None = None) -> dict[str, Any]:
@@ -163,6 +171,7 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
     ``{"id", "text"}`` records (dropped before the order file is written).
     """
 
+    check_seed(seed)
     if repeats < 1:
         raise RagcovError(f"--repeats must be at least 1, got {repeats}")
     if target is not None and not 0 < target <= 100:
@@ -325,6 +334,7 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     recorded in batches so an interrupted run keeps the questions it paid for.
     """
 
+    check_seed(seed)
     data = CoverageData(data_file)
     if not data.exists():
         raise RagcovError(f"{data_file}: no coverage data; probes are measured against a "
@@ -360,7 +370,7 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
             advance(len(part))
     return ProbeRun(built=len(probes) + len(asks), added=added,
                     already=len(probes) - len(todo), wordless=wordless,
-                    reachability=reachability(data_file))
+                    reachability=audit_reachability(data_file))
 
 
 def _llm_probe(generator: Any, texts: Sequence[str], ids: Sequence[str], row: int,
@@ -373,7 +383,7 @@ def _llm_probe(generator: Any, texts: Sequence[str], ids: Sequence[str], row: in
     return ProbeRow(probe_id(ids[row], LLM), row, LLM, clean(gen.raw))
 
 
-def reachability(data_file: str | os.PathLike[str]) -> Any:
+def audit_reachability(data_file: str | os.PathLike[str]) -> Any:
     """Every chunk's status (covered, untested, unreachable), hubs and the reachable
     denominator, from a data file's tests and probes."""
 
@@ -386,18 +396,31 @@ def reachability(data_file: str | os.PathLike[str]) -> Any:
     return r
 
 
-def lost_gold_of(r: Any, qrels: str | os.PathLike[str], level: str | None = None) -> dict[str, Any]:
-    """Lost gold (``ragcov probe --qrels``): relevant chunks or documents no test retrieves,
-    and those no probe retrieves either."""
+def read_qrels(qrels: str | os.PathLike[str], level: str | None = None) -> Any:
+    """Relevance labels for ``ragcov probe --qrels``, read before any probe runs: a bad
+    file is reported at once, not after an hour of retrieval."""
 
     if level is not None and level not in ("doc", "chunk"):
         raise RagcovError(f"--qrels-level must be doc or chunk, got {level!r}")
-    labels = load_qrels(qrels, level)  # type: ignore[arg-type]
+    return load_qrels(qrels, level)  # type: ignore[arg-type]
+
+
+def lost_gold_of(r: Any, labels: Any) -> dict[str, Any]:
+    """Lost gold (``ragcov probe --qrels``): relevant chunks or documents no test retrieves,
+    and those no probe retrieves either. Labels naming no chunk or document of the corpus
+    are counted in ``not_in_corpus``, never dropped silently."""
+
     relevant = {i for items in labels.relevant.values() for i in items}
     if labels.level == "chunk":
         position = {cid: i for i, cid in enumerate(r.chunk_ids)}
-        return lost_gold(r, relevant_chunks={position[c] for c in relevant if c in position})
-    return lost_gold(r, relevant_docs=relevant)
+        out = lost_gold(r, relevant_chunks={position[c] for c in relevant if c in position})
+        known = set(position)
+    else:
+        out = lost_gold(r, relevant_docs=relevant)
+        known = {str(d) for d in r.doc_ids}
+    out["level"] = labels.level
+    out["not_in_corpus"] = sorted(relevant - known)
+    return out
 
 
 # --- run from paths and names (``ragcov run``, ``ragcov index``) --------------------------

@@ -26,7 +26,7 @@ from ragcov.cli.options import (
     load_corpus_opts,
 )
 from ragcov.errors import RagcovError
-from ragcov.reporters.reachability import reachability_json, reachability_text
+from ragcov.reporters.reachability import lost_gold_text, reachability_json, reachability_text
 
 
 def probe(
@@ -75,7 +75,9 @@ def probe(
     """
     if format not in ("text", "json"):
         raise RagcovError(f"unknown --format {format!r}: expected text or json")
+    api.check_seed(seed)
     check_outputs([output], [data_file, qrels, corpus])
+    labels = api.read_qrels(qrels, qrels_level) if qrels is not None else None
     retriever, model, backend = api.probe_settings(data_file, corpus, retriever, model, backend)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
     r = api.make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
@@ -90,9 +92,13 @@ def probe(
         err.print(f"ragcov: warning: {len(done.wordless)} chunk(s) have no word to build a probe "
                   f"from (first: {done.wordless[0]}); unreachable unless another probe reaches "
                   "them", markup=False)
-    gold = api.lost_gold_of(done.reachability, qrels, qrels_level) if qrels is not None else None
+    gold = api.lost_gold_of(done.reachability, labels) if labels is not None else None
     if quiet and output is None:
         return
+    if gold is not None and gold["not_in_corpus"] and not quiet:
+        err.print(f"ragcov: warning: {len(gold['not_in_corpus'])} relevant {gold['level']} id(s) in "
+                  f"{qrels} name nothing in the corpus (first: {gold['not_in_corpus'][0]}); left "
+                  "out of lost gold", markup=False)
     if format == "json":
         import json
 
@@ -101,9 +107,7 @@ def probe(
 
         text = reachability_text(done.reachability)
         if gold is not None:
-            text += (f"\nLost gold: {len(gold['not_covered'])} of {gold['relevant_chunks']} "
-                     f"relevant chunks no test retrieves; {len(gold['unreachable'])} of them no "
-                     "probe retrieves either")
+            text += "\n" + lost_gold_text(gold)
     if not quiet:
         err.print(f"Probed {data_file}: {done.added} new probe(s), {done.already} already "
                   f"recorded", markup=False)

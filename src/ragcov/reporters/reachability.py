@@ -80,6 +80,13 @@ def reachability_json(r: Reachability, lost_gold: dict[str, Any] | None = None) 
     return doc
 
 
+def lost_gold_text(gold: dict[str, Any]) -> str:
+    """One line on lost gold, in the labels' own unit (chunks or documents)."""
+    unit = "chunks" if gold["level"] == "chunk" else "documents"
+    return (f"Lost gold: {len(gold['not_covered'])} of {gold['relevant']} relevant {unit} no test "
+            f"retrieves; {len(gold['unreachable'])} of them no probe retrieves either")
+
+
 def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool = False
                        ) -> list[str]:
     """What ``ragcov report`` adds under the table of a probed file: the uncovered chunks
