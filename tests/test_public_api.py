@@ -41,3 +41,29 @@ def test_every_exported_name_resolves():
     for name in ragcov.__all__:
         assert getattr(ragcov, name) is not None, name
     assert callable(ragcov.report) and callable(ragcov.measure) and callable(ragcov.combine)
+
+
+def test_every_verb_is_callable_after_the_api_and_its_subpackages_load():
+    """Importing the api imports every subpackage; none may take a verb's name."""
+    import ragcov.api
+    import ragcov.reachability.audit  # noqa: F401
+
+    for name in ragcov._VERBS:
+        assert callable(getattr(ragcov, name)), name
+        assert getattr(ragcov, name) is getattr(ragcov.api, name)
+    assert set(ragcov._VERBS) <= set(dir(ragcov)) and "Corpus" in dir(ragcov)
+
+
+def test_audit_reachability_through_the_package(tmp_path, capsys):
+    from helpers import cli
+
+    corpus_file = tmp_path / "chunks.jsonl"
+    corpus_file.write_text("".join(json.dumps(c) + "\n" for c in CITY_CHUNKS))
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q1", "text": "river Seine Paris"}) + "\n")
+    data = tmp_path / ".ragcov"
+    for args in (["run", "--queries", str(queries)], ["probe"]):
+        assert cli(capsys, *args, "--corpus", str(corpus_file), "--retriever", "bm25",
+                   "--data-file", str(data), "-q")[0] == 0
+    r = ragcov.audit_reachability(data)
+    assert len(r.chunk_ids) == len(CITY_CHUNKS) and "covered" in set(r.status)

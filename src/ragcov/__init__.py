@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ragcov.api import (
+        audit_reachability,
         combine,
         coverage_diff,
         erase,
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
         make_retriever,
         measure,
         probe,
-        reachability,
         record_traces,
         report,
         run,
@@ -47,9 +47,11 @@ if TYPE_CHECKING:
     from ragcov.scope import ReportScope
     from ragcov.suite import Query, Suite
 
-_VERBS = ("combine", "coverage_diff", "erase", "find_faults", "generate", "index", "load_corpus",
-          "load_suite", "make_generator", "make_retriever", "measure", "probe", "reachability",
-          "record_traces", "report", "run", "select_tests", "traffic_gap", "write_html")
+# A verb never shares a name with a subpackage: importing ``ragcov.reachability`` binds the
+# package's attribute to the module, and ``__getattr__`` would never be asked again.
+_VERBS = ("audit_reachability", "combine", "coverage_diff", "erase", "find_faults", "generate",
+          "index", "load_corpus", "load_suite", "make_generator", "make_retriever", "measure",
+          "probe", "record_traces", "report", "run", "select_tests", "traffic_gap", "write_html")
 # Imported on first use: the pytest plugin and the CLI import this package on every
 # start, and numpy/scipy are too slow to load for a run that never uses them.
 _LAZY = {
@@ -68,9 +70,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'ragcov' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 __version__ = "0.1.0"
 
 __all__ = ["Chunk", "Corpus", "CoverageMatrix", "Query", "RagcovError", "ReportScope", "Run",
-    "Suite", "__version__", "combine", "coverage_diff", "erase", "find_faults", "generate",
-    "index", "load_corpus", "load_suite", "make_generator", "make_retriever", "measure", "probe",
-    "reachability", "record_traces", "report", "run", "select_tests", "traffic_gap", "write_html"]
+    "Suite", "__version__", "audit_reachability", "combine", "coverage_diff", "erase",
+    "find_faults", "generate", "index", "load_corpus", "load_suite", "make_generator",
+    "make_retriever", "measure", "probe", "record_traces", "report", "run", "select_tests",
+    "traffic_gap", "write_html"]
