@@ -50,6 +50,24 @@ def test_fail_under_out_of_range_is_refused(recorded: Path, capsys, value: str) 
     assert code == 1 and "--fail-under must be a percentage from 0 to 100" in err
 
 
+@pytest.mark.parametrize("command", [
+    ["select", "-o", "order.json"],
+    ["probe", "--corpus", "corpus.jsonl", "--retriever", "bm25", "--sample", "2"],
+    ["generate", "--corpus", "corpus.jsonl", "--generator", "extractive", "--retriever", "bm25",
+     "-o", "gen.jsonl"],
+], ids=["select", "probe", "generate"])
+def test_a_negative_seed_is_one_line_before_any_work(recorded: Path, capsys, command: list[str],
+                                                     city_corpus_file: Path) -> None:
+    (recorded / "corpus.jsonl").write_bytes(city_corpus_file.read_bytes())
+    before = (recorded / ".ragcov").read_bytes()
+    code, _, err = cli(capsys, *command, "--seed", "-1")
+    assert code == 1
+    assert err.strip().splitlines() == ["ragcov: error: --seed must be a whole number of at least "
+                                        "0, got -1"]
+    assert (recorded / ".ragcov").read_bytes() == before
+    assert not any((recorded / f).exists() for f in ("order.json", "gen.jsonl"))
+
+
 def test_show_missing_from_config_can_be_turned_off(recorded: Path, capsys) -> None:
     (recorded / "ragcov.toml").write_text("[report]\nshow_missing = true\n")
     _, with_missing, _ = cli(capsys, "report")

@@ -31,6 +31,8 @@ class LoopConfig:
         validate(self.strategy, self.policy, self.targets_per_call, self.max_attempts)
         if self.budget < 1:
             raise RagcovError("--budget must be at least 1")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise RagcovError(f"--seed must be a whole number of at least 0, got {self.seed!r}")
         if self.target_cc is not None and not 0 < self.target_cc <= 1:
             raise RagcovError("--target must be a percentage in (0, 100]")
         if self.patience < 0:
