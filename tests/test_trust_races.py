@@ -41,6 +41,7 @@ SHARD_IDS = {"shard0", "shard1", "shard2"}
 # The errors of a command whose file or input an overlapping erase removed.
 VANISHED = ("no data file", "No data to combine", "No such file or directory")
 SEED = 20261202
+PROBE = ["--retriever", "datafile_race:FixedRetriever", "-q"]  # k: the recorded run's
 
 
 def _erased_before_end(outcome: Outcome, erases: list[Outcome]) -> bool:
@@ -111,3 +112,51 @@ def test_writers_raced_against_one_data_file_lose_no_committed_query(tmp_path: P
                         if p.suffix in (".tmp", ".old") or p.name.endswith("-lock")], context
             shutil.rmtree(folder)
     assert erased_trials > TRIALS // 2
+
+
+def _probe_count(path: Path) -> int:
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return con.execute("SELECT COUNT(*) FROM probes").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_probe_raced_against_combine_keeps_both(tmp_path: Path) -> None:
+    """probe takes the writers' turn as --append does: a combine replacing the file waits for
+    its batch, and neither fails with "readonly database" nor loses the other's records."""
+    rng = random.Random(SEED + 1)
+    corpus = write_corpus(tmp_path)
+    base = ["--corpus", str(corpus)]
+    with workers(2) as pool:
+        write_queries(tmp_path / "setup.jsonl", ["base0", "base1"])
+        write_queries(tmp_path / "shard.jsonl", sorted(SHARD_IDS))
+        made = race(pool, tmp_path, [
+            (["run", *base, *RUN, "--queries", "setup.jsonl", "--data-file", "setup.ragcov"], 0.0),
+            (["run", *base, *RUN, "--queries", "shard.jsonl", "--data-file", "setup-shard"], 0.0)])
+        assert all(o.code == 0 for o in made), [o.err for o in made]
+        alone = tmp_path / "alone"
+        alone.mkdir()
+        shutil.copy(tmp_path / "setup.ragcov", alone / ".ragcov")
+        (probed,) = race(pool, alone, [(["probe", *base, *PROBE], 0.0)])
+        assert probed.code == 0, probed.err
+        n_probes = _probe_count(alone / ".ragcov")
+        assert n_probes > 0
+        for trial in range(40):
+            folder = tmp_path / f"t{trial}"
+            folder.mkdir()
+            shutil.copy(tmp_path / "setup.ragcov", folder / ".ragcov")
+            shutil.copy(tmp_path / "setup-shard", folder / ".ragcov.race.1.shard")
+            outcomes = race(pool, folder, [(["combine", "--append", "-q"], rng.uniform(0, 0.02)),
+                                           (["probe", *base, *PROBE], rng.uniform(0, 0.02))])
+            context = f"trial {trial}: " + "; ".join(f"{o.args[0]} rc={o.code} {o.err.strip()}"
+                                                    for o in outcomes)
+            assert all(o.code == 0 for o in outcomes), context
+            assert recorded(folder / ".ragcov") == {"base0", "base1"} | SHARD_IDS, context
+            assert _probe_count(folder / ".ragcov") == n_probes, context
+            assert not [p.name for p in folder.glob(".*")
+                        if p.suffix in (".tmp", ".old") or p.name.endswith("-lock")], context
+            shutil.rmtree(folder)

@@ -16,13 +16,13 @@ only the probes not yet recorded.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragcov.data.schema import read_meta, sqlite_errors
+from ragcov.data.locking import write_lock
+from ragcov.data.schema import read_meta
 from ragcov.errors import RagcovError
 from ragcov.matrix import csr_arrays
 
@@ -133,32 +133,30 @@ def append_probes(data: CoverageData, corpus: Corpus, k: int, retriever: dict,
 
     if len(rows) != len(results):
         raise RagcovError(f"{len(results)} result lists for {len(rows)} probes")
-    with closing(data._open()) as con, sqlite_errors(data.path):
-        con.execute("BEGIN IMMEDIATE")
-        try:
-            meta = read_meta(con, data.path)
-            check_compatible(meta, k, corpus.hash, retriever, str(data.path), "this probe run")
-            _ensure(con)
-            # Only this batch's ids are looked up (the UNIQUE index): a million probes
-            # recorded in batches never re-read what earlier batches wrote.
-            marks = ",".join("?" * len(rows))
-            known = {r[0] for r in con.execute(f"SELECT id FROM probes WHERE id IN ({marks})",
-                                               [row.id for row in rows])} if rows else set()
-            start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM probes").fetchone()[0]
-            new = [(row, ranked) for row, ranked in zip(rows, results) if row.id not in known]
-            con.executemany("INSERT INTO probes VALUES (?, ?, ?, ?, ?)",
-                            ((start + i, row.id, row.chunk, row.kind, row.text)
-                             for i, (row, _) in enumerate(new)))
-            index = corpus.index_of
-            con.executemany("INSERT INTO probe_hits VALUES (?, ?, ?, ?)", (
-                (start + i, index(cid), rank, score)
-                for i, (_, ranked) in enumerate(new)
-                for rank, (cid, score) in enumerate(ranked, start=1)))
-            con.execute("COMMIT")
-        except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            raise
+    # The writers' turn, as ``--append`` takes it: a ``combine`` or ``erase`` replacing the
+    # file waits for this batch, and this batch never lands in a file they replaced.
+    with write_lock(data.path) as con:
+        if con is None:
+            raise RagcovError(f"{data.path}: no coverage data (removed while probing?); run "
+                              "`ragcov run` again, then `ragcov probe`")
+        meta = read_meta(con, data.path)
+        check_compatible(meta, k, corpus.hash, retriever, str(data.path), "this probe run")
+        _ensure(con)
+        # Only this batch's ids are looked up (the UNIQUE index): a million probes
+        # recorded in batches never re-read what earlier batches wrote.
+        marks = ",".join("?" * len(rows))
+        known = {r[0] for r in con.execute(f"SELECT id FROM probes WHERE id IN ({marks})",
+                                           [row.id for row in rows])} if rows else set()
+        start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM probes").fetchone()[0]
+        new = [(row, ranked) for row, ranked in zip(rows, results) if row.id not in known]
+        con.executemany("INSERT INTO probes VALUES (?, ?, ?, ?, ?)",
+                        ((start + i, row.id, row.chunk, row.kind, row.text)
+                         for i, (row, _) in enumerate(new)))
+        index = corpus.index_of
+        con.executemany("INSERT INTO probe_hits VALUES (?, ?, ?, ?)", (
+            (start + i, index(cid), rank, score)
+            for i, (_, ranked) in enumerate(new)
+            for rank, (cid, score) in enumerate(ranked, start=1)))
     return len(new)
 
 
