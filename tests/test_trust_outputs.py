@@ -324,6 +324,17 @@ def test_unwritable_folder_is_named_never_a_temporary(capsys, recorded: Path, im
     assert ".tmp" not in str(exc.value)
 
 
+def test_html_in_an_unwritable_folder_is_named_never_a_temporary(capsys, recorded: Path,
+                                                                 immutable) -> None:
+    (recorded / "locked").mkdir()
+    immutable(recorded / "locked")
+    code, _, err = cli(capsys, "html", "--data-file", "tests.ragcov", "-d", "locked/site")
+    assert code == 1, err
+    assert err.strip().splitlines() == [f"ragcov: error: locked/site: cannot write in "
+                                        f"{(recorded / 'locked').resolve()} (operation not permitted)"]
+    assert list((recorded / "locked").iterdir()) == []
+
+
 # ---------------------------------------------------------------- directories
 def test_select_into_a_directory_names_the_path_given(capsys, recorded: Path) -> None:
     (recorded / "out").mkdir()

@@ -71,11 +71,15 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
     ctx = site_context(scoped.matrix, scoped.summary(), scoped.texts, curves, precision, title)
     add_extras(ctx, scoped)
     add_reachability(ctx, scoped)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(target)  # a build killed earlier: its half site, or the old one set aside
-    if target != given.absolute():
-        remove_stale_temps(given)  # links set aside beside the link by earlier versions
-    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(target)  # a build killed earlier: its half site, or the old one aside
+        if target != given.absolute():
+            remove_stale_temps(given)  # links set aside beside the link by earlier versions
+        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent))
+    except OSError as exc:  # the error names the folder given, never a temporary's
+        raise RagcovError(f"{given}: cannot write in {target.parent} "
+                          f"({(exc.strerror or str(exc)).lower()})") from exc
     try:
         _render(tmp, ctx)
         os.chmod(tmp, 0o755)
