@@ -95,6 +95,8 @@ def test_callable_receives_query_and_k_and_runs_through_measure(city_corpus):
 @pytest.mark.parametrize("returned, message", [
     ("paris", "returned str"),
     (None, "returned NoneType"),
+    (42, "returned int; expected a list of ids"),
+    (3.5, "returned float; expected a list of ids"),
     ([("paris", 1, 2)], "a pair must be"),
     ([object()], "carry no chunk id"),
     ([("paris", "high")], "not a number"),

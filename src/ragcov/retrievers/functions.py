@@ -74,7 +74,7 @@ class CallableRetriever:
         results: list[Ranked] = []
         for text in texts:
             items = self.fn(text, k)
-            if items is None or isinstance(items, (str, bytes, dict)):
+            if items is None or isinstance(items, (str, bytes, dict)) or not _iterable(items):
                 raise RagcovError(
                     f"{self.name} returned {type(items).__name__}; expected a list of ids, "
                     "(id, score) pairs or objects carrying an id"
@@ -122,3 +122,11 @@ class CallableRetriever:
 
     def fingerprint(self) -> dict[str, Any]:
         return {"kind": "callable", "name": self.name}
+
+
+def _iterable(value: Any) -> bool:
+    try:
+        iter(value)
+    except TypeError:
+        return False
+    return True
