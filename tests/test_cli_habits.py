@@ -15,6 +15,7 @@ import pytest
 
 from helpers import cli
 from ragcov import __version__
+from ragcov.cli.entry import INTERRUPTED
 
 
 @pytest.fixture
@@ -316,3 +317,39 @@ def test_erase_refuses_a_file_that_is_not_ragcovs_and_deletes_nothing(
     code, _, err = cli(capsys, "erase")
     assert code == 1 and ".ragcov: is not a ragcov data file" in err
     assert (tmp_path / ".ragcov").read_text() == "my notes\n" and all(p.exists() for p in shards)
+
+
+class _InterruptedKernel:
+    """FAKE (labelled): a retriever whose compiled kernel is interrupted. A Ctrl-C landing
+    as numba's BM25 kernel returns raises SystemError with the KeyboardInterrupt as its
+    context, about 2 runs in 10 on a 40k-chunk corpus: too rare to test with a real signal."""
+
+    def __init__(self, corpus) -> None:
+        pass
+
+    def fingerprint(self) -> dict:
+        return {"kind": "callable", "name": "interrupted-kernel"}
+
+    def retrieve(self, texts, k):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise SystemError("<built-in function top_k> returned a result with an exception set")  # noqa: B904 - as CPython raises it: the interrupt is its context
+
+
+class _BrokenKernel(_InterruptedKernel):
+    def retrieve(self, texts, k):
+        raise SystemError("a real interpreter error")
+
+
+def test_ctrl_c_inside_compiled_code_is_130_one_line(tmp_path: Path, monkeypatch, capsys,
+                                                      city_corpus_file: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "q", "text": "Tokyo"}) + "\n")
+    base = ["run", "--corpus", str(city_corpus_file), "--queries", "q.jsonl", "-q"]
+    code, _, err = cli(capsys, *base, "--retriever", "test_cli_habits:_InterruptedKernel")
+    assert code == 130 and err.strip().splitlines() == [INTERRUPTED], err
+    assert not (tmp_path / ".ragcov").exists()
+    with pytest.raises(SystemError, match="a real interpreter error"):  # never hidden
+        cli(capsys, *base, "--retriever", "test_cli_habits:_BrokenKernel")

@@ -139,6 +139,17 @@ def _rcfile_first(argv: list[str]) -> list[str]:
     return moved + args
 
 
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def main(argv: list[str] | None = None) -> None:
     import sqlite3
 
@@ -162,6 +173,13 @@ def main(argv: list[str] | None = None) -> None:
     except RagcovError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
+        err.print(INTERRUPTED, markup=False)
+        sys.exit(130)
+    except SystemError as exc:
+        # A Ctrl-C that lands while compiled code (numba's BM25 kernel) returns surfaces as
+        # "returned a result with an exception set", the KeyboardInterrupt as its cause.
+        if not _caused_by_interrupt(exc):
+            raise
         err.print(INTERRUPTED, markup=False)
         sys.exit(130)
     except sqlite3.Error as exc:  # a data file damaged in a way the readers did not foresee
