@@ -185,6 +185,17 @@ def test_dev_stdout_into_a_pipe(recorded: Path) -> None:
     assert leftovers(recorded) == []
 
 
+@pytest.mark.parametrize("args", [["json", "--data-file", "tests.ragcov"],
+                                  ["select", "--data-file", "tests.ragcov"]], ids=["json", "select"])
+def test_dev_stdout_holds_the_report_alone(recorded: Path, args: list[str]) -> None:
+    """The account ("Wrote ...") goes to stderr when the output is the stdout stream itself."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    done = subprocess.run([sys.executable, "-m", "ragcov", *args, "-o", "/dev/stdout"],
+                          cwd=recorded, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    json.loads(done.stdout)
+
+
 @pytest.mark.parametrize("name", sorted(REPORTS))
 def test_dash_writes_the_report_to_stdout(capsys, recorded: Path, name: str) -> None:
     out = ok(capsys, *report_argv(name, "-"))
@@ -202,6 +213,14 @@ def test_select_suite_out_dash(capsys, recorded: Path) -> None:
              "--suite-out", "-")
     assert {json.loads(line)["id"] for line in out.splitlines()} == {q["id"] for q in TESTS_QUERIES}
     assert json.loads((recorded / "order.json").read_text())["pool_size"] == 3
+
+
+def test_select_order_and_suite_both_on_stdout_is_refused(capsys, recorded: Path) -> None:
+    code, out, err = cli(capsys, "select", "--data-file", "tests.ragcov", "-o", "-",
+                         "--suite-out", "-")
+    assert code == 1 and out == ""
+    assert err.strip().splitlines() == ["ragcov: error: -: stdout given for two outputs (also as "
+                                        "-); give one of them a file path"]
 
 
 # ---------------------------------------------------------------- outputs that are inputs

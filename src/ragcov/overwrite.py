@@ -7,7 +7,10 @@ file was recorded from.
 
 from __future__ import annotations
 
+import io
 import os
+import stat
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -18,7 +21,16 @@ from ragcov.errors import RagcovError
 
 
 def to_stdout(output: Path | None) -> bool:
-    return output is None or str(output) == "-"
+    """``-``, no path, or a path naming this process's own stdout stream (``/dev/stdout``,
+    ``/dev/fd/1`` on a terminal or pipe): then the report is the stream's content, and the
+    command's account ("Wrote ...") goes to stderr instead of into the JSON."""
+    if output is None or str(output) == "-":
+        return True
+    try:
+        st, ours = os.stat(output), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False
+    return not stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == (ours.st_dev, ours.st_ino)
 
 
 def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | None]) -> None:
@@ -41,8 +53,15 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | 
         if corpus is not None:
             protected.append((Path(corpus), f"the corpus {given} was recorded from"))
     taken: dict[Path, Path] = {}
+    on_stdout: Path | None = None
     for output in outputs:
         if to_stdout(output):
+            if output is None:  # not written, or the command's one default output
+                continue
+            if on_stdout is not None:  # two documents interleaved on one stream parse as neither
+                raise RagcovError(f"{output}: stdout given for two outputs (also as {on_stdout}); "
+                                  "give one of them a file path")
+            on_stdout = Path(str(output))
             continue
         assert output is not None
         real = written_path(output)
