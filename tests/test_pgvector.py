@@ -268,10 +268,9 @@ def test_stored_vectors_are_exposed_for_the_model_check(pg, finqa: dict) -> None
 
 
 @pytest.mark.slow
-def test_store_retriever_with_minilm(capsys, pg, tmp_path: Path, minilm_path: str) -> None:
+def test_store_retriever_with_minilm(capsys, pg, tmp_path: Path, minilm_path: str,
+                                     minilm_vectors) -> None:
     """``ragcov run --retriever store``: the queries embedded with the model, searched by pgvector."""
-    from sentence_transformers import SentenceTransformer
-
     pages = tmp_path / "pages.jsonl"
     pages.write_text("".join((SAMPLE / "finqa_pages.jsonl").read_text().splitlines(True)[:N_PAGES]))
     corpus = load_corpus(pages, split=True)
@@ -280,9 +279,8 @@ def test_store_retriever_with_minilm(capsys, pg, tmp_path: Path, minilm_path: st
     suite = tmp_path / "suite.jsonl"
     suite.write_text("".join(json.dumps({"id": q["id"], "query": q["question"]}) + "\n"
                              for q in queries))
-    model = SentenceTransformer(minilm_path, device="cpu")
-    vectors = model.encode(corpus.texts, batch_size=64, convert_to_numpy=True)
-    qvectors = model.encode([q["question"] for q in queries], batch_size=64, convert_to_numpy=True)
+    vectors = minilm_vectors(corpus.texts)
+    qvectors = minilm_vectors([q["question"] for q in queries])
     pg.create_database("minilm")
     with pg.connect("minilm") as con:
         con.execute("CREATE TABLE chunks (id text PRIMARY KEY, doc_id text, document text, "

@@ -41,9 +41,7 @@ def rotation(dim: int, seed: int = 7) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> dict:
-    from sentence_transformers import SentenceTransformer
-
+def sample(tmp_path_factory: pytest.TempPathFactory, minilm_path: str, minilm_vectors) -> dict:
     work = tmp_path_factory.mktemp("sample")
     pages = work / "pages.jsonl"
     pages.write_text("".join((SAMPLE / "finqa_pages.jsonl").read_text().splitlines(True)[:N_PAGES]))
@@ -52,8 +50,7 @@ def sample(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> dict:
     suite = work / "suite.jsonl"
     suite.write_text("".join(json.dumps({"id": q["id"], "query": q["question"]}) + "\n"
                              for q in questions[:N_QUERIES]))
-    vectors = SentenceTransformer(minilm_path, device="cpu").encode(
-        corpus.texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
+    vectors = minilm_vectors(corpus.texts)
     return {"ids": corpus.ids, "texts": corpus.texts, "docs": [c.doc_id for c in corpus],
             "right": vectors, "rotated": vectors @ rotation(vectors.shape[1]).T,
             "suite": suite, "model": minilm_path}

@@ -24,10 +24,8 @@ N_QUERIES = 40
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> dict:
+def sample(tmp_path_factory: pytest.TempPathFactory, minilm_path: str, minilm_vectors) -> dict:
     """A few hundred chunks of the sample, their MiniLM vectors, a suite and its vectors."""
-    from sentence_transformers import SentenceTransformer
-
     work = tmp_path_factory.mktemp("sample")
     pages = work / "pages.jsonl"
     pages.write_text("".join((SAMPLE / "finqa_pages.jsonl").read_text().splitlines(True)[:N_PAGES]))
@@ -37,9 +35,8 @@ def sample(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> dict:
     suite = work / "suite.jsonl"
     suite.write_text("".join(json.dumps({"id": q["id"], "query": q["question"]}) + "\n"
                              for q in queries))
-    model = SentenceTransformer(minilm_path, device="cpu")
-    vectors = model.encode(corpus.texts, batch_size=64, convert_to_numpy=True)
-    qvectors = model.encode([q["question"] for q in queries], batch_size=64, convert_to_numpy=True)
+    vectors = minilm_vectors(corpus.texts)
+    qvectors = minilm_vectors([q["question"] for q in queries])
     return {"ids": corpus.ids, "texts": corpus.texts, "docs": [c.doc_id for c in corpus],
             "vectors": vectors, "suite": suite, "qvectors": qvectors, "model": minilm_path}
 
