@@ -34,7 +34,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 SAMPLE = HERE.parent / "src" / "ragcov" / "data_sample"
 SEED = 20261201
-POINTS = int(os.environ.get("RAGCOV_FAULT_POINTS", "20"))
+POINTS = int(os.environ.get("RAGCOV_FAULT_POINTS", "12"))
 
 pytestmark = pytest.mark.slow
 

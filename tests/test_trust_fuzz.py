@@ -37,11 +37,11 @@ from ragcov.cli import main
 
 FAST = settings(max_examples=50, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
-# Fixed like FAST, so a CI run explores what the last run did: a gate, 300 examples a
-# reader (about 4 minutes in all on 2 cores). RAGCOV_FUZZ_RANDOM=1 draws 600 new ones
+# Fixed like FAST, so a CI run explores what the last run did: a gate, 150 examples a
+# reader (about 2 minutes in all on 2 cores). RAGCOV_FUZZ_RANDOM=1 draws 600 new ones
 # each run (for a search, not a gate).
 SEARCHING = bool(os.environ.get("RAGCOV_FUZZ_RANDOM"))
-THOROUGH = settings(max_examples=600 if SEARCHING else 300, deadline=None, database=None,
+THOROUGH = settings(max_examples=600 if SEARCHING else 150, deadline=None, database=None,
                     derandomize=not SEARCHING, suppress_health_check=list(HealthCheck))
 
 CHUNK_IDS = ["c0", "c1", "c2", "c3"]
