@@ -89,9 +89,15 @@ def probe(
     done = api.probe(corpus_obj, r, data_file, sample=sample, include=include or (),
                      omit=omit or (), seed=seed, progress=not quiet, generator=gen)
     if done.wordless and not quiet:
+        # Named as the report's list names it (DOC#N where ids are store UUIDs or split
+        # positions), with the id itself beside it when they differ.
+        r = done.reachability
+        first = done.wordless[0]
+        shown = next((r.name(i) for i, cid in enumerate(r.chunk_ids) if cid == first), first)
+        shown = shown if shown == first else f"{shown} (id {first})"
         err.print(f"ragcov: warning: {len(done.wordless)} chunk(s) have no word to build a probe "
-                  f"from (first: {done.wordless[0]}); unreachable unless another probe reaches "
-                  "them", markup=False)
+                  f"from (first: {shown}); unreachable unless another probe reaches them",
+                  markup=False)
     gold = api.lost_gold_of(done.reachability, labels) if labels is not None else None
     if quiet and output is None:
         return
