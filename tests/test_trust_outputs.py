@@ -215,6 +215,24 @@ def test_select_suite_out_dash(capsys, recorded: Path) -> None:
     assert json.loads((recorded / "order.json").read_text())["pool_size"] == 3
 
 
+def test_select_never_writes_the_cut_suite_over_the_pools_query_files(capsys,
+                                                                     recorded: Path) -> None:
+    before = (recorded / "queries.jsonl").read_bytes()
+    write_jsonl(recorded / "more.jsonl", [{"id": "q-more", "text": "capital of Spain"}])
+    record(capsys, recorded, "tests", "more.jsonl", "--append")  # a second file, appended
+    for pool_file in ("queries.jsonl", "./more.jsonl"):
+        code, _, err = cli(capsys, "select", "--data-file", "tests.ragcov", "--budget", "1",
+                           "--suite-out", pool_file)
+        assert code == 1, err
+        assert err.strip().splitlines() == [f"ragcov: error: {Path(pool_file)}: is a query file "
+                                            "tests.ragcov was recorded from; refusing to overwrite "
+                                            "it (choose another output path)"]
+        assert not (recorded / "order.json").exists()
+    assert (recorded / "queries.jsonl").read_bytes() == before
+    ok(capsys, "select", "--data-file", "tests.ragcov", "--budget", "1", "--suite-out", "cut.jsonl")
+    assert len((recorded / "cut.jsonl").read_text().splitlines()) == 1
+
+
 def test_select_order_and_suite_both_on_stdout_is_refused(capsys, recorded: Path) -> None:
     code, out, err = cli(capsys, "select", "--data-file", "tests.ragcov", "-o", "-",
                          "--suite-out", "-")

@@ -80,7 +80,7 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
         todo = data.pending(todo, k, corpus.hash, retriever.fingerprint(), corpus)
     elif data is not None:
         data.check_destination()
-    run = Run(k=k, retriever=retriever.fingerprint())
+    run = Run(k=k, retriever=retriever.fingerprint(), source=getattr(suite, "source", None))
     if todo:
         run_retriever(retriever, todo, k, batch_size=batch_size, progress=progress, run=run,
                       corpus=corpus)

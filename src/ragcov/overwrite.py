@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ragcov.data import CoverageData
-from ragcov.data.datafile import CORPUS_SOURCE
+from ragcov.data.datafile import CORPUS_SOURCE, QUERY_SOURCES
 from ragcov.destinations import is_special_file, unwritable_reason, written_path
 from ragcov.errors import RagcovError
 
@@ -33,7 +33,8 @@ def to_stdout(output: Path | None) -> bool:
     return not stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == (ours.st_dev, ours.st_ino)
 
 
-def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | None]) -> None:
+def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | None],
+                  queries_of: Path | str | None = None) -> None:
     """Refuse, before any work, an output that would overwrite something the command reads.
 
     Every command that writes files passes its outputs and inputs here. An output is
@@ -42,14 +43,20 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | 
     or to any existing ragcov data file; a directory, a file that cannot be changed
     and a folder that cannot be written are refused by the name given.
     ``-`` (stdout) and devices or FIFOs (written through, never replaced) are fine.
+    With ``queries_of`` (a data file), the query files its runs read are protected too:
+    ``select --suite-out`` must never replace the pool a cut suite came from. (Not by
+    default: ``generate`` extends a recorded suite file, resuming from its output.)
     """
     protected: list[tuple[Path, str]] = []
+    if queries_of is not None and os.path.isfile(queries_of):
+        protected += [(Path(q), f"a query file {queries_of} was recorded from")
+                      for q in _recorded_sources(Path(queries_of))[1]]
     for given in inputs:
         if given is None or str(given) in ("", "-") or "://" in str(given):
             continue
         protected.append((written_path(given), f"an input of this command ({given})"))
         # Only a regular file is opened: a FIFO input (``--qrels <(...)``) is read once.
-        corpus = _recorded_corpus(Path(given)) if os.path.isfile(given) else None
+        corpus, _ = _recorded_sources(Path(given)) if os.path.isfile(given) else (None, [])
         if corpus is not None:
             protected.append((Path(corpus), f"the corpus {given} was recorded from"))
     taken: dict[Path, Path] = {}
@@ -114,12 +121,15 @@ def _is_data_file(path: Path) -> bool:
     return True
 
 
-def _recorded_corpus(path: Path) -> str | None:
-    """The corpus path a data file recorded; None for anything else (its reader reports it)."""
+def _recorded_sources(path: Path) -> tuple[str | None, list[str]]:
+    """The corpus path and query files a data file recorded; none for anything else (its
+    reader reports it)."""
     if not _is_data_file(path):
-        return None
+        return None, []
     try:
-        source = CoverageData(path).annotation(CORPUS_SOURCE)
+        data = CoverageData(path)
+        corpus, queries = data.annotation(CORPUS_SOURCE), data.annotation(QUERY_SOURCES)
     except RagcovError:
-        return None
-    return source if isinstance(source, str) else None
+        return None, []
+    return (corpus if isinstance(corpus, str) else None,
+            [q for q in queries if isinstance(q, str)] if isinstance(queries, list) else [])

@@ -50,7 +50,8 @@ def select_cmd(
     """Order the recorded queries by a selection strategy; write the order and its curve."""
     import json
 
-    check_outputs([output, suite_out], [data_file])
+    # The pool's own query files too: a cut suite written over them would lose the rest.
+    check_outputs([output, suite_out], [data_file], queries_of=data_file)
     doc = select_tests(data_file, strategy, budget, target, seed, repeats, after_saturation)
     suite = doc.pop("suite")
     written = [output] if write_output(

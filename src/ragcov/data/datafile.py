@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 # Annotation key of the corpus's resolved path (a file or a folder).
 CORPUS_SOURCE = "corpus_source"
+QUERY_SOURCES = "query_sources"
 # Annotation key of the measured recall of an approximate index (a report's caveat).
 INDEX_RECALL = "index_recall"
 
@@ -307,6 +308,7 @@ def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing:
     a million imported retrievals are two executemany calls, not two million.
     """
     _record_corpus_source(con, corpus)
+    _record_query_source(con, run.source)
     new: list[tuple[int, str, str, str | None]] = []
     for qid, text in run.queries.items():
         if qid in existing:
@@ -333,6 +335,19 @@ def _record_corpus_source(con: sqlite3.Connection, corpus: Corpus) -> None:
     if source and os.path.exists(source):
         con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                     (f"x:{CORPUS_SOURCE}", json.dumps(os.path.realpath(source))))
+
+
+def _record_query_source(con: sqlite3.Connection, source: str | None) -> None:
+    """Every query file recorded into this data file (appends add theirs), for the same
+    reason as the corpus's: ``select --suite-out`` must never replace the pool's file."""
+    if not source or not os.path.isfile(source):
+        return
+    row = con.execute("SELECT value FROM meta WHERE key = ?", (f"x:{QUERY_SOURCES}",)).fetchone()
+    known = json.loads(row[0]) if row else []
+    real = os.path.realpath(source)
+    if real not in known:
+        con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                    (f"x:{QUERY_SOURCES}", json.dumps([*known, real])))
 
 
 def _text_conflict(qid: str, recorded: str) -> RagcovError:
