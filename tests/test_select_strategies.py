@@ -98,9 +98,13 @@ def test_unscored_recordings_and_unknown_names_are_clear_errors() -> None:
     m = scored(POOL, 6)
     m.scores.data[:] = np.nan
     for name in FAULT_STRATEGIES:
-        with pytest.raises(RagcovError, match="needs retrieval scores"):
+        with pytest.raises(RagcovError, match="needs retrieval scores.*has none"):
             select(m, name)
     assert select(m, "coverage").order.size == 4
+    part = scored(POOL, 6)
+    part.score_data[:2] = np.nan  # two hits recorded without a score
+    with pytest.raises(RagcovError, match=f"lacks 2 of its {part.nnz} hits' scores"):
+        select(part, "lowconf")
     with pytest.raises(RagcovError, match="unknown strategy 'nope'.*confmargin-gain5"):
         select(m, "nope")
 

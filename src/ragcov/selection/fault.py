@@ -95,9 +95,13 @@ def priority(riskiness: np.ndarray, seed: int) -> np.ndarray:
 def riskiness(m: CoverageMatrix, signal: str, k_occurrence: np.ndarray | None = None
               ) -> np.ndarray:
     """The signal as "higher is riskier" values, or a clear error when the data lacks it."""
-    if signal in ("lowconf", "margin", "hubconf", "confmargin") and np.isnan(m.scores.data).any():
+    missing = int(np.isnan(m.score_data).sum()) if signal in (
+        "lowconf", "margin", "hubconf", "confmargin") else 0
+    if missing:
+        held = ("has none" if missing == m.score_data.size else
+                f"lacks {missing} of its {m.score_data.size} hits' scores")
         raise RagcovError(f"the {signal} order needs retrieval scores, and this recording "
-                          "has none (use coverage, random or overlap)")
+                          f"{held} (use coverage, random or overlap)")
     if signal in ("hub", "hubconf") and (k_occurrence is None or not np.any(k_occurrence)):
         raise RagcovError(f"the {signal} order needs self-query probes: run `ragcov probe` "
                           "on this data file first")
