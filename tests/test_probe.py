@@ -496,8 +496,12 @@ def test_probe_takes_the_recorded_dense_model_and_int8_backend(tmp_path: Path, p
                                  data)
     settings = ragcov.api.probe_settings
     assert settings(data, str(planted), None, None, None) == ("dense", "some/model", "onnx-int8")
-    # What the user gives wins; another built-in retriever is refused before any work.
-    assert settings(data, str(planted), None, "other", "torch") == ("dense", "other", "torch")
+    # What the user gives wins; another built-in retriever or another model is refused
+    # before any work (not after the corpus is embedded with it).
+    assert settings(data, str(planted), None, "some/model", "torch") == \
+        ("dense", "some/model", "torch")
+    with pytest.raises(ragcov.RagcovError, match="recorded with the model 'some/model'"):
+        settings(data, str(planted), None, "other", None)
     with pytest.raises(ragcov.RagcovError, match="recorded with the dense retriever"):
         settings(data, str(planted), "bm25", None, None)
     # No data file yet: the default retriever for the corpus, nothing recorded to follow.

@@ -582,6 +582,14 @@ def probe_settings(data_file: str | os.PathLike[str], corpus: str, retriever: st
         return retriever or default_retriever(None, corpus), model, backend
     kind = fp.get("kind")
     built_in = ("dense", "bm25", "store")
+    if kind == "dense" and model is not None and retriever in (None, "dense"):
+        from ragcov.retrievers.dense import resolve_model
+
+        # Refused now: the check in :func:`probe` would come after the corpus is embedded.
+        if resolve_model(model)[0] != fp.get("model"):
+            raise RagcovError(f"{data_file} was recorded with the model {fp.get('model')!r}; "
+                              f"probes must use the same one (drop --model, or give "
+                              f"{fp.get('model')!r})")
     if retriever is not None:
         # Refused now, not after embedding a whole corpus for a run that cannot be mixed.
         if retriever in built_in and kind in built_in and retriever != kind:
