@@ -30,15 +30,19 @@ PLANTED = ("Quarterly aquaculture hatchery yields for sturgeon caviar rose sharp
            "zebrafish broodstock mortality in the Norwegian fjord pens fell.")
 
 
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The sample's chunks plus k+1 identical copies of one chunk, appended last.
+def _plant(folder: Path, pages: int | None = None) -> Path:
+    """The sample's chunks (of its first ``pages`` pages) plus k+1 identical copies of one
+    chunk, appended last.
 
     Ties go to corpus order, so the first k copies fill every top-k list their text
     can reach and the last copy can never enter one: it must be unreachable.
     """
-    folder = tmp_path_factory.mktemp("planted")
-    corpus = load_corpus(PAGES, split=True)
+    source = PAGES
+    if pages is not None:
+        source = folder / "pages.jsonl"
+        source.write_text("".join(PAGES.read_text(encoding="utf-8").splitlines(True)[:pages]),
+                          encoding="utf-8")
+    corpus = load_corpus(source, split=True)
     path = folder / "chunks.jsonl"
     with path.open("w") as f:
         for c in corpus:
@@ -46,6 +50,17 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for n in range(K + 1):
             f.write(json.dumps({"id": f"planted#{n}", "doc_id": "planted", "text": PLANTED}) + "\n")
     return path
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _plant(tmp_path_factory.mktemp("planted"))
+
+
+@pytest.fixture(scope="module")
+def planted_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same on the sample's first 60 pages (319 chunks): what a dense run must embed."""
+    return _plant(tmp_path_factory.mktemp("planted-slice"), pages=60)
 
 
 def _recount(data_file: Path) -> dict[str, str | None]:
@@ -101,9 +116,9 @@ def test_planted_duplicate_is_unreachable_bm25(capsys, tmp_path: Path, planted: 
 
 
 @pytest.mark.slow
-def test_planted_duplicate_is_unreachable_dense(capsys, tmp_path: Path, planted: Path,
+def test_planted_duplicate_is_unreachable_dense(capsys, tmp_path: Path, planted_slice: Path,
                                                 minilm_path: str) -> None:
-    doc = _run_and_probe(capsys, tmp_path, planted, "dense", "--model", minilm_path)
+    doc = _run_and_probe(capsys, tmp_path, planted_slice, "dense", "--model", minilm_path)
     _check_planted(doc, tmp_path / ".ragcov")
 
 
