@@ -309,6 +309,86 @@ def test_a_format_1_file_is_read_combined_and_appended_to(capsys, tmp_path: Path
     assert code == 1 and "only document ids changed (chunk 'c0'" in err
 
 
+def _as_format_2(path: Path) -> None:
+    """Rebuild a file's hit tables as ragcov wrote format 2: rowid tables, whose key is a
+    second b-tree holding a copy of every hit."""
+    con = sqlite3.connect(path)
+    for table, sql in con.execute("SELECT name, sql FROM sqlite_master WHERE name IN "
+                                  "('hits', 'probe_hits')").fetchall():
+        assert sql.endswith(") WITHOUT ROWID")
+        con.execute(f"ALTER TABLE {table} RENAME TO old_table")
+        con.execute(sql.removesuffix(" WITHOUT ROWID"))
+        con.execute(f"INSERT INTO {table} SELECT * FROM old_table")
+        con.execute("DROP TABLE old_table")
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'format'")
+    con.commit()
+    con.close()
+
+
+def _layout(path: Path) -> dict[str, object]:
+    """The file's format, and which hit tables have no rowid."""
+    con = sqlite3.connect(path)
+    tables = {name: sql.endswith("WITHOUT ROWID") for name, sql in con.execute(
+        "SELECT name, sql FROM sqlite_master WHERE name IN ('hits', 'probe_hits')")}
+    fmt = con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0]
+    con.close()
+    return {"format": int(fmt), **tables}
+
+
+def test_a_format_2_file_is_read_gapped_combined_and_appended_to(capsys, tmp_path: Path,
+                                                               monkeypatch) -> None:
+    from ragcov.compare import gap as gap_module
+    from ragcov.compare.gap import traffic_gap
+    from ragcov.compare.jsondoc import gap_document
+
+    new = _recorded_file(capsys, tmp_path, "new.ragcov")
+    code, _, err = cli(capsys, "probe", "--corpus", str(tmp_path / "corpus.jsonl"), "-q",
+                       "--retriever", "datafile_race:FixedRetriever", "--data-file", str(new))
+    assert code == 0, err
+    old = tmp_path / "old.ragcov"
+    shutil.copy(new, old)
+    _as_format_2(old)
+    assert _layout(new) == {"format": 3, "hits": True, "probe_hits": True}
+    assert _layout(old) == {"format": 2, "hits": False, "probe_hits": False}
+    # Every reader gives the same answer from either layout.
+    for args in (["report", "--show-missing"], ["json", "-o", "-"], ["xml", "-o", "-"],
+                 ["lcov", "-o", "-"], ["report", "--format", "markdown"]):
+        outs = [cli(capsys, *args, "--data-file", str(path)) for path in (old, new)]
+        assert [o[0] for o in outs] == [0, 0], (args, outs)
+        if args[0] == "json":
+            outs = [{k: v for k, v in json.loads(o[1]).items() if k != "meta"} for o in outs]
+        elif args[0] == "xml":
+            outs = [o[1].split("timestamp=")[0] for o in outs]
+        assert outs[0] == outs[1], args
+    assert "unreachable_chunks" in json.loads(cli(capsys, "json", "-o", "-", "--data-file",
+                                                  str(old))[1])["totals"]
+    # The gap counted by ranges of queries (as on a cluster) matches the one read whole.
+    monkeypatch.setattr(gap_module, "ROWS_PER_TASK", 4)
+    def counted(doc: dict) -> dict:
+        return {**doc, "traffic": {k: v for k, v in doc["traffic"].items() if k != "data_file"}}
+
+    here = counted(gap_document(traffic_gap(new, new, top=None)))
+    assert here["tested_hits"] == here["traffic"]["hits"] == 9
+    for traffic in (old, new):
+        tasks: list[tuple] = []
+
+        def serial(fn, args, tasks=tasks):
+            tasks.extend(args)
+            return [fn(*a) for a in args]
+
+        assert counted(gap_document(traffic_gap(new, traffic, top=None, map_rows=serial))) == here
+        assert len(tasks) == 3  # 3 queries, one a task (4 hits a task at k = 3)
+    code, _, err = cli(capsys, "combine", str(old), str(new), "-o", str(tmp_path / "all.ragcov"))
+    assert code == 0, err
+    assert _layout(tmp_path / "all.ragcov") == {"format": 3, "hits": True, "probe_hits": True}
+    write_queries(tmp_path / "more.jsonl", ["m0"])
+    code, _, err = cli(capsys, "run", "--corpus", str(tmp_path / "corpus.jsonl"), "--queries",
+                       str(tmp_path / "more.jsonl"), *RUN, "--data-file", str(old), "--append")
+    assert code == 0, err
+    assert recorded(old) == {"q0", "q1", "q2", "m0"}
+    assert _layout(old) == {"format": 2, "hits": False, "probe_hits": False}
+
+
 # ---------------------------------------------------------------- a damaged page
 def test_a_damaged_page_is_one_line(capsys, tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path)

@@ -78,7 +78,8 @@ class TrafficGap:
 
 #: Runs a function over argument tuples somewhere (a Dask cluster), results in order.
 MapRows = Callable[[Callable[..., np.ndarray], list[tuple[Any, ...]]], list[np.ndarray]]
-#: Traffic hits counted per task when they are counted elsewhere (several per worker).
+#: Traffic hits counted per task when they are counted elsewhere (several per worker);
+#: a task takes a range of queries holding about this many hits (k per query).
 ROWS_PER_TASK = 2_000_000
 
 
@@ -113,8 +114,8 @@ def _hits_elsewhere(traffic: Recording, map_rows: MapRows) -> np.ndarray:
     if low is None or high is None:
         return np.zeros(traffic.n_chunks, dtype=np.int64)
     path = os.path.abspath(traffic.path)
-    tasks = [(path, a, min(a + ROWS_PER_TASK, high + 1))
-             for a in range(low, high + 1, ROWS_PER_TASK)]
+    step = max(1, ROWS_PER_TASK // max(1, traffic.meta.k))
+    tasks = [(path, a, min(a + step, high + 1)) for a in range(low, high + 1, step)]
     by_idx = np.zeros(int(stored.max()) + 1 if stored.size else 0, dtype=np.int64)
     for counts in map_rows(chunk_hits, tasks):
         if counts.size > by_idx.size:
@@ -127,8 +128,8 @@ def _hits_elsewhere(traffic: Recording, map_rows: MapRows) -> np.ndarray:
 
 
 def chunk_hits(path: str, low: int, high: int) -> np.ndarray:
-    """How often each stored chunk idx is hit in rows ``low`` to ``high - 1`` of the hits
-    table (one task of :func:`_hits_elsewhere`, run on a worker)."""
+    """How often each stored chunk idx is hit by the queries whose stored idx is ``low``
+    to ``high - 1`` (one task of :func:`_hits_elsewhere`, run on a worker)."""
     idx = chunk_idx_of_hits(path, low, high)
     if idx.size and idx.min() < 0:
         raise RagcovError(f"{path}: damaged data file (hits name an unknown chunk)")

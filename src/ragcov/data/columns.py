@@ -165,15 +165,19 @@ def _positions(idx: np.ndarray | None, n: int, refs: np.ndarray, path: Path, wha
 
 
 def hit_rows(path: str | os.PathLike[str]) -> tuple[int | None, int | None, np.ndarray]:
-    """The hits table's first and last rowid (None, None when empty) and the chunks'
-    stored ``idx`` by position, for counting hits in rowid ranges elsewhere."""
+    """The hits' lowest and highest stored query ``idx`` (None, None when empty) and the
+    chunks' stored ``idx`` by position, for counting hits in query ranges elsewhere.
+
+    Ranges are of query idx, not rowid: a format-3 hits table has no rowid, and every
+    format keys its hits by (query idx, rank), so a range is one walk of that key.
+    """
     with CoverageData(path).reading() as con:
-        low, high = con.execute("SELECT MIN(rowid), MAX(rowid) FROM hits").fetchone()
+        low, high = con.execute("SELECT MIN(query_idx), MAX(query_idx) FROM hits").fetchone()
         return low, high, _stored_idx(con, "chunks")
 
 
 def chunk_idx_of_hits(path: str | os.PathLike[str], low: int, high: int) -> np.ndarray:
-    """The stored chunk ``idx`` of each hit in rowids ``low`` to ``high - 1``."""
+    """The stored chunk ``idx`` of each hit of the queries whose idx is ``low`` to ``high - 1``."""
     with CoverageData(path).reading() as con:
-        return _ints(con.execute("SELECT group_concat(chunk_idx) FROM hits WHERE rowid >= ? "
-                                 "AND rowid < ?", (low, high)).fetchone()[0])
+        return _ints(con.execute("SELECT group_concat(chunk_idx) FROM hits WHERE query_idx >= ? "
+                                 "AND query_idx < ?", (low, high)).fetchone()[0])

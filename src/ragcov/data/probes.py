@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS probes (
 CREATE TABLE IF NOT EXISTS probe_hits (
     probe_idx INTEGER NOT NULL, chunk_idx INTEGER NOT NULL, rank INTEGER NOT NULL, score REAL,
     PRIMARY KEY (probe_idx, rank)
-);
+) WITHOUT ROWID;
 """
 
 

@@ -37,7 +37,7 @@ CREATE TABLE queries (
 CREATE TABLE hits (
     query_idx INTEGER NOT NULL, chunk_idx INTEGER NOT NULL, rank INTEGER NOT NULL, score REAL,
     PRIMARY KEY (query_idx, rank)
-);
+) WITHOUT ROWID;
 """
 
 # How long a reader or writer waits for another process's transaction to finish.

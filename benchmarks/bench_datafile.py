@@ -1,0 +1,95 @@
+"""Benchmark: the data file's hit tables as ``WITHOUT ROWID`` (format 3) against rowid tables
+(format 2), writing and reading the same run.
+
+A synthetic run (N queries x k = 5 skewed hits with scores, over N / 10 chunks) is
+written with ``CoverageData.write`` and read back with ``CoverageData.matrix()``
+(what every report does), once with the schema as ragcov writes it and once with the
+format-2 layout: the same tables with a rowid, their (query, rank) key kept in a
+second b-tree that holds a copy of every hit. Both sides run in this process,
+alternated, best of three; the files' sizes are compared too. Both must give the same
+matrix.
+
+Run alone: ``.venv/bin/python benchmarks/bench_datafile.py [--tiny|--quick|--full]``
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import row, skewed_hits  # noqa: E402
+
+MODES = ("tiny", "quick", "full")
+SIZES = {"tiny": 20_000, "quick": 200_000, "full": 1_000_000}
+K = 5
+
+
+def _inputs(n_queries: int):  # type: ignore[no-untyped-def]
+    from ragcov.corpus import Chunk, Corpus
+    from ragcov.retrieval import Run
+
+    n_chunks = max(100, n_queries // 10)
+    corpus = Corpus([Chunk(id=f"c{j}", doc_id=f"d{j // 10}", position=j % 10,
+                           text=f"Synthetic chunk {j} of document {j // 10}.")
+                     for j in range(n_chunks)])
+    cols = skewed_hits(n_queries, n_chunks, K, seed=1)
+    run = Run(k=K, retriever={"kind": "synthetic"})
+    ids = corpus.ids
+    for i in range(n_queries):
+        run.add(f"q{i}", f"query {i}", [(ids[c], 1.0 / r) for r, c in enumerate(cols[i], 1)])
+    return corpus, run
+
+
+def main(mode: str = "full") -> list[dict]:
+    import time
+
+    from ragcov.data import CoverageData, schema
+
+    n = SIZES[mode]
+    corpus, run = _inputs(n)
+    layouts = {"format 3 (WITHOUT ROWID)": schema.SCHEMA,
+               "format 2 (rowid)": schema.SCHEMA.replace(") WITHOUT ROWID;", ");")}
+    assert layouts["format 2 (rowid)"] != schema.SCHEMA
+    best: dict[str, dict[str, float]] = {name: {"write": float("inf"), "read": float("inf")}
+                                         for name in layouts}
+    sizes: dict[str, int] = {}
+    nnz: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for repeat in range(3):
+            for name, ddl in layouts.items():
+                path = Path(tmp) / f"{repeat}-{len(sizes)}-{name[:8]}.ragcov"
+                schema.SCHEMA = ddl
+                try:
+                    t = time.perf_counter()
+                    CoverageData(path).write(corpus, run)
+                    best[name]["write"] = min(best[name]["write"], time.perf_counter() - t)
+                finally:
+                    schema.SCHEMA = layouts["format 3 (WITHOUT ROWID)"]
+                t = time.perf_counter()
+                m = CoverageData(path).matrix()
+                best[name]["read"] = min(best[name]["read"], time.perf_counter() - t)
+                sizes[name] = path.stat().st_size
+                nnz[name] = int(m.hits.nnz)
+                path.unlink()
+    assert len(set(nnz.values())) == 1 and nnz["format 2 (rowid)"] == n * K
+    new, old = best["format 3 (WITHOUT ROWID)"], best["format 2 (rowid)"]
+    mib = {name: size / 2**20 for name, size in sizes.items()}
+    label = f"{n:,} queries x k={K}"
+    return [
+        row(f"datafile: write {label}", new["write"], old["write"],
+            note="CoverageData.write; baseline: the same with format 2's rowid hits table"),
+        row(f"datafile: read -> matrix {label}", new["read"], old["read"],
+            note="CoverageData.matrix(); baseline: the format-2 file"),
+        row(f"datafile: file size {label}", None, None,
+            note=f"{mib['format 3 (WITHOUT ROWID)']:,.1f} MiB against "
+                 f"{mib['format 2 (rowid)']:,.1f} MiB "
+                 f"({1 - sizes['format 3 (WITHOUT ROWID)'] / sizes['format 2 (rowid)']:.0%} "
+                 "smaller)"),
+    ]
+
+
+if __name__ == "__main__":
+    for r in main(sys.argv[1].lstrip("-") if len(sys.argv) > 1 else "full"):
+        print(r)
