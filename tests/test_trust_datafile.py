@@ -87,6 +87,45 @@ def test_crafted_rows_are_one_line_errors_in_every_reader(capsys, tmp_path: Path
     assert not (tmp_path / "all.ragcov").exists()  # nothing out of range copied into a combined file
 
 
+CRAFTED_PROBES = {
+    "text chunk in a probe hit": ("UPDATE probe_hits SET chunk_idx = 'x' WHERE probe_idx = 0 "
+                                  "AND rank = 2", "the probe hit at probe row 0, rank 2 has a "
+                                  "non-integer probe, chunk or rank"),
+    "text rank": ("UPDATE probe_hits SET rank = 'a' WHERE probe_idx = 0 AND rank = 1",
+                  "the probe hit at probe row 0, rank 'a' has a non-integer probe, chunk or rank"),
+    "rank 0": ("UPDATE probe_hits SET rank = 0 WHERE probe_idx = 1 AND rank = 1",
+               "the probe hit at probe row 1, rank 0 has a rank below 1"),
+    "text probe chunk": ("UPDATE probes SET chunk_idx = 'y' WHERE idx = 0",
+                         "probes row 0 has chunk_idx is text"),
+    "blob kind": ("UPDATE probes SET kind = X'00' WHERE idx = 1", "probes row 1 has kind is blob"),
+    "text score": ("UPDATE probe_hits SET score = 'high' WHERE probe_idx = 0 AND rank = 1",
+                   "the probe hit at probe row 0, rank 1 has a score that is text, not a number"),
+}
+
+
+@pytest.mark.parametrize("change", list(CRAFTED_PROBES), ids=list(CRAFTED_PROBES))
+def test_crafted_probe_rows_are_one_line_errors(capsys, tmp_path: Path, change: str) -> None:
+    bad = _recorded_file(capsys, tmp_path, "bad.ragcov")
+    code, _, err = cli(capsys, "probe", "--corpus", str(tmp_path / "corpus.jsonl"), "-q",
+                       "--retriever", "datafile_race:FixedRetriever", "--data-file", str(bad))
+    assert code == 0, err
+    sql, problem = CRAFTED_PROBES[change]
+    con = sqlite3.connect(bad)
+    assert con.execute(sql).rowcount == 1
+    con.commit()
+    con.close()
+    line = (f"ragcov: error: {bad}: damaged probe tables: {problem}; run `ragcov probe` again "
+            "on a new recording\n")
+    readers = [["combine", str(bad), "-o", str(tmp_path / "all.ragcov")]]
+    if change != "text score":  # reports read no probe score; combine would copy it on
+        readers += [["report", "--data-file", str(bad)], ["json", "--data-file", str(bad), "-o", "-"],
+                    ["html", "--data-file", str(bad), "-d", str(tmp_path / "html")]]
+    for args in readers:
+        code, _, err = cli(capsys, *args)
+        assert (code, err) == (1, line), args
+    assert not (tmp_path / "all.ragcov").exists()
+
+
 def test_combine_names_the_out_of_range_hit(capsys, tmp_path: Path) -> None:
     good = _recorded_file(capsys, tmp_path, "good.ragcov")
     bad = _recorded_file(capsys, tmp_path, "bad.ragcov")

@@ -59,6 +59,48 @@ def check_rows(con: sqlite3.Connection, path: Path) -> None:
     raise _damaged(path, f"{where} {problem}")
 
 
+def check_probe_rows(con: sqlite3.Connection, path: Path) -> None:
+    """Raise, in one line, when a probe row is one ``ragcov probe`` never writes.
+
+    The probe tables' counterpart of :func:`check_rows`: ``combine`` runs it on every
+    probed input (so a bad row is never copied on), and :func:`ragcov.data.probes.read_probes`
+    calls it to word the error when what it read cannot be a probe. One pass over each table.
+    """
+    row = con.execute(
+        "SELECT idx, typeof(idx), typeof(id), typeof(chunk_idx), typeof(kind), typeof(text) "
+        "FROM probes WHERE typeof(idx) != 'integer' OR typeof(id) != 'text' "
+        "OR typeof(chunk_idx) != 'integer' OR typeof(kind) != 'text' OR typeof(text) != 'text' "
+        "LIMIT 1").fetchone()
+    if row is not None:
+        names = ("idx", "id", "chunk_idx", "kind", "text")
+        want = ("integer", "text", "integer", "text", "text")
+        bad = ", ".join(f"{n} is {t}" for n, t, w in zip(names, row[1:], want) if t != w)
+        raise _probe_damage(path, f"probes row {row[0]!r} has {bad}")
+    row = con.execute(
+        "SELECT probe_idx, rank, typeof(probe_idx), typeof(chunk_idx), typeof(rank), "
+        "typeof(score) FROM probe_hits h WHERE typeof(probe_idx) != 'integer' "
+        "OR typeof(chunk_idx) != 'integer' OR typeof(rank) != 'integer' "
+        "OR typeof(score) NOT IN ('real', 'integer', 'null') OR rank < 1 "
+        "OR NOT EXISTS (SELECT 1 FROM probes p WHERE p.idx = h.probe_idx) LIMIT 1").fetchone()
+    if row is None:
+        return
+    p, r, tp, tc, tr, ts = row
+    if (tp, tc, tr) != ("integer",) * 3:
+        problem = "has a non-integer probe, chunk or rank"
+    elif ts not in ("real", "integer", "null"):
+        problem = f"has a score that is {ts}, not a number"
+    elif r < 1:
+        problem = "has a rank below 1"
+    else:
+        problem = "belongs to no recorded probe"
+    raise _probe_damage(path, f"the probe hit at probe row {p!r}, rank {r!r} {problem}")
+
+
+def _probe_damage(path: Path, what: str) -> RagcovError:
+    return RagcovError(f"{path}: damaged probe tables: {what}; run `ragcov probe` again on a "
+                       "new recording")
+
+
 def _damaged(path: Path, what: str) -> RagcovError:
     return RagcovError(f"{path}: damaged data file: {what}; rerun to record it again")
 

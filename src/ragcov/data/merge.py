@@ -114,7 +114,7 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
                 if n == 0:
                     _copy_corpus(con, src)
                 next_idx = _copy_queries(con, src, d.path, seen, next_idx)
-                copy_probes(con, src, probes_seen)
+                copy_probes(con, src, probes_seen, d.path)
                 if n > 0:
                     _add_counts(con, src)
         if shards:

@@ -21,12 +21,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragcov.data.checks import check_probe_rows
 from ragcov.data.locking import write_lock
 from ragcov.data.schema import read_meta
 from ragcov.errors import RagcovError
 from ragcov.matrix import csr_arrays
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import scipy.sparse as sp
 
     from ragcov.corpus import Corpus
@@ -166,12 +169,22 @@ def read_probes(data: CoverageData, n_chunks: int) -> ProbeMatrix | None:
         if not _has_tables(con):
             return None
         probe_rows = con.execute("SELECT idx, id, chunk_idx, kind FROM probes ORDER BY idx").fetchall()
-        hits = np.fromiter(con.execute("SELECT probe_idx, chunk_idx, rank FROM probe_hits"),
-                           dtype=[("p", np.int64), ("c", np.int64), ("r", np.int32)])
+        # Cheap checks on what is read; the full check runs only to word an error.
+        try:
+            hits = np.fromiter(con.execute("SELECT probe_idx, chunk_idx, rank FROM probe_hits"),
+                               dtype=[("p", np.int64), ("c", np.int64), ("r", np.int32)])
+            pidx = np.fromiter((r[0] for r in probe_rows), dtype=np.int64, count=len(probe_rows))
+            source = np.fromiter((r[2] for r in probe_rows), dtype=np.int64,
+                                 count=len(probe_rows))
+        except (TypeError, ValueError, OverflowError):  # a text or blob where a number goes
+            check_probe_rows(con, data.path)
+            raise RagcovError(f"{data.path}: damaged probe tables; run `ragcov probe` again on "
+                              "a new recording") from None
+        if (hits.size and hits["r"].min() < 1) or not all(
+                type(r[1]) is str and type(r[3]) is str for r in probe_rows):
+            check_probe_rows(con, data.path)
     if not probe_rows:
         return None
-    pidx = np.fromiter((r[0] for r in probe_rows), dtype=np.int64, count=len(probe_rows))
-    source = np.fromiter((r[2] for r in probe_rows), dtype=np.int64, count=len(probe_rows))
     _check_positions(data, n_chunks, source, hits["c"])
     position = np.zeros(int(pidx.max()) + 1, dtype=np.int64)
     position[pidx] = np.arange(pidx.size)
@@ -217,7 +230,7 @@ def chunk_details(data: CoverageData, positions: Sequence[int]) -> dict[int, tup
     return out
 
 
-def copy_probes(con, src, seen: set[str]) -> None:  # type: ignore[no-untyped-def]
+def copy_probes(con, src, seen: set[str], path: Path) -> None:  # type: ignore[no-untyped-def]
     """Copy the probes of ``src`` whose ids are not in ``seen`` into ``con`` (a combine).
 
     Inputs share one corpus, so a probe's chunk positions hold in the output as they
@@ -226,6 +239,7 @@ def copy_probes(con, src, seen: set[str]) -> None:  # type: ignore[no-untyped-de
     """
     if not _has_tables(src):
         return
+    check_probe_rows(src, path)
     _ensure(con)
     next_idx = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM probes").fetchone()[0]
     hits: dict[int, list[tuple[int, int, float | None]]] = {}
