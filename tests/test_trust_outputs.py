@@ -253,7 +253,10 @@ def _cases() -> list[tuple[str, str, str]]:
         cases.append((name, "-o", "other.ragcov"))        # any ragcov data file
     cases += [("select", "--suite-out", "corpus.jsonl"), ("select", "--suite-out", "tests.ragcov"),
               ("faults", "-o", "qrels.jsonl"), ("select", "-o", "link-to-data"),
-              ("xml", "-o", "hardlink.ragcov")]
+              ("xml", "-o", "hardlink.ragcov"),
+              # what lives beside a data file while it is written: its writers' lock, journals
+              ("select", "-o", "tests.ragcov-lock"), ("json", "-o", "other.ragcov-journal"),
+              ("xml", "-o", "tests.ragcov-wal")]
     return cases
 
 

@@ -88,6 +88,10 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | 
         if _is_data_file(real):
             raise RagcovError(f"{output}: is a ragcov data file; refusing to overwrite it with "
                               "a report (choose another output path)")
+        companion = _companion_of_data_file(real)
+        if companion is not None:
+            raise RagcovError(f"{output}: is {companion}; refusing to overwrite it (choose "
+                              "another output path)")
         reason = unwritable_reason(real)
         if reason is not None:
             raise RagcovError(f"{output}: {reason}; refusing to change it (choose another "
@@ -105,6 +109,23 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
+# Files that live beside a data file while it is written: its writers' lock (see
+# ragcov.data.locking) and SQLite's journals. Replacing one breaks the data file: a
+# writer waiting on the old lock's inode no longer takes turns with the next one, and a
+# hot journal replaced cannot roll back the transaction it belongs to.
+_COMPANIONS = {"-lock": "the lock file writers of {} take turns on",
+               "-journal": "SQLite's journal of {}", "-wal": "SQLite's journal of {}",
+               "-shm": "SQLite's shared memory of {}"}
+
+
+def _companion_of_data_file(path: Path) -> str | None:
+    """What ``path`` is to the ragcov data file it sits beside (``DATA-lock``, ...), or None."""
+    for suffix, what in _COMPANIONS.items():
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            data = path.with_name(path.name[:-len(suffix)])
+            if _is_data_file(data):
+                return what.format(data)
+    return None
 
 
 def _is_data_file(path: Path) -> bool:
