@@ -103,6 +103,22 @@ def test_gate_writes_the_report_before_failing(in_sample: Path, capsys) -> None:
     assert json.loads((in_sample / "gated.json").read_text())["totals"]
 
 
+def test_html_gate_judges_the_numbers_the_site_shows(in_sample: Path, capsys,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """One read for the site and its gate: an append between two reads would make the
+    gate judge a total the site does not show."""
+    from ragcov.data.datafile import CoverageData
+
+    reads = []
+    real = CoverageData.matrix
+    monkeypatch.setattr(CoverageData, "matrix", lambda self, *a, **kw: reads.append(1) or
+                        real(self, *a, **kw))
+    code, _, err = cli(capsys, "html", "-d", "gated-html", "--fail-under", "55.08")
+    assert code == 2 and "total of 55.07% is less than fail-under=55.08" in err
+    assert len(reads) == 1
+    assert "55%" in (in_sample / "gated-html" / "index.html").read_text()
+
+
 # 3. Chunks named DOC#N (N from 1, the Cobertura/lcov line) wherever a person reads them ----
 
 UUIDS = [f"{i:08x}-7c1e-4b5a-9f00-{i:012x}" for i in range(8)]

@@ -186,17 +186,20 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
                           after_saturation or DEFAULT_AFTER_SATURATION)
 
 
-def write_html(data_file: str | os.PathLike[str], directory: str | os.PathLike[str],
+def write_html(data_file: Any, directory: str | os.PathLike[str],
                orders: Sequence[str | os.PathLike[str]] = (), greedy: bool = True,
                title: str = "Chunk coverage report", precision: int = 0,
                scope: Any = None) -> Path:
     """Write the HTML site (``ragcov html``); returns its index page.
 
     ``scope`` (a :class:`ragcov.scope.ReportScope`) chooses what the site counts.
+    ``data_file`` may be what :func:`report` returned: a gate then judges the very
+    numbers the site shows, not a second read that an append in between could change.
     """
     from ragcov.reporters.html import curve_from_order_file, greedy_curve, html_report, recorded_curve
+    from ragcov.scope import Scoped
 
-    scoped = load_scoped(data_file, scope)
+    scoped = data_file if isinstance(data_file, Scoped) else load_scoped(data_file, scope)
     m = scoped.matrix
     curves = [curve_from_order_file(m, load_json(p), str(p)) for p in orders]
     if greedy:
