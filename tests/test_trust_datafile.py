@@ -126,6 +126,22 @@ def test_crafted_probe_rows_are_one_line_errors(capsys, tmp_path: Path, change: 
     assert not (tmp_path / "all.ragcov").exists()
 
 
+def test_combine_copies_no_probe_hit_of_an_unknown_chunk(capsys, tmp_path: Path) -> None:
+    bad = _recorded_file(capsys, tmp_path, "bad.ragcov")
+    code, _, err = cli(capsys, "probe", "--corpus", str(tmp_path / "corpus.jsonl"), "-q",
+                       "--retriever", "datafile_race:FixedRetriever", "--data-file", str(bad))
+    assert code == 0, err
+    con = sqlite3.connect(bad)
+    con.execute("UPDATE probe_hits SET chunk_idx = 99999 WHERE probe_idx = 0 AND rank = 2")
+    con.commit()
+    con.close()
+    code, _, err = cli(capsys, "combine", str(bad), "-o", str(tmp_path / "all.ragcov"))
+    assert (code, err) == (1, f"ragcov: error: {bad}: damaged probe tables: the probe hit at probe "
+                           "row 0, rank 2 names chunk row 99999, which the file does not hold; "
+                           "run `ragcov probe` again on a new recording\n")
+    assert not (tmp_path / "all.ragcov").exists()
+
+
 def test_combine_names_the_out_of_range_hit(capsys, tmp_path: Path) -> None:
     good = _recorded_file(capsys, tmp_path, "good.ragcov")
     bad = _recorded_file(capsys, tmp_path, "bad.ragcov")

@@ -35,19 +35,32 @@ def check_rows(con: sqlite3.Connection, path: Path) -> None:
         if row is not None:
             kinds = ", ".join(f"{c} is {t}" for c, t in zip(columns, row[1:]) if t != "text")
             raise _damaged(path, f"{table} row {row[0]!r} is not text ({kinds})")
+    bad = _first_bad_hit(con, "hits", "query_idx", "queries", "query")
+    if bad is not None:
+        q, r, problem = bad
+        raise _damaged(path, f"the hit at query row {q!r}, rank {r!r} {problem}")
+
+
+def _first_bad_hit(con: sqlite3.Connection, table: str, owner: str, owners: str, word: str
+                   ) -> tuple[Any, Any, str] | None:
+    """The first row of a hits table (``hits``, ``probe_hits``) ragcov never writes, as
+    (owner idx, rank, what is wrong), or None: one linear pass.
+
+    ``owner`` is the column naming the query or probe the hit belongs to, ``owners`` the
+    table of those, ``word`` what the message calls one.
+    """
     row = con.execute(
-        "SELECT query_idx, chunk_idx, rank, typeof(query_idx), typeof(chunk_idx), typeof(rank), "
-        "typeof(score) FROM hits h WHERE typeof(query_idx) != 'integer' "
+        f"SELECT {owner}, chunk_idx, rank, typeof({owner}), typeof(chunk_idx), typeof(rank), "
+        f"typeof(score) FROM {table} h WHERE typeof({owner}) != 'integer' "
         "OR typeof(chunk_idx) != 'integer' OR typeof(rank) != 'integer' "
         "OR typeof(score) NOT IN ('real', 'integer', 'null') OR rank < 1 "
         "OR NOT EXISTS (SELECT 1 FROM chunks c WHERE c.idx = h.chunk_idx) "
-        "OR NOT EXISTS (SELECT 1 FROM queries q WHERE q.idx = h.query_idx) LIMIT 1").fetchone()
+        f"OR NOT EXISTS (SELECT 1 FROM {owners} o WHERE o.idx = h.{owner}) LIMIT 1").fetchone()
     if row is None:
-        return
-    q, c, r, tq, tc, tr, ts = row
-    where = f"the hit at query row {q!r}, rank {r!r}"
-    if (tq, tc, tr) != ("integer",) * 3:
-        problem = "has a non-integer query, chunk or rank"
+        return None
+    o, c, r, to, tc, tr, ts = row
+    if (to, tc, tr) != ("integer",) * 3:
+        problem = f"has a non-integer {word}, chunk or rank"
     elif ts not in ("real", "integer", "null"):
         problem = f"has a score that is {ts}, not a number"
     elif r < 1:
@@ -55,8 +68,8 @@ def check_rows(con: sqlite3.Connection, path: Path) -> None:
     elif con.execute("SELECT 1 FROM chunks WHERE idx = ?", (c,)).fetchone() is None:
         problem = f"names chunk row {c}, which the file does not hold"
     else:
-        problem = "belongs to no recorded query"
-    raise _damaged(path, f"{where} {problem}")
+        problem = f"belongs to no recorded {word}"
+    return o, r, problem
 
 
 def check_probe_rows(con: sqlite3.Connection, path: Path) -> None:
@@ -76,24 +89,10 @@ def check_probe_rows(con: sqlite3.Connection, path: Path) -> None:
         want = ("integer", "text", "integer", "text", "text")
         bad = ", ".join(f"{n} is {t}" for n, t, w in zip(names, row[1:], want) if t != w)
         raise _probe_damage(path, f"probes row {row[0]!r} has {bad}")
-    row = con.execute(
-        "SELECT probe_idx, rank, typeof(probe_idx), typeof(chunk_idx), typeof(rank), "
-        "typeof(score) FROM probe_hits h WHERE typeof(probe_idx) != 'integer' "
-        "OR typeof(chunk_idx) != 'integer' OR typeof(rank) != 'integer' "
-        "OR typeof(score) NOT IN ('real', 'integer', 'null') OR rank < 1 "
-        "OR NOT EXISTS (SELECT 1 FROM probes p WHERE p.idx = h.probe_idx) LIMIT 1").fetchone()
-    if row is None:
-        return
-    p, r, tp, tc, tr, ts = row
-    if (tp, tc, tr) != ("integer",) * 3:
-        problem = "has a non-integer probe, chunk or rank"
-    elif ts not in ("real", "integer", "null"):
-        problem = f"has a score that is {ts}, not a number"
-    elif r < 1:
-        problem = "has a rank below 1"
-    else:
-        problem = "belongs to no recorded probe"
-    raise _probe_damage(path, f"the probe hit at probe row {p!r}, rank {r!r} {problem}")
+    bad = _first_bad_hit(con, "probe_hits", "probe_idx", "probes", "probe")
+    if bad is not None:
+        p, r, problem = bad
+        raise _probe_damage(path, f"the probe hit at probe row {p!r}, rank {r!r} {problem}")
 
 
 def _probe_damage(path: Path, what: str) -> RagcovError:
