@@ -58,8 +58,8 @@ def main(mode: str = "full") -> list[dict]:
     nnz: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(3):
-            for name, ddl in layouts.items():
-                path = Path(tmp) / f"{repeat}-{len(sizes)}-{name[:8]}.ragcov"
+            for n_layout, (name, ddl) in enumerate(layouts.items()):
+                path = Path(tmp) / f"{repeat}-{n_layout}.ragcov"
                 schema.SCHEMA = ddl
                 try:
                     t = time.perf_counter()
