@@ -157,15 +157,25 @@ def test_model_flag_wins_with_a_warning(request, capsys, sample: dict, tmp_path:
 
 @pytest.mark.slow
 def test_dense_over_a_store_is_checked_too(capsys, sample: dict, tmp_path: Path) -> None:
+    """The built-in dense retriever over a store (run and index) embeds with a checked model."""
     url = chroma_store(sample, tmp_path / "rotated", "rotated")
     code, err = run(capsys, url, sample, tmp_path / "d.ragcov", "--retriever", "dense")
     assert code == 1 and "were not made by" in err and "Traceback" not in err
+    # ``index`` fills the cache that run reads: the same check, before anything is embedded.
+    code, _, err = cli(capsys, "index", "--corpus", url)
+    assert code == 1 and "Traceback" not in err, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("ragcov: error: ") and "were not made by" in line and "pass --model" in line
     url = chroma_store(sample, tmp_path / "right", "right")
     code, err = run(capsys, url, sample, tmp_path / "d.ragcov", "--retriever", "dense")
     assert code == 0, err
     assert "re-embedded for the built-in dense retriever, not searched by the store" in err
     fp = CoverageData(tmp_path / "d.ragcov").meta().retriever
     assert fp["kind"] == "dense" and fp["model_check"] == "agrees"
+    code, out, err = cli(capsys, "index", "--corpus", url)
+    assert code == 0, err
+    assert re.search(rf"^{len(sample['ids'])} chunks (embedded|already cached) with "
+                     r"sentence-transformers/all-MiniLM-L6-v2 \(onnx\)", out), out
 
 
 @pytest.mark.slow

@@ -514,13 +514,16 @@ class Indexed:
 def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str | None = None,
           chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False) -> Indexed:
     """``ragcov index``: embed the corpus for the dense retriever into the cache."""
-    from ragcov.retrievers.dense import DenseRetriever
+    from ragcov.retrievers import make_retriever
     from ragcov.retrievers.onnx_encoder import check_backend
 
     check_backend(backend)  # before the corpus is read
     corpus_obj = load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
                              split=split)
-    r = DenseRetriever(corpus_obj, model=model, backend=backend)
+    # The dense retriever's own door: over a store URL the store's model is settled first
+    # (checked against its vectors), as ``run --retriever dense`` does, so the cache
+    # ``index`` fills is the one that run will read.
+    r = make_retriever("dense", corpus_obj, model=model, backend=backend)
     return Indexed(len(corpus_obj), bool(r.chunks_embedded), r.model_name, r.backend, cache_dir())
 
 
