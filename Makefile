@@ -56,8 +56,14 @@ browser:
 	fi
 
 # LLM tests run on their own, after the rest, so they never share the CPU with heavy steps.
+# The rest run on a worker process per core this process may use (pytest-xdist; at most
+# 4, each holds a model), a test file per worker at a time, so a module's fixtures (a
+# store, an embedded slice) are built once: much of the suite waits on subprocesses and
+# servers, and two workers halve the wall time on two cores (docs/performance.md, "The
+# test suite"). `make test TEST_WORKERS=0` runs it in one process, as before.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -gt 4 ] && n=4; echo $$n)
 test: $(VENV)/.test-installed browser
-	$(BIN)/python -m pytest -q -m "not llm" --durations=25
+	$(BIN)/python -m pytest -q -m "not llm" -n $(TEST_WORKERS) --dist loadfile --durations=25
 	$(BIN)/python -m pytest -q -m "llm" --durations=5 || [ $$? -eq 5 ]
 
 test-fast: $(VENV)/.test-installed
