@@ -249,6 +249,8 @@ def _cases() -> list[tuple[str, str, str]]:
         first = "traffic.ragcov" if name in ("diff", "gap") else "tests.ragcov"
         cases.append((name, "-o", first))                 # its own input
         cases.append((name, "-o", "corpus.jsonl"))        # the corpus the input recorded
+        # the suite a data-file input was recorded from: the user's own file
+        cases.append((name, "-o", "traffic.jsonl" if name in ("diff", "gap") else "queries.jsonl"))
     for name in ("json", "xml", "lcov", "badge", "select", "faults"):
         cases.append((name, "-o", "other.ragcov"))        # any ragcov data file
     cases += [("select", "--suite-out", "corpus.jsonl"), ("select", "--suite-out", "tests.ragcov"),

@@ -34,7 +34,7 @@ def to_stdout(output: Path | None) -> bool:
 
 
 def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | None],
-                  queries_of: Path | str | None = None) -> None:
+                  extends: Path | None = None) -> None:
     """Refuse, before any work, an output that would overwrite something the command reads.
 
     Every command that writes files passes its outputs and inputs here. An output is
@@ -43,22 +43,23 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | 
     or to any existing ragcov data file; a directory, a file that cannot be changed
     and a folder that cannot be written are refused by the name given.
     ``-`` (stdout) and devices or FIFOs (written through, never replaced) are fine.
-    With ``queries_of`` (a data file), the query files its runs read are protected too:
-    ``select --suite-out`` must never replace the pool a cut suite came from. (Not by
-    default: ``generate`` extends a recorded suite file, resuming from its output.)
+    The query files a data-file input's runs read are protected too: a suite is the
+    user's own file, and no report (``gap -o``, ``badge -o``, ``select --suite-out``)
+    may replace it. ``extends`` names the one output that may be such a file:
+    ``generate`` extends a recorded suite file, resuming from its output.
     """
-    protected: list[tuple[Path, str]] = []
-    if queries_of is not None and os.path.isfile(queries_of):
-        protected += [(Path(q), f"a query file {queries_of} was recorded from")
-                      for q in _recorded_sources(Path(queries_of))[1]]
+    protected: list[tuple[Path, str, bool]] = []  # (path, what it is, a recorded query file)
     for given in inputs:
         if given is None or str(given) in ("", "-") or "://" in str(given):
             continue
-        protected.append((written_path(given), f"an input of this command ({given})"))
+        protected.append((written_path(given), f"an input of this command ({given})", False))
         # Only a regular file is opened: a FIFO input (``--qrels <(...)``) is read once.
-        corpus, _ = _recorded_sources(Path(given)) if os.path.isfile(given) else (None, [])
+        corpus, queries = (_recorded_sources(Path(given)) if os.path.isfile(given)
+                           else (None, []))
         if corpus is not None:
-            protected.append((Path(corpus), f"the corpus {given} was recorded from"))
+            protected.append((Path(corpus), f"the corpus {given} was recorded from", False))
+        protected += [(Path(q), f"a query file {given} was recorded from", True)
+                      for q in queries]
     taken: dict[Path, Path] = {}
     on_stdout: Path | None = None
     for output in outputs:
@@ -76,7 +77,9 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | 
             raise RagcovError(f"{output}: is a directory; give a file path")
         if is_special_file(output):  # the kernel follows /dev/stdout where realpath cannot
             continue
-        for path, what in protected:
+        for path, what, suite in protected:
+            if suite and output is extends:
+                continue
             inside = path.is_dir() and real.exists() and real.is_relative_to(path)
             if real == path or inside or _same_file(real, path):
                 whose = f"a file of {what} ({path})" if inside and real != path else what

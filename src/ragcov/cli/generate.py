@@ -103,7 +103,7 @@ def generate(
     config.check()
     if str(output) == "-":
         raise RagcovError("-o -: generate resumes from its output file, so it needs a file path")
-    check_outputs([output, ragas, deepeval], [corpus, prompt, targets, data_file])
+    check_outputs([output, ragas, deepeval], [corpus, prompt, targets, data_file], extends=output)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     if targets is not None:
         config.priority = _gap_priority(targets, corpus_obj, quiet)

@@ -51,7 +51,7 @@ def select_cmd(
     import json
 
     # The pool's own query files too: a cut suite written over them would lose the rest.
-    check_outputs([output, suite_out], [data_file], queries_of=data_file)
+    check_outputs([output, suite_out], [data_file])
     doc = select_tests(data_file, strategy, budget, target, seed, repeats, after_saturation)
     suite = doc.pop("suite")
     written = [output] if write_output(
