@@ -276,3 +276,40 @@ def test_ids_are_printed_and_escaped_as_they_are(capsys, tmp_path: Path) -> None
     assert "<b>doc</b>" in out  # the terminal shows the id as it is
     page = (tmp_path / "site" / "diff.html").read_text(encoding="utf-8")
     assert "<b>doc</b>" not in page and "&lt;b&gt;doc&lt;/b&gt;" in page
+
+
+@pytest.mark.parametrize("format", ["text", "markdown"])
+def test_control_characters_in_queries_are_escaped_in_diff_and_gap(capsys, tmp_path: Path,
+                                                                    format: str) -> None:
+    """A query id or text holding ESC[2J (clear screen) or a bidi override is data, not a
+    terminal command: diff and gap write it escaped, as every other printed line does."""
+    chunks = [{"id": f"c{i}", "doc_id": "d", "text": text} for i, text in enumerate(
+        ["Paris is the capital of France.", "Berlin is the capital of Germany.",
+         "Tokyo is the capital of Japan.", "Plants make sugar from sunlight."])]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(c) + "\n" for c in chunks), encoding="utf-8")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "esc\x1b[31mred", "text": "capital \x1b[2J of Japan"})
+                       + "\n" + json.dumps({"id": "q\u202eevil", "text": "sugar \u202e plants"})
+                       + "\n")
+    files = []
+    for k in (1, 2):
+        files.append(str(tmp_path / f"k{k}.ragcov"))
+        assert cli(capsys, "run", "--corpus", str(corpus), "--queries", str(queries),
+                   "--retriever", "bm25", "--k", str(k), "--data-file", files[-1], "-q")[0] == 0
+    outputs = []
+    code, out, err = cli(capsys, "diff", *files, "--allow-different-k", "--format", format)
+    assert code == 0, err
+    outputs.append(out)
+    code, out, err = cli(capsys, "gap", "--tests", files[0], "--traffic", files[1],
+                         "--allow-different-k", "--format", format)
+    assert code == 0, err
+    outputs.append(out)
+    code, out, err = cli(capsys, "diff", *files, "--allow-different-k", "--format", format,
+                         "-o", str(tmp_path / "d.txt"))
+    assert code == 0, err
+    outputs.append((tmp_path / "d.txt").read_text(encoding="utf-8"))
+    for text in outputs:
+        assert "\x1b" not in text and "\u202e" not in text, text
+    assert "\\x1b[31mred" in outputs[0] + outputs[2]
+    assert "\\x1b[2J" in outputs[1] or "\\u202e" in outputs[1], outputs[1]

@@ -13,6 +13,7 @@ import typer
 
 from ragcov.cli.options import check_precision, emit
 from ragcov.compare.render import render_comparison
+from ragcov.controls import escape_controls
 from ragcov.errors import RagcovError
 
 FORMATS = ("text", "markdown", "json")
@@ -38,6 +39,13 @@ def check_format(format: str, precision: int) -> None:
 
 def write_comparison(result: Any, name: str, format: str, output: Path | None, precision: int,
                      show_ids: bool, top: int = 20) -> None:
-    """The comparison in ``format``, to stdout or ``output`` (``name``: diff or gap)."""
-    emit(render_comparison(result, format, precision, show_ids, top), output,
-         _WHAT[format].format(name))
+    """The comparison in ``format``, to stdout or ``output`` (``name``: diff or gap).
+
+    Text and markdown hold query texts and ids as they came: their control characters
+    are written escaped, as on every line ragcov prints (an ``ESC[2J`` in a query would
+    clear the terminal; a bidi override would reorder the table). JSON escapes its own.
+    """
+    text = render_comparison(result, format, precision, show_ids, top)
+    if format != "json":
+        text = escape_controls(text, keep="\n\t")
+    emit(text, output, _WHAT[format].format(name))
