@@ -408,6 +408,13 @@ def test_faults_cli_errors_write_nothing(capsys, tmp_path: Path, monkeypatch,
     assert code == 1 and "not in the data file" in err
     code, _, err = cli(capsys, "faults", "--qrels", "qrels.jsonl", "--tau", "2", "-o", "f.json")
     assert code == 1 and "tau" in err
+    # NaN turned the gate off (no value is below it); infinities were a traceback at -o.
+    for bad in ("nan", "inf", "-inf"):
+        code, _, err = cli(capsys, "faults", "--qrels", "qrels.jsonl", "--fail-below", bad,
+                           "-o", "f.json")
+        assert code == 1 and "Traceback" not in err, err
+        assert err.strip().splitlines() == [
+            f"ragcov: error: --fail-below must be a finite number, got {float(bad)}"]
     assert not Path("f.json").exists()
     # No failures: APFD is undefined and says so.
     Path("o.json").write_text(json.dumps({"order": ["a"]}))
@@ -424,3 +431,43 @@ def test_scores_row_with_blank_id_and_no_text_is_an_error(tmp_path: Path) -> Non
     p.write_text("query_id,groundedness\nq1,0.5\n,0.0\n")
     with pytest.raises(InputFormatError, match=r"scores\.csv:3: no query id or query text"):
         load_scores(p, "groundedness")
+
+
+def test_a_query_scored_twice_with_two_values_is_refused(tmp_path: Path) -> None:
+    """Line order would settle which score counts (the last row won): one row per query."""
+    p = tmp_path / "scores.jsonl"
+    p.write_text('{"query_id": "q1", "context_relevance": 0.1}\n'
+                 '{"query_id": "q2", "context_relevance": 0.7}\n'
+                 '{"query_id": "q1", "context_relevance": 0.9}\n')
+    with pytest.raises(InputFormatError, match=r"scores\.jsonl:3: query id 'q1' is scored twice "
+                       r"with different context_relevance values \(0\.1 on line 1, 0\.9 here\)"):
+        load_scores(p, "context_relevance")
+    c = tmp_path / "scores.csv"
+    c.write_text("question,faithfulness\nWhat is X?,0.5\nWhat is X?,0.2\n")
+    with pytest.raises(InputFormatError, match=r"scores\.csv:3: query text 'What is X\?' is scored"):
+        load_scores(c, "faithfulness")
+    # The same row twice (two result files concatenated) is one score.
+    p.write_text('{"query_id": "q1", "context_relevance": 0.1}\n' * 2)
+    assert load_scores(p, "context_relevance").by_id == {"q1": 0.1}
+
+
+def test_faults_output_file_is_written_when_stdout_closes_early(tmp_path: Path,
+                                                                 city_corpus_file: Path) -> None:
+    """``ragcov faults -o f.json | head``: the file asked for is saved before the tables."""
+    import subprocess
+    import sys
+
+    (tmp_path / "queries.jsonl").write_text("".join(
+        json.dumps({"id": f"q{i}", "question": t}) + "\n" for i, t in enumerate(
+            ["capital of France", "capital of Japan", "sugar from sunlight", "dividends"])))
+    (tmp_path / "qrels.jsonl").write_text("".join(
+        json.dumps({"query_id": f"q{i}", "doc_id": "nowhere"}) + "\n" for i in range(4)))
+    ragcov = [sys.executable, "-m", "ragcov"]
+    subprocess.run([*ragcov, "run", "--corpus", str(city_corpus_file), "--queries",
+                    "queries.jsonl", "--retriever", "bm25", "--k", "2", "-q"], cwd=tmp_path,
+                   check=True)
+    # ``true`` reads nothing and exits long before ragcov has started: every print fails.
+    shell = f"{' '.join(ragcov)} faults --qrels qrels.jsonl --tau 0 -o f.json | true"
+    subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, timeout=120)
+    doc = json.loads((tmp_path / "f.json").read_text())
+    assert len(doc["failures"]) == 4

@@ -18,6 +18,7 @@ retriever's, a store's or a generator's stack.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -244,6 +245,10 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
         raise RagcovError("--scores needs --metric NAME (the column holding the metric)")
     if qrels_level is not None and qrels_level not in ("doc", "chunk"):
         raise RagcovError(f"--qrels-level must be doc or chunk, got {qrels_level!r}")
+    if fail_below is not None and not math.isfinite(fail_below):
+        # NaN compares false with every value (no query would fail: the gate is off), and
+        # an infinite threshold cannot be written into the report's JSON.
+        raise RagcovError(f"--fail-below must be a finite number, got {fail_below}")
     m = CoverageData(data_file).matrix()
     warnings: list[str] = []
     if qrels is not None:

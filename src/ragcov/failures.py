@@ -138,6 +138,9 @@ def load_scores(path: str | os.PathLike[str], metric: str) -> Scores:
     rows = _records(p)
     if not rows:
         raise RagcovError(f"{p}: no rows")
+    # A query scored twice with two values is settled by nothing but line order (the last
+    # row would win): refused. The same value twice (a results file concatenated) is one.
+    seen: dict[tuple[str, str], tuple[int, float]] = {}
     for lineno, row in rows:
         if metric not in row:
             raise InputFormatError(p, lineno, f"no {metric!r} column (have: "
@@ -148,6 +151,15 @@ def load_scores(path: str | os.PathLike[str], metric: str) -> Scores:
         if qid is None and text is None:
             raise InputFormatError(p, lineno, "no query id or query text (expected one of "
                                    f"{', '.join(QUERY_ID_KEYS + QUERY_TEXT_KEYS)})")
+        key = ("query id", qid) if qid is not None else ("query text", str(text))
+        if key in seen:
+            first, before = seen[key]
+            if not (before == value or (math.isnan(before) and math.isnan(value))):
+                raise InputFormatError(p, lineno, f"{key[0]} {key[1]!r} is scored twice with "
+                                       f"different {metric} values ({before:g} on line {first}, "
+                                       f"{value:g} here); keep one row per query")
+            continue
+        seen[key] = (lineno, value)
         if math.isnan(value):
             scores.missing += 1
         elif qid is not None:

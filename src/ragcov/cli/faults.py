@@ -59,6 +59,10 @@ def faults(
     for warning in found.warnings:
         err.print(f"warning: {warning}", markup=False)
     failures, report = found.failures, found.report
+    # The file first: a closed stdout (``| head``) must not cost the report asked for.
+    wrote = output is not None and write_output(
+        json.dumps(report.as_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+        output)
     rule = f"< {fail_below:g}" if fail_below is not None else "at its minimum (<= 0)"
     out.print(f"{len(failures.query_ids)} queries, {failures.n_labelled} with a {failures.metric} "
               f"value; {len(failures.rows)} fail ({failures.metric} {rule}); "
@@ -86,7 +90,5 @@ def faults(
                           f"{report.revealed[name]}/{len(report.faults)}",
                           "undefined" if value is None else f"{value:.4f}")
         out.print(table)
-    if output is not None and write_output(
-            json.dumps(report.as_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-            output):
-        out.print(f"Wrote {output}")
+    if wrote:
+        out.print(f"Wrote {output}", markup=False)
