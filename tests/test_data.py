@@ -48,9 +48,12 @@ def test_round_trip(tmp_path: Path) -> None:
 
 
 def test_run_keeps_k_and_drops_repeats() -> None:
+    """Cut to k first, then repeats dropped: b ranked third, below k, and counts nowhere."""
     run = Run(k=2, retriever=FP)
     run.add("q", "t", [("a", 3.0), ("a", 2.0), ("b", 1.0), ("c", 0.5)])
-    assert run.results["q"] == [("a", 3.0), ("b", 1.0)]
+    assert run.results["q"] == [("a", 3.0)]
+    run.add("r", "t", [("a", 3.0), ("b", 2.0), ("a", 1.0), ("c", 0.5)])
+    assert run.results["r"] == [("a", 3.0), ("b", 2.0)]
     with pytest.raises(RagcovError, match="k must be"):
         Run(k=0, retriever=FP)
 

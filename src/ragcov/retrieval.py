@@ -34,10 +34,14 @@ class Run:
         validate_k(self.k)
 
     def add(self, query_id: str, text: str, ranked: Iterable[tuple[str, float | None]]) -> None:
-        """Record one query's ranked list, cut to k, keeping the first of any repeated id."""
+        """Record one query's ranked list: cut to its first k, then the first of any
+        repeated id kept. In that order: a list ``[a, a, b]`` at k = 2 is the retriever's
+        top 2, ``a`` twice; ``b`` ranked third and is not covered by it."""
         seen: set[str] = set()
         kept: Ranked = []
-        for pair in ranked:
+        for n, pair in enumerate(ranked):
+            if n == self.k:
+                break
             cid, score = pair
             if type(cid) is not str:
                 cid = str(cid)
@@ -55,8 +59,6 @@ class Run:
             # import then holds one tuple per hit, not two.
             kept.append(pair if type(pair) is tuple and pair[0] is cid and pair[1] is score
                         else (cid, score))
-            if len(kept) == self.k:
-                break
         self.queries[query_id] = text
         self.results[query_id] = kept
 

@@ -117,3 +117,42 @@ def test_the_fingerprint_is_the_same_in_every_process(tmp_path):
                              text=True, check=True, env={**__import__("os").environ,
                                                          "PYTHONHASHSEED": seed})
         assert out.stdout.strip() == str(here)
+
+
+def test_a_repeated_id_is_cut_at_k_before_it_is_dropped(tmp_path, city_corpus, monkeypatch):
+    """``[paris, paris, berlin]`` at k = 2 is the retriever's top 2: paris twice. Berlin
+    ranked third, never reached the model, and must not count, read in one process or
+    in parts; without --k the list counts whole, each id once."""
+    repeated = [("paris", 0.9), ("paris", 0.8), ("berlin", 0.7)]
+    lines = [json.dumps(otlp_export([retriever_span(f"T{i}", f"s{i}", start=i, docs=repeated)]))
+             for i in range(40)]
+    path = write(tmp_path / "spans.jsonl", "\n".join(lines) + "\n")
+    monkeypatch.setattr(parallel, "PART_BYTES", 2048)
+    for workers in (1, 2):
+        cut = import_traces(path, "openinference", city_corpus, k=2, workers=workers)
+        assert {tuple(c for c, _ in r) for r in cut.run.results.values()} == {("paris",)}
+        whole = import_traces(path, "openinference", city_corpus, workers=workers)
+        assert {tuple(c for c, _ in r) for r in whole.run.results.values()} == {("paris", "berlin")}
+        assert whole.run.k == 2  # the longest list, its repeat counted once
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "trec"])
+def test_a_repeated_id_in_jsonl_and_trec_is_cut_at_k_first(capsys, tmp_path, city_corpus_file,
+                                                            fmt):
+    from helpers import cli
+    from ragcov.data import CoverageData
+
+    if fmt == "jsonl":
+        path = write(tmp_path / "run.jsonl",
+                     '{"query_id": "t1", "retrieved": ["paris", "paris", "berlin"]}\n'
+                     '{"query_id": "t2", "retrieved": ["tokyo"]}\n')
+    else:
+        path = write(tmp_path / "run.trec", "t1 Q0 paris 1 3 x\nt1 Q0 paris 2 2 x\n"
+                                            "t1 Q0 berlin 3 1 x\nt2 Q0 tokyo 1 1 x\n")
+    code, _, err = cli(capsys, "import", str(path), "--format", fmt, "--corpus",
+                       str(city_corpus_file), "--k", "2", "--data-file",
+                       str(tmp_path / "d.ragcov"))
+    assert code == 0, err
+    m = CoverageData(tmp_path / "d.ragcov").matrix()
+    covered = {m.chunk_ids[j] for i in range(m.n_queries) for j in m.retrieved(i)}
+    assert covered == {"paris", "tokyo"}

@@ -137,18 +137,16 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
         known = corpus.positions
         for trace in traces:
             count += 1
+            # Repeats kept in place: the list is cut to k before they are dropped (Run.add).
             ranked, complete = _resolve(trace, resolver, known)
-            longest = max(longest, len(ranked))  # ids not in the corpus count here too
+            if len(ranked) > longest:  # ids not in the corpus count here too, repeats once
+                longest = max(longest, len(dict.fromkeys(cid for cid, _s in ranked)))
             if k is not None:
                 ranked = ranked[:k]
             if not complete and not all(cid in known for cid, _s in ranked):
-                kept = []
-                for cid, score in ranked:
-                    if cid in known:
-                        kept.append((cid, score))
-                    else:
-                        unknown[cid] = unknown.get(cid, 0) + 1
-                ranked = kept
+                for cid in dict.fromkeys(cid for cid, _s in ranked if cid not in known):
+                    unknown[cid] = unknown.get(cid, 0) + 1
+                ranked = [(cid, score) for cid, score in ranked if cid in known]
             text = trace.query or (queries or {}).get(trace.query_id, "")
             run.add(trace.query_id, text, ranked)
         if k is None:
@@ -173,15 +171,16 @@ def _format(path: str | os.PathLike[str], fmt: str) -> str:
 
 
 def _resolve(trace: Trace, resolver: IdResolver, known: Mapping[str, int]) -> tuple[Ranked, bool]:
-    """The trace's chunk ids in order, each once, and whether all are in the corpus; an
+    """The trace's chunk ids in order (a repeat where it was), and whether all are in
+    the corpus; an
     item the corpus cannot place gets a descriptive id, so it is reported as unknown
     rather than dropped. An item's own id that is a corpus chunk is taken at once; the
     others are matched as one list, so identical texts go to distinct chunks."""
     items = trace.items
-    if type(items) is Resolved:  # read in a worker: ids in the corpus, each once
+    if type(items) is Resolved:  # read in a worker: ids in the corpus
         return items, True  # type: ignore[return-value]
     if all(type(item) is tuple for item in items):  # from workers, merged: ids in the corpus
-        return _first_of_each(items), True  # type: ignore[arg-type]
+        return list(items), True  # type: ignore[arg-type]
     # Pairs (ids in the corpus) among documents to match: each pair is its id and score.
     items = [Item(*item) if type(item) is tuple else item for item in items]
     complete = True
@@ -198,24 +197,7 @@ def _resolve(trace: Trace, resolver: IdResolver, known: Mapping[str, int]) -> tu
              else Entry(item.id, item.metadata, item.content) for item in items],
             trace.query, placeholder)
         complete = all(cid in known for cid in cids)
-    ranked: Ranked = []
-    seen: set[str] = set()
-    for cid, item in zip(cids, items):
-        if cid not in seen:
-            seen.add(cid)
-            ranked.append((cid, item.score))
-    return ranked, complete
-
-
-def _first_of_each(pairs: list[tuple[str, float | None]]) -> Ranked:
-    """(id, score) pairs, each id once, first kept."""
-    seen: set[str] = set()
-    ranked: Ranked = []
-    for pair in pairs:
-        if pair[0] not in seen:
-            seen.add(pair[0])
-            ranked.append(pair)
-    return ranked
+    return [(cid, item.score) for cid, item in zip(cids, items)], complete
 
 
 def _unknown_message(path: Any, ids: list[str], corpus: Any) -> str:

@@ -92,16 +92,12 @@ def _read_part(fmt: str, part: Part, known: frozenset[str] | None) -> Sent:
 
 def _compact(items: list[Item], known: frozenset[str] | None) -> list[tuple[Any, ...]]:
     """Documents to send: :class:`Resolved` when every id is a corpus chunk, else each as
-    an (id, score) pair when its id is one, its four fields when not."""
+    an (id, score) pair when its id is one, its four fields when not. A repeated id stays
+    where it is: the list is cut to k before repeats are dropped (``Run.add``)."""
     if known is None:
         return [(i.id, i.score, i.content, i.metadata) for i in items]
     if all(i.id in known for i in items):
-        ranked, seen = Resolved(), set()
-        for i in items:
-            if i.id not in seen:
-                seen.add(i.id)
-                ranked.append((i.id, i.score))
-        return ranked
+        return Resolved([(i.id, i.score) for i in items])
     return [(i.id, i.score) if i.id in known else (i.id, i.score, i.content, i.metadata)
             for i in items]
 

@@ -49,8 +49,8 @@ class Trace:
 
 class Resolved(list):  # type: ignore[type-arg]
     """A span's documents as read in a worker process when every id is a corpus chunk:
-    (id, score) pairs, each id once, ready for the Run (what the importer would make
-    of the same :class:`Item` list)."""
+    (id, score) pairs in the span's order, repeats kept (the Run cuts to k first, then
+    drops them), what the importer would make of the same :class:`Item` list."""
 
 
 @dataclass
