@@ -274,6 +274,15 @@ def test_rcfile_names_the_config_file(in_sample: Path, capsys, tmp_path: Path) -
         code, _, err = cli(capsys, "report", "--rcfile", "missing.toml")
         assert code == 1 and err.strip() == ("ragcov: error: missing.toml: no such config file "
                                              "(given by --rcfile)")
+        # A pyproject.toml whose tool or tool.ragcov is no table: the line the upward search
+        # prints, not an AttributeError.
+        (tmp_path / "pyproject.toml").write_text('[tool]\nragcov = "x"\n')
+        code, _, err = cli(capsys, "report", "--rcfile", str(tmp_path / "pyproject.toml"))
+        assert code == 1 and "Traceback" not in err
+        assert err.strip().endswith("pyproject.toml: [tool.ragcov] must be a table of settings, "
+                                    "got str 'x'"), err
+        (tmp_path / "pyproject.toml").write_text("tool = 5\n")  # no ragcov section: defaults
+        assert cli(capsys, "report", "--rcfile", str(tmp_path / "pyproject.toml"))[0] == 0
     finally:
         (in_sample / "ragcov.toml").unlink()
 

@@ -32,15 +32,21 @@ def find_config(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None
             return own, _load(own)
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
-            tool = _load(pyproject).get("tool")
-            # ``tool`` that is no table is another tool's problem: there is no ragcov section.
-            section = tool.get("ragcov") if isinstance(tool, dict) else None
+            section = _ragcov_section(pyproject)
             if section is not None:
-                if not isinstance(section, dict):
-                    raise RagcovError(f"{_shown_path(pyproject)}: [tool.ragcov] must be a table of "
-                                      f"settings, got {type(section).__name__} {section!r}")
                 return pyproject, section
     return None
+
+
+def _ragcov_section(pyproject: Path) -> dict[str, Any] | None:
+    """A pyproject.toml's ``[tool.ragcov]`` table, or None when it has none."""
+    tool = _load(pyproject).get("tool")
+    # ``tool`` that is no table is another tool's problem: there is no ragcov section.
+    section = tool.get("ragcov") if isinstance(tool, dict) else None
+    if section is not None and not isinstance(section, dict):
+        raise RagcovError(f"{_shown_path(pyproject)}: [tool.ragcov] must be a table of "
+                          f"settings, got {type(section).__name__} {section!r}")
+    return section
 
 
 def read_config(path: Path) -> tuple[Path, dict[str, Any]]:
@@ -52,7 +58,7 @@ def read_config(path: Path) -> tuple[Path, dict[str, Any]]:
     if not path.is_file():
         raise RagcovError(f"{path}: no such config file (given by --rcfile)")
     if path.name == "pyproject.toml":
-        return path, _load(path).get("tool", {}).get("ragcov", {})
+        return path, _ragcov_section(path) or {}
     return path, _load(path)
 
 
