@@ -81,6 +81,9 @@ def test_settings_in_pyproject_apply_to_every_report(sample, capsys, tmp_path: P
     (["--include", "guide"], {"guide"}, (8, 4)),           # guide#0,1,3,5 covered
     (["--omit", "legal/*"], {"guide", "faq"}, (10, 5)),    # + faq#0
     (["--include", "*", "--omit", "g*", "--omit", "f*"], {"legal/terms"}, (2, 1)),
+    # coverage.py's habit: several globs in one value, comma-separated
+    (["--include", "*", "--omit", "g*, f*"], {"legal/terms"}, (2, 1)),
+    (["--include", "guide,faq"], {"guide", "faq"}, (10, 5)),
 ])
 def test_include_and_omit_choose_the_documents_reported(sample, capsys, flags, docs, total):
     code, out, _ = cli(capsys, "json", "-o", "-", *flags)
@@ -108,3 +111,13 @@ def test_exclude_matches_per_line_as_coverage_py_does(sample):
     scoped = load_scoped(sample, ReportScope(exclude=("^No warranty", "given\\.$")))
     assert [e.chunk_id for e in scoped.excluded] == ["legal/terms#1"]
     assert scoped.excluded[0].reason == "exclude: ^No warranty"
+
+
+def test_globs_split_on_commas_wherever_a_scope_is_made() -> None:
+    """The api, the plugin and config lists build ReportScope: each reads "a,b" as two globs."""
+    from ragcov.scope import ReportScope
+
+    scope = ReportScope(include=("guide, faq",), omit=("legal/*,",), exclude_docs=("x*,y*", "z"))
+    assert (scope.include, scope.omit, scope.exclude_docs) == (
+        ("guide", "faq"), ("legal/*",), ("x*", "y*", "z"))
+    assert ReportScope(exclude=("a{1,2}",)).exclude == ("a{1,2}",)  # a regex stays whole

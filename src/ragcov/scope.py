@@ -44,6 +44,11 @@ class ReportScope:
     reachable: bool = False
 
     def __post_init__(self) -> None:
+        # Globs are given as coverage.py's are: repeated, or comma-separated in one value
+        # (``--omit 'V/*,PKG/*'``), so a list written for coverage.py reads the same here.
+        # A glob for an id holding a comma writes ``?`` for it. Regexes stay whole.
+        for name in ("include", "omit", "exclude_docs"):
+            object.__setattr__(self, name, _globs(getattr(self, name)))
         if self.min_chunk_chars < 0:
             raise RagcovError(f"min_chunk_chars must be 0 or more, got {self.min_chunk_chars}")
         for pattern in self.exclude:
@@ -56,6 +61,11 @@ class ReportScope:
     @property
     def filters(self) -> bool:
         return bool(self.include or self.omit)
+
+
+def _globs(given: Sequence[str] | str) -> tuple[str, ...]:
+    values = (given,) if isinstance(given, str) else given
+    return tuple(g for value in values for g in (p.strip() for p in str(value).split(",")) if g)
 
 
 @dataclass(frozen=True)

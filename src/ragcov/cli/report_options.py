@@ -21,15 +21,15 @@ from ragcov.api import ReportScope, check_outputs
 from ragcov.cli.options import check_fail_under, emit, gate
 
 Include = Annotated[list[str] | None, typer.Option(
-    "--include", help="Report only documents whose id matches this glob (repeatable).")]
+    "--include", help="Report only documents whose id matches this glob (repeatable, or comma-separated).")]
 Omit = Annotated[list[str] | None, typer.Option(
-    "--omit", help="Leave out documents whose id matches this glob (repeatable).")]
+    "--omit", help="Leave out documents whose id matches this glob (repeatable, or comma-separated).")]
 Exclude = Annotated[list[str] | None, typer.Option(
     "--exclude", help="Exclude chunks whose text matches this regular expression "
     "(repeatable; like coverage.py's exclude_lines).")]
 ExcludeDocs = Annotated[list[str] | None, typer.Option(
     "--exclude-docs", help="Exclude every chunk of documents whose id matches this glob "
-    "(repeatable); they are listed as excluded.")]
+    "(repeatable, or comma-separated); they are listed as excluded.")]
 MinChunkChars = Annotated[int, typer.Option(
     "--min-chunk-chars", help="Exclude chunks with fewer characters than this.")]
 Reachable = Annotated[bool, typer.Option(
