@@ -149,7 +149,7 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
             result = import_traces(path, fmt.lower(), corpus, k=k,
                                    ignore_unknown=ignore_unknown, name=name, queries=queries,
                                    workers=workers)
-        added = data.write(corpus, result.run, append=append)
+        added = data.write(corpus, result.run, append=append, same_hits=True)
 
     record_matching(data, result.matching, append)
     return Recorded(result, added, data)

@@ -91,6 +91,35 @@ def test_cli_import_append_keeps_the_files_k(tmp_path, city_corpus_file, capsys)
     assert m.k == 2 and m.query_ids == ["q1", "q2"]
 
 
+def test_cli_import_append_never_drops_a_recorded_querys_new_hits(tmp_path, city_corpus_file,
+                                                                  capsys):
+    """TREC ids (q1, q2) repeat across runs: a recorded id with other hits is refused, not
+    kept silently as it was; the same hits again are kept once and said so."""
+    data = tmp_path / "cov.ragcov"
+    first = write(tmp_path / "a.trec", "q1 Q0 paris 1 0.9 s\nq2 Q0 berlin 1 0.8 s\n")
+    code, _, err = cli(capsys, "import", "-f", "trec", str(first), "--corpus",
+                       str(city_corpus_file), "--data-file", str(data))
+    assert code == 0, err
+    before = data.read_bytes()
+    other = write(tmp_path / "b.trec", "q2 Q0 dividends 1 0.5 s\nq3 Q0 tokyo 1 0.4 s\n")
+    code, out, err = cli(capsys, "import", "-f", "trec", str(other), "--corpus",
+                         str(city_corpus_file), "--data-file", str(data), "--append")
+    assert code == 1 and "Traceback" not in err
+    assert err.strip().splitlines() == [
+        "ragcov: error: query 'q2' is already recorded with other hits (1 of this import's "
+        "queries are recorded already); an append keeps recorded queries as they were, so the "
+        "new list would be lost: import into another data file (then `ragcov diff`), or give "
+        "the queries ids of their own"]
+    assert data.read_bytes() == before  # nothing written
+    again = write(tmp_path / "c.trec", "q2 Q0 berlin 1 0.7 s\nq3 Q0 tokyo 1 0.4 s\n")
+    code, out, err = cli(capsys, "import", "-f", "trec", str(again), "--corpus",
+                         str(city_corpus_file), "--data-file", str(data), "--append")
+    assert code == 0, err
+    assert f"1 of the imported queries were recorded in {data} already, with the same hits" in err
+    assert "Imported 1 queries" in out
+    assert CoverageData(data).matrix().query_ids == ["q1", "q2", "q3"]
+
+
 def test_cli_import_malformed_line_exits_1_with_location(tmp_path, city_corpus_file, capsys):
     bad = write(tmp_path / "t.jsonl", '{"query_id": "a", "retrieved": ["paris"]}\n{bad\n')
     code, _, err = cli(capsys, "import", str(bad), "--corpus", str(city_corpus_file),

@@ -86,6 +86,10 @@ def import_cmd(
     twins = result.matching.line()
     if twins:
         err.print(twins, markup=False)
+    again = len(result.run.queries) - done.added
+    if again:  # only with --append, and only when they gave the hits already recorded
+        err.print(f"ragcov: note: {again} of the imported queries were recorded in {data_file} "
+                  "already, with the same hits; kept once", markup=False)
     if not quiet:
         out.print(f"Imported {done.added} queries from {file} ({result.format}, "
                   f"k={result.run.k}) "

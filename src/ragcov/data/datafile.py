@@ -239,16 +239,18 @@ class CoverageData:
 
     # ---------------------------------------------------------------- writing
     def write(self, corpus: Corpus, run: Run, append: bool = False,
-              context: dict[str, str] | None = None) -> int:
+              context: dict[str, str] | None = None, same_hits: bool = False) -> int:
         """Record ``run`` over ``corpus``; returns how many queries were added.
 
         Without ``append`` the file is replaced. With it, the file must have been
         made with the same k, corpus and retriever, and queries already recorded
-        are kept as they were.
+        are kept as they were. With ``same_hits`` (an import, whose hits are the
+        record itself) a recorded query the run gives other hits is refused: keeping
+        the recorded list would drop the new one unseen.
         """
         _check_run_against_corpus(run, corpus)
         if append:
-            return self._append(corpus, run, context or {})
+            return self._append(corpus, run, context or {}, same_hits)
         self.check_destination()
         # In the writers' turn: an appender mid-transaction keeps its file (and its journal,
         # which SQLite finds by name) until it commits; one that waits appends to ours.
@@ -263,7 +265,8 @@ class CoverageData:
             _insert_chunks(con, corpus)
             return _insert_queries(con, corpus, run, {}, 0, context)
 
-    def _append(self, corpus: Corpus, run: Run, context: dict[str, str]) -> int:
+    def _append(self, corpus: Corpus, run: Run, context: dict[str, str],
+                same_hits: bool = False) -> int:
         # Under the write lock that combine and erase take too, so an append never lands
         # in a file they have just replaced or removed.
         while True:
@@ -280,6 +283,8 @@ class CoverageData:
                 check_appendable(con, self.path, read_meta(con, self.path), run.k, corpus.hash,
                                  run.retriever, corpus)
                 existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
+                if same_hits:
+                    _check_recorded_hits(con, corpus, run, existing)
                 start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
                 return _insert_queries(con, corpus, run, existing, start, context)
 
@@ -298,6 +303,24 @@ def _check_run_against_corpus(run: Run, corpus: Corpus) -> None:
 
         raise RagcovError(f"{len(unknown)} retrieved chunk id(s) are not in the corpus: {shown}. "
                           f"{mismatch_hint(unknown, corpus)}")
+
+
+def _check_recorded_hits(con: sqlite3.Connection, corpus: Corpus, run: Run,
+                         existing: dict[str, str]) -> None:
+    """Refuse a run that gives a recorded query other hits (chunks in rank order)."""
+    again = [qid for qid in run.queries if qid in existing]
+    if not again:
+        return
+    idx_of = {qid: idx for idx, qid in con.execute("SELECT idx, id FROM queries")}
+    for qid in again:
+        recorded = [row[0] for row in con.execute(
+            "SELECT chunk_idx FROM hits WHERE query_idx = ? ORDER BY rank", (idx_of[qid],))]
+        if recorded != [corpus.index_of(cid) for cid, _s in run.results.get(qid, [])]:
+            raise RagcovError(
+                f"query {qid!r} is already recorded with other hits ({len(again)} of this "
+                f"import's queries are recorded already); an append keeps recorded queries as "
+                f"they were, so the new list would be lost: import into another data file "
+                f"(then `ragcov diff`), or give the queries ids of their own")
 
 
 def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing: dict[str, str],
