@@ -143,6 +143,19 @@ def test_fail_under_delta(capsys, k_files) -> None:
     assert cli(capsys, "diff", str(k5), str(k10), "--fail-under-delta", "150")[0] == 1
 
 
+def test_fail_under_delta_judges_the_drop_as_printed() -> None:
+    """A drop shown as -19.0 points passes a gate of 19, as report's total is judged as shown;
+    past the printed digits it fails, and the message shows the drop at that precision."""
+    from ragcov.compare.render import delta_failure
+
+    assert delta_failure(-0.19003, 19, precision=1) is None
+    assert delta_failure(-0.19003, 19, precision=3) is not None
+    assert "changed by -19.003 points" in delta_failure(-0.19003, 19, precision=3)
+    assert delta_failure(-0.1906, 19, precision=1) is not None  # shown as -19.1
+    assert delta_failure(-0.0000001, 0, precision=1) is not None  # any drop, shown as -0.1
+    assert delta_failure(0.0, 0) is None and delta_failure(0.05, 0) is None
+
+
 def test_markdown_is_a_pull_request_comment(capsys, k_files) -> None:
     code, out, _ = cli(capsys, "diff", *map(str, k_files), "--allow-different-k",
                        "--format", "markdown")

@@ -236,8 +236,14 @@ def render_comparison(result: CoverageDiff | TrafficGap, format: str, precision:
 
 
 def delta_failure(delta: float, fail_under_delta: float | None, precision: int = 1) -> str | None:
-    """``ragcov diff --fail-under-delta``: None when the change passes, else the message."""
-    if fail_under_delta is None or -delta * 100 <= fail_under_delta:
+    """``ragcov diff --fail-under-delta``: None when the change passes, else the message.
+
+    The drop is judged as printed at ``precision`` (as every fail-under gate is): a
+    change shown as -19.0 points passes a gate of 19, whatever digits lie beyond.
+    """
+    if fail_under_delta is None or delta >= 0:
+        return None
+    if float(display_percent(-delta, precision)) <= fail_under_delta:
         return None
     return (f"Coverage failure: chunk coverage changed by {points(delta, precision)} points, a "
             f"drop of more than fail-under-delta={fail_under_delta:g}")
