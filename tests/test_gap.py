@@ -151,6 +151,27 @@ def test_fail_under_and_refusals(capsys, halves, tmp_path: Path) -> None:
     assert code == 1 and "the corpus differs" in err
 
 
+def test_traffic_with_no_hits_has_no_coverage_not_zero(capsys, halves, tmp_path: Path) -> None:
+    """Stopword-only production queries retrieve nothing under BM25: 0 of 0 hits is n/a
+    (null in JSON), and a --fail-under gate has nothing to judge (exit 1, not 2)."""
+    tests, _, _ = halves
+    (tmp_path / "stop.jsonl").write_text('{"id": "s1", "text": "the of and"}\n'
+                                         '{"id": "s2", "text": "!!!"}\n')
+    record("run", "--corpus", str(PAGES), "--split", "--queries", str(tmp_path / "stop.jsonl"),
+           "--retriever", "bm25", "--k", "5", "--data-file", str(tmp_path / "stop.ragcov"), "-q")
+    stop = tmp_path / "stop.ragcov"
+    doc = gap_json(capsys, tests, stop)
+    assert doc["traffic_weighted_coverage"] is None and doc["traffic_chunk_coverage"] is None
+    code, out, _ = cli(capsys, "gap", "--tests", str(tests), "--traffic", str(stop))
+    assert code == 0 and "Traffic-weighted coverage: n/a (0 of 0 production hits" in out
+    code, out, err = cli(capsys, "gap", "--tests", str(tests), "--traffic", str(stop),
+                         "--fail-under", "50")
+    assert code == 1 and "n/a" in out
+    assert err.strip().splitlines() == [
+        f"ragcov: error: {stop}: the traffic holds no production hits, so there is no "
+        "traffic-weighted coverage for --fail-under to judge"]
+
+
 def test_markdown(capsys, halves) -> None:
     code, out, _ = cli(capsys, "gap", "--tests", str(halves[0]), "--traffic", str(halves[1]),
                        "--format", "markdown")
@@ -230,9 +251,11 @@ def test_weighted_coverage_is_a_fraction_of_hits(tests: list[list[int]],
     g = gap_recordings(recording(tests, "t"), recording(traffic, "p"), top=None)
     tested = {c for s in tests for c in s}
     prod = [c for s in traffic for c in s]
-    assert 0.0 <= g.traffic_weighted_coverage <= 1.0
-    assert 0.0 <= g.traffic_chunk_coverage <= 1.0
-    if prod:
+    if not prod:  # 0 of 0 is no coverage at all, not 0%
+        assert g.traffic_weighted_coverage is None and g.traffic_chunk_coverage is None
+    else:
+        assert 0.0 <= g.traffic_weighted_coverage <= 1.0
+        assert 0.0 <= g.traffic_chunk_coverage <= 1.0
         assert g.traffic_weighted_coverage == pytest.approx(
             sum(c in tested for c in prod) / len(prod))
     counts = Counter(c for c in prod if c not in tested)

@@ -55,5 +55,10 @@ def gap(
                     allow_different_retriever=allow_different_retriever, engine=engine,
                     scheduler=scheduler)
     write_comparison(g, "gap", format, output, precision, show_ids, top)
+    if g.traffic_weighted_coverage is None:
+        if fail_under is not None:  # nothing to judge: a broken input, not a passing one
+            raise RagcovError(f"{traffic}: the traffic holds no production hits, so there is "
+                              "no traffic-weighted coverage for --fail-under to judge")
+        return
     fail(fail_under_message(g.traffic_weighted_coverage, fail_under, precision,
                             "traffic-weighted coverage"))

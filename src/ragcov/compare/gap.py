@@ -61,13 +61,15 @@ class TrafficGap:
     untested: list[UntestedChunk]  # the top of them by traffic hits
     documents: list[UntestedDocument] = field(default_factory=list)
 
+    # None when the traffic has no hits: 0 of 0 is no coverage at all, not 0%, as diff's
+    # mean Jaccard and faults' APFD are None when there is nothing to average.
     @property
-    def traffic_weighted_coverage(self) -> float:
-        return self.tested_hits / self.total_hits if self.total_hits else 0.0
+    def traffic_weighted_coverage(self) -> float | None:
+        return self.tested_hits / self.total_hits if self.total_hits else None
 
     @property
-    def traffic_chunk_coverage(self) -> float:
-        return self.tested_traffic_chunks / self.traffic_chunks if self.traffic_chunks else 0.0
+    def traffic_chunk_coverage(self) -> float | None:
+        return self.tested_traffic_chunks / self.traffic_chunks if self.traffic_chunks else None
 
     @property
     def test_coverage(self) -> float:

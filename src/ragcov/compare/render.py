@@ -16,8 +16,8 @@ TOP = 10
 COMMENT_LIMIT = 60_000  # below GitHub's 65,536, leaving room for a bot's own header
 
 
-def _pc(x: float | None, precision: int) -> str:
-    return "-" if x is None else f"{display_percent(x, precision)}%"
+def _pc(x: float | None, precision: int, none: str = "-") -> str:
+    return none if x is None else f"{display_percent(x, precision)}%"
 
 
 def points(delta: float, precision: int) -> str:
@@ -173,9 +173,9 @@ def diff_markdown(d: CoverageDiff, precision: int = 1, show_ids: bool = False) -
 
 def gap_totals(g: TrafficGap, precision: int = 1) -> list[str]:
     return [
-        f"Traffic-weighted coverage: {_pc(g.traffic_weighted_coverage, precision)} "
+        f"Traffic-weighted coverage: {_pc(g.traffic_weighted_coverage, precision, 'n/a')} "
         f"({g.tested_hits} of {g.total_hits} production hits land on chunks the tests retrieve)",
-        f"Traffic chunk coverage: {_pc(g.traffic_chunk_coverage, precision)} "
+        f"Traffic chunk coverage: {_pc(g.traffic_chunk_coverage, precision, 'n/a')} "
         f"({g.tested_traffic_chunks} of {g.traffic_chunks} chunks production retrieves)",
         f"Tests: {g.tests.n_queries} queries, chunk coverage {_pc(g.test_coverage, precision)};"
         f" traffic: {g.traffic.n_queries} queries; untested hot chunks: {g.untested_total}",
@@ -201,7 +201,8 @@ def gap_text(g: TrafficGap, precision: int = 1, top: int = 20, show_ids: bool = 
 
 
 def gap_markdown(g: TrafficGap, precision: int = 1, show_ids: bool = False) -> str:
-    lines = [f"### Traffic-weighted coverage {_pc(g.traffic_weighted_coverage, precision)}", "",
+    lines = [f"### Traffic-weighted coverage {_pc(g.traffic_weighted_coverage, precision, 'n/a')}",
+             "",
              *(f"- {t}" for t in gap_totals(g, precision))]
     if g.untested:
         lines += ["", f"**Most-retrieved untested chunks** ({min(TOP, len(g.untested))} of "
