@@ -95,6 +95,22 @@ def test_flat_fail_under_gates_every_reporter_but_not_gap(in_sample: Path, capsy
         (in_sample / "ragcov.toml").unlink()
 
 
+@pytest.mark.parametrize("command", REPORTERS)
+def test_a_flat_precision_setting_is_every_reporters_gate_precision(in_sample: Path, capsys,
+                                                                     command: str) -> None:
+    """One config, one answer: at precision 0 the total is 55, below 55.05, in every reporter
+    (json, xml and lcov compared at 55.07 and passed while report failed)."""
+    (in_sample / "ragcov.toml").write_text("precision = 0\nfail_under = 55.05\n")
+    try:
+        code, _, err = cli(capsys, command)
+        assert code == 2, err
+        assert err.strip().splitlines()[-1] == ("Coverage failure: total of 55% is less than "
+                                                "fail-under=55.05")
+        assert cli(capsys, command, "--precision", "2")[0] == 0  # the flag wins
+    finally:
+        (in_sample / "ragcov.toml").unlink()
+
+
 def test_gate_writes_the_report_before_failing(in_sample: Path, capsys) -> None:
     """As coverage.py: the report a failing gate was run for is still there to read."""
     (in_sample / "gated.json").unlink(missing_ok=True)

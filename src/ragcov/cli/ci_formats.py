@@ -13,6 +13,7 @@ from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,
     FailUnder,
+    GatePrecision,
     check_precision,
 )
 from ragcov.cli.report_options import scoped, write_scoped
@@ -31,11 +32,12 @@ def xml(
     output: Output = Path("ragcov.xml"),
     scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
+    precision: GatePrecision = None,
 ) -> None:
     """Cobertura XML: documents as files, chunks as lines, hits = queries (like `coverage xml`)."""
     write_scoped(data_file, scope, output, fail_under,
                  lambda scoped: cobertura_xml(file_lines(scoped), __version__),
-                 "Cobertura XML report")
+                 "Cobertura XML report", precision)
 
 
 @scoped
@@ -44,10 +46,11 @@ def lcov(
     output: Output = Path("ragcov.lcov"),
     scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
+    precision: GatePrecision = None,
 ) -> None:
     """lcov tracefile: documents as SF records, chunks as DA lines (like `coverage lcov`)."""
     write_scoped(data_file, scope, output, fail_under,
-                 lambda scoped: lcov_tracefile(file_lines(scoped)), "lcov report")
+                 lambda scoped: lcov_tracefile(file_lines(scoped)), "lcov report", precision)
 
 
 @scoped

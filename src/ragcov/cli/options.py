@@ -68,6 +68,14 @@ def load_corpus_opts(corpus: str | Path, chunk_size: int, chunk_overlap: int, sp
                        doc_key=doc_key)
 
 
+# json, xml and lcov print no total, but gate one: a flat ``precision`` setting reaches
+# their gate as it reaches report's, so one config gives one answer (coverage.py's
+# [report] precision drives every command's fail_under).
+GatePrecision = Annotated[int | None, typer.Option(
+    "--precision", help="Digits after the decimal point --fail-under compares the total at "
+    "(default 2, as `report --format total` prints it).")]
+
+
 def check_precision(precision: int) -> None:
     if precision < 0:
         raise RagcovError(f"--precision must be 0 or more, got {precision}")

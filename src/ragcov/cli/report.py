@@ -14,6 +14,7 @@ from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,
     FailUnder,
+    GatePrecision,
     ShowIds,
     Support,
     check_fail_under,
@@ -95,10 +96,11 @@ def json_cmd(
     pretty: Annotated[bool, typer.Option(help="Indent the JSON.")] = True,
     scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
+    precision: GatePrecision = None,
 ) -> None:
     """Write the versioned JSON report."""
     write_scoped(data_file, scope, output, fail_under, lambda scoped: json_text(
         json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped),  # type: ignore[arg-type]
-        indent=2 if pretty else None), "JSON report")
+        indent=2 if pretty else None), "JSON report", precision)
 
 

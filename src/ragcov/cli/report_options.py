@@ -18,7 +18,7 @@ import typer
 
 from ragcov import api
 from ragcov.api import ReportScope, check_outputs
-from ragcov.cli.options import check_fail_under, emit, gate
+from ragcov.cli.options import check_fail_under, check_precision, emit, gate
 
 Include = Annotated[list[str] | None, typer.Option(
     "--include", help="Report only documents whose id matches this glob (repeatable, or comma-separated).")]
@@ -86,6 +86,8 @@ def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: 
     """The body the file-writing reports share: check, read the scoped data file, write the
     rendering to ``output`` (or stdout), then run the ``--fail-under`` gate."""
     check_fail_under(fail_under)
+    if precision is not None:
+        check_precision(precision)
     check_outputs([output], [data_file])
     scoped = api.report(data_file, scope)
     emit(render(scoped), output, what)
