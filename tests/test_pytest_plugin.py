@@ -435,3 +435,39 @@ def test_config_scope_gives_the_plugin_the_total_ragcov_report_prints(toy: pytes
     plugin, cli = (json.loads((toy.path / f).read_text()) for f in ("cov.json", "cli.json"))
     assert plugin["totals"] == cli["totals"] and plugin["excluded"] == cli["excluded"]
     assert list(plugin["excluded"]) == ([] if table else ["dividends"])
+
+
+def test_the_config_files_k_data_file_and_gate_apply(toy: pytest.Pytester):
+    """[tool.ragcov] or ragcov.toml configures pytest --ragcov as it configures ragcov run
+    and report (pytest-cov honours coverage's fail_under the same way); options win."""
+    toy.makefile(".toml", ragcov='fail_under = 40\nk = 1\ndata_file = "cfg.ragcov"\n')
+    args = ["-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus", "corpus.jsonl",
+            "--ragcov-retriever", "bm25"]
+    result = toy.runpytest(*args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["FAIL Required chunk coverage of 40% not reached. Total chunk coverage: 37.50%"])
+    assert CoverageData(toy.path / "cfg.ragcov").matrix().k == 1
+    assert not (toy.path / ".ragcov").exists()
+    assert toy.runpytest(*args, "--ragcov-fail-under", "37").ret == pytest.ExitCode.OK
+    # The gate compares at the file's precision, as `ragcov report` does: 37.5 shows as 38.
+    (toy.path / "ragcov.toml").write_text('fail_under = 37.6\nk = 1\nprecision = 0\n')
+    result = toy.runpytest(*args)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["Required chunk coverage of 37.6% reached. Total chunk "
+                                 "coverage: 38%"])
+    (toy.path / "ragcov.toml").write_text("k = 0\n")
+    result = toy.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ragcov.toml: k = 0: not a whole number of at least 1*"])
+
+
+def test_an_ini_corpus_path_is_relative_to_the_ini_file(toy: pytest.Pytester,
+                                                        monkeypatch: pytest.MonkeyPatch):
+    """pytest run from a subfolder of the project finds the corpus the ini file names."""
+    toy.makeini("[pytest]\nragcov_corpus = corpus.jsonl\nragcov_retriever = bm25\nragcov_k = 1\n")
+    (toy.path / "sub").mkdir()
+    monkeypatch.chdir(toy.path / "sub")
+    result = toy.runpytest("-p", "no:cacheprovider", "--ragcov", str(toy.path / "test_toy.py"))
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])

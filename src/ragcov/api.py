@@ -655,6 +655,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'ragcov.api' has no attribute {name!r}")
 
 
+def configured_run(start: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """``k`` and ``data_file`` as ``ragcov run`` reads them from the config file, and
+    ``fail_under`` and ``precision`` as ``ragcov report`` does: what the pytest plugin
+    takes from the file when no option or ini value says otherwise."""
+    from ragcov.config import plugin_settings
+
+    return plugin_settings(None if start is None else Path(start))[1]
+
+
 def configured_scope(command: str = "report", start: str | os.PathLike[str] | None = None) -> Any:
     """The :class:`ReportScope` ``ragcov COMMAND`` applies from ``[tool.ragcov]`` (or
     ragcov.toml) with no flags: the pytest plugin's reports count what the CLI counts."""

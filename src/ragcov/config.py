@@ -9,6 +9,7 @@ are an error so a typo is never silently ignored.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -251,3 +252,44 @@ def scope_settings(command: str, start: Path | None = None) -> dict[str, Any]:
                 key, "a list of strings")
             raise RagcovError(f"{_shown_path(source)}: {key} = {value!r}: expected {want}")
     return values
+
+
+#: What ``pytest --ragcov`` reads from the config file besides the scope, and from which
+#: command's table (over the flat keys): it records as ``run`` does and gates as
+#: ``report`` does, so one file configures both doors alike.
+PLUGIN_KEYS = {"k": "run", "data_file": "run", "fail_under": "report", "precision": "report"}
+
+
+def plugin_settings(start: Path | None = None) -> tuple[Path | None, dict[str, Any]]:
+    """The config file's ``k``, ``data_file``, ``fail_under`` and ``precision`` for the
+    pytest plugin (found as :func:`scope_settings` finds it), checked, with the file."""
+    rcfile = os.environ.get("RAGCOV_RCFILE")
+    found = read_config(Path(rcfile)) if rcfile else find_config(start)
+    if found is None:
+        return None, {}
+    source, settings = found
+    values: dict[str, Any] = {}
+    for key, command in PLUGIN_KEYS.items():
+        own = settings.get(command)
+        table = own if isinstance(own, dict) else {}
+        flat = {k.replace("-", "_"): v for k, v in settings.items() if not isinstance(v, dict)}
+        named = {k.replace("-", "_"): v for k, v in table.items()}
+        if key in named:
+            value, where = named[key], f"[{table_name(source)}{command}] {key}"
+        elif key in flat:
+            value, where = flat[key], key
+        else:
+            continue
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        number = (isinstance(value, (int, float)) and not isinstance(value, bool)
+                  and math.isfinite(value))
+        problem = {
+            "k": None if whole and value >= 1 else "not a whole number of at least 1",
+            "precision": None if whole and value >= 0 else "not a whole number of at least 0",
+            "fail_under": None if number and 0 <= value <= 100 else "not a percentage from 0 to 100",
+            "data_file": None if isinstance(value, str) and value else "not a file name",
+        }[key]
+        if problem:
+            raise RagcovError(f"{_shown_path(source)}: {where} = {value!r}: {problem}")
+        values[key] = value
+    return source, values

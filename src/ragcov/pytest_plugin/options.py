@@ -43,27 +43,50 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class Settings:
-    """Options and ini values resolved once, with paths relative to the invocation dir."""
+    """Options, ini values and ragcov's config file resolved once, in that order of
+    precedence (as pytest-cov reads coverage's config under its own options).
+
+    A path given on the command line is relative to the invocation dir; one in the ini
+    file to the ini file's folder, as pytest reads its own path settings, so ``pytest``
+    run from a subfolder finds the same corpus.
+    """
 
     def __init__(self, config: pytest.Config) -> None:
         root = self.root = Path(config.invocation_params.dir)
-        corpus = config.getoption("ragcov_corpus") or config.getini("ragcov_corpus")
-        # A store URL is read as ragcov run reads it; a path is relative to the invocation.
+        conf = _ragcov_config(root)
+        given = config.getoption("ragcov_corpus")
+        corpus = given or config.getini("ragcov_corpus")
+        base = root if given or config.inipath is None else Path(config.inipath).parent
+        # A store URL is read as ragcov run reads it.
         self.corpus: Path | str | None = (None if not corpus else corpus if URL.match(corpus)
-                                          else root / corpus)
-        self.k = _k(config)
+                                          else base / corpus)
+        self.k = _k(config, conf.get("k"))
         self.retriever = _retriever(config, self.corpus)
-        self.fail_under = _fail_under(config)
+        self.fail_under = _fail_under(config, conf.get("fail_under"))
+        self.precision: int | None = conf.get("precision")
         # RAGCOV_FILE as `ragcov` reads it (pytest-cov honours COVERAGE_FILE the same way).
         self.data_file = root / (config.getoption("ragcov_data_file")
-                                 or os.environ.get("RAGCOV_FILE") or DEFAULT_DATA_FILE)
+                                 or os.environ.get("RAGCOV_FILE") or conf.get("data_file")
+                                 or DEFAULT_DATA_FILE)
         self.reports = _reports(config, root)
 
 
-def _k(config: pytest.Config) -> int:
+def _ragcov_config(root: Path) -> dict:
+    """k, data_file, fail_under and precision from ragcov.toml or [tool.ragcov], as the
+    CLI finds the file; a bad value is a usage error naming the file and the key."""
+    from ragcov import api
+    from ragcov.errors import RagcovError
+
+    try:
+        return api.configured_run(root)
+    except RagcovError as exc:
+        raise pytest.UsageError(f"ragcov: {exc}") from None
+
+
+def _k(config: pytest.Config, configured: int | None = None) -> int:
     k = config.getoption("ragcov_k")
     if k is None:
-        k = config.getini("ragcov_k") or DEFAULT_K
+        k = config.getini("ragcov_k") or configured or DEFAULT_K
     try:
         k = int(k)
     except ValueError:
@@ -86,8 +109,10 @@ def _retriever(config: pytest.Config, corpus: Path | str | None) -> str:
     return kind
 
 
-def _fail_under(config: pytest.Config) -> float | None:
+def _fail_under(config: pytest.Config, configured: float | None = None) -> float | None:
     fail_under: float | None = config.getoption("ragcov_fail_under")
+    if fail_under is None:
+        fail_under = configured
     if fail_under is not None and not 0 <= fail_under <= 100:
         raise pytest.UsageError(f"--ragcov-fail-under must be a percentage (0-100), "
                                 f"got {fail_under:g}")

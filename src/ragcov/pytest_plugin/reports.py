@@ -74,13 +74,15 @@ def write_reports(data_file: Path, reports: Sequence[tuple[str, Path | None]],
     return summary, lines
 
 
-def fail_under_line(coverage: float, fail_under: float) -> tuple[bool, str]:
+def fail_under_line(coverage: float, fail_under: float,
+                    precision: int | None = None) -> tuple[bool, str]:
     """Whether ``coverage`` misses ``--ragcov-fail-under`` (as pytest-cov words it), and the line.
 
-    The same gate as ``ragcov report --fail-under``; only the words are pytest-cov's.
+    The same gate as ``ragcov report --fail-under`` (at the config file's ``precision``
+    when it sets one); only the words are pytest-cov's.
     """
-    shown = display_percent(coverage, GATE_PRECISION)
-    if api.fail_under_message(coverage, fail_under) is not None:
+    shown = display_percent(coverage, GATE_PRECISION if precision is None else precision)
+    if api.fail_under_message(coverage, fail_under, precision) is not None:
         return True, (f"FAIL Required chunk coverage of {fail_under:g}% not reached. "
                       f"Total chunk coverage: {shown}%")
     return False, (f"Required chunk coverage of {fail_under:g}% reached. "

@@ -126,7 +126,8 @@ class _Session:
             self.lines.append(f"ragcov: {twins}")
         self.lines.append(f"ragcov data written to {s.data_file}")
         if s.fail_under is not None:
-            self.failed_under, line = fail_under_line(self.summary.coverage, s.fail_under)
+            self.failed_under, line = fail_under_line(self.summary.coverage, s.fail_under,
+                                                      s.precision)
             self.lines.append(line)
 
     def _nothing_recorded(self) -> None:
