@@ -378,6 +378,21 @@ def test_faults_cli_agrees_with_an_independent_recount(capsys, tmp_path: Path, m
         assert doc["apfd"][name] == pytest.approx(p - sum(tf.values()) / (n * n_faults) + p / (2 * n))
         assert name in out
     assert doc["metric"] == "hit" and doc["tau"] == 0.8 and doc["clustering"] == "components"
+    # The table a person reads names shared chunks as DOC#N (N from 1), as report and gap
+    # do; the JSON and --show-ids keep the ids.
+    from conftest import CITY_CHUNKS
+
+    seen: dict[str, int] = {}
+    name = {}
+    for c in CITY_CHUNKS:
+        seen[c["doc_id"]] = seen.get(c["doc_id"], 0) + 1
+        name[c["id"]] = f"{c['doc_id']}#{seen[c['doc_id']]}"
+    shared = [c for f in doc["faults"] for c in f["shared_chunks"]]
+    assert shared, "the suite was built to have faults that share chunks"
+    assert all(name[c] in out for c in shared), out
+    code, out_ids, _ = cli(capsys, "faults", "--qrels", "qrels.jsonl", "--show-ids")
+    assert code == 0 and all(c in out_ids for c in shared)
+    assert not any(name[c] in out_ids for c in shared)
 
     # Scores instead of labels: a CSV keyed by query text.
     with Path("scores.csv").open("w", newline="") as fh:

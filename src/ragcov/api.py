@@ -21,7 +21,7 @@ import contextlib
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -222,6 +222,8 @@ class FoundFaults:
     failures: Failures
     report: FaultReport
     warnings: list[str]
+    #: chunk id -> ``DOC#N`` (N from 1), how the tables a person reads name chunks
+    names: dict[str, str] = field(default_factory=dict)
 
 
 def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str] | None = None,
@@ -263,7 +265,8 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
         failures = score_failures(m, load_scores(scores, metric), fail_below)  # type: ignore[arg-type]
     paths = list(orders)
     named = {name: load_order(p, m) for name, p in zip(order_names(paths), paths)}
-    return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings)
+    return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings,
+                       matrix_names(m, chunk_positions(data_file)))
 
 
 def generate(corpus: Corpus, retriever: Any, generator: Any, k: int,
