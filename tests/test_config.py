@@ -59,6 +59,32 @@ def test_a_bad_value_blames_the_config_file_not_the_flag(project: Path, capsys, 
     assert "--k" not in err and "Invalid value" not in err
 
 
+@pytest.mark.parametrize("file, text, args, flag, message", [
+    ("ragcov.toml", "fail_under = 160\n", ["report"], ["--fail-under", "160"],
+     "ragcov.toml: fail_under = 160: must be a percentage from 0 to 100, got 160"),
+    ("ragcov.toml", "[diff]\nfail_under_delta = -3\n", ["diff", ".ragcov", ".ragcov"],
+     ["--fail-under-delta", "-3"],
+     "ragcov.toml: [diff] fail_under_delta = -3: must be 0 to 100 points, got -3"),
+    ("pyproject.toml", "[tool.ragcov.report]\nprecision = -1\n", ["report"],
+     ["--precision", "-1"],
+     "pyproject.toml: [tool.ragcov.report] precision = -1: must be 0 or more, got -1"),
+    ("ragcov.toml", "[faults]\nfail_below = nan\n", ["faults", "--qrels", "q.jsonl"],
+     ["--fail-below", "nan"],
+     "ragcov.toml: [faults] fail_below = nan: must be a finite number, got nan"),
+])
+def test_a_value_out_of_range_blames_the_config_file(project: Path, capsys, file: str,
+                                                     text: str, args: list[str],
+                                                     flag: list[str], message: str) -> None:
+    """A value the file gave and the command refuses is the file's error, not the flag's;
+    the same value given as the flag is the flag's."""
+    (project / file).write_text(text)
+    code, _, err = cli(capsys, *args)
+    assert code == 1
+    assert err.strip() == f"ragcov: error: {message}"
+    code, _, err = cli(capsys, *args, *flag)
+    assert code == 1 and err.startswith(f"ragcov: error: {flag[0]} "), err
+
+
 def test_good_settings_still_apply(project: Path, capsys) -> None:
     (project / "ragcov.toml").write_text("k = 1\n[report]\nfail_under = 90\nprecision = 1\n")
     code, _, err = cli(capsys, "report")

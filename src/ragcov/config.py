@@ -45,7 +45,7 @@ def _ragcov_section(pyproject: Path) -> dict[str, Any] | None:
     # ``tool`` that is no table is another tool's problem: there is no ragcov section.
     section = tool.get("ragcov") if isinstance(tool, dict) else None
     if section is not None and not isinstance(section, dict):
-        raise RagcovError(f"{_shown_path(pyproject)}: [tool.ragcov] must be a table of "
+        raise RagcovError(f"{shown_path(pyproject)}: [tool.ragcov] must be a table of "
                           f"settings, got {type(section).__name__} {section!r}")
     return section
 
@@ -98,7 +98,7 @@ def default_map(settings: dict[str, Any], commands: dict[str, Iterable[str]],
     """
     known = {name for names in commands.values() for name in names}
     flat = {k.replace("-", "_"): v for k, v in settings.items() if not isinstance(v, dict)}
-    where = _shown_path(source)
+    where = shown_path(source)
     top = table_name(source)
     for table, value in settings.items():
         if isinstance(value, dict) and table not in commands:
@@ -138,7 +138,7 @@ def table_name(source: Path | str) -> str:
     return "tool.ragcov." if Path(str(source)).name == "pyproject.toml" else ""
 
 
-def _shown_path(source: Path | str) -> str:
+def shown_path(source: Path | str) -> str:
     """The config file as the user would name it: relative to the working folder when inside."""
     text = str(source)
     try:
@@ -165,7 +165,7 @@ def check_values(settings: dict[str, Any], params: Mapping[str, Mapping[str, Any
     would refuse the value later and blame the command-line flag (``--k``), which the
     user never typed.
     """
-    where = _shown_path(source)
+    where = shown_path(source)
     top = table_name(source)
     tables: list[tuple[str, dict[str, Any], list[str]]] = [
         (top.rstrip("."), {k: v for k, v in settings.items() if not isinstance(v, dict)},
@@ -250,7 +250,7 @@ def scope_settings(command: str, start: Path | None = None) -> dict[str, Any]:
         if not ok:
             want = {"min_chunk_chars": "an integer", "reachable": "true or false"}.get(
                 key, "a list of strings")
-            raise RagcovError(f"{_shown_path(source)}: {key} = {value!r}: expected {want}")
+            raise RagcovError(f"{shown_path(source)}: {key} = {value!r}: expected {want}")
     return values
 
 
@@ -290,6 +290,6 @@ def plugin_settings(start: Path | None = None) -> tuple[Path | None, dict[str, A
             "data_file": None if isinstance(value, str) and value else "not a file name",
         }[key]
         if problem:
-            raise RagcovError(f"{_shown_path(source)}: {where} = {value!r}: {problem}")
+            raise RagcovError(f"{shown_path(source)}: {where} = {value!r}: {problem}")
         values[key] = value
     return source, values

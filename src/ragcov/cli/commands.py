@@ -81,6 +81,19 @@ def _show_version(value: bool) -> None:
         raise typer.Exit()
 
 
+#: Long option -> the config file's setting that gave the invoked command its value.
+CONFIGURED: dict[str, str] = {}
+
+
+def blame_config(message: str, args: list[str]) -> str:
+    """A command's refusal of a value the config file gave, worded as the file's error:
+    ``ragcov.toml: [diff] fail_under_delta = -3: must be ...``, not the flag's."""
+    flag = message.split(" ", 1)[0]
+    if flag not in CONFIGURED or any(a == flag or a.startswith(flag + "=") for a in args):
+        return message
+    return f"{CONFIGURED[flag]}: {message[len(flag):].lstrip()}"
+
+
 @app.callback()
 def _settings(ctx: typer.Context, version: Annotated[bool, typer.Option(
         "--version", callback=_show_version, is_eager=True,
@@ -91,7 +104,15 @@ def _settings(ctx: typer.Context, version: Annotated[bool, typer.Option(
             "[tool.ragcov]) instead of searching upward from here; may follow the command.")]
         = None) -> None:
     """Apply [tool.ragcov] / ragcov.toml settings as defaults for every command."""
-    from ragcov.config import check_values, default_map, find_config, read_config
+    CONFIGURED.clear()  # main() may run again in one process (tests, scripts)
+    from ragcov.config import (
+        check_values,
+        default_map,
+        find_config,
+        read_config,
+        shown_path,
+        table_name,
+    )
 
     found = read_config(rcfile) if rcfile is not None else find_config()
     if found is None:
@@ -103,6 +124,18 @@ def _settings(ctx: typer.Context, version: Annotated[bool, typer.Option(
               for name, cmd in getattr(ctx.command, "commands", {}).items()}
     ctx.default_map = default_map(settings, {c: list(ps) for c, ps in params.items()}, path)
     check_values(settings, params, path)
+    # Where each of the invoked command's settings came from: a value the file gave that
+    # the command then refuses ("--fail-under must be ...") is blamed on the file's key.
+    command = ctx.invoked_subcommand
+    given = (ctx.default_map or {}).get(command or "", {})
+    own = settings.get(command) if isinstance(settings.get(command), dict) else {}
+    for name, value in given.items():
+        param = params.get(command or "", {}).get(name)
+        key = next((k for k in own if k.replace("-", "_") == name), None)
+        where = f"[{table_name(path)}{command}] {key}" if key is not None else name
+        for flag in getattr(param, "opts", ()):
+            if flag.startswith("--"):
+                CONFIGURED[flag] = f"{shown_path(path)}: {where} = {value!r}"
 
 
 # (name, function): the order is the order of `ragcov --help`.

@@ -18,7 +18,7 @@ except ImportError:  # pragma: no cover
     from click import exceptions as click
     from click.globals import get_current_context
 
-from ragcov.cli.commands import app
+from ragcov.cli.commands import app, blame_config
 from ragcov.cli.console import err
 from ragcov.controls import escape_controls
 from ragcov.errors import RagcovError
@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     previous_format, previous_show = warnings.formatwarning, warnings.showwarning
     warnings.formatwarning = _one_line_warning
     warnings.showwarning = _Warnings()
+    args: list[str] = []
     try:
         # Not standalone: click's errors come here, to be printed as one line.
         args = _rcfile_first(sys.argv[1:] if argv is None else list(argv))
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
         err.print(INTERRUPTED, markup=False)
         sys.exit(130)
     except RagcovError as exc:
-        _fail(str(exc))
+        _fail(blame_config(str(exc), args))
     except KeyboardInterrupt:
         err.print(INTERRUPTED, markup=False)
         sys.exit(130)
