@@ -268,6 +268,23 @@ def test_combine_keep_and_append(tmp_path: Path, monkeypatch, city_corpus_file: 
     assert not any(p.exists() for p in shards)
 
 
+def test_a_data_file_named_dash_is_refused_not_written(tmp_path: Path, monkeypatch,
+                                                       city_corpus_file: Path, capsys) -> None:
+    """``-`` is stdout to every report; a SQLite data file cannot go there, and a file
+    literally named ``-`` is what a user never meant."""
+    monkeypatch.chdir(tmp_path)
+    shards = _parallel_runs(capsys, tmp_path, city_corpus_file)
+    message = ("ragcov: error: -: a data file cannot go to stdout (it is a SQLite file); give "
+               "--data-file a file path")
+    code, _, err = cli(capsys, "combine", "--keep", "-o", "-", *map(str, shards))
+    assert code == 1 and err.strip() == message
+    (tmp_path / "q.jsonl").write_text('{"id": "q", "text": "capital of Japan"}\n')
+    code, _, err = cli(capsys, "run", "--corpus", str(city_corpus_file), "--queries", "q.jsonl",
+                       "--retriever", "bm25", "--data-file", "-", "-q")
+    assert code == 1 and err.strip() == message
+    assert not (tmp_path / "-").exists() and all(p.exists() for p in shards)
+
+
 def test_combine_refuses_shards_of_different_runs_and_keeps_them(tmp_path: Path, monkeypatch,
                                                                  city_corpus_file: Path,
                                                                  capsys) -> None:

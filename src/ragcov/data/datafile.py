@@ -106,6 +106,9 @@ class CoverageData:
         corpus itself) is never replaced, and an unwritable folder is reported now
         rather than after an hour of retrieval.
         """
+        if str(self.path) == "-":  # every other output takes - for stdout; SQLite cannot
+            raise RagcovError("-: a data file cannot go to stdout (it is a SQLite file); give "
+                              "--data-file a file path")
         # One stat, not exists() then is_file(): a file an erase or a combine's rename takes
         # away between two looks is gone (the path is free), not "not a regular file".
         try:
