@@ -423,6 +423,10 @@ def test_faults_cli_errors_write_nothing(capsys, tmp_path: Path, monkeypatch,
     assert code == 1 and "not in the data file" in err
     code, _, err = cli(capsys, "faults", "--qrels", "qrels.jsonl", "--tau", "2", "-o", "f.json")
     assert code == 1 and "tau" in err
+    Path("adir").mkdir()
+    for option in (["--qrels", "adir"], ["--scores", "adir", "--metric", "x"]):
+        code, _, err = cli(capsys, "faults", *option)
+        assert code == 1 and err.strip() == "ragcov: error: adir: is a directory, not a file"
     # NaN turned the gate off (no value is below it); infinities were a traceback at -o.
     for bad in ("nan", "inf", "-inf"):
         code, _, err = cli(capsys, "faults", "--qrels", "qrels.jsonl", "--fail-below", bad,

@@ -132,8 +132,10 @@ def _text(value: Any) -> str:
 def load_scores(path: str | os.PathLike[str], metric: str) -> Scores:
     """Per-query scores from JSONL/CSV/JSON (e.g. a RAGAS results CSV), one metric column."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise RagcovError(f"{p}: no such file")
+    if p.is_dir():
+        raise RagcovError(f"{p}: is a directory, not a file")
     scores = Scores(metric, source=str(p))
     rows = _records(p)
     if not rows:

@@ -87,8 +87,10 @@ def iter_judgements(path: str | os.PathLike[str]) -> Iterator[Judgement]:
     with file and line number.
     """
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise RagcovError(f"{p}: no such file")
+    if p.is_dir():
+        raise RagcovError(f"{p}: is a directory, not a file")
     text = read_text(p)
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
     if p.suffix.lower() in (".jsonl", ".json") or first.lstrip().startswith("{"):

@@ -158,3 +158,12 @@ def test_record_traces_reads_the_matrix_back_only_when_asked(tmp_path, city_corp
     assert sorted(cid for cid, hit in zip(m.chunk_ids, m.covered()) if hit) == [
         "berlin", "paris", "tokyo"]
     assert done.matrix is m
+
+
+def test_a_device_is_named_for_what_it_is(tmp_path, city_corpus_file, capsys):
+    """/dev/null exists: "no such file" sent the user looking for a file that is there."""
+    for path, said in (("/dev/null", "/dev/null: is not a regular file"),
+                       (str(tmp_path / "gone.jsonl"), f"{tmp_path / 'gone.jsonl'}: no such file")):
+        code, _, err = cli(capsys, "import", path, "--format", "jsonl", "--corpus",
+                           str(city_corpus_file), "--data-file", str(tmp_path / "d.ragcov"))
+        assert code == 1 and err.startswith(f"ragcov: error: {said}"), err

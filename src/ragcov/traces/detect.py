@@ -26,9 +26,14 @@ DETECTABLE = ("phoenix", "langfuse", "openinference", "otel", "jsonl", "trec", "
 def require_trace_file(path: str | os.PathLike[str]) -> None:
     """Refuse what is not one trace file (a folder of shards is read by the importer as
     shards, never here)."""
-    if not Path(path).is_file():
-        raise RagcovError(f"{path}: " + ("is a folder, not one trace file" if Path(path).is_dir()
-                                         else "no such file"))
+    p = Path(path)
+    if p.is_dir():
+        raise RagcovError(f"{path}: is a folder, not one trace file")
+    if not p.exists():
+        raise RagcovError(f"{path}: no such file")
+    if not p.is_file():  # a device or a pipe: the format is detected, then the file read
+        raise RagcovError(f"{path}: is not a regular file (a trace file is read twice: "
+                          "once to tell its format); give the file itself")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
