@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ragcov.data.schema import Meta, check_compatible
+from ragcov.data.schema import Meta, check_compatible, read_meta
 from ragcov.errors import RagcovError
 
 if TYPE_CHECKING:
@@ -35,36 +35,43 @@ def check_rows(con: sqlite3.Connection, path: Path) -> None:
         if row is not None:
             kinds = ", ".join(f"{c} is {t}" for c, t in zip(columns, row[1:]) if t != "text")
             raise _damaged(path, f"{table} row {row[0]!r} is not text ({kinds})")
-    bad = _first_bad_hit(con, "hits", "query_idx", "queries", "query")
+    bad = _first_bad_hit(con, "hits", "query_idx", "queries", "query", read_meta(con, path).k)
     if bad is not None:
         q, r, problem = bad
         raise _damaged(path, f"the hit at query row {q!r}, rank {r!r} {problem}")
 
 
-def _first_bad_hit(con: sqlite3.Connection, table: str, owner: str, owners: str, word: str
-                   ) -> tuple[Any, Any, str] | None:
+def _first_bad_hit(con: sqlite3.Connection, table: str, owner: str, owners: str, word: str,
+                   max_rank: int | None = None) -> tuple[Any, Any, str] | None:
     """The first row of a hits table (``hits``, ``probe_hits``) ragcov never writes, as
     (owner idx, rank, what is wrong), or None: one linear pass.
 
     ``owner`` is the column naming the query or probe the hit belongs to, ``owners`` the
-    table of those, ``word`` what the message calls one.
+    table of those, ``word`` what the message calls one; ``max_rank`` the file's k, when
+    every list was cut to it (a hit ranked below k was never retrieved in the top k).
     """
+    deepest = "" if max_rank is None else f"OR rank > {int(max_rank)} "
     row = con.execute(
         f"SELECT {owner}, chunk_idx, rank, typeof({owner}), typeof(chunk_idx), typeof(rank), "
-        f"typeof(score) FROM {table} h WHERE typeof({owner}) != 'integer' "
+        f"typeof(score), score FROM {table} h WHERE typeof({owner}) != 'integer' "
         "OR typeof(chunk_idx) != 'integer' OR typeof(rank) != 'integer' "
         "OR typeof(score) NOT IN ('real', 'integer', 'null') OR rank < 1 "
+        f"{deepest}OR score IN (9e999, -9e999) "
         "OR NOT EXISTS (SELECT 1 FROM chunks c WHERE c.idx = h.chunk_idx) "
         f"OR NOT EXISTS (SELECT 1 FROM {owners} o WHERE o.idx = h.{owner}) LIMIT 1").fetchone()
     if row is None:
         return None
-    o, c, r, to, tc, tr, ts = row
+    o, c, r, to, tc, tr, ts, score = row
     if (to, tc, tr) != ("integer",) * 3:
         problem = f"has a non-integer {word}, chunk or rank"
     elif ts not in ("real", "integer", "null"):
         problem = f"has a score that is {ts}, not a number"
     elif r < 1:
         problem = "has a rank below 1"
+    elif max_rank is not None and r > max_rank:
+        problem = f"is ranked below the file's k ({max_rank})"
+    elif ts == "real" and score in (float("inf"), float("-inf")):
+        problem = "has an infinite score"
     elif con.execute("SELECT 1 FROM chunks WHERE idx = ?", (c,)).fetchone() is None:
         problem = f"names chunk row {c}, which the file does not hold"
     else:
@@ -120,10 +127,12 @@ def doc_id_change(con: sqlite3.Connection, chunks: Sequence[tuple[str, str, str]
 
 
 def check_read(con: sqlite3.Connection, path: Path, hits: np.ndarray, qidx: np.ndarray,
-               chunk_rows: list[tuple[Any, ...]], query_rows: list[tuple[Any, ...]]) -> None:
+               chunk_rows: list[tuple[Any, ...]], query_rows: list[tuple[Any, ...]],
+               k: int | None = None) -> None:
     """The checks of :func:`check_rows` on what the matrix reader has read: no second pass.
 
-    ``hits`` has fields q, c, r (query idx, chunk idx, rank); ``qidx`` the queries' idx.
+    ``hits`` has fields q, c, r, s (query idx, chunk idx, rank, score); ``qidx`` the
+    queries' idx; ``k`` the file's.
     """
     import numpy as np
 
@@ -132,7 +141,8 @@ def check_read(con: sqlite3.Connection, path: Path, hits: np.ndarray, qidx: np.n
     if hits.size and (
             hits["c"].min() < 0 or hits["c"].max() >= len(chunk_rows)
             or hits["q"].min() < 0 or hits["q"].max() >= known.size
-            or not known[hits["q"]].all() or hits["r"].min() < 1) \
+            or not known[hits["q"]].all() or hits["r"].min() < 1
+            or (k is not None and hits["r"].max() > k) or np.isinf(hits["s"]).any()) \
             or (chunk_rows and con.execute("SELECT MIN(idx), MAX(idx) FROM chunks")
                 .fetchone() != (0, len(chunk_rows) - 1)) \
             or not all(type(v) is str for row in chunk_rows for v in row[:2]) \

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragcov.data.checks import check_rows
 from ragcov.data.datafile import CoverageData
 from ragcov.data.schema import Meta, read_meta
 from ragcov.errors import RagcovError
@@ -70,8 +71,11 @@ def read_columns(path: str | os.PathLike[str], queries: bool = True,
             else _stored_idx(con, "queries")
         cols = "group_concat(query_idx), group_concat(chunk_idx)" if queries \
             else "NULL, group_concat(chunk_idx)"
-        hq_text, hc_text = con.execute(f"SELECT {cols} FROM hits").fetchone() if hits \
-            else (None, None)
+        # The deepest rank in the same pass: a hit past k was never in the top k.
+        hq_text, hc_text, deepest = con.execute(
+            f"SELECT {cols}, MAX(rank) FROM hits").fetchone() if hits else (None, None, None)
+        if isinstance(deepest, int) and deepest > meta.k:
+            check_rows(con, data.path)
     hq, hc = _ints(hq_text), _ints(hc_text)
     return Columns(
         path=data.path, meta=meta, n_chunks=n_chunks, n_queries=n_queries,

@@ -229,7 +229,7 @@ class CoverageData:
             qidx = np.array([r[0] for r in query_rows], dtype=np.int64)
             position = np.zeros(int(qidx.max()) + 1 if qidx.size else 0, dtype=np.int64)
             position[qidx] = np.arange(qidx.size)
-            check_read(con, self.path, hits, qidx, chunk_rows, query_rows)
+            check_read(con, self.path, hits, qidx, chunk_rows, query_rows, meta.k)
         rows, cols, ranks = position[hits["q"]], hits["c"], hits["r"]
         scores = np.where(hits["null"], np.nan, hits["s"])
         return CoverageMatrix.from_triples(
