@@ -53,6 +53,9 @@ def test_jsonl_ragas_ids_and_contexts_matched_by_content(tmp_path, city_corpus):
     ('{"query_id": "q", "retrieved": [{"score": 1}]}', "has no id"),
     ('not json', "invalid JSON"),
     ('{"query_id": "q", "query": 3, "retrieved": []}', "not a string"),
+    # two keys for the retrieval that disagree: the first would have won unseen
+    ('{"query_id": "q", "retrieved": [], "retrieved_context_ids": ["paris"]}',
+     "'retrieved' and 'retrieved_context_ids' give different retrieved lists"),
 ])
 def test_jsonl_malformed_line_is_located(tmp_path, city_corpus, line, message):
     f = write(tmp_path / "t.jsonl", '{"query_id": "ok", "retrieved": ["paris"]}\n\n' + line + "\n")
@@ -127,3 +130,9 @@ def test_jsonl_query_keys_are_the_shared_vocabulary(tmp_path, city_corpus):
     assert list(run.queries) == ([f"q-{key}" for key in QUERY_ID_KEYS]
                                  + [f"line-{len(QUERY_ID_KEYS) + 1}", f"all-{QUERY_ID_KEYS[0]}"])
     assert run.queries[f"line-{len(QUERY_ID_KEYS) + 1}"] == f"text-{QUERY_TEXT_KEYS[0]}"
+
+
+def test_jsonl_two_keys_with_the_same_list_are_one(tmp_path, city_corpus):
+    f = write(tmp_path / "t.jsonl", '{"query_id": "q", "retrieved": ["paris"], '
+                                    '"retrieved_ids": ["paris"]}\n')
+    assert import_traces(f, "jsonl", city_corpus).run.results == {"q": [("paris", None)]}
