@@ -149,6 +149,9 @@ def test_fail_under_and_refusals(capsys, halves, tmp_path: Path) -> None:
     code, _, err = cli(capsys, "gap", "--tests", str(tests), "--traffic", str(small),
                        "--allow-different-retriever")
     assert code == 1 and "the corpus differs" in err
+    # Without the flag: the corpus is what differs, and no flag would help, so none is named.
+    code, _, err = cli(capsys, "gap", "--tests", str(tests), "--traffic", str(small))
+    assert code == 1 and "the corpus differs" in err and "--allow-different" not in err, err
 
 
 def test_traffic_with_no_hits_has_no_coverage_not_zero(capsys, halves, tmp_path: Path) -> None:

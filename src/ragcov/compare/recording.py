@@ -135,6 +135,9 @@ def check_comparable(base: Recording, head: Recording, allow_k: bool = False,
             ("--allow-different-retriever", allow_retriever,
              retriever_key(m.retriever) != retriever_key(other.retriever)),
         ) if differs and not allowed]
-        hint = f" (use {' and '.join(flags)} to compare across them)" if flags else ""
+        # No flag lets two corpora be compared here: suggesting one would not help.
+        other_corpus = not allow_corpus and m.corpus_hash != other.corpus_hash
+        hint = (f" (use {' and '.join(flags)} to compare across them)"
+                if flags and not other_corpus else "")
         raise RagcovError(str(exc).replace("cannot mix coverage data",
                                            "cannot compare coverage data") + hint) from exc
