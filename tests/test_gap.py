@@ -149,8 +149,15 @@ def test_fail_under_and_refusals(capsys, halves, tmp_path: Path) -> None:
     code, _, err = cli(capsys, "gap", "--tests", str(tests), "--traffic", str(small),
                        "--allow-different-retriever")
     assert code == 1 and "the corpus differs" in err
-    # Without the flag: the corpus is what differs, and no flag would help, so none is named.
-    code, _, err = cli(capsys, "gap", "--tests", str(tests), "--traffic", str(small))
+    # Traces over the other corpus: retriever and corpus differ, and no flag can let two
+    # corpora be compared, so none is suggested.
+    first = json.loads(other.read_text().splitlines()[0])["doc_id"]
+    (tmp_path / "t.jsonl").write_text(json.dumps({"query_id": "t1", "retrieved": [f"{first}#0"]})
+                                      + "\n")
+    traced = tmp_path / "traced.ragcov"
+    record("import", str(tmp_path / "t.jsonl"), "--format", "jsonl", "--corpus", str(other),
+           "--split", "--data-file", str(traced), "-q")
+    code, _, err = cli(capsys, "gap", "--tests", str(tests), "--traffic", str(traced))
     assert code == 1 and "the corpus differs" in err and "--allow-different" not in err, err
 
 
