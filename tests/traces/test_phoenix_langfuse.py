@@ -201,3 +201,21 @@ def test_phoenix_dataframe_saved_by_pandas_index_and_nested_retriever(corpus, tm
     assert result.run.results == {"t": [("c2", 0.9)]}
     assert result.run.queries == {"t": "q"}
     assert result.merged_spans == 1
+
+
+@pytest.mark.parametrize("column", ["context.span_id", "context.trace_id"])
+def test_phoenix_row_with_an_empty_id_is_refused_at_its_row(corpus, tmp_path, column):
+    """Phoenix gives every span both ids: an empty one is damage. An empty trace id made
+    the span's own id the query id, silently."""
+    pd = pytest.importorskip("pandas")
+    from ragcov.errors import InputFormatError
+
+    docs = [{"document.id": "c2", "document.score": 0.9}]
+    frame = {"context.span_id": ["s1", "s2"], "context.trace_id": ["t1", "t2"],
+             "span_kind": ["RETRIEVER", "RETRIEVER"], "attributes.input.value": ["q1", "q2"],
+             "attributes.retrieval.documents": [docs, docs]}
+    frame[column] = ["s1" if column == "context.span_id" else "t1", None]
+    path = tmp_path / "spans.parquet"
+    pd.DataFrame(frame).to_parquet(path)
+    with pytest.raises(InputFormatError, match=rf"spans\.parquet:2: row 2: {column} is empty"):
+        import_traces(path, "phoenix", corpus)

@@ -66,11 +66,14 @@ def _span_object(row: dict[str, Any]) -> dict[str, Any]:
     """One dataframe row as a span object (``line`` in messages is the row number)."""
     obj: dict[str, Any] = {"context": {}}
     attributes: dict[str, Any] = {}
+    empty_ids: list[str] = []
     for column, value in row.items():
         # A NaN cell is pandas' missing value; a NaN inside a cell is a value (a
         # document's score) and is left for the span reader to refuse.
         value = None if isinstance(value, float) and math.isnan(value) else _plain(value)
         if value is None:
+            if column in _CONTEXT:
+                empty_ids.append(column)
             continue
         if column.startswith("attributes."):
             attributes[column[len("attributes."):]] = value
@@ -79,6 +82,12 @@ def _span_object(row: dict[str, Any]) -> dict[str, Any]:
         elif column in _FIELDS:
             obj[_FIELDS[column]] = value
     obj["attributes"] = attributes
+    # Phoenix gives every span both ids: an empty one is damage, and without a trace id
+    # the span's query would silently take the span's own id.
+    missing = [c for c in empty_ids if _CONTEXT[c] not in obj["context"]]
+    if missing:
+        raise FieldError(f"{missing[0]} is empty (a Phoenix span always has its trace and "
+                         "span id)")
     return obj
 
 
