@@ -53,15 +53,15 @@ def _first_bad_hit(con: sqlite3.Connection, table: str, owner: str, owners: str,
     deepest = "" if max_rank is None else f"OR rank > {int(max_rank)} "
     row = con.execute(
         f"SELECT {owner}, chunk_idx, rank, typeof({owner}), typeof(chunk_idx), typeof(rank), "
-        f"typeof(score), score FROM {table} h WHERE typeof({owner}) != 'integer' "
+        f"typeof(score) FROM {table} h WHERE typeof({owner}) != 'integer' "
         "OR typeof(chunk_idx) != 'integer' OR typeof(rank) != 'integer' "
         "OR typeof(score) NOT IN ('real', 'integer', 'null') OR rank < 1 "
-        f"{deepest}OR score IN (9e999, -9e999) "
+        f"{deepest}"
         "OR NOT EXISTS (SELECT 1 FROM chunks c WHERE c.idx = h.chunk_idx) "
         f"OR NOT EXISTS (SELECT 1 FROM {owners} o WHERE o.idx = h.{owner}) LIMIT 1").fetchone()
     if row is None:
         return None
-    o, c, r, to, tc, tr, ts, score = row
+    o, c, r, to, tc, tr, ts = row
     if (to, tc, tr) != ("integer",) * 3:
         problem = f"has a non-integer {word}, chunk or rank"
     elif ts not in ("real", "integer", "null"):
@@ -70,8 +70,6 @@ def _first_bad_hit(con: sqlite3.Connection, table: str, owner: str, owners: str,
         problem = "has a rank below 1"
     elif max_rank is not None and r > max_rank:
         problem = f"is ranked below the file's k ({max_rank})"
-    elif ts == "real" and score in (float("inf"), float("-inf")):
-        problem = "has an infinite score"
     elif con.execute("SELECT 1 FROM chunks WHERE idx = ?", (c,)).fetchone() is None:
         problem = f"names chunk row {c}, which the file does not hold"
     else:
@@ -131,8 +129,8 @@ def check_read(con: sqlite3.Connection, path: Path, hits: np.ndarray, qidx: np.n
                k: int | None = None) -> None:
     """The checks of :func:`check_rows` on what the matrix reader has read: no second pass.
 
-    ``hits`` has fields q, c, r, s (query idx, chunk idx, rank, score); ``qidx`` the
-    queries' idx; ``k`` the file's.
+    ``hits`` has fields q, c, r (query idx, chunk idx, rank); ``qidx`` the queries' idx;
+    ``k`` the file's. (An infinite score an older file holds is read as no score.)
     """
     import numpy as np
 
@@ -142,7 +140,7 @@ def check_read(con: sqlite3.Connection, path: Path, hits: np.ndarray, qidx: np.n
             hits["c"].min() < 0 or hits["c"].max() >= len(chunk_rows)
             or hits["q"].min() < 0 or hits["q"].max() >= known.size
             or not known[hits["q"]].all() or hits["r"].min() < 1
-            or (k is not None and hits["r"].max() > k) or np.isinf(hits["s"]).any()) \
+            or (k is not None and hits["r"].max() > k)) \
             or (chunk_rows and con.execute("SELECT MIN(idx), MAX(idx) FROM chunks")
                 .fetchone() != (0, len(chunk_rows) - 1)) \
             or not all(type(v) is str for row in chunk_rows for v in row[:2]) \
