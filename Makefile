@@ -61,7 +61,7 @@ browser:
 # store, an embedded slice) are built once: much of the suite waits on subprocesses and
 # servers, and two workers halve the wall time on two cores (docs/performance.md, "The
 # test suite"). `make test TEST_WORKERS=0` runs it in one process, as before.
-TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -gt 4 ] && n=4; echo $$n)
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -gt 4 ] && n=4; [ "$$n" -lt 2 ] && n=0; echo $$n)
 test: $(VENV)/.test-installed browser
 	$(BIN)/python -m pytest -q -m "not llm" -n $(TEST_WORKERS) --dist loadfile --durations=25
 	$(BIN)/python -m pytest -q -m "llm" --durations=5 || [ $$? -eq 5 ]

@@ -71,6 +71,8 @@ def test_a_bad_value_blames_the_config_file_not_the_flag(project: Path, capsys, 
     ("ragcov.toml", "[faults]\nfail_below = nan\n", ["faults", "--qrels", "q.jsonl"],
      ["--fail-below", "nan"],
      "ragcov.toml: [faults] fail_below = nan: must be a finite number, got nan"),
+    ("pyproject.toml", "[tool.ragcov]\nfail-under = 160\n", ["report"], ["--fail-under", "160"],
+     "pyproject.toml: [tool.ragcov] fail-under = 160: must be a percentage from 0 to 100, got 160"),
 ])
 def test_a_value_out_of_range_blames_the_config_file(project: Path, capsys, file: str,
                                                      text: str, args: list[str],
@@ -121,3 +123,13 @@ def test_the_plugins_scope_reads_the_config_as_the_cli_does(tmp_path, monkeypatc
     (tmp_path / "pyproject.toml").write_text('[tool.ragcov]\nmin_chunk_chars = "abc"\n')
     with pytest.raises(RagcovError, match="min_chunk_chars = 'abc': expected an integer"):
         configured_scope("report", tmp_path)
+
+
+def test_only_a_range_check_is_blamed_on_the_file(project: Path, capsys) -> None:
+    """A message about how two options combine is the command's, worded as it is."""
+    (project / "ragcov.toml").write_text("[run]\nappend = true\n")
+    code, _, err = cli(capsys, "run", "--corpus", "corpus.jsonl", "--queries", "q.jsonl",
+                       "--retriever", "bm25", "-p")
+    assert code == 1
+    assert err.strip().startswith("ragcov: error: --append and --parallel-mode do not go "
+                                  "together"), err

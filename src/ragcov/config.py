@@ -8,6 +8,7 @@ are an error so a typo is never silently ignored.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import os
@@ -269,17 +270,20 @@ def plugin_settings(start: Path | None = None) -> tuple[Path | None, dict[str, A
         return None, {}
     source, settings = found
     values: dict[str, Any] = {}
+    flat = {k.replace("-", "_"): v for k, v in settings.items() if not isinstance(v, dict)}
     for key, command in PLUGIN_KEYS.items():
         own = settings.get(command)
-        table = own if isinstance(own, dict) else {}
-        flat = {k.replace("-", "_"): v for k, v in settings.items() if not isinstance(v, dict)}
-        named = {k.replace("-", "_"): v for k, v in table.items()}
+        named = {k.replace("-", "_"): v for k, v in own.items()} if isinstance(own, dict) else {}
         if key in named:
             value, where = named[key], f"[{table_name(source)}{command}] {key}"
         elif key in flat:
             value, where = flat[key], key
         else:
             continue
+        if isinstance(value, str) and key != "data_file":
+            # Numeric text, as the CLI's options read it ("2" is k = 2 to `ragcov run`).
+            with contextlib.suppress(ValueError):
+                value = int(value) if key in ("k", "precision") else float(value)
         whole = isinstance(value, int) and not isinstance(value, bool)
         number = (isinstance(value, (int, float)) and not isinstance(value, bool)
                   and math.isfinite(value))

@@ -27,7 +27,7 @@ class Run:
     queries: dict[str, str] = field(default_factory=dict)
     results: dict[str, Ranked] = field(default_factory=dict)
     #: The file the queries were read from, when they came from one: recorded so that no
-    #: output (``select --suite-out``) is ever written over the pool it was measured from.
+    #: report (``select --suite-out``, ``gap -o`` ...) is ever written over the suite.
     source: str | None = None
 
     def __post_init__(self) -> None:

@@ -167,3 +167,19 @@ def test_a_device_is_named_for_what_it_is(tmp_path, city_corpus_file, capsys):
         code, _, err = cli(capsys, "import", path, "--format", "jsonl", "--corpus",
                            str(city_corpus_file), "--data-file", str(tmp_path / "d.ragcov"))
         assert code == 1 and err.startswith(f"ragcov: error: {said}"), err
+
+
+def test_the_same_traces_with_repeats_append_again_as_the_same_hits(tmp_path, city_corpus_file,
+                                                                    capsys):
+    """Without --k, k is the longest list's length, repeats included: appended again at the
+    file's k, the same lists give the same hits (kept once), not a refusal."""
+    data = tmp_path / "cov.ragcov"
+    run = write(tmp_path / "run.jsonl",
+                '{"query_id": "t1", "retrieved": ["paris", "paris", "berlin"]}\n')
+    for extra in ((), ("--append",)):
+        code, _, err = cli(capsys, "import", str(run), "--format", "jsonl", "--corpus",
+                           str(city_corpus_file), "--data-file", str(data), *extra)
+        assert code == 0, err
+    m = CoverageData(data).matrix()
+    assert m.k == 3 and [m.chunk_ids[j] for j in m.retrieved(0)] == ["paris", "berlin"]
+    assert "1 of the imported queries were recorded" in err

@@ -122,7 +122,7 @@ def test_the_fingerprint_is_the_same_in_every_process(tmp_path):
 def test_a_repeated_id_is_cut_at_k_before_it_is_dropped(tmp_path, city_corpus, monkeypatch):
     """``[paris, paris, berlin]`` at k = 2 is the retriever's top 2: paris twice. Berlin
     ranked third, never reached the model, and must not count, read in one process or
-    in parts; without --k the list counts whole, each id once."""
+    in parts; without --k the list counts whole (k = 3), each id once."""
     repeated = [("paris", 0.9), ("paris", 0.8), ("berlin", 0.7)]
     lines = [json.dumps(otlp_export([retriever_span(f"T{i}", f"s{i}", start=i, docs=repeated)]))
              for i in range(40)]
@@ -133,7 +133,7 @@ def test_a_repeated_id_is_cut_at_k_before_it_is_dropped(tmp_path, city_corpus, m
         assert {tuple(c for c, _ in r) for r in cut.run.results.values()} == {("paris",)}
         whole = import_traces(path, "openinference", city_corpus, workers=workers)
         assert {tuple(c for c, _ in r) for r in whole.run.results.values()} == {("paris", "berlin")}
-        assert whole.run.k == 2  # the longest list, its repeat counted once
+        assert whole.run.k == 3  # the longest list's length, as the retriever returned it
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "trec"])

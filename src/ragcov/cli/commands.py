@@ -81,17 +81,24 @@ def _show_version(value: bool) -> None:
         raise typer.Exit()
 
 
-#: Long option -> the config file's setting that gave the invoked command its value.
-CONFIGURED: dict[str, str] = {}
+#: Long option -> (the config file's setting that gave the invoked command its value,
+#: every spelling of the option).
+CONFIGURED: dict[str, tuple[str, tuple[str, ...]]] = {}
 
 
 def blame_config(message: str, args: list[str]) -> str:
-    """A command's refusal of a value the config file gave, worded as the file's error:
-    ``ragcov.toml: [diff] fail_under_delta = -3: must be ...``, not the flag's."""
-    flag = message.split(" ", 1)[0]
-    if flag not in CONFIGURED or any(a == flag or a.startswith(flag + "=") for a in args):
+    """A command's range check of a value the config file gave (``--flag must ...``),
+    worded as the file's error: ``ragcov.toml: [diff] fail_under_delta = -3: must be
+    ...``, not the flag's. Any other message, or a flag given on the command line in
+    any spelling, is left as it is."""
+    flag, _, rest = message.partition(" ")
+    if flag not in CONFIGURED or not rest.startswith("must "):
         return message
-    return f"{CONFIGURED[flag]}: {message[len(flag):].lstrip()}"
+    setting, spellings = CONFIGURED[flag]
+    if any(a == s or a.startswith(s + "=") or (len(s) == 2 and a.startswith(s))
+           for a in args for s in spellings):
+        return message
+    return f"{setting}: {rest}"
 
 
 @app.callback()
@@ -129,13 +136,21 @@ def _settings(ctx: typer.Context, version: Annotated[bool, typer.Option(
     command = ctx.invoked_subcommand
     given = (ctx.default_map or {}).get(command or "", {})
     own = settings.get(command) if isinstance(settings.get(command), dict) else {}
+    flat = {k: v for k, v in settings.items() if not isinstance(v, dict)}
+    top = table_name(path)
     for name, value in given.items():
         param = params.get(command or "", {}).get(name)
+        # As check_values words the file's errors: the table and the key as written.
         key = next((k for k in own if k.replace("-", "_") == name), None)
-        where = f"[{table_name(path)}{command}] {key}" if key is not None else name
-        for flag in getattr(param, "opts", ()):
+        if key is not None:
+            where = f"[{top}{command}] {key}"
+        else:
+            key = next((k for k in flat if k.replace("-", "_") == name), name)
+            where = f"[{top.rstrip('.')}] {key}" if top else key
+        opts = tuple(getattr(param, "opts", ())) + tuple(getattr(param, "secondary_opts", ()))
+        for flag in opts:
             if flag.startswith("--"):
-                CONFIGURED[flag] = f"{shown_path(path)}: {where} = {value!r}"
+                CONFIGURED[flag] = (f"{shown_path(path)}: {where} = {value!r}", opts)
 
 
 # (name, function): the order is the order of `ragcov --help`.

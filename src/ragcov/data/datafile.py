@@ -231,7 +231,8 @@ class CoverageData:
             position[qidx] = np.arange(qidx.size)
             check_read(con, self.path, hits, qidx, chunk_rows, query_rows, meta.k)
         rows, cols, ranks = position[hits["q"]], hits["c"], hits["r"]
-        scores = np.where(hits["null"], np.nan, hits["s"])
+        # An infinite score (an older file may hold one) is no score, as NULL is.
+        scores = np.where(hits["null"] | ~np.isfinite(hits["s"]), np.nan, hits["s"])
         return CoverageMatrix.from_triples(
             rows, cols, ranks, scores,
             query_ids=[r[1] for r in query_rows], query_texts=[r[2] for r in query_rows],
@@ -365,7 +366,8 @@ def _record_corpus_source(con: sqlite3.Connection, corpus: Corpus) -> None:
 
 def _record_query_source(con: sqlite3.Connection, source: str | None) -> None:
     """Every query file recorded into this data file (appends add theirs), for the same
-    reason as the corpus's: ``select --suite-out`` must never replace the pool's file."""
+    reason as the corpus's: no report (``select --suite-out``, ``gap -o`` ...) may replace
+    the user's suite."""
     if not source or not os.path.isfile(source):
         return
     row = con.execute("SELECT value FROM meta WHERE key = ?", (f"x:{QUERY_SOURCES}",)).fetchone()

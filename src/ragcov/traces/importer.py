@@ -139,8 +139,9 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
             count += 1
             # Repeats kept in place: the list is cut to k before they are dropped (Run.add).
             ranked, complete = _resolve(trace, resolver, known)
-            if len(ranked) > longest:  # ids not in the corpus count here too, repeats once
-                longest = max(longest, len(dict.fromkeys(cid for cid, _s in ranked)))
+            # The retriever's k is its list's length: ids not in the corpus and repeats
+            # count, so the same traces appended again (at the file's k) keep their hits.
+            longest = max(longest, len(ranked))
             if k is not None:
                 ranked = ranked[:k]
             if not complete and not all(cid in known for cid, _s in ranked):
