@@ -31,9 +31,9 @@ def require_trace_file(path: str | os.PathLike[str]) -> None:
         raise RagcovError(f"{path}: is a folder, not one trace file")
     if not p.exists():
         raise RagcovError(f"{path}: no such file")
-    if not p.is_file():  # a device or a pipe: the format is detected, then the file read
-        raise RagcovError(f"{path}: is not a regular file (a trace file is read twice: "
-                          "once to tell its format); give the file itself")
+    if not p.is_file():  # a device or a pipe: read in parts, or once to tell its format
+        raise RagcovError(f"{path}: is not a regular file (a trace file may be read more "
+                          "than once, or in parts); give the file itself")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
