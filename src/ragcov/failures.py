@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import QUERY_ID_KEYS, QUERY_TEXT_KEYS, FieldError, parse_id, parse_score
-from ragcov.files import first_key, iter_csv, iter_jsonl, load_json
+from ragcov.files import first_key, iter_csv, iter_jsonl, load_json, require_file
 from ragcov.matrix import CoverageMatrix
 from ragcov.qrels import Qrels
 
@@ -131,11 +131,7 @@ def _text(value: Any) -> str:
 
 def load_scores(path: str | os.PathLike[str], metric: str) -> Scores:
     """Per-query scores from JSONL/CSV/JSON (e.g. a RAGAS results CSV), one metric column."""
-    p = Path(path)
-    if not p.exists():
-        raise RagcovError(f"{p}: no such file")
-    if p.is_dir():
-        raise RagcovError(f"{p}: is a directory, not a file")
+    p = require_file(path)
     scores = Scores(metric, source=str(p))
     rows = _records(p)
     if not rows:

@@ -24,12 +24,19 @@ from ragcov.destinations import is_special_file, replaceable_target
 from ragcov.errors import InputFormatError, RagcovError
 
 
-def read_text(path: str | os.PathLike[str]) -> str:
+def require_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path, or the one-line error for what is not there or is a folder (a
+    device or a pipe is read like a file)."""
     p = Path(path)
     if not p.exists():
         raise RagcovError(f"{p}: no such file")
     if p.is_dir():
         raise RagcovError(f"{p}: is a directory, not a file")
+    return p
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    p = require_file(path)
     data = p.read_bytes()
     try:
         return data.decode("utf-8-sig")
