@@ -166,14 +166,12 @@ def check_values(settings: dict[str, Any], params: Mapping[str, Mapping[str, Any
     would refuse the value later and blame the command-line flag (``--k``), which the
     user never typed.
     """
-    where = shown_path(source)
-    top = table_name(source)
-    tables: list[tuple[str, dict[str, Any], list[str]]] = [
-        (top.rstrip("."), {k: v for k, v in settings.items() if not isinstance(v, dict)},
-         list(params))]
-    tables += [(f"{top}{name}", value, [name]) for name, value in settings.items()
+    # (the table, None for the flat keys; its settings; the commands they reach)
+    tables: list[tuple[str | None, dict[str, Any], list[str]]] = [
+        (None, {k: v for k, v in settings.items() if not isinstance(v, dict)}, list(params))]
+    tables += [(name, value, [name]) for name, value in settings.items()
                if isinstance(value, dict) and name in params]
-    for label, values, scope in tables:
+    for table, values, scope in tables:
         for key, value in values.items():
             name = key.replace("-", "_")
             param = next((params[c][name] for c in scope if name in params[c]), None)
@@ -181,8 +179,16 @@ def check_values(settings: dict[str, Any], params: Mapping[str, Mapping[str, Any
                 continue
             problem = value_problem(param, value)
             if problem:
-                shown = f"[{label}] " if label else ""
-                raise RagcovError(f"{where}: {shown}{key} = {value!r}: {problem}")
+                raise RagcovError(f"{setting_where(source, table, key, value)}: {problem}")
+
+
+def setting_where(source: Path | str, table: str | None, key: str, value: Any) -> str:
+    """A setting as an error names it: ``pyproject.toml: [tool.ragcov.run] k = 'one'``,
+    the key as written; ``table`` None for a flat key."""
+    top = table_name(source)
+    label = f"{top}{table}" if table is not None else top.rstrip(".")
+    shown = f"[{label}] " if label else ""
+    return f"{shown_path(source)}: {shown}{key} = {value!r}"
 
 
 def value_problem(param: Any, value: Any) -> str | None:
@@ -222,17 +228,23 @@ def value_problem(param: Any, value: Any) -> str | None:
 SCOPE_KEYS = ("include", "omit", "exclude", "exclude_docs", "min_chunk_chars", "reachable")
 
 
+def reader_config(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """The config file for readers that do not go through the CLI's options (the pytest
+    plugin): ``RAGCOV_RCFILE`` names it as ``--rcfile`` does, else the search upward from
+    ``start``."""
+    rcfile = os.environ.get("RAGCOV_RCFILE")
+    return read_config(Path(rcfile)) if rcfile else find_config(start)
+
+
 def scope_settings(command: str, start: Path | None = None) -> dict[str, Any]:
     """The scope keys a report command reads from the config file, as the CLI applies them:
     flat keys for every report, the command's own table over them; checked, so a wrong
     value is one line naming the file and the key.
 
     For readers that do not go through the CLI's options (the pytest plugin's reports):
-    ``RAGCOV_RCFILE`` names the file as ``--rcfile`` does, else the search upward from
-    ``start``.
+    the file is :func:`reader_config`'s.
     """
-    rcfile = os.environ.get("RAGCOV_RCFILE")
-    found = read_config(Path(rcfile)) if rcfile else find_config(start)
+    found = reader_config(start)
     if found is None:
         return {}
     source, settings = found
@@ -263,9 +275,8 @@ PLUGIN_KEYS = {"k": "run", "data_file": "run", "fail_under": "report", "precisio
 
 def plugin_settings(start: Path | None = None) -> tuple[Path | None, dict[str, Any]]:
     """The config file's ``k``, ``data_file``, ``fail_under`` and ``precision`` for the
-    pytest plugin (found as :func:`scope_settings` finds it), checked, with the file."""
-    rcfile = os.environ.get("RAGCOV_RCFILE")
-    found = read_config(Path(rcfile)) if rcfile else find_config(start)
+    pytest plugin (the file :func:`reader_config` finds), checked, with the file."""
+    found = reader_config(start)
     if found is None:
         return None, {}
     source, settings = found

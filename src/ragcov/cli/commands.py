@@ -112,14 +112,7 @@ def _settings(ctx: typer.Context, version: Annotated[bool, typer.Option(
         = None) -> None:
     """Apply [tool.ragcov] / ragcov.toml settings as defaults for every command."""
     CONFIGURED.clear()  # main() may run again in one process (tests, scripts)
-    from ragcov.config import (
-        check_values,
-        default_map,
-        find_config,
-        read_config,
-        shown_path,
-        table_name,
-    )
+    from ragcov.config import check_values, default_map, find_config, read_config, setting_where
 
     found = read_config(rcfile) if rcfile is not None else find_config()
     if found is None:
@@ -137,20 +130,17 @@ def _settings(ctx: typer.Context, version: Annotated[bool, typer.Option(
     given = (ctx.default_map or {}).get(command or "", {})
     own = settings.get(command) if isinstance(settings.get(command), dict) else {}
     flat = {k: v for k, v in settings.items() if not isinstance(v, dict)}
-    top = table_name(path)
     for name, value in given.items():
         param = params.get(command or "", {}).get(name)
         # As check_values words the file's errors: the table and the key as written.
         key = next((k for k in own if k.replace("-", "_") == name), None)
-        if key is not None:
-            where = f"[{top}{command}] {key}"
-        else:
+        table = command if key is not None else None
+        if key is None:
             key = next((k for k in flat if k.replace("-", "_") == name), name)
-            where = f"[{top.rstrip('.')}] {key}" if top else key
         opts = tuple(getattr(param, "opts", ())) + tuple(getattr(param, "secondary_opts", ()))
         for flag in opts:
             if flag.startswith("--"):
-                CONFIGURED[flag] = (f"{shown_path(path)}: {where} = {value!r}", opts)
+                CONFIGURED[flag] = (setting_where(path, table, key, value), opts)
 
 
 # (name, function): the order is the order of `ragcov --help`.
