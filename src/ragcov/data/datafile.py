@@ -313,12 +313,10 @@ def _check_recorded_hits(con: sqlite3.Connection, corpus: Corpus, run: Run,
                          existing: dict[str, str]) -> None:
     """Refuse a run that gives a recorded query other hits (chunks in rank order)."""
     again = [qid for qid in run.queries if qid in existing]
-    if not again:
-        return
-    idx_of = {qid: idx for idx, qid in con.execute("SELECT idx, id FROM queries")}
-    for qid in again:
+    for qid in again:  # through the query id's own index: no second read of every query
         recorded = [row[0] for row in con.execute(
-            "SELECT chunk_idx FROM hits WHERE query_idx = ? ORDER BY rank", (idx_of[qid],))]
+            "SELECT h.chunk_idx FROM queries q JOIN hits h ON h.query_idx = q.idx "
+            "WHERE q.id = ? ORDER BY h.rank", (qid,))]
         if recorded != [corpus.index_of(cid) for cid, _s in run.results.get(qid, [])]:
             raise RagcovError(
                 f"query {qid!r} is already recorded with other hits ({len(again)} of this "
