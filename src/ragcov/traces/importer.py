@@ -173,15 +173,14 @@ def _format(path: str | os.PathLike[str], fmt: str) -> str:
 
 def _resolve(trace: Trace, resolver: IdResolver, known: Mapping[str, int]) -> tuple[Ranked, bool]:
     """The trace's chunk ids in order (a repeat where it was), and whether all are in
-    the corpus; an
-    item the corpus cannot place gets a descriptive id, so it is reported as unknown
-    rather than dropped. An item's own id that is a corpus chunk is taken at once; the
+    the corpus; an item the corpus cannot place gets a descriptive id, so it is reported
+    as unknown rather than dropped. An item's own id that is a corpus chunk is taken at once; the
     others are matched as one list, so identical texts go to distinct chunks."""
     items = trace.items
     if type(items) is Resolved:  # read in a worker: ids in the corpus
         return items, True  # type: ignore[return-value]
     if all(type(item) is tuple for item in items):  # from workers, merged: ids in the corpus
-        return list(items), True  # type: ignore[arg-type]
+        return items, True  # type: ignore[return-value]
     # Pairs (ids in the corpus) among documents to match: each pair is its id and score.
     items = [Item(*item) if type(item) is tuple else item for item in items]
     complete = True

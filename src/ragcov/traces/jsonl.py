@@ -65,10 +65,10 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Trace]:
 def _items(obj: dict[str, Any], path: Any, lineno: int) -> list[Item]:
     """The retrieved ids (with a parallel ``scores`` list), else the retrieved texts."""
     given = [key for key in RETRIEVED_KEYS if obj.get(key) is not None]
-    if len(given) > 1 and any(obj[key] != obj[given[0]] for key in given[1:]):
-        # Which list is the retrieval is the writer's to say: the first key would win
-        # unseen (an empty "retrieved" beside a full "retrieved_context_ids").
-        other = next(key for key in given[1:] if obj[key] != obj[given[0]])
+    # Which list is the retrieval is the writer's to say: the first key would win
+    # unseen (an empty "retrieved" beside a full "retrieved_context_ids").
+    other = next((key for key in given[1:] if obj[key] != obj[given[0]]), None)
+    if other is not None:
         raise InputFormatError(path, lineno, f"'{given[0]}' and '{other}' give different "
                                "retrieved lists; keep the one that is the retrieval")
     retrieved = obj[given[0]] if given else None
