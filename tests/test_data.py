@@ -254,12 +254,12 @@ def test_combine_keeps_annotations(tmp_path: Path) -> None:
     assert out.matrix().meta["index_recall"]["recall_at_k"] == 0.9
 
 
-def test_a_read_that_meets_a_swapped_files_journal_opens_the_path_again(
+def test_a_read_that_meets_a_disk_io_error_opens_the_path_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """FAKE, labelled: SQLite's "disk I/O error" of a reader that opened the path just as
-    a combine renamed a new file over it and an appender wrote there (seen once in 200
-    raced trials, not reproducible on demand) is injected into the first read. The
-    reader opens the path again; an error that persists is still one line."""
+    """FAKE, labelled: SQLite's "disk I/O error" (a failing disk, or a file swapped by a
+    writer that takes no turn) cannot be produced on demand, so it is injected into the
+    first read. The reader opens the path again; an error that persists is still one
+    line. The real swapped-journal case is tests/test_trust_journals.py."""
     import sqlite3 as sqlite
 
     from ragcov.data import schema

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.data.checks import check_appendable, check_read, first_problem, refuse
-from ragcov.data.locking import write_lock, writers_turn
+from ragcov.data.locking import open_for_reading, write_lock, writers_turn
 from ragcov.data.schema import (
     DataFileLocked,
     Meta,
@@ -36,7 +36,6 @@ from ragcov.data.schema import (
     is_empty,
     new_file,
     new_meta,
-    open_existing,
     read_meta,
     sqlite_errors,
 )
@@ -68,14 +67,10 @@ class CoverageData:
         """A data file is there; a 0-byte file (``touch``, a killed ``>``) holds no data."""
         return self.path.is_file() and not is_empty(self.path)
 
-    def _open(self) -> sqlite3.Connection:
-        return open_existing(self.path)
-
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
         """A connection inside one read transaction: every statement sees one snapshot."""
-        with closing(self._open()) as con, sqlite_errors(self.path):
-            con.execute("BEGIN")
+        with closing(open_for_reading(self.path)) as con, sqlite_errors(self.path):
             try:
                 yield con
             finally:

@@ -1,4 +1,5 @@
-"""Writers of one data file take turns: appenders, ``combine``, ``erase``, a replacing run."""
+"""Writers of one data file take turns (appenders, ``combine``, ``erase``, a replacing run),
+and readers never touch a journal that is not their file's."""
 
 from __future__ import annotations
 
@@ -7,11 +8,20 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from ragcov.data import schema
-from ragcov.data.schema import DataFileLocked, NoDataFile, lock_holder, open_existing, sqlite_errors
+from ragcov.data.schema import (
+    DataFileIOError,
+    DataFileLocked,
+    HotJournal,
+    NoDataFile,
+    connect,
+    lock_holder,
+    open_existing,
+    sqlite_errors,
+)
 
 
 def _file_id(path: Path) -> tuple[int, int] | None:
@@ -122,3 +132,40 @@ def write_lock(path: Path) -> Iterator[sqlite3.Connection | None]:
             raise
         finally:
             con.close()
+
+
+def open_for_reading(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the data file at ``path``, inside a read transaction.
+
+    Readers take no turn, so a combine may rename a new file over the one a reader
+    has just opened, and an appender may then write a journal beside it (see
+    :func:`ragcov.data.schema.connect`). The reader's first read then meets that
+    journal, and opening the path again reads the file now there. A journal beside
+    the very file opened is a killed writer's: it is rolled back in a writer's turn,
+    as SQLite does for any writable connection, and the file is read as it was
+    before that write.
+    """
+    for attempt in range(schema.IO_RETRIES):
+        before = _file_id(path)
+        try:
+            return open_existing(path, read=True)
+        except HotJournal:
+            if _file_id(path) == before:
+                _roll_back_left_journal(path, before)
+                continue
+            if attempt == schema.IO_RETRIES - 1:
+                raise
+        except DataFileIOError:
+            if attempt == schema.IO_RETRIES - 1:
+                raise
+        time.sleep(schema.IO_PAUSE_S)
+    raise AssertionError("unreachable")
+
+
+def _roll_back_left_journal(path: Path, opened: tuple[int, int] | None) -> None:
+    """SQLite's recovery of a killed writer's journal, by a writable connection in a writer's turn."""
+    with writers_turn(path):
+        if _file_id(path) != opened:
+            return  # swapped meanwhile: the next open reads the new file
+        with closing(connect(path, create=False)) as con, sqlite_errors(path):
+            con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
@@ -124,13 +123,23 @@ def check_compatible(meta: Meta, k: int, corpus_hash: str, retriever: dict[str, 
 
 
 # ---------------------------------------------------------------- connections
-def connect(path: Path, create: bool = True) -> sqlite3.Connection:
+def connect(path: Path, create: bool = True, readonly: bool = False) -> sqlite3.Connection:
     """A connection in autocommit mode; without ``create`` a missing file is an error.
 
     Opening a file that another process removes a moment earlier (erase) must not
-    leave an empty database in its place, so readers never create.
+    leave an empty database in its place, so only a new file's builder creates.
+    ``readonly`` is every reader's: SQLite finds a rollback journal by name, so a
+    reader holding a file that a combine has just renamed away takes the live
+    journal of the file now at the path for one a crash left beside its own. A
+    writable reader would replay it into its file and delete it, and the writer
+    whose journal it was then fails at its commit, with no journal to recover a
+    crash from. A read-only one only reports it (:class:`HotJournal`).
     """
-    target = str(path) if create else "file:" + urllib.parse.quote(str(path.absolute())) + "?mode=rw"
+    if create:
+        target = str(path)
+    else:
+        mode = "ro" if readonly else "rw"
+        target = "file:" + urllib.parse.quote(str(path.absolute())) + f"?mode={mode}"
     con = sqlite3.connect(target, isolation_level=None, timeout=BUSY_TIMEOUT_S, uri=not create)
     con.execute("PRAGMA foreign_keys = OFF")
     return con
@@ -145,22 +154,30 @@ class DataFileLocked(RagcovError):
 
 
 class DataFileIOError(RagcovError):
-    """SQLite's "disk I/O error": a damaged disk, or a moment when the file was swapped.
+    """SQLite's "disk I/O error": a damaged disk, or a file another process swapped meanwhile."""
 
-    A combine renames a new file over the data file; an appender then writes there,
-    and a reader that opened the path just before the rename finds the appender's
-    journal (SQLite finds journals by name) beside the file it holds. It fails, and
-    opening the path again reads the new file: :func:`open_existing` tries again.
+
+class HotJournal(RagcovError):
+    """A read-only reader met a rollback journal beside the file it opened.
+
+    Either the file was renamed away since it was opened and the journal is the
+    live one of the file now at the path (opening the path again reads that file),
+    or a writer was killed mid-transaction and its journal must be replayed before
+    the file is read (:func:`ragcov.data.locking.open_for_reading` does both).
     """
 
 
-# Tries of open_existing when the first read meets a disk I/O error, and the pause between.
+# Tries of a reader's open when its first read meets a swapped file, and the pause between.
 IO_RETRIES, IO_PAUSE_S = 5, 0.02
 
 
 def database_error(path: Path, exc: sqlite3.Error) -> RagcovError:
     """SQLite's error as one line that names the file and says what to do."""
     text = str(exc)
+    if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
+        return HotJournal(f"{path}: an interrupted write left {path.name}-journal beside it, which "
+                          "must be rolled back before the file is read, and the file is not "
+                          "writable here; make it writable and rerun")
     if "locked" in text or "busy" in text:
         return DataFileLocked(f"{path}: locked by {lock_holder(path)} for over {BUSY_TIMEOUT_S:g} s "
                               "(the file is intact); retry when it has finished")
@@ -222,11 +239,15 @@ def is_empty(path: Path) -> bool:
         return False
 
 
-def open_existing(path: Path, allow_empty: bool = False) -> sqlite3.Connection:
+def open_existing(path: Path, allow_empty: bool = False, read: bool = False) -> sqlite3.Connection:
     """A connection to the ragcov data file at ``path``, refused if it is anything else.
 
     ``allow_empty`` also accepts a 0-byte file, for a writer that fills it under
     :func:`write_lock`; a reader finds no data there, as when there is no file.
+    ``read`` gives a read-only connection inside a read transaction whose first read
+    is done: SQLite looks for a journal only when a transaction takes its first
+    lock, so whatever the caller then reads is one snapshot of the file that was
+    opened, whatever another process renames over the path meanwhile.
     """
     if path.is_dir():
         raise RagcovError(f"{path}: is a directory, not a data file")
@@ -235,35 +256,31 @@ def open_existing(path: Path, allow_empty: bool = False) -> sqlite3.Connection:
         raise NoDataFile(f"{path}: no data file (run 'ragcov run' first)")
     if empty and not allow_empty:
         raise RagcovError(f"{path}: an empty file, no data recorded yet (run 'ragcov run' first)")
-    for attempt in range(IO_RETRIES):
-        try:
-            con = connect(path, create=False)
-        except sqlite3.Error as exc:
-            if not path.exists():
-                raise NoDataFile(f"{path}: no data file (run 'ragcov run' first)") from exc
-            raise database_error(path, exc) from exc
-        if empty:
-            return con
-        try:
-            _check_format(con, path)
-        except DataFileIOError:
-            con.close()
-            if attempt == IO_RETRIES - 1:
-                raise
-            time.sleep(IO_PAUSE_S)
-            continue
-        except BaseException:
-            con.close()
-            raise
+    try:
+        con = connect(path, create=False, readonly=read)
+    except sqlite3.Error as exc:
+        if not path.exists():
+            raise NoDataFile(f"{path}: no data file (run 'ragcov run' first)") from exc
+        raise database_error(path, exc) from exc
+    if empty:
         return con
-    raise AssertionError("unreachable")
+    try:
+        if read:
+            con.execute("BEGIN")
+        _check_format(con, path)
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def _check_format(con: sqlite3.Connection, path: Path) -> None:
     try:
         rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
     except sqlite3.OperationalError as exc:
-        if "locked" in str(exc) or "unable to open" in str(exc) or "disk I/O" in str(exc):
+        text = str(exc)
+        if ("locked" in text or "unable to open" in text or "disk I/O" in text
+                or getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK"):
             raise database_error(path, exc) from exc
         raise RagcovError(f"{path}: not a ragcov data file ({exc})") from exc
     except sqlite3.DatabaseError as exc:
