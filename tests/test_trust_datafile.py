@@ -66,6 +66,9 @@ CRAFTED = {
     "unknown query": "UPDATE hits SET query_idx = 42 WHERE query_idx = 2 AND rank = 3",
     # a hit ranked below k was never in the top k: counting it raises the total
     "rank past k": "UPDATE hits SET rank = 99 WHERE query_idx = 0 AND rank = 1",
+    # with no hit to be ranked past it, k = 0 or -3 used to be reported as "k=0" everywhere
+    "k below 1": "UPDATE meta SET value = '-3' WHERE key = 'k'; DELETE FROM hits",
+    "k zero": "UPDATE meta SET value = '0' WHERE key = 'k'; DELETE FROM hits",
 }
 
 
@@ -74,7 +77,7 @@ def test_crafted_rows_are_one_line_errors_in_every_reader(capsys, tmp_path: Path
     good = _recorded_file(capsys, tmp_path, "good.ragcov")
     bad = _recorded_file(capsys, tmp_path, "bad.ragcov")
     con = sqlite3.connect(bad)
-    con.execute(CRAFTED[change])
+    con.executescript(CRAFTED[change])
     con.commit()
     con.close()
     for args in (["report", "--data-file", str(bad)], ["json", "--data-file", str(bad), "-o", "-"],

@@ -99,8 +99,11 @@ def read_meta(con: sqlite3.Connection, path: Path) -> Meta:
         corpus_hash = rows["corpus_hash"]
         if fmt < 2:
             corpus_hash = corpus_digest(con.execute("SELECT id, doc_id, hash FROM chunks ORDER BY idx"))
+        k = int(rows["k"])
+        if k < 1:
+            raise ValueError(f"k = {k}, below 1")
         return Meta(format=fmt, ragcov_version=rows["ragcov_version"],
-                    k=int(rows["k"]), retriever=json.loads(rows["retriever"]),
+                    k=k, retriever=json.loads(rows["retriever"]),
                     corpus_hash=corpus_hash, created=rows["created"])
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise RagcovError(f"{path}: damaged meta table ({exc})") from exc
