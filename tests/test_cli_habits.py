@@ -254,6 +254,26 @@ def test_parallel_mode_shards_are_found_combined_and_removed(tmp_path: Path, mon
     assert code == 1 and err.strip() == "ragcov: error: No data to combine"
 
 
+def test_combine_of_a_folder_that_holds_no_shard_says_what_it_looked_for(
+        tmp_path: Path, monkeypatch, city_corpus_file: Path, capsys) -> None:
+    """Shards are found by the data file's name: a folder of files named otherwise is named."""
+    monkeypatch.chdir(tmp_path)
+    shards = _parallel_runs(capsys, tmp_path, city_corpus_file)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for n, shard in enumerate(shards):
+        shard.rename(runs / f"nightly-{n}.ragcov")
+    (runs / ".ragcov.broken").write_text("not a data file\n")
+    code, _, err = cli(capsys, "combine", "runs")
+    assert code == 1 and err.count("\n") == 1, err
+    assert err.startswith("ragcov: error: No data to combine (no usable .ragcov.* shard in runs; "
+                          "name other data files on the command line; 1 shard-named file unusable, "
+                          "first runs/.ragcov.broken: "), err
+    code, out, err = cli(capsys, "combine", *sorted(str(p) for p in runs.glob("nightly-*")))
+    assert code == 0, err
+    assert _recorded_queries(tmp_path / ".ragcov") == ["q0", "q1"]
+
+
 def test_combine_keep_and_append(tmp_path: Path, monkeypatch, city_corpus_file: Path,
                                  capsys) -> None:
     monkeypatch.chdir(tmp_path)

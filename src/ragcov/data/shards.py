@@ -86,13 +86,26 @@ def combine_shards(files: Sequence[Path], output: Path, keep: bool = False,
             skipped.append((shard, problem))
     inputs = explicit + usable
     if not inputs:
-        raise RagcovError("No data to combine")
+        raise RagcovError("No data to combine" + _nothing_found(output, files, skipped))
     had_output = append and CoverageData(output).exists()
     n = combine(inputs, output, append=append, shards=[] if keep else usable)
     if not keep:
         for shard in usable:
             shard.unlink(missing_ok=True)
     return Combined(inputs, skipped, n, had_output)
+
+
+def _nothing_found(output: Path, files: Sequence[Path], skipped: list[tuple[Path, str]]) -> str:
+    """What a combine that found nothing looked for: shards are found by the data file's name."""
+    folders = [str(f) for f in files if f.is_dir()]
+    parts = []
+    if folders:
+        parts.append(f"no usable {output.name}.* shard in {', '.join(folders)}; name other "
+                     "data files on the command line")
+    if skipped:
+        parts.append(f"{len(skipped)} shard-named file{'s' if len(skipped) != 1 else ''} unusable, "
+                     f"first {skipped[0][1]}")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def erase(data_file: Path) -> list[Path]:
