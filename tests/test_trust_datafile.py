@@ -208,9 +208,10 @@ def test_an_empty_data_file_is_no_data(capsys, tmp_path: Path, monkeypatch) -> N
     write_queries(tmp_path / "q.jsonl", ["q0", "q1", "q2"])
     data = tmp_path / ".ragcov"
     data.touch()
-    code, _, err = cli(capsys, "report")
-    assert (code, err) == (1, "ragcov: error: .ragcov: an empty file, no data recorded yet "
-                              "(run 'ragcov run' first)\n")
+    for reader in (["report"], ["select", "--budget", "2"], ["json", "-o", "-"]):  # one wording
+        code, _, err = cli(capsys, *reader)
+        assert (code, err) == (1, "ragcov: error: .ragcov: an empty file, no data recorded yet "
+                                  "(run 'ragcov run' first)\n"), reader
     for args in (_run_args(tmp_path, "--append"), _run_args(tmp_path)):
         data.write_bytes(b"")
         code, _, err = cli(capsys, *args)
