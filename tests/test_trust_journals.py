@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from ragcov.corpus import Chunk, Corpus
-from ragcov.data import CoverageData, schema
+from ragcov.data import CoverageData, locking, schema
+from ragcov.data.locking import lock_path, writers_turn
 from ragcov.errors import RagcovError
 from ragcov.retrieval import Run
 
@@ -86,19 +87,20 @@ def test_a_read_that_meets_a_swapped_files_journal_reads_the_file_now_there(
     _write(tmp_path / "new", ["old", "new"])
     real_connect = schema.connect
     appenders: list[sqlite3.Connection] = []
-    swapped = threading.Event()
+    reopened = threading.Event()
 
     def connect_then_swap(target: Path, create: bool = True, readonly: bool = False) -> sqlite3.Connection:
+        if readonly and appenders:
+            reopened.set()  # the reader opens the path again
         con = real_connect(target, create=create, readonly=readonly)
         if readonly and not appenders:  # the first reader's open, once: a combine, then an appender
             os.replace(tmp_path / "new", path)
             appenders.append(_start_appender(path))
-            swapped.set()
         return con
 
-    def commit_soon() -> None:  # the appender finishes while the reader waits on its lock
-        assert swapped.wait(60)
-        time.sleep(0.3)
+    def commit_soon() -> None:  # the appender finishes once the reader has met its journal
+        assert reopened.wait(60)
+        time.sleep(0.05)
         try:
             appenders[0].execute("COMMIT")  # used to fail: the reader had deleted its journal
         except sqlite3.Error as exc:
@@ -137,9 +139,7 @@ def test_a_killed_writers_journal_is_rolled_back_before_the_file_is_read(tmp_pat
     path = tmp_path / ".ragcov"
     data = _write(path, ["q0", "q1", "q2"])
     before = data.matrix()
-    killed = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(path)], check=False)
-    assert killed.returncode == -signal.SIGKILL
-    assert Path(f"{path}-journal").stat().st_size > 0  # hot: its pages are already in the file
+    _kill_a_writer(path)  # hot: its pages are already in the file
     assert data.query_texts() == {f"q{i}": f"text of q{i}" for i in range(3)}
     assert not Path(f"{path}-journal").exists()
     after = data.matrix()
@@ -149,6 +149,54 @@ def test_a_killed_writers_journal_is_rolled_back_before_the_file_is_read(tmp_pat
     data.check_integrity()
 
 
+def _kill_a_writer(path: Path) -> None:
+    killed = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(path)], check=False)
+    assert killed.returncode == -signal.SIGKILL
+    assert Path(f"{path}-journal").stat().st_size > 0
+
+
+def test_a_writer_that_reads_its_own_file_in_its_turn_does_not_wait_for_itself(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An append that finds no file reads the path again in its turn (check_destination)."""
+    path = tmp_path / ".ragcov"
+    data = _write(path, ["q0"])
+    _kill_a_writer(path)
+    monkeypatch.setattr(schema, "BUSY_TIMEOUT_S", 2.0)
+    started = time.monotonic()
+    with writers_turn(path):
+        assert data.meta().k == 2  # rolled back in the turn this thread holds
+    assert time.monotonic() - started < 1.5
+    assert not Path(f"{path}-journal").exists()
+    assert not lock_path(path).exists()
+
+
+def test_a_journal_gone_at_the_second_look_takes_no_writers_turn(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that rolls back deletes its journal just after it stops looking live, so a
+    reader may meet it once (SQLite's own note on hot journals). Arranged here: the first
+    look finds a killed writer's journal, which another writer rolls back before the second."""
+    path = tmp_path / ".ragcov"
+    data = _write(path, ["q0"])
+    _kill_a_writer(path)
+    real_open = locking.open_existing
+    looks: list[bool] = []
+    turns: list[Path] = []
+
+    def look(target: Path, **kw: bool) -> sqlite3.Connection:
+        try:
+            return real_open(target, **kw)
+        except schema.HotJournal:
+            looks.append(True)
+            with sqlite3.connect(path) as other:  # another process's writer recovers it
+                other.execute("SELECT COUNT(*) FROM meta").fetchone()
+            raise
+
+    monkeypatch.setattr(locking, "open_existing", look)
+    monkeypatch.setattr(locking, "_roll_back_left_journal", lambda p, opened: turns.append(p))
+    assert data.query_texts() == {"q0": "text of q0"}
+    assert looks == [True] and turns == []
+
+
 def test_a_left_journal_beside_an_unwritable_file_is_one_line() -> None:
     """Root (as in CI) writes through file modes, so this case is the error's wording alone."""
     exc = sqlite3.OperationalError("attempt to write a readonly database")
@@ -156,5 +204,24 @@ def test_a_left_journal_beside_an_unwritable_file_is_one_line() -> None:
     err = schema.database_error(Path("/d/.ragcov"), exc)
     assert isinstance(err, RagcovError)
     assert str(err) == ("/d/.ragcov: an interrupted write left .ragcov-journal beside it, which must "
-                        "be rolled back before the file is read, and the file is not writable here; "
-                        "make it writable and rerun")
+                        "be rolled back before the file is read, and the file or its folder is not "
+                        "writable here; make them writable and rerun")
+
+
+def test_a_file_replaced_at_every_try_is_one_line_saying_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FAKE, labelled: five renames in a row between a reader's looks cannot be timed on
+    demand, so each look is told the file was swapped (a new inode at every stat)."""
+    path = tmp_path / ".ragcov"
+    data = _write(path, ["q0"])
+    stats = iter(range(100))
+
+    def swapped(target: Path, **kw: bool) -> sqlite3.Connection:
+        raise schema.HotJournal("met a journal")
+
+    monkeypatch.setattr(locking, "open_existing", swapped)
+    monkeypatch.setattr(locking, "_file_id", lambda p: (0, next(stats)))
+    monkeypatch.setattr(schema, "IO_PAUSE_S", 0.0)
+    with pytest.raises(RagcovError, match=r"\.ragcov: replaced by another process at each of 5 "
+                                          r"tries to read it; retry when its writers have finished"):
+        data.meta()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -22,6 +23,7 @@ from ragcov.data.schema import (
     open_existing,
     sqlite_errors,
 )
+from ragcov.errors import RagcovError
 
 
 def _file_id(path: Path) -> tuple[int, int] | None:
@@ -30,6 +32,10 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return st.st_dev, st.st_ino
+
+
+# (thread, lock file) of the writers' turns this process holds.
+_turns_held: set[tuple[int, str]] = set()
 
 
 def lock_path(path: Path) -> Path:
@@ -47,7 +53,8 @@ def writers_turn(path: Path) -> Iterator[None]:
     finds journals by name, may take another file's live journal for its own). The
     turn is taken before the data file is opened, so the file a writer opens is the
     one at ``path``. The lock file exists only while a writer holds it: a writer that
-    got the lock of a removed lock file tries again on a new one.
+    got the lock of a removed lock file tries again on a new one. A thread that holds
+    the turn already has it (a flock on a second descriptor would wait for itself).
     """
     try:
         import fcntl
@@ -55,6 +62,10 @@ def writers_turn(path: Path) -> Iterator[None]:
         yield
         return
     lock = lock_path(path)
+    mine = (threading.get_ident(), os.path.abspath(lock))
+    if mine in _turns_held:
+        yield
+        return
     lock.parent.mkdir(parents=True, exist_ok=True)  # as atomic_path does for the file itself
     deadline = time.monotonic() + schema.BUSY_TIMEOUT_S
     while True:
@@ -77,9 +88,11 @@ def writers_turn(path: Path) -> Iterator[None]:
             os.close(fd)
             raise
         os.close(fd)  # the lock file was removed while we waited: take the new one's turn
+    _turns_held.add(mine)
     try:
         yield
     finally:
+        _turns_held.discard(mine)
         # Removed before it is released, so no lock file stays beside the data file; a
         # writer waiting on this one finds it removed and takes a new one's turn.
         if _file_id(lock) == (st.st_dev, st.st_ino):
@@ -141,31 +154,40 @@ def open_for_reading(path: Path) -> sqlite3.Connection:
     has just opened, and an appender may then write a journal beside it (see
     :func:`ragcov.data.schema.connect`). The reader's first read then meets that
     journal, and opening the path again reads the file now there. A journal beside
-    the very file opened is a killed writer's: it is rolled back in a writer's turn,
-    as SQLite does for any writable connection, and the file is read as it was
-    before that write.
+    the very file opened is a killed writer's once it is met twice (a writer that
+    rolls back deletes its journal a moment after it stops looking live): it is
+    rolled back in a writer's turn, as SQLite does for any writable connection, and
+    the file is read as it was before that write.
     """
+    met_beside: tuple[int, int] | None = None
     for attempt in range(schema.IO_RETRIES):
         before = _file_id(path)
         try:
             return open_existing(path, read=True)
         except HotJournal:
-            if _file_id(path) == before:
-                _roll_back_left_journal(path, before)
-                continue
-            if attempt == schema.IO_RETRIES - 1:
-                raise
+            if _file_id(path) == before and before is not None:
+                if met_beside == before:
+                    _roll_back_left_journal(path, before)
+                    met_beside = None
+                    continue
+                met_beside = before
+            elif attempt == schema.IO_RETRIES - 1:
+                raise RagcovError(f"{path}: replaced by another process at each of {schema.IO_RETRIES} "
+                                  "tries to read it; retry when its writers have finished") from None
         except DataFileIOError:
             if attempt == schema.IO_RETRIES - 1:
                 raise
         time.sleep(schema.IO_PAUSE_S)
-    raise AssertionError("unreachable")
+    return open_existing(path, read=True)  # the journal rolled back on the last try
 
 
-def _roll_back_left_journal(path: Path, opened: tuple[int, int] | None) -> None:
+def _roll_back_left_journal(path: Path, opened: tuple[int, int]) -> None:
     """SQLite's recovery of a killed writer's journal, by a writable connection in a writer's turn."""
-    with writers_turn(path):
-        if _file_id(path) != opened:
-            return  # swapped meanwhile: the next open reads the new file
-        with closing(connect(path, create=False)) as con, sqlite_errors(path):
-            con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    try:
+        with writers_turn(path):
+            if _file_id(path) != opened:
+                return  # swapped meanwhile: the next open reads the new file
+            with closing(connect(path, create=False)) as con, sqlite_errors(path):
+                con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except PermissionError as exc:  # no lock file can be made beside it
+        raise HotJournal(schema.left_journal_message(path)) from exc

@@ -178,9 +178,7 @@ def database_error(path: Path, exc: sqlite3.Error) -> RagcovError:
     """SQLite's error as one line that names the file and says what to do."""
     text = str(exc)
     if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
-        return HotJournal(f"{path}: an interrupted write left {path.name}-journal beside it, which "
-                          "must be rolled back before the file is read, and the file is not "
-                          "writable here; make it writable and rerun")
+        return HotJournal(left_journal_message(path))
     if "locked" in text or "busy" in text:
         return DataFileLocked(f"{path}: locked by {lock_holder(path)} for over {BUSY_TIMEOUT_S:g} s "
                               "(the file is intact); retry when it has finished")
@@ -193,6 +191,13 @@ def database_error(path: Path, exc: sqlite3.Error) -> RagcovError:
     else:
         hint = "cannot use the data file"
     return RagcovError(f"{path}: {text} ({hint})")
+
+
+def left_journal_message(path: Path) -> str:
+    """Why a file a killed writer left a journal beside cannot be read here."""
+    return (f"{path}: an interrupted write left {path.name}-journal beside it, which must be "
+            "rolled back before the file is read, and the file or its folder is not writable "
+            "here; make them writable and rerun")
 
 
 def lock_holder(path: Path) -> str:
