@@ -225,3 +225,13 @@ def test_a_file_replaced_at_every_try_is_one_line_saying_so(
     with pytest.raises(RagcovError, match=r"\.ragcov: replaced by another process at each of 5 "
                                           r"tries to read it; retry when its writers have finished"):
         data.meta()
+
+
+def test_without_sqlites_error_name_a_left_journal_is_known_by_the_journal_beside(tmp_path: Path) -> None:
+    """Python 3.10 names no SQLite error: "readonly database" with a journal beside is that one."""
+    path = tmp_path / ".ragcov"
+    exc = sqlite3.OperationalError("attempt to write a readonly database")
+    assert not hasattr(exc, "sqlite_errorname")
+    assert not isinstance(schema.database_error(path, exc), schema.HotJournal)  # an unwritable file
+    Path(f"{path}-journal").write_bytes(b"\xd9\xd5\x05\xf9")
+    assert isinstance(schema.database_error(path, exc), schema.HotJournal)

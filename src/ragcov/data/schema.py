@@ -177,7 +177,7 @@ IO_RETRIES, IO_PAUSE_S = 5, 0.02
 def database_error(path: Path, exc: sqlite3.Error) -> RagcovError:
     """SQLite's error as one line that names the file and says what to do."""
     text = str(exc)
-    if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
+    if _left_journal(exc, path):
         return HotJournal(left_journal_message(path))
     if "locked" in text or "busy" in text:
         return DataFileLocked(f"{path}: locked by {lock_holder(path)} for over {BUSY_TIMEOUT_S:g} s "
@@ -191,6 +191,17 @@ def database_error(path: Path, exc: sqlite3.Error) -> RagcovError:
     else:
         hint = "cannot use the data file"
     return RagcovError(f"{path}: {text} ({hint})")
+
+
+def _left_journal(exc: sqlite3.Error, path: Path) -> bool:
+    """SQLITE_READONLY_ROLLBACK: a read found a journal it may not roll back.
+
+    Python 3.10 gives no error name; there it is a "readonly database" error while a
+    journal is beside the file.
+    """
+    if hasattr(exc, "sqlite_errorname"):
+        return exc.sqlite_errorname == "SQLITE_READONLY_ROLLBACK"
+    return "readonly database" in str(exc) and os.path.lexists(f"{path}-journal")
 
 
 def left_journal_message(path: Path) -> str:
@@ -287,8 +298,7 @@ def _check_format(con: sqlite3.Connection, path: Path) -> None:
         rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
     except sqlite3.OperationalError as exc:
         text = str(exc)
-        if ("locked" in text or "unable to open" in text or "disk I/O" in text
-                or getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK"):
+        if "locked" in text or "unable to open" in text or "disk I/O" in text or _left_journal(exc, path):
             raise database_error(path, exc) from exc
         raise RagcovError(f"{path}: not a ragcov data file ({exc})") from exc
     except sqlite3.DatabaseError as exc:
