@@ -95,13 +95,15 @@ def combine_shards(files: Sequence[Path], output: Path, keep: bool = False,
     return Combined(inputs, skipped, n, had_output)
 
 
-def _nothing_found(output: Path, files: Sequence[Path], skipped: list[tuple[Path, str]]) -> str:
-    """What a combine that found nothing looked for: shards are found by the data file's name."""
-    folders = [str(f) for f in files if f.is_dir()]
+def _nothing_found(output: Path, folders: Sequence[Path], skipped: list[tuple[Path, str]]) -> str:
+    """What a combine that found nothing looked for: shards are found by the data file's name.
+
+    ``folders`` are the files given, every one a folder searched (a file given is an input).
+    """
     parts = []
     if folders:
-        parts.append(f"no usable {output.name}.* shard in {', '.join(folders)}; name other "
-                     "data files on the command line")
+        parts.append(f"no usable {output.name}.* shard in {', '.join(map(str, folders))}; "
+                     "name other data files on the command line")
     if skipped:
         parts.append(f"{len(skipped)} shard-named file{'s' if len(skipped) != 1 else ''} unusable, "
                      f"first {skipped[0][1]}")
