@@ -24,7 +24,7 @@ from ragcov.data.columns import (
     query_texts_of,
     read_columns,
 )
-from ragcov.data.schema import Meta, check_compatible, retriever_key
+from ragcov.data.schema import Meta, check_compatible, same_retriever
 from ragcov.errors import RagcovError
 
 
@@ -133,7 +133,7 @@ def check_comparable(base: Recording, head: Recording, allow_k: bool = False,
         flags = [f for f, allowed, differs in (
             ("--allow-different-k", allow_k, m.k != other.k),
             ("--allow-different-retriever", allow_retriever,
-             retriever_key(m.retriever) != retriever_key(other.retriever)),
+             not same_retriever(m.retriever, other.retriever)),
         ) if differs and not allowed]
         # No flag lets two corpora be compared here: suggesting one would not help.
         other_corpus = not allow_corpus and m.corpus_hash != other.corpus_hash

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ragcov.data.schema import known_by_name_only
 from ragcov.errors import RagcovError
 from ragcov.reporters.names import number_ranges
 from ragcov.summary import CoverageSummary, DocumentNumbers, display_percent
@@ -150,6 +151,8 @@ def retriever_line(k: int, retriever: dict) -> str:
     if retriever.get("kind") in ("dense", "store") and "/" in detail:
         detail = detail.rstrip("/").rsplit("/", 1)[-1]  # a local path: its folder names it
     extras = [detail] if detail else []
+    if known_by_name_only(retriever):
+        extras.append("model known by name only")
     if retriever.get("index") not in (None, "flat", "sparse"):
         extras.append(f"{retriever['index']} index")
     shown = f"{kind} ({', '.join(extras)})" if extras else kind
