@@ -15,8 +15,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-from helpers import cli
 
+from helpers import cli
 from ragcov.data.schema import check_compatible, new_meta, read_meta, same_retriever
 from ragcov.errors import RagcovError
 
