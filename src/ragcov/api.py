@@ -21,7 +21,7 @@ import contextlib
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,6 @@ from ragcov.compare.gap import traffic_gap as gap
 from ragcov.config import scope_settings
 from ragcov.corpus import Corpus, load_corpus
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
-from ragcov.data.columns import chunk_positions
 from ragcov.data.datafile import INDEX_RECALL
 from ragcov.data.probes import ProbeRow, append_probes, chunk_details, read_probes, recorded_probe_ids
 from ragcov.data.schema import NoDataFile, check_compatible
@@ -46,7 +45,6 @@ from ragcov.progress import progress_bar, status
 from ragcov.qrels import load_qrels
 from ragcov.reachability.audit import audit, lost_gold
 from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
-from ragcov.reporters.names import matrix_names
 from ragcov.reporters.table import approximate_index_note
 from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
 from ragcov.retrievers.twins import record_matching, resolver_counts
@@ -220,8 +218,6 @@ class FoundFaults:
     failures: Failures
     report: FaultReport
     warnings: list[str]
-    #: chunk id -> ``DOC#N`` (N from 1), how the tables a person reads name chunks
-    names: dict[str, str] = field(default_factory=dict)
 
 
 def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str] | None = None,
@@ -263,8 +259,7 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
         failures = score_failures(m, load_scores(scores, metric), fail_below)  # type: ignore[arg-type]
     paths = list(orders)
     named = {name: load_order(p, m) for name, p in zip(order_names(paths), paths)}
-    return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings,
-                       matrix_names(m, chunk_positions(data_file)))
+    return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings)
 
 
 def generate(corpus: Corpus, retriever: Any, generator: Any, k: int,
@@ -392,17 +387,18 @@ def _llm_probe(generator: Any, texts: Sequence[str], ids: Sequence[str], row: in
     return ProbeRow(probe_id(ids[row], LLM), row, LLM, clean(gen.raw))
 
 
-def audit_reachability(data_file: str | os.PathLike[str]) -> Any:
+def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> Any:
     """Every chunk's status (covered, untested, unreachable), hubs and the reachable
-    denominator, from a data file's tests and probes."""
+    denominator, from a data file's tests and probes; with ``scope`` (a
+    :class:`ReportScope`, e.g. :func:`configured_scope`'s) its totals count the chunks a
+    report with that scope counts, so probe and report print one set of numbers."""
 
+    if scope is not None:
+        return load_scoped(data_file, scope).reachability
     data = CoverageData(data_file)
     tests = data.matrix()
     probes = read_probes(data, tests.n_chunks)
-    r = audit(tests, probes, details=lambda positions: chunk_details(data, positions))
-    names = matrix_names(tests, chunk_positions(data_file))
-    r.names = [names[c] for c in tests.chunk_ids]
-    return r
+    return audit(tests, probes, details=lambda positions: chunk_details(data, positions))
 
 
 def read_qrels(qrels: str | os.PathLike[str], level: str | None = None) -> Any:

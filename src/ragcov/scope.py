@@ -90,6 +90,8 @@ class Scoped:
     scope: ReportScope = field(default_factory=ReportScope)
     reachability: Any = None  # ragcov.reachability.Reachability when the file was probed
     meta: Any = None  # the data file's settings (k, retriever): ragcov.data.schema.Meta
+    # The corpus was read from a vector store: chunks are listed by id (no stable positions).
+    from_store: bool = False
 
     def summary(self, **options: Any) -> CoverageSummary:
         """The summary every reporter prints: excluded chunks counted aside."""
@@ -139,6 +141,11 @@ def apply_scope(m: CoverageMatrix, texts: Mapping[str, str], positions: Mapping[
         raise RagcovError(f"{what}; nothing left to report")
     columns = np.asarray(keep, dtype=np.int64)
     inner = m if len(keep) == m.n_chunks else m.select_columns(columns)
+    if reachability is not None:
+        # Counted over the report's chunks, as its table is: the chunks it set aside as
+        # unreachable (--reachable) stay in, the rest of the exclusions and omissions do not.
+        counted = sorted([*keep, *(e.column for e in excluded if e.reason.startswith("unreachable: "))])
+        reachability = reachability.restricted(np.asarray(counted, dtype=np.int64))
     return Scoped(inner, texts, positions, excluded, columns, len(omitted), full=m, scope=scope,
                   reachability=reachability)
 
@@ -152,8 +159,8 @@ def _unreachable(m: CoverageMatrix, reachability: Any) -> dict[int, str]:
 
     out = {}
     for j in np.flatnonzero(reachability.status == UNREACHABLE):
-        by = int(reachability.displaced_by[j])
-        out[int(j)] = (f"displaced by {m.chunk_ids[by]}" if by >= 0
+        by = reachability.displacer(j)
+        out[int(j)] = (f"displaced by {by}" if by is not None
                        else (reachability.reason[j] or "no probe retrieves it"))
     return out
 
@@ -162,6 +169,7 @@ def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = N
     """The data file's matrix with ``scope`` applied: what every report reads."""
     from ragcov.data import CoverageData
     from ragcov.data.columns import chunk_positions
+    from ragcov.data.datafile import CORPUS_KIND
     from ragcov.data.probes import chunk_details, read_probes
 
     data = CoverageData(data_file)
@@ -175,4 +183,5 @@ def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = N
     scoped = apply_scope(m, data.chunk_texts(), chunk_positions(data_file),
                          scope or ReportScope(), reachability)
     scoped.meta = data.meta()
+    scoped.from_store = data.annotation(CORPUS_KIND) == "store"
     return scoped

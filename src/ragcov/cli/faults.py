@@ -10,7 +10,7 @@ import typer
 from ragcov.api import check_outputs, find_faults
 from ragcov.cli.console import err
 from ragcov.cli.console import out as _out
-from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, ShowIds, to_stdout, write_output
+from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, to_stdout, write_output
 
 SHOW = 8   # members / chunks listed per fault in the table
 
@@ -43,7 +43,9 @@ def faults(
     = None,
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="Write the faults as JSON here; - for stdout.")] = None,
-    show_ids: ShowIds = False,
+    show_ids: Annotated[bool, typer.Option(
+        "--show-ids", hidden=True, help="Accepted for older scripts: chunks are named by id.")]
+    = False,
 ) -> None:
     """Group failing queries into faults and score orderings by APFD."""
     import json
@@ -79,8 +81,7 @@ def faults(
         for col in ("fault", "size", "queries", "shared chunks"):
             table.add_column(col, overflow="fold")
         for f in report.faults:
-            shared = list(f.shared_chunks) if show_ids else [found.names.get(c, c)
-                                                            for c in f.shared_chunks]
+            shared = list(f.shared_chunks)  # ids: a position names another chunk once one is deleted
             table.add_row(escape(f.id), str(f.size), escape(_short(f.queries)),
                           escape(_short(shared)))
         out.print(table)

@@ -53,8 +53,8 @@ Backend = Annotated[str | None, typer.Option(
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
 ShowIds = Annotated[bool, typer.Option(
-    "--show-ids", help="Name chunks by their ids instead of DOC#N (N counts from 1, as "
-    "Cobertura and lcov lines do).")]
+    "--show-ids", help="List chunks by their ids instead of DOC#N ranges (N counts from 1, as "
+    "Cobertura and lcov lines do). A single chunk is always named by its id.")]
 FailUnder = Annotated[float | None, typer.Option(
     "--fail-under", help="Exit with status 2 when total chunk coverage (percent), rounded as "
     "`ragcov report --format total` prints it, is below this.")]

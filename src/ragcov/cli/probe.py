@@ -66,6 +66,7 @@ def probe(
     split: Split = False,
     doc_key: DocKey = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or report.")] = False,
+    ctx: typer.Context = None,  # type: ignore[assignment]
 ) -> None:
     """Probe every chunk with its own words and say which uncovered chunks no test could reach.
 
@@ -89,16 +90,11 @@ def probe(
     done = api.probe(corpus_obj, r, data_file, sample=sample, include=include or (),
                      omit=omit or (), seed=seed, progress=not quiet, generator=gen)
     if done.wordless and not quiet:
-        # Named as the report's list names it (DOC#N where ids are store UUIDs or split
-        # positions), with the id itself beside it when they differ.
-        r = done.reachability
-        first = done.wordless[0]
-        shown = next((r.name(i) for i, cid in enumerate(r.chunk_ids) if cid == first), first)
-        shown = shown if shown == first else f"{shown} (id {first})"
         err.print(f"ragcov: warning: {len(done.wordless)} chunk(s) have no word to build a probe "
-                  f"from (first: {shown}); unreachable unless another probe reaches them",
-                  markup=False)
+                  f"from (first: {done.wordless[0]}); unreachable unless another probe reaches "
+                  "them", markup=False)
     gold = api.lost_gold_of(done.reachability, labels) if labels is not None else None
+    view = _as_the_report_counts(ctx, data_file, done.reachability)
     if quiet and output is None:
         return
     if gold is not None and gold["not_in_corpus"] and not quiet:
@@ -108,13 +104,27 @@ def probe(
     if format == "json":
         import json
 
-        text = json.dumps(reachability_json(done.reachability, gold), indent=2, allow_nan=False)
+        text = json.dumps(reachability_json(view, gold), indent=2, allow_nan=False)
     else:
 
-        text = reachability_text(done.reachability)
+        text = reachability_text(view)
         if gold is not None:
             text += "\n" + lost_gold_text(gold)
     if not quiet:
         err.print(f"Probed {data_file}: {done.added} new probe(s), {done.already} already "
                   f"recorded", markup=False)
     emit(text, output, "the reachability report")
+
+
+def _as_the_report_counts(ctx: typer.Context | None, data_file: Path, whole: object) -> object:
+    """The reachability totals over the chunks ``ragcov report`` counts: the config file's
+    exclusions (``exclude``, ``exclude_docs``, ``min_chunk_chars``) leave the same chunks
+    out of both, so probe and report never print two numbers under one name."""
+    settings = ((ctx.find_root().default_map or {}) if ctx is not None else {}).get("report", {})
+    given = {key: settings[key] for key in ("exclude", "exclude_docs", "min_chunk_chars")
+             if settings.get(key)}
+    if not given:
+        return whole
+    lists = {k: tuple(v) for k, v in given.items() if k != "min_chunk_chars"}
+    scope = api.ReportScope(**lists, min_chunk_chars=given.get("min_chunk_chars", 0))
+    return api.audit_reachability(data_file, scope)

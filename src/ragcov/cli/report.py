@@ -26,7 +26,6 @@ from ragcov.files import json_text
 from ragcov.metrics import duplicate_groups, redundant_tests
 from ragcov.reporters import DEFAULT_JSON_FILE
 from ragcov.reporters.jsonreport import json_report
-from ragcov.reporters.names import matrix_names
 from ragcov.reporters.reachability import reachability_lines
 from ragcov.reporters.sections import duplicates_line, excluded_line, redundant_lines
 from ragcov.reporters.table import render_table, retriever_line
@@ -64,14 +63,16 @@ def report(
     check_fail_under(fail_under)
     scoped = report_data(data_file, scope)
     summary = scoped.summary(jaccard=False)
+    # A store's read order is not stable (a deleted chunk shifts every position after it):
+    # its missing chunks are listed by id. A corpus file's order is, so positions are kept.
+    show_ids = show_ids or scoped.from_store
     if format == "text":
         out.print(retriever_line(scoped.meta.k, scoped.meta.retriever), markup=False)
     out.print(render_table(summary, format, show_missing, skip_covered, sort, precision,
                            show_ids), markup=False)
     if format != "total":
-        names = None if show_ids else matrix_names(scoped.matrix, scoped.positions)
         lines = [excluded_line(scoped.excluded),
-                 duplicates_line(duplicate_groups(scoped.matrix, scoped.texts), names),
+                 duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
                  approximate_note(data_file)]
         if lines[2]:
             lines[2] = f"Note: {lines[2]}"

@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 # Annotation key of the corpus's resolved path (a file or a folder).
 CORPUS_SOURCE = "corpus_source"
 QUERY_SOURCES = "query_sources"
+# "store" when the corpus was read from a vector store: its read order is the store's, so a
+# report lists a store's chunks by id, not by position (which a deleted chunk shifts).
+CORPUS_KIND = "corpus_kind"
 # Annotation key of the measured recall of an approximate index (a report's caveat).
 INDEX_RECALL = "index_recall"
 
@@ -351,6 +354,8 @@ def _record_corpus_source(con: sqlite3.Connection, corpus: Corpus) -> None:
     An annotation, not meta: it takes no part in the checks of ``--append`` and
     ``combine``. A store URL is never recorded (it may hold a key).
     """
+    if getattr(corpus, "store", None) is not None:
+        con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"x:{CORPUS_KIND}", '"store"'))
     source = getattr(corpus, "source", None)
     if source and os.path.exists(source):
         con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",

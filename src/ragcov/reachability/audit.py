@@ -66,12 +66,24 @@ class Hubs:
 
 @dataclass
 class Reachability:
-    """Per chunk status (None where unknown), what displaced each unreachable chunk, and why."""
+    """Per chunk status (None where unknown), what displaced each unreachable chunk, and why.
+
+    Every total has one definition, the same in text, JSON and HTML:
+
+    * ``chunks``: the chunks counted (a report's scope: its include/omit and exclusions);
+    * ``covered``, ``untested``, ``unreachable``: the statuses above; ``unknown`` is the rest
+      (neither covered nor reached by any probe, its own probes not run: ``--sample``);
+    * ``not_probed``: chunks whose own probes were not run (some of them are covered or
+      were reached by another chunk's probe, so they have a status all the same);
+    * ``reachable`` = chunks - unreachable: every chunk not shown to be unreachable. With
+      every chunk probed it is covered + untested; with a sample the unknown chunks are
+      in it, and ``coverage_of_reachable`` = covered / reachable is a lower bound.
+    """
 
     chunk_ids: list[str]
     doc_ids: np.ndarray
     status: np.ndarray              # object array of str | None, per chunk
-    displaced_by: np.ndarray        # int64 position, -1 where none
+    displaced_by: np.ndarray        # int64 position in ``all_ids``, -1 where none
     reason: np.ndarray              # object array of str | None
     probed: np.ndarray              # bool, the chunk's own probes were run
     tests: Hubs
@@ -80,11 +92,25 @@ class Reachability:
     k: int
     n_probes: int
     reasons_seen: dict[str, int] = field(default_factory=dict)
-    # Per chunk, the name a person reads (DOC#N, N from 1); the id where none was given.
-    names: list[str] = field(default_factory=list)
+    # The ids ``displaced_by`` points into: the whole recorded corpus, also once a report's
+    # scope has left some chunks out (a displacer may be outside the scope).
+    all_ids: list[str] = field(default_factory=list)
+    # The whole corpus's view this one was cut from (per-chunk lookups of excluded chunks).
+    full: Reachability | None = None
+
+    def __post_init__(self) -> None:
+        if not self.all_ids:
+            self.all_ids = self.chunk_ids
 
     def name(self, j: int) -> str:
-        return self.names[j] if self.names else self.chunk_ids[j]
+        """A single chunk is named by its id: positions shift when a chunk is deleted, and
+        ``DOC#N`` can be another chunk's id (``doc#0``, ``doc#1`` ...)."""
+        return self.chunk_ids[j]
+
+    def displacer(self, j: int) -> str | None:
+        """The id of the chunk ranked in place of chunk ``j`` by its own probe, if any."""
+        by = int(self.displaced_by[j])
+        return self.all_ids[by] if by >= 0 else None
 
     @property
     def n_chunks(self) -> int:
@@ -98,8 +124,17 @@ class Reachability:
         return int(self.probed.sum())
 
     @property
+    def not_probed_chunks(self) -> int:
+        return self.n_chunks - self.probed_chunks
+
+    @property
+    def unknown_chunks(self) -> int:
+        return self.n_chunks - self.count(COVERED) - self.count(UNTESTED) - self.count(UNREACHABLE)
+
+    @property
     def reachable_chunks(self) -> int:
-        return self.count(COVERED) + self.count(UNTESTED)
+        """Chunks not shown to be unreachable: the denominator of coverage_of_reachable."""
+        return self.n_chunks - self.unreachable_chunks
 
     @property
     def unreachable_chunks(self) -> int:
@@ -111,8 +146,8 @@ class Reachability:
 
     @property
     def coverage_of_reachable(self) -> float:
-        """Covered over what a test could reach: the corpus less its unreachable chunks."""
-        denominator = self.n_chunks - self.unreachable_chunks
+        """Covered over what a test could reach: the chunks less the unreachable ones."""
+        denominator = self.reachable_chunks
         return self.count(COVERED) / denominator if denominator else 0.0
 
     @property
@@ -130,10 +165,30 @@ class Reachability:
     def unreachable(self) -> list[int]:
         return [int(i) for i in np.flatnonzero(self.status == UNREACHABLE)]
 
+    def restricted(self, columns: np.ndarray) -> Reachability:
+        """The same view over the chunks at ``columns`` only (a report's scope): every total
+        and the hubs are counted over them, as the report's table counts its chunks."""
+        cols = np.asarray(columns, dtype=np.int64)
+        if cols.size == self.n_chunks and np.array_equal(cols, np.arange(self.n_chunks)):
+            return self
+        seen: dict[str, int] = {}
+        for value in self.reason[cols][self.status[cols] == UNREACHABLE]:
+            if value is not None:
+                seen[value.split(":")[0]] = seen.get(value.split(":")[0], 0) + 1
+        return Reachability(
+            chunk_ids=[self.chunk_ids[i] for i in cols], doc_ids=self.doc_ids[cols],
+            status=self.status[cols], displaced_by=self.displaced_by[cols],
+            reason=self.reason[cols], probed=self.probed[cols],
+            tests=hubs(self.tests.k_occurrence[cols]), probes=hubs(self.probes.k_occurrence[cols]),
+            n_queries=self.n_queries, k=self.k, n_probes=self.n_probes, reasons_seen=seen,
+            all_ids=self.all_ids, full=self.full or self)
+
     def totals(self) -> dict[str, Any]:
         return {"chunks": self.n_chunks, "queries": self.n_queries, "k": self.k,
                 "probes": self.n_probes, "probed_chunks": self.probed_chunks,
+                "not_probed_chunks": self.not_probed_chunks,
                 "covered_chunks": self.count(COVERED), "untested_chunks": self.count(UNTESTED),
+                "unknown_chunks": self.unknown_chunks,
                 "reachable_chunks": self.reachable_chunks,
                 "unreachable_chunks": self.unreachable_chunks,
                 "coverage": self.coverage, "coverage_of_reachable": self.coverage_of_reachable,

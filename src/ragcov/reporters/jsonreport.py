@@ -6,7 +6,10 @@ FORMAT_VERSION history:
      documents.*.excluded_chunks; for a probed file, totals.probed_chunks,
      reachable_chunks, unreachable_chunks, coverage_of_reachable, workload_ceiling,
      coverage_of_ceiling, and chunks.*.status, displaced_by and unreachable_reason;
-     meta.id_matching (how hits without ids were matched to chunks).
+     meta.id_matching (how hits without ids were matched to chunks); later,
+     totals.not_probed_chunks, untested_chunks, unknown_chunks, and every reachability
+     total counted over the report's scope (reachable_chunks = chunks - unreachable,
+     the denominator of coverage_of_reachable; before, it was covered + untested).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -99,20 +102,22 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
 def _add_reachability(doc: dict[str, Any], r: Any) -> None:
     """A probed file's report says, per chunk, why it is uncovered (fields added within 1).
 
-    The totals are over the whole recorded corpus, as ``ragcov probe`` counts them; each
-    chunk (counted or excluded) gets its ``status`` and, when unreachable, the chunk that
-    displaced it and the reason.
+    The totals are over the report's chunks, as its table counts them (its include, omit
+    and exclusions; with ``--reachable`` the unreachable chunks it set aside count too);
+    each chunk (counted or excluded) gets its ``status`` and, when unreachable, the chunk
+    that displaced it and the reason.
     """
     totals = r.totals()
     doc["totals"].update({key: totals[key] for key in (
-        "probed_chunks", "reachable_chunks", "unreachable_chunks", "coverage_of_reachable",
+        "probed_chunks", "not_probed_chunks", "untested_chunks", "unknown_chunks",
+        "reachable_chunks", "unreachable_chunks", "coverage_of_reachable",
         "workload_ceiling", "coverage_of_ceiling")})
-    position = {cid: j for j, cid in enumerate(r.chunk_ids)}
+    every = r.full or r  # excluded chunks keep their status, though no total counts them
+    position = {cid: j for j, cid in enumerate(every.chunk_ids)}
     for section in ("chunks", "excluded"):
         for cid, entry in doc[section].items():
             j = position[cid]
-            by = int(r.displaced_by[j])
-            entry["status"] = r.status[j]
-            entry["displaced_by"] = r.chunk_ids[by] if by >= 0 else None
-            if r.reason[j] is not None:
-                entry["unreachable_reason"] = r.reason[j]
+            entry["status"] = every.status[j]
+            entry["displaced_by"] = every.displacer(j)
+            if every.reason[j] is not None:
+                entry["unreachable_reason"] = every.reason[j]

@@ -26,12 +26,16 @@ def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNRE
         "write a test",
         f"  unreachable  {t['unreachable_chunks']:>8}   no probe retrieves it: a retrieval defect",
     ]
-    unknown = t["chunks"] - t["covered_chunks"] - t["untested_chunks"] - t["unreachable_chunks"]
-    if unknown:
-        lines.append(f"  not probed   {unknown:>8}   no status (probe them to know)")
+    if t["unknown_chunks"]:
+        lines.append(f"  unknown      {t['unknown_chunks']:>8}   not probed, no probe reached it: "
+                     "no status (probe them to know)")
     lines += [
         f"Chunk coverage: {pct(t['coverage'])}; of reachable chunks: "
-        f"{pct(t['coverage_of_reachable'])}; workload ceiling min(1, queries x k / chunks): "
+        f"{pct(t['coverage_of_reachable'])} ({t['covered_chunks']} of {t['reachable_chunks']}: "
+        f"the chunks less the unreachable)"
+        + (f", a lower bound: {t['not_probed_chunks']} chunks were not probed"
+           if t["not_probed_chunks"] else "")
+        + f"; workload ceiling min(1, queries x k / chunks): "
         f"{pct(t['workload_ceiling'])} (coverage is {pct(t['coverage_of_ceiling'])} of it)",
     ]
     lost = r.unreachable()
@@ -40,8 +44,7 @@ def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNRE
         lines.append(f"Unreachable chunks ({len(lost)}), each with the chunk its own probe "
                      "ranked first:")
         for i in lost[:show]:
-            by = int(r.displaced_by[i])
-            shown_by = r.name(by) if by >= 0 else "-"
+            shown_by = r.displacer(i) or "-"
             why = f"  [{r.reason[i]}]" if r.reason[i] else ""
             lines.append(f"  {r.name(i)}  displaced by {shown_by}{why}")
         if len(lost) > show:
@@ -55,7 +58,7 @@ def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNRE
         skew = "n/a" if h.skewness is None else f"{h.skewness:.2f}"
         lines.append(f"  {name:<6} top 5 {pct(cap['top5'])}, top 10 {pct(cap['top10'])}, "
                      f"top 1% {pct(cap['top1%'])}; k-occurrence skewness {skew}, "
-                     f"Gini {h.gini:.3f}")
+                     f"hub Gini (k-occurrence over all {r.n_chunks} chunks) {h.gini:.3f}")
         top = ", ".join(f"{r.name(i)} ({c})" for i, c in h.top(5))
         lines.append(f"         most retrieved: {top}")
     return "\n".join(lines)
@@ -64,10 +67,9 @@ def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNRE
 def reachability_json(r: Reachability, lost_gold: dict[str, Any] | None = None) -> dict[str, Any]:
     chunks = []
     for i, cid in enumerate(r.chunk_ids):
-        by = int(r.displaced_by[i])
         chunks.append({"chunk_id": cid, "doc_id": str(r.doc_ids[i]), "status": r.status[i],
                        "probed": bool(r.probed[i]),
-                       "displaced_by": r.chunk_ids[by] if by >= 0 else None,
+                       "displaced_by": r.displacer(i),
                        "reason": r.reason[i],
                        "k_occurrence": {"tests": int(r.tests.k_occurrence[i]),
                                         "probes": int(r.probes.k_occurrence[i])}})
@@ -95,9 +97,11 @@ def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool =
 
     r: Reachability = scoped.reachability
     t = r.totals()
+    unknown = f", {t['unknown_chunks']} not probed (no status)" if t["unknown_chunks"] else ""
     lines = [f"Reachability (ragcov probe): {t['untested_chunks']} untested (write a test), "
-             f"{t['unreachable_chunks']} unreachable (a retrieval defect); coverage of "
-             f"reachable chunks {display_percent(t['coverage_of_reachable'], 1)}%"
+             f"{t['unreachable_chunks']} unreachable (a retrieval defect){unknown}; coverage of "
+             f"reachable chunks {display_percent(t['coverage_of_reachable'], 1)}% "
+             f"({t['covered_chunks']} of {t['reachable_chunks']})"
              + ("" if scoped.scope.reachable else "; --reachable counts only those")]
     lost = r.unreachable()
     if show_missing and lost:

@@ -6,23 +6,20 @@ The analyses are :func:`ragcov.metrics.duplicate_groups` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from ragcov.metrics import DuplicateGroup, RedundantTest
 from ragcov.scope import ExcludedChunk
 
 
-def duplicates_line(groups: list[DuplicateGroup],
-                    names: Mapping[str, str] | None = None) -> str | None:
-    """One line for ``ragcov report``; None when there are no duplicates.
-
-    ``names`` maps chunk ids to what a person reads (``DOC#N``); ids not in it are shown as ids.
-    """
+def duplicates_line(groups: list[DuplicateGroup]) -> str | None:
+    """One line for ``ragcov report``; None when there are no duplicates. Each chunk is
+    named by its id: the copies of one text are single chunks, not a range."""
     if not groups:
         return None
     chunks = sum(len(g.chunk_ids) for g in groups)
     docs = len({d for g in groups for d in g.doc_ids})
-    shown = [(names or {}).get(c, c) for c in groups[0].chunk_ids[:3]]
+    shown = groups[0].chunk_ids[:3]
     first = ", ".join(shown) + (" ..." if len(groups[0].chunk_ids) > 3 else "")
     return (f"Duplicate chunk texts: {len(groups)} group{'s' if len(groups) != 1 else ''} "
             f"({chunks} chunks in {docs} document{'s' if docs != 1 else ''}; first: {first}); "

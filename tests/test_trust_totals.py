@@ -1,0 +1,147 @@
+"""Every name and total means one thing (docs/reliability.md, "Third round").
+
+Reachability totals counted what ``probe --sample`` probed in one place and the whole
+corpus in another (``reachable_chunks`` 120 beside ``coverage_of_reachable`` 94/172), and
+ignored the report's exclusions (TOTAL 313 chunks beside ``reachable_chunks`` 336).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import cli
+
+from ragcov.corpus import load_corpus
+
+SAMPLE = Path(__file__).resolve().parent.parent / "src" / "ragcov" / "data_sample"
+K = 3
+PLANTED = ("Quarterly aquaculture hatchery yields for sturgeon caviar rose sharply while "
+           "zebrafish broodstock mortality in the Norwegian fjord pens fell.")
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """40 sample pages, k + 1 copies of one chunk (the last can never be retrieved: ties go
+    to corpus order), the first 60 questions through BM25 at k = 3, then a probe of a
+    seeded sample of 120 chunks and of every copy."""
+    folder = tmp_path_factory.mktemp("probed")
+    pages = folder / "pages.jsonl"
+    pages.write_text("".join((SAMPLE / "finqa_pages.jsonl").read_text(encoding="utf-8")
+                             .splitlines(True)[:40]), encoding="utf-8")
+    corpus = folder / "chunks.jsonl"
+    with corpus.open("w", encoding="utf-8") as f:
+        for c in load_corpus(pages, split=True):
+            f.write(json.dumps({"id": c.id, "doc_id": c.doc_id, "text": c.text}) + "\n")
+        for n in range(K + 1):
+            f.write(json.dumps({"id": f"copy{n}", "doc_id": "planted", "text": PLANTED}) + "\n")
+    queries = folder / "q.jsonl"
+    queries.write_text("".join((SAMPLE / "finqa_questions.jsonl").read_text(encoding="utf-8")
+                               .splitlines(True)[:60]), encoding="utf-8")
+    data = folder / ".ragcov"
+    from ragcov.cli import main
+
+    for args in (["run", "--corpus", str(corpus), "--queries", str(queries), "--retriever", "bm25",
+                  "-k", str(K), "--data-file", str(data), "-q"],
+                 ["probe", "--corpus", str(corpus), "--retriever", "bm25", "--data-file", str(data),
+                  "--sample", "120", "-q"],
+                 ["probe", "--corpus", str(corpus), "--retriever", "bm25", "--data-file", str(data),
+                  "--include", "planted", "-q"]):
+        with pytest.raises(SystemExit) as done:
+            main(args)
+        assert done.value.code in (0, None)
+    return data
+
+
+def _json(capsys, data: Path, *scope: str) -> dict:
+    code, out, err = cli(capsys, "json", "--data-file", str(data), "-o", "-", *scope)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _recount(doc: dict) -> dict[str, int]:
+    """The totals recounted by hand from the per-chunk statuses of the counted chunks."""
+    statuses = [c.get("status") for c in doc["chunks"].values()]
+    return {s or "unknown": statuses.count(s) for s in ("covered", "untested", "unreachable", None)}
+
+
+def test_probe_sample_totals_have_one_definition(probed: Path, capsys) -> None:
+    doc = _json(capsys, probed)
+    t, seen = doc["totals"], _recount(doc)
+    assert t["chunks"] == len(doc["chunks"])
+    assert t["unreachable_chunks"] == seen["unreachable"] >= 1  # the last copy
+    assert t["untested_chunks"] == seen["untested"]
+    assert t["unknown_chunks"] == seen["unknown"] > 0  # a sample leaves chunks with no status
+    assert 120 <= t["probed_chunks"] <= 120 + K + 1  # the sample and every copy
+    assert t["not_probed_chunks"] == t["chunks"] - t["probed_chunks"]
+    # One denominator: the chunks not shown unreachable, in both places it is used.
+    assert t["reachable_chunks"] == t["chunks"] - t["unreachable_chunks"]
+    assert t["coverage_of_reachable"] == pytest.approx(seen["covered"] / t["reachable_chunks"])
+    # The text says how many were not probed, and that the figure is then a lower bound.
+    code, out, _ = cli(capsys, "report", "--data-file", str(probed))
+    line = next(x for x in out.splitlines() if x.startswith("Reachability"))
+    assert f"{t['unknown_chunks']} not probed (no status)" in line
+    assert f"({seen['covered']} of {t['reachable_chunks']})" in line
+
+
+def test_reachability_counts_what_the_report_counts(probed: Path, capsys) -> None:
+    """--exclude and --min-chunk-chars: the reachability totals, line and JSON count the table's
+    chunks (before, they counted the whole corpus beside a scoped TOTAL)."""
+    scope = ("--exclude", "million", "--min-chunk-chars", "400")
+    doc = _json(capsys, probed, *scope)
+    t, seen = doc["totals"], _recount(doc)
+    assert t["chunks"] == len(doc["chunks"]) < _json(capsys, probed)["totals"]["chunks"]
+    assert t["excluded_chunks"] > 0
+    assert t["reachable_chunks"] == t["chunks"] - t["unreachable_chunks"]
+    assert (t["untested_chunks"], t["unreachable_chunks"], t["unknown_chunks"]) == (
+        seen["untested"], seen["unreachable"], seen["unknown"])
+    # every missing chunk of the table is untested, unreachable or unknown: nothing else
+    missing = t["chunks"] - t["covered_chunks"]
+    assert missing == t["untested_chunks"] + t["unreachable_chunks"] + t["unknown_chunks"]
+    code, out, _ = cli(capsys, "report", "--data-file", str(probed), *scope)
+    total = next(x for x in out.splitlines() if x.startswith("TOTAL")).split()
+    assert int(total[1]) == t["chunks"]
+    line = next(x for x in out.splitlines() if x.startswith("Reachability"))
+    assert line.startswith(f"Reachability (ragcov probe): {t['untested_chunks']} untested")
+    # The HTML index says the same numbers.
+    site = probed.parent / "site"
+    assert cli(capsys, "html", "--data-file", str(probed), "-d", str(site), *scope)[0] == 0
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert f"{t['untested_chunks']} untested</span>" in index
+    assert f"of {t['chunks']} chunks;" in index
+
+
+def test_reachable_scope_counts_the_unreachable_it_sets_aside(probed: Path, capsys) -> None:
+    doc = _json(capsys, probed, "--reachable")
+    t = doc["totals"]
+    # The table leaves the unreachable chunks out; the reachable denominator is that table.
+    assert t["reachable_chunks"] == t["chunks"]
+    assert t["coverage_of_reachable"] == pytest.approx(t["chunk_coverage"])
+    assert t["unreachable_chunks"] >= 1 and t["excluded_chunks"] >= t["unreachable_chunks"]
+
+
+def test_hubs_and_unreachable_chunks_are_named_by_id(probed: Path, capsys) -> None:
+    code, out, err = cli(capsys, "probe", "--corpus", str(probed.parent / "chunks.jsonl"),
+                         "--retriever", "bm25", "--data-file", str(probed), "--include", "planted")
+    assert code == 0, err
+    # The last copy's id, and the copy ranked in its place, by id (planted#N named positions).
+    assert f"  copy{K}  displaced by copy0" in out
+    assert "planted#" not in out
+    assert "hub Gini (k-occurrence over all" in out
+
+
+def test_probe_prints_the_totals_the_report_prints_under_a_config(probed: Path, capsys,
+                                                                    tmp_path: Path) -> None:
+    rc = tmp_path / "ragcov.toml"
+    rc.write_text('exclude = ["million"]\nmin_chunk_chars = 400\n', encoding="utf-8")
+    code, out, err = cli(capsys, "--rcfile", str(rc), "probe", "--corpus",
+                         str(probed.parent / "chunks.jsonl"), "--retriever", "bm25",
+                         "--data-file", str(probed), "--include", "planted", "--format", "json")
+    assert code == 0, err
+    probe_totals = json.loads(out)["totals"]
+    report_totals = _json(capsys, probed, "--rcfile", str(rc))["totals"]
+    for key in ("chunks", "untested_chunks", "unreachable_chunks", "reachable_chunks",
+                "coverage_of_reachable"):
+        assert probe_totals[key] == report_totals[key], key
+    assert report_totals["excluded_chunks"] > 0
