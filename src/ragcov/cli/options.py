@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from ragcov.api import DEFAULT_DATA_FILE
+from ragcov.config import MAX_PRECISION
 from ragcov.errors import RagcovError
 from ragcov.overwrite import to_stdout
 
@@ -77,8 +78,8 @@ GatePrecision = Annotated[int | None, typer.Option(
 
 
 def check_precision(precision: int) -> None:
-    if precision < 0:
-        raise RagcovError(f"--precision must be 0 or more, got {precision}")
+    if not 0 <= precision <= MAX_PRECISION:
+        raise RagcovError(f"--precision must be from 0 to {MAX_PRECISION}, got {precision}")
 
 
 def check_fail_under(fail_under: float | None) -> None:

@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ragcov.config import MAX_PRECISION
 from ragcov.destinations import written_path
 from ragcov.errors import RagcovError
 from ragcov.files import remove_stale_temps, temp_prefix
@@ -59,8 +60,8 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
     ``scoped`` the site reports its matrix (``m`` is then ignored) and marks what it
     excluded.
     """
-    if precision < 0:
-        raise RagcovError(f"precision must be 0 or more, got {precision}")
+    if not 0 <= precision <= MAX_PRECISION:
+        raise RagcovError(f"precision must be from 0 to {MAX_PRECISION}, got {precision}")
     given = Path(directory)
     _check_target(given)
     # A symlinked report folder is written through: the site replaces the link's target
