@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import cli
 
+from helpers import cli
 from ragcov.corpus import load_corpus
 
 SAMPLE = Path(__file__).resolve().parent.parent / "src" / "ragcov" / "data_sample"
