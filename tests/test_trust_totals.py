@@ -145,3 +145,67 @@ def test_probe_prints_the_totals_the_report_prints_under_a_config(probed: Path, 
                 "coverage_of_reachable"):
         assert probe_totals[key] == report_totals[key], key
     assert report_totals["excluded_chunks"] > 0
+
+
+# ------------------------------------------------------------- bidi and control characters
+ODD = {"doc\u202etxt.exe": "Invoices of the year with totals per quarter and region.",
+       "line\u2028break": "A manual page on valves, pumps and their\x00 maintenance.",
+       "plain": "Plain text about quarterly revenue and its growth."}
+
+
+@pytest.fixture
+def odd_ids(tmp_path: Path, capsys) -> Path:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"c{i}", "doc_id": doc, "text": text}) + "\n"
+                              for i, (doc, text) in enumerate(ODD.items())), encoding="utf-8")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q", "query": "quarterly revenue growth"}) + "\n")
+    code, _, err = cli(capsys, "run", "--corpus", str(corpus), "--queries", str(queries),
+                       "--retriever", "bm25", "-k", "1", "--data-file", str(tmp_path / ".ragcov"),
+                       "-q")
+    assert code == 0, err
+    return tmp_path / ".ragcov"
+
+
+def test_rows_with_bidi_and_separator_ids_stay_aligned(odd_ids: Path, capsys) -> None:
+    code, out, _ = cli(capsys, "report", "--data-file", str(odd_ids), "-m", "--show-ids")
+    rows = [line for line in out.splitlines()[1:] if line and not line.startswith("-")]
+    assert "doc\\u202etxt.exe" in out and "line\\u2028break" in out
+    assert "\u202e" not in out and "\u2028" not in out
+    # Every row's Cover column ends at one place (it was padded by the raw id's length).
+    covers = {line.index("%") for line in rows if "%" in line}
+    assert len(covers) == 1, out
+
+
+def test_html_shows_bidi_and_nul_escaped_as_the_terminal_does(odd_ids: Path, capsys) -> None:
+    site = odd_ids.parent / "site"
+    assert cli(capsys, "html", "--data-file", str(odd_ids), "-d", str(site))[0] == 0
+    pages = {p.name: p.read_text(encoding="utf-8") for p in site.glob("*.html")}
+    everything = "".join(pages.values())
+    assert "\u202e" not in everything and "\x00" not in everything and "\u2028" not in everything
+    assert "doc\\u202etxt.exe" in pages["index.html"]
+    assert any("their\\x00 maintenance" in text for text in pages.values())
+
+
+@pytest.mark.browser
+def test_bidi_ids_read_as_written_in_chromium(odd_ids: Path, capsys) -> None:
+    """What a person sees: the id in its stored order with the override shown, not
+    "docexe.txt"; the NUL shown as \\x00 in the chunk's text."""
+    from selenium.webdriver.common.by import By
+    from test_html import _chrome
+
+    site = odd_ids.parent / "site"
+    assert cli(capsys, "html", "--data-file", str(odd_ids), "-d", str(site))[0] == 0
+    driver = _chrome()
+    try:
+        driver.get((site / "index.html").as_uri())
+        names = [r.get_attribute("data-name") for r in
+                 driver.find_elements(By.CSS_SELECTOR, "#documents tbody tr")]
+        shown = driver.find_element(By.ID, "documents").text
+        assert "doc\\u202etxt.exe" in shown and "docexe.txt" not in shown
+        assert "doc\\u202etxt.exe" in names
+        link = driver.find_element(By.PARTIAL_LINK_TEXT, "line\\u2028break")
+        link.click()
+        assert "their\\x00 maintenance" in driver.find_element(By.TAG_NAME, "body").text
+    finally:
+        driver.quit()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ragcov.config import MAX_PRECISION
+from ragcov.controls import escape_controls
 from ragcov.destinations import written_path
 from ragcov.errors import RagcovError
 from ragcov.files import remove_stale_temps, temp_prefix
@@ -99,8 +100,22 @@ def _check_target(target: Path) -> None:
                           "choose another directory")
 
 
-def _environment():
+def environment() -> Any:
+    """The templates' environment, for the site and the diff page alike.
+
+    Autoescape writes ``<`` as ``&lt;``, but a control character is no markup and passed
+    raw: U+202E from a document id made ``doc\u202etxt.exe`` display as "docexe.txt", and
+    a NUL from chunk text reached the page. Every value a template prints is finalised
+    first, so those characters show as ``\u202e`` and ``\x00``, as the terminal shows
+    them (line breaks and tabs of chunk text stay). Markup (``tojson``) is left alone:
+    JSON already writes them as escapes."""
     import jinja2
+    from markupsafe import Markup
+
+    def visible(value: Any) -> Any:
+        if isinstance(value, str) and not isinstance(value, Markup):
+            return escape_controls(value, keep="\n\t")
+        return value
 
     return jinja2.Environment(
         loader=jinja2.PackageLoader("ragcov", "reporters/templates"),
@@ -108,12 +123,13 @@ def _environment():
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=visible,
     )
 
 
 def _render(site: Path, ctx: dict[str, Any]) -> None:
     """Every page, the static files and the marker, into the empty folder ``site``."""
-    env = _environment()
+    env = environment()
     _write(site / "index.html", env.get_template("index.html").render(page="index", **ctx))
     _write(site / "queries.html", env.get_template("queries.html").render(page="queries", **ctx))
     doc_tpl = env.get_template("document.html")

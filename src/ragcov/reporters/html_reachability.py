@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ragcov.controls import escape_controls
 from ragcov.reachability.audit import COVERED, UNREACHABLE, UNTESTED, Hubs, Reachability
 from ragcov.reporters.html_context import document_filename
 from ragcov.scope import Scoped
@@ -93,7 +94,8 @@ def _corpus_map(r: Reachability, link: Any) -> dict[str, Any]:
         order.setdefault(str(doc), []).append(j)
     for doc, rows in order.items():
         links = [link(r.chunk_ids[j]) for j in rows]
-        docs.append({"d": doc, "c": codes[rows].tolist(),
+        # shown in the map's tooltip by the script: controls written visibly, as the page does
+        docs.append({"d": escape_controls(doc), "c": codes[rows].tolist(),
                      "h": [(link or "").partition("#")[2] for link in links],
                      "f": (links[0] or "").partition("#")[0]})
     return {"docs": docs}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ragcov.controls import escape_controls
 from ragcov.data.schema import known_by_name_only
 from ragcov.errors import RagcovError
 from ragcov.reporters.names import number_ranges
@@ -63,11 +64,13 @@ def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool
         header.append("Missing chunks")
     body: list[list[str]] = []
     for d in _rows(summary, skip_covered, sort):
-        row = [d.doc_id, str(d.chunks), str(d.covered), str(d.missing)]
+        # Escaped before the columns are measured: a U+202E or U+2028 in an id is printed
+        # as \u202e, and padding by the raw id's length misaligned the row.
+        row = [escape_controls(d.doc_id), str(d.chunks), str(d.covered), str(d.missing)]
         row += [str(d.excluded)] if with_excluded else []
         row.append(display_percent(d.coverage, precision) + "%")
         if show_missing:
-            row.append(missing_cell(d, show_ids))
+            row.append(escape_controls(missing_cell(d, show_ids)))
         body.append(row)
     total = ["TOTAL", str(summary.chunks), str(summary.covered), str(summary.missing)]
     total += [str(summary.excluded)] if with_excluded else []
@@ -85,12 +88,19 @@ def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool
 
 
 def _text(header: list[str], body: list[list[str]], total: list[str], numeric: int) -> str:
-    widths = [max(len(r[i]) for r in [header, total, *body]) for i in range(len(header))]
+    """Columns measured in terminal cells (a CJK character or an emoji takes two)."""
+    from rich.cells import cell_len
+
+    widths = [max(cell_len(r[i]) for r in [header, total, *body]) for i in range(len(header))]
     last = 1 + numeric
 
+    def pad(cell: str, width: int, left: bool) -> str:
+        fill = " " * (width - cell_len(cell))
+        return cell + fill if left else fill + cell
+
     def line(r: list[str]) -> str:
-        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:last],
-                                                                      widths[1:last])]
+        cells = [pad(r[0], widths[0], True)] + [pad(c, w, False) for c, w in zip(r[1:last],
+                                                                                 widths[1:last])]
         if len(r) > last:
             cells.append(r[last])
         return "   ".join(cells).rstrip()
@@ -101,7 +111,8 @@ def _text(header: list[str], body: list[list[str]], total: list[str], numeric: i
 
 def _markdown(header: list[str], body: list[list[str]], total: list[str], numeric: int) -> str:
     def esc(cell: str) -> str:
-        return cell.replace("|", "\\|")
+        # A pipe ends a cell; markup in an id is text, not HTML, where the table is rendered.
+        return cell.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
     align = ["---"] + ["---:"] * numeric + (["---"] if len(header) > numeric + 1 else [])
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
