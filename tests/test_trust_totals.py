@@ -192,6 +192,7 @@ def test_bidi_ids_read_as_written_in_chromium(odd_ids: Path, capsys) -> None:
     """What a person sees: the id in its stored order with the override shown, not
     "docexe.txt"; the NUL shown as \\x00 in the chunk's text."""
     from selenium.webdriver.common.by import By
+
     from test_html import _chrome
 
     site = odd_ids.parent / "site"
@@ -209,3 +210,74 @@ def test_bidi_ids_read_as_written_in_chromium(odd_ids: Path, capsys) -> None:
         assert "their\\x00 maintenance" in driver.find_element(By.TAG_NAME, "body").text
     finally:
         driver.quit()
+
+
+# ------------------------------------------------------------------- fewer than k
+CITY = [("paris", "Paris is the capital of France."), ("berlin", "Berlin is the capital of Germany."),
+        ("tokyo", "Tokyo is the capital of Japan."), ("rome", "Rome is the capital of Italy."),
+        ("cells", "Mitochondria power the cell."), ("leaves", "Leaves turn sunlight into sugar."),
+        ("debt", "The company issued new long-term debt."), ("dividend", "Dividends rose.")]
+
+
+def every_k(query: str, k: int) -> list[str]:
+    """Word overlap, ties by id: always k chunks."""
+    words = set(query.lower().split())
+    ranked = sorted(CITY, key=lambda c: (-len(words & set(c[1].lower().rstrip(".").split())), c[0]))
+    return [cid for cid, _ in ranked[:k]]
+
+
+def three_at_most(query: str, k: int) -> list[str]:
+    """The same with a reranker's cut: never more than 3, whatever k is asked."""
+    return every_k(query, min(k, 3))
+
+
+def test_a_retriever_returning_fewer_than_k_is_recorded_at_its_depth(tmp_path: Path, capsys,
+                                                                     monkeypatch) -> None:
+    import warnings
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": c, "doc_id": "d", "text": t}) + "\n" for c, t in CITY))
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join(json.dumps({"id": f"q{i}", "query": q}) + "\n" for i, q in enumerate(
+        ["capital of France", "capital of Japan", "cell power", "new debt"])))
+    base = ["run", "--corpus", str(corpus), "--queries", str(queries), "-k", "5"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, _, err = cli(capsys, *base, "--retriever", "test_trust_totals:three_at_most",
+                           "--data-file", str(tmp_path / "short.ragcov"))
+    said = err + "".join(str(w.message) for w in caught)
+    assert code == 0, err
+    assert said.count("returned fewer than k=5 distinct chunks for 4 of 4 queries (depth 3)") == 1
+    code, out, _ = cli(capsys, "report", "--data-file", str(tmp_path / "short.ragcov"))
+    assert out.splitlines()[0] == ("retriever: callable (test_trust_totals:three_at_most), k=5; "
+                                   "4 of 4 queries retrieved fewer than 5 chunks (effective depth 3)")
+    doc = _json(capsys, tmp_path / "short.ragcov")
+    assert doc["meta"]["depth"] == {"k": 5, "effective_depth": 3, "mean_depth": 3.0, "short_queries": 4}
+    assert {q["depth"] for q in doc["queries"].values()} == {3}
+    # A true k = 5 run: diff refuses to put a depth-3 number beside it unless told.
+    assert cli(capsys, *base, "--retriever", "test_trust_totals:every_k",
+               "--data-file", str(tmp_path / "full.ragcov"), "-q")[0] == 0
+    full = _json(capsys, tmp_path / "full.ragcov")
+    assert full["meta"]["depth"]["short_queries"] == 0
+    code, _, err = cli(capsys, "diff", str(tmp_path / "full.ragcov"), str(tmp_path / "short.ragcov"),
+                       "--allow-different-retriever")
+    assert code == 1 and "the effective depth differs (5 in" in err and "--allow-different-k" in err
+    assert cli(capsys, "diff", str(tmp_path / "full.ragcov"), str(tmp_path / "short.ragcov"),
+               "--allow-different-retriever", "--allow-different-k")[0] == 0
+    # Two files of one retriever and k whose lists are of two depths: combine says so.
+    import shutil
+    import sqlite3
+
+    shallow = tmp_path / "shallow.ragcov"
+    shutil.copy(tmp_path / "full.ragcov", shallow)
+    with sqlite3.connect(shallow) as con:
+        con.execute("DELETE FROM hits WHERE rank > 3")
+        con.execute("UPDATE queries SET id = id || '-b'")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, _, err = cli(capsys, "combine", str(tmp_path / "full.ragcov"), str(shallow), "--keep",
+                           "-o", str(tmp_path / "both.ragcov"))
+    said = err + "".join(str(w.message) for w in caught)
+    assert code == 0, err
+    assert "recorded at k=5 but to different depths (5 in" in said and "3 in" in said

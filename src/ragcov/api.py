@@ -358,7 +358,7 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     def record(batch: list[ProbeRow]) -> int:
         asked = [(p.id, p.text) for p in batch if p.text]
         run = run_retriever(retriever, asked, meta.k, batch_size=batch_size, progress=False,
-                            corpus=corpus)
+                            corpus=corpus, warn_short=False)
         return append_probes(data, corpus, meta.k, fingerprint, batch,
                              [run.results.get(p.id, []) for p in batch])
 

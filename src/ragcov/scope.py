@@ -31,7 +31,7 @@ import numpy as np
 
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
-from ragcov.summary import CoverageSummary, summarize
+from ragcov.summary import CoverageSummary, query_depth, summarize
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,9 @@ class Scoped:
     def summary(self, **options: Any) -> CoverageSummary:
         """The summary every reporter prints: excluded chunks counted aside."""
         return summarize(self.matrix, excluded=self.excluded, positions=self.positions,
-                         omitted_documents=self.omitted_documents, **options)
+                         omitted_documents=self.omitted_documents,
+                         depth=query_depth(self.full if self.full is not None else self.matrix),
+                         **options)
 
 
 def _matches(doc_id: str, globs: Sequence[str]) -> str | None:

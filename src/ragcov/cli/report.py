@@ -67,7 +67,7 @@ def report(
     # its missing chunks are listed by id. A corpus file's order is, so positions are kept.
     show_ids = show_ids or scoped.from_store
     if format == "text":
-        out.print(retriever_line(scoped.meta.k, scoped.meta.retriever), markup=False)
+        out.print(retriever_line(scoped.meta.k, scoped.meta.retriever, summary.depth), markup=False)
     out.print(render_table(summary, format, show_missing, skip_covered, sort, precision,
                            show_ids), markup=False)
     if format != "total":

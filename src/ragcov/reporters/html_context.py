@@ -79,6 +79,7 @@ def _totals(summary: CoverageSummary, precision: int) -> dict[str, Any]:
                     else f"{summary.mean_pairwise_jaccard:.3f}"),
         "entropy_support": summary.entropy_support, "gini_over": summary.gini_over,
         "documents": len(summary.documents),
+        "depth_note": (summary.depth.note() or "") if summary.depth is not None else "",
     }
 
 

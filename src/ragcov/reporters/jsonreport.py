@@ -9,7 +9,8 @@ FORMAT_VERSION history:
      meta.id_matching (how hits without ids were matched to chunks); later,
      totals.not_probed_chunks, untested_chunks, unknown_chunks, and every reachability
      total counted over the report's scope (reachable_chunks = chunks - unreachable,
-     the denominator of coverage_of_reachable; before, it was covered + untested).
+     the denominator of coverage_of_reachable; before, it was covered + untested);
+     meta.depth (k, effective_depth, mean_depth, short_queries) and queries.*.depth.
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -49,11 +50,16 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
     if meta.get("id_matching") is not None:
         # Added within 1: hits without ids matched by text, and how identical texts were told apart.
         meta_out["id_matching"] = meta["id_matching"]
+    if s.depth is not None:
+        # Added within 1: how deep the lists are against k (a retriever returning fewer).
+        meta_out["depth"] = s.depth.as_dict()
     if meta_out["ragcov_version"] is None:
         from ragcov import __version__
 
         meta_out["ragcov_version"] = __version__
     by_chunk = m.queries_for_chunk()
+    # each list's length as retrieved (the scope may hide some of its chunks)
+    depth_of = (scoped.full if scoped.full is not None else m).depths()
     doc = {
         "meta": meta_out,
         "scope": {**{k: list(v) if isinstance(v, tuple) else v
@@ -81,7 +87,7 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         "excluded": {e.chunk_id: {"doc_id": e.doc_id, "reason": e.reason}
                      for e in scoped.excluded},
         "queries": {
-            qid: {"text": m.query_texts[i],
+            qid: {"text": m.query_texts[i], "depth": int(depth_of[i]),
                   "retrieved": [m.chunk_ids[j] for j in m.retrieved(i)],
                   "scores": m.retrieved_scores(i)}
             for i, qid in enumerate(m.query_ids)

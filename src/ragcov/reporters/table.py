@@ -6,7 +6,7 @@ from ragcov.controls import escape_controls
 from ragcov.data.schema import known_by_name_only
 from ragcov.errors import RagcovError
 from ragcov.reporters.names import number_ranges
-from ragcov.summary import CoverageSummary, DocumentNumbers, display_percent
+from ragcov.summary import CoverageSummary, Depth, DocumentNumbers, display_percent
 
 SORT_KEYS = ("name", "chunks", "covered", "missing", "cover")
 
@@ -150,7 +150,7 @@ def approximate_index_note(retriever: dict, recall: dict | None = None) -> str |
             f"{float(recall['recall_at_k']):.3f} on {int(recall['sample'])} sampled queries)")
 
 
-def retriever_line(k: int, retriever: dict) -> str:
+def retriever_line(k: int, retriever: dict, depth: Depth | None = None) -> str:
     """``retriever: dense (all-MiniLM-L6-v2), k=5``: what produced the number below it.
 
     From the fingerprint the data file recorded, so a report read months later (or in
@@ -167,5 +167,6 @@ def retriever_line(k: int, retriever: dict) -> str:
     if retriever.get("index") not in (None, "flat", "sparse"):
         extras.append(f"{retriever['index']} index")
     shown = f"{kind} ({', '.join(extras)})" if extras else kind
-    return f"retriever: {shown}, k={k}"
+    note = depth.note() if depth is not None else None
+    return f"retriever: {shown}, k={k}" + (f"; {note}" if note else "")
 
