@@ -10,7 +10,8 @@ FORMAT_VERSION history:
      totals.not_probed_chunks, untested_chunks, unknown_chunks, and every reachability
      total counted over the report's scope (reachable_chunks = chunks - unreachable,
      the denominator of coverage_of_reachable; before, it was covered + untested);
-     meta.depth (k, effective_depth, mean_depth, short_queries) and queries.*.depth.
+     meta.depth (k, effective_depth, mean_depth, short_queries) and queries.*.depth;
+     redundant.*.droppable_together (one set of tests removable at once, no chunk lost).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -95,7 +96,7 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         "redundant": {
             t.query_id: {"subsumed_by": t.subsumed_by, "most_similar": t.most_similar,
                          "jaccard": t.jaccard, "unique_chunks": t.unique_chunks,
-                         "reasons": list(t.reasons)}
+                         "reasons": list(t.reasons), "droppable_together": t.droppable}
             for t in redundant_tests(m)
         },
         "duplicates": [asdict(g) for g in duplicate_groups(m, scoped.texts)],

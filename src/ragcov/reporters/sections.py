@@ -32,8 +32,16 @@ def redundant_lines(items: list[RedundantTest], n_queries: int) -> list[str]:
             "(no chunk of their own, or Jaccard >= 0.8 with another)")
     if not items:
         return [head]
+    drop = [t for t in items if t.droppable]
     width = max(len(t.query_id) for t in items)
-    return [head, *(f"  {t.query_id.ljust(width)}  {t.why}" for t in items)]
+    lines = [head, *(f"  {'drop' if t.droppable else 'keep'}  {t.query_id.ljust(width)}  {t.why}"
+                     for t in items)]
+    # Each line alone is pairwise: both tests of an identical pair are listed. The "drop"
+    # ones are one set that can go together without losing a chunk.
+    lines.append(f"Droppable together: {len(drop)} of these (marked drop) can all be removed "
+                 "at once and every covered chunk stays covered; those marked keep must stay once "
+                 "they are gone")
+    return lines
 
 
 def excluded_line(excluded: Sequence[ExcludedChunk]) -> str | None:
