@@ -33,11 +33,14 @@ def find_config(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None
     """ragcov.toml wins over pyproject.toml; the first directory upward that has either."""
     here = (start or Path.cwd()).resolve()
     for folder in [here, *here.parents]:
-        own = folder / "ragcov.toml"
-        if own.is_file():
+        own, pyproject = folder / "ragcov.toml", folder / "pyproject.toml"
+        try:
+            has_own, has_pyproject = own.is_file(), pyproject.is_file()
+        except PermissionError:
+            continue  # a folder this user may not look into holds no settings for it
+        if has_own:
             return own, _load(own)
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
+        if has_pyproject:
             section = _ragcov_section(pyproject)
             if section is not None:
                 return pyproject, section

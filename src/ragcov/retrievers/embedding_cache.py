@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ragcov.corpus import Corpus
+from ragcov.errors import RagcovError
 from ragcov.files import atomic_path, cache_dir
 from ragcov.user_warnings import warn
 
@@ -128,6 +129,6 @@ def save_embeddings(path: Path, emb: np.ndarray, key: str | None = None) -> None
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             np.savez(fh, embeddings=emb, meta=np.array(meta))
-    except OSError as exc:
-        warn(f"embedding cache {path}: not saved ({exc.strerror or exc}); the next run embeds "
-             "the corpus again")
+    except (OSError, RagcovError) as exc:  # RagcovError: atomic_path found it unwritable
+        reason = getattr(exc, "strerror", None) or str(exc)
+        warn(f"embedding cache {path}: not saved ({reason}); the next run embeds the corpus again")

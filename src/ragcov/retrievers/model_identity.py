@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragcov.errors import RagcovError
 from ragcov.files import atomic_path, cache_dir
 
 # What decides a model's vectors: weights, tokenizer, configuration. Not READMEs, licences,
@@ -170,5 +171,5 @@ def _write_known(known: dict[str, Any]) -> None:
         _known_path().parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(_known_path()) as tmp:
             Path(tmp).write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
-    except OSError:
+    except (OSError, RagcovError):  # an unwritable folder: atomic_path says so in a RagcovError
         pass
