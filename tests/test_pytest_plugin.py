@@ -460,11 +460,11 @@ def test_the_config_files_k_data_file_and_gate_apply(toy: pytest.Pytester):
     result = toy.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*ragcov.toml: k = 0: not a whole number of at least 1*"])
-    # Numeric text reads as the CLI reads it: `ragcov report` takes fail_under = "40" too.
+    # One strict rule, as the CLI reads the file: numbers in quotes are refused by both.
     (toy.path / "ragcov.toml").write_text('k = "1"\nfail_under = "40"\n')
     result = toy.runpytest(*args)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["FAIL Required chunk coverage of 40% not reached.*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ragcov.toml: k = '1': not a whole number of at least 1*"])
 
 
 def test_an_ini_corpus_path_is_relative_to_the_ini_file(toy: pytest.Pytester,
