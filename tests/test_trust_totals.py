@@ -281,3 +281,23 @@ def test_a_retriever_returning_fewer_than_k_is_recorded_at_its_depth(tmp_path: P
     said = err + "".join(str(w.message) for w in caught)
     assert code == 0, err
     assert "recorded at k=5 but to different depths (5 in" in said and "3 in" in said
+
+
+def test_show_ids_reaches_probe_and_select(probed: Path, capsys, tmp_path: Path) -> None:
+    corpus = str(probed.parent / "chunks.jsonl")
+    probe = ["probe", "--corpus", corpus, "--retriever", "bm25", "--data-file", str(probed),
+             "--include", "planted"]
+    code, out, _ = cli(capsys, *probe)
+    assert code == 0 and "Documents with the most untested chunks" in out
+    code, out, _ = cli(capsys, *probe, "--show-ids", "--format", "text")
+    untested = [c for c, e in _json(capsys, probed)["chunks"].items() if e.get("status") == "untested"]
+    line = next(x for x in out.splitlines() if x.startswith("Untested chunks ("))
+    assert line.startswith(f"Untested chunks ({len(untested)})") and untested[0] in line
+    # select: what a cut loses, as DOC#N ranges, or by id
+    order = tmp_path / "order.json"
+    code, out, _ = cli(capsys, "select", "--data-file", str(probed), "--budget", "5", "-o", str(order))
+    lost = json.loads(order.read_text())["cut"]["lost_chunks"]
+    assert code == 0 and lost and f"The cut loses {len(lost)} chunks the pool covers: " in out
+    code, out, _ = cli(capsys, "select", "--data-file", str(probed), "--budget", "5", "-o", str(order),
+                       "--show-ids")
+    assert f"covers: {', '.join(lost[:3])}" in out

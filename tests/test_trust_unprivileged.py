@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import CITY_CHUNKS
 from helpers import cli
 

@@ -167,7 +167,8 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
     """Order the recorded queries (``ragcov select``): the order document, as JSON-ready dict.
 
     Besides the order file's keys, ``"suite"`` holds the selected queries as
-    ``{"id", "text"}`` records (dropped before the order file is written).
+    ``{"id", "text"}`` records and, after a cut, ``"lost_ranges"`` the chunks it loses as
+    ``DOC#N`` ranges (both dropped before the order file is written).
     """
 
     check_seed(seed)
@@ -179,8 +180,20 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
     m = CoverageData(data_file).matrix()
     if m.n_queries == 0:
         raise RagcovError(f"{data_file}: no queries recorded")
-    return order_document(m, strategy, budget, target, seed, repeats,
-                          after_saturation or DEFAULT_AFTER_SATURATION)
+    doc = order_document(m, strategy, budget, target, seed, repeats,
+                         after_saturation or DEFAULT_AFTER_SATURATION)
+    if doc["cut"] is not None:
+        # What the cut costs, as ``report -m`` lists missing chunks (``DOC#3-5``); popped by
+        # the CLI before the order file is written (it keeps the ids).
+        from ragcov.data.columns import chunk_positions
+        from ragcov.reporters.names import chunk_ranges
+        from ragcov.summary import document_positions
+
+        pos = document_positions(m, chunk_positions(data_file))
+        where = {cid: j for j, cid in enumerate(m.chunk_ids)}
+        doc["lost_ranges"] = chunk_ranges((m.doc_ids[where[c]], pos[where[c]])
+                                          for c in doc["cut"]["lost_chunks"])
+    return doc
 
 
 def write_html(data_file: Any, directory: str | os.PathLike[str],

@@ -21,6 +21,7 @@ from ragcov.cli.options import (
     Index,
     Model,
     RetrieverName,
+    ShowIds,
     Split,
     emit,
     load_corpus_opts,
@@ -66,6 +67,7 @@ def probe(
     split: Split = False,
     doc_key: DocKey = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or report.")] = False,
+    show_ids: ShowIds = False,
     ctx: typer.Context = None,  # type: ignore[assignment]
 ) -> None:
     """Probe every chunk with its own words and say which uncovered chunks no test could reach.
@@ -107,7 +109,7 @@ def probe(
         text = json.dumps(reachability_json(view, gold), indent=2, allow_nan=False)
     else:
 
-        text = reachability_text(view)
+        text = reachability_text(view, show_ids=show_ids)
         if gold is not None:
             text += "\n" + lost_gold_text(gold)
     if not quiet:

@@ -10,7 +10,7 @@ import typer
 from ragcov.api import ALL_STRATEGIES, DEFAULT_AFTER_SATURATION, check_outputs, select_tests
 from ragcov.cli.console import err
 from ragcov.cli.console import out as _out
-from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, to_stdout, write_output
+from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, ShowIds, to_stdout, write_output
 
 
 def _list_strategies(value: bool) -> None:
@@ -46,6 +46,7 @@ def select_cmd(
     list_strategies: Annotated[bool, typer.Option(
         "--list-strategies", is_eager=True, callback=_list_strategies,
         help="Print the strategy names, one a line, and exit.")] = False,
+    show_ids: ShowIds = False,
 ) -> None:
     """Order the recorded queries by a selection strategy; write the order and its curve."""
     import json
@@ -54,6 +55,7 @@ def select_cmd(
     check_outputs([output, suite_out], [data_file])
     doc = select_tests(data_file, strategy, budget, target, seed, repeats, after_saturation)
     suite = doc.pop("suite")
+    lost_ranges = doc.pop("lost_ranges", [])
     written = [output] if write_output(
         json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n", output) else []
     if suite_out is not None and write_output(
@@ -71,5 +73,11 @@ def select_cmd(
     if doc["cut"] is not None:
         out.print(f"Cut to the first {n} of {pool} tests by the {doc['cut']['by']} "
                   f"(coverage {cc * 100:.1f}%)")
+        lost = doc["cut"]["lost_chunks"]
+        if lost:
+            shown = lost if show_ids else lost_ranges
+            more = f", ... ({len(shown) - 12} more in the order file)" if len(shown) > 12 else ""
+            out.print(f"The cut loses {len(lost)} chunk{'s' if len(lost) != 1 else ''} the pool "
+                      f"covers: {', '.join(shown[:12])}{more}", markup=False)
     if written:
         out.print("Wrote " + " and ".join(str(p) for p in written), markup=False)

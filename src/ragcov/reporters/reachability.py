@@ -9,13 +9,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragcov.reachability.audit import Reachability
+import numpy as np
+
+from ragcov.reachability.audit import UNTESTED, Reachability
 from ragcov.summary import display_percent
 
 SHOW_UNREACHABLE = 20
 
 
-def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNREACHABLE) -> str:
+def untested_lines(r: Reachability, show_ids: bool = False, show: int = SHOW_UNREACHABLE
+                   ) -> list[str]:
+    """Where tests are missing: the documents with the most untested chunks (each with its
+    count), or with ``show_ids`` the untested chunks' ids."""
+    untested = np.flatnonzero(r.status == UNTESTED)
+    if not untested.size:
+        return []
+    if show_ids:
+        ids = [r.chunk_ids[i] for i in untested]
+        more = f", ... and {len(ids) - show} more (--format json lists them all)" \
+            if len(ids) > show else ""
+        return ["", f"Untested chunks ({len(ids)}), a test to write for each: "
+                + ", ".join(ids[:show]) + more]
+    docs, counts = np.unique(np.asarray(r.doc_ids, dtype=object)[untested].astype(str),
+                             return_counts=True)
+    order = np.lexsort((docs, -counts))[:10]
+    return ["", "Documents with the most untested chunks (--show-ids lists the chunks):",
+            *(f"  {docs[i]}  {counts[i]}" for i in order)]
+
+
+def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNREACHABLE,
+                      show_ids: bool = False) -> str:
     pct = lambda f: f"{display_percent(f, precision)}%"  # noqa: E731
     t = r.totals()
     lines = [
@@ -38,6 +61,7 @@ def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNRE
         + f"; workload ceiling min(1, queries x k / chunks): "
         f"{pct(t['workload_ceiling'])} (coverage is {pct(t['coverage_of_ceiling'])} of it)",
     ]
+    lines += untested_lines(r, show_ids, show)
     lost = r.unreachable()
     if lost:
         lines.append("")
