@@ -28,12 +28,13 @@ def _as_nobody(tmp_path: Path, args: list[str], cache: Path, warm_args: list[str
     if os.geteuid() != 0:
         pytest.skip("runs as root to drop to nobody; as another user the permission tests of "
                     "test_reliability.py already hold")
-    for part in [*Path(sys.executable).parents, *HERE.parents]:
-        if part != Path("/") and part.is_dir() and not os.stat(part).st_mode & 0o001:
-            if part.is_relative_to(Path(sys.prefix)) or HERE.is_relative_to(part):
-                pytest.skip(f"{part} cannot be entered by nobody (mode "
-                            f"{oct(os.stat(part).st_mode & 0o777)}): the checkout or virtualenv "
-                            "is private to this user")
+    # The checkout and the virtualenv's site-packages are read after the switch: every
+    # folder above them must let others in (a clone under a private folder does not).
+    for part in {*Path(sys.prefix).resolve().parents, *HERE.parents} - {Path("/")}:
+        if not os.stat(part).st_mode & 0o001:
+            pytest.skip(f"{part} cannot be entered by nobody (mode "
+                        f"{oct(os.stat(part).st_mode & 0o777)}): the checkout or virtualenv "
+                        "is private to this user")
     env = {**os.environ, "RAGCOV_CACHE_DIR": str(tmp_path / "warm-cache"),
            "RAGCOV_CACHE_DIR_REAL": str(cache), "PYTHONPATH": os.pathsep.join(
                [str(HERE.parent / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])}
