@@ -476,3 +476,26 @@ def test_an_ini_corpus_path_is_relative_to_the_ini_file(toy: pytest.Pytester,
     result = toy.runpytest("-p", "no:cacheprovider", "--ragcov", str(toy.path / "test_toy.py"))
     assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])
+
+
+def test_select_writes_the_chosen_tests_for_pytest_to_run(toy: pytest.Pytester):
+    """"Run the tests that keep 90% coverage" is one command: the node ids pytest --ragcov
+    recorded reach the JSON, the order file and an args file pytest reads with @FILE."""
+    from ragcov.cli import main
+
+    assert toy.runpytest(*ragcov_args()).ret == pytest.ExitCode.OK
+    data = toy.path / ".ragcov"
+    with pytest.raises(SystemExit):
+        main(["json", "--data-file", str(data), "-o", str(toy.path / "r.json")])
+    tests = {q["test"] for q in json.loads((toy.path / "r.json").read_text())["queries"].values()}
+    assert all(t.startswith("test_toy.py::test_top_chunk[") for t in tests)
+    with pytest.raises(SystemExit):
+        main(["select", "--data-file", str(data), "--budget", "2", "--pytest-args",
+              str(toy.path / "keep.txt"), "--suite-out", str(toy.path / "keep.jsonl"),
+              "-o", str(toy.path / "order.json")])
+    order = json.loads((toy.path / "order.json").read_text())
+    keep = (toy.path / "keep.txt").read_text().splitlines()
+    assert keep == order["tests"] and len(keep) == 2 and set(keep) <= tests
+    assert [json.loads(x)["test"] for x in (toy.path / "keep.jsonl").read_text().splitlines()] == keep
+    result = toy.runpytest(*ragcov_args(), f"@{toy.path / 'keep.txt'}")
+    result.assert_outcomes(passed=2)

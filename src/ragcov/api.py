@@ -166,9 +166,10 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
                  repeats: int = 1, after_saturation: str | None = None) -> dict[str, Any]:
     """Order the recorded queries (``ragcov select``): the order document, as JSON-ready dict.
 
-    Besides the order file's keys, ``"suite"`` holds the selected queries as
-    ``{"id", "text"}`` records and, after a cut, ``"lost_ranges"`` the chunks it loses as
-    ``DOC#N`` ranges (both dropped before the order file is written).
+    Besides the order file's keys, ``"suite"`` holds the selected queries as the files
+    they were recorded from hold them (:func:`selected_records`) and, after a cut,
+    ``"lost_ranges"`` the chunks it loses as ``DOC#N`` ranges (both dropped before the
+    order file is written); ``"tests"`` (kept) the pytest node ids that asked them.
     """
 
     check_seed(seed)
@@ -182,6 +183,11 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
         raise RagcovError(f"{data_file}: no queries recorded")
     doc = order_document(m, strategy, budget, target, seed, repeats,
                          after_saturation or DEFAULT_AFTER_SATURATION)
+    doc["suite"] = selected_records(data_file, m, doc["order"])
+    tests = {qid: t for qid, t in zip(m.query_ids, m.query_context) if t}
+    if tests:
+        # The pytest node id each selected question was asked by (``pytest --ragcov``).
+        doc["tests"] = list(dict.fromkeys(tests[q] for q in doc["order"] if q in tests))
     if doc["cut"] is not None:
         # What the cut costs, as ``report -m`` lists missing chunks (``DOC#3-5``); popped by
         # the CLI before the order file is written (it keeps the ids).
@@ -194,6 +200,35 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
         doc["lost_ranges"] = chunk_ranges((m.doc_ids[where[c]], pos[where[c]])
                                           for c in doc["cut"]["lost_chunks"])
     return doc
+
+
+def selected_records(data_file: str | os.PathLike[str], m: Any, order: Sequence[str]
+                     ) -> list[dict[str, Any]]:
+    """The selected questions as the files they were recorded from hold them: every field
+    (gold labels such as ``doc_id``, the file's own key names). A question no recorded
+    file still holds with the same text (recorded by the pytest plugin, generated, a file
+    moved or edited since) is written as ``{"id", "text"}``, with ``test`` when a pytest
+    test asked it."""
+    from ragcov.data.datafile import QUERY_SOURCES
+
+    texts = dict(zip(m.query_ids, m.query_texts))
+    tests = dict(zip(m.query_ids, m.query_context))
+    originals: dict[str, dict[str, Any]] = {}
+    for source in CoverageData(data_file).annotation(QUERY_SOURCES) or []:
+        try:
+            suite = load_suite(source)
+        except (RagcovError, OSError):
+            continue  # moved or broken since: its questions fall back to id and text
+        for q in suite:
+            if q.record is not None and texts.get(q.id) == q.text:
+                originals.setdefault(q.id, q.record)
+    out = []
+    for qid in order:
+        record = dict(originals.get(qid) or {"id": qid, "text": texts[qid]})
+        if tests.get(qid) and "test" not in record:
+            record["test"] = tests[qid]
+        out.append(record)
+    return out
 
 
 def write_html(data_file: Any, directory: str | os.PathLike[str],

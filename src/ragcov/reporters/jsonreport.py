@@ -11,7 +11,8 @@ FORMAT_VERSION history:
      total counted over the report's scope (reachable_chunks = chunks - unreachable,
      the denominator of coverage_of_reachable; before, it was covered + untested);
      meta.depth (k, effective_depth, mean_depth, short_queries) and queries.*.depth;
-     redundant.*.droppable_together (one set of tests removable at once, no chunk lost).
+     redundant.*.droppable_together (one set of tests removable at once, no chunk lost);
+     queries.*.test (the pytest node id that asked it, recorded by pytest --ragcov).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -90,7 +91,8 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         "queries": {
             qid: {"text": m.query_texts[i], "depth": int(depth_of[i]),
                   "retrieved": [m.chunk_ids[j] for j in m.retrieved(i)],
-                  "scores": m.retrieved_scores(i)}
+                  "scores": m.retrieved_scores(i),
+                  **({"test": m.query_context[i]} if m.query_context[i] else {})}
             for i, qid in enumerate(m.query_ids)
         },
         "redundant": {
