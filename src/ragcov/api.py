@@ -34,7 +34,14 @@ from ragcov.config import scope_settings
 from ragcov.corpus import Corpus, load_corpus
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
 from ragcov.data.datafile import INDEX_RECALL
-from ragcov.data.probes import ProbeRow, append_probes, chunk_details, read_probes, recorded_probe_ids
+from ragcov.data.probes import (
+    ProbeRow,
+    append_probes,
+    chunk_details,
+    probe_texts,
+    read_probes,
+    recorded_probe_ids,
+)
 from ragcov.data.schema import NoDataFile, check_compatible
 from ragcov.data.shards import combine_shards, shard_path
 from ragcov.data.shards import erase as erase_files
@@ -446,7 +453,8 @@ def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> 
     data = CoverageData(data_file)
     tests = data.matrix()
     probes = read_probes(data, tests.n_chunks)
-    return audit(tests, probes, details=lambda positions: chunk_details(data, positions))
+    return audit(tests, probes, details=lambda positions: chunk_details(data, positions),
+                 probe_texts=lambda ids: probe_texts(data, ids))
 
 
 def read_qrels(qrels: str | os.PathLike[str], level: str | None = None) -> Any:

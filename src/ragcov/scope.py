@@ -172,7 +172,7 @@ def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = N
     from ragcov.data import CoverageData
     from ragcov.data.columns import chunk_positions
     from ragcov.data.datafile import CORPUS_KIND
-    from ragcov.data.probes import chunk_details, read_probes
+    from ragcov.data.probes import chunk_details, probe_texts, read_probes
 
     data = CoverageData(data_file)
     m = data.matrix()
@@ -181,7 +181,8 @@ def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = N
     if probes is not None:
         from ragcov.reachability.audit import audit
 
-        reachability = audit(m, probes, details=lambda rows: chunk_details(data, rows))
+        reachability = audit(m, probes, details=lambda rows: chunk_details(data, rows),
+                             probe_texts=lambda ids: probe_texts(data, ids))
     scoped = apply_scope(m, data.chunk_texts(), chunk_positions(data_file),
                          scope or ReportScope(), reachability)
     scoped.meta = data.meta()

@@ -12,7 +12,8 @@ FORMAT_VERSION history:
      the denominator of coverage_of_reachable; before, it was covered + untested);
      meta.depth (k, effective_depth, mean_depth, short_queries) and queries.*.depth;
      redundant.*.droppable_together (one set of tests removable at once, no chunk lost);
-     queries.*.test (the pytest node id that asked it, recorded by pytest --ragcov).
+     queries.*.test (the pytest node id that asked it, recorded by pytest --ragcov);
+     chunks.*.draft for an untested chunk (the probe question that reached it).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -130,3 +131,5 @@ def _add_reachability(doc: dict[str, Any], r: Any) -> None:
             entry["displaced_by"] = every.displacer(j)
             if every.reason[j] is not None:
                 entry["unreachable_reason"] = every.reason[j]
+            if every.draft(j) is not None:
+                entry["draft"] = every.draft(j).as_dict()

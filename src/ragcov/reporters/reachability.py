@@ -15,6 +15,7 @@ from ragcov.reachability.audit import UNTESTED, Reachability
 from ragcov.summary import display_percent
 
 SHOW_UNREACHABLE = 20
+DRAFTS_SHOWN = 5
 
 
 def untested_lines(r: Reachability, show_ids: bool = False, show: int = SHOW_UNREACHABLE
@@ -28,13 +29,23 @@ def untested_lines(r: Reachability, show_ids: bool = False, show: int = SHOW_UNR
         ids = [r.chunk_ids[i] for i in untested]
         more = f", ... and {len(ids) - show} more (--format json lists them all)" \
             if len(ids) > show else ""
-        return ["", f"Untested chunks ({len(ids)}), a test to write for each: "
-                + ", ".join(ids[:show]) + more]
-    docs, counts = np.unique(np.asarray(r.doc_ids, dtype=object)[untested].astype(str),
-                             return_counts=True)
-    order = np.lexsort((docs, -counts))[:10]
-    return ["", "Documents with the most untested chunks (--show-ids lists the chunks):",
-            *(f"  {docs[i]}  {counts[i]}" for i in order)]
+        lines = ["", f"Untested chunks ({len(ids)}), a test to write for each: "
+                 + ", ".join(ids[:show]) + more]
+    else:
+        docs, counts = np.unique(np.asarray(r.doc_ids, dtype=object)[untested].astype(str),
+                                 return_counts=True)
+        order = np.lexsort((docs, -counts))[:10]
+        lines = ["", "Documents with the most untested chunks (--show-ids lists the chunks):",
+                 *(f"  {docs[i]}  {counts[i]}" for i in order)]
+    drafted = [int(i) for i in untested if r.draft(int(i)) is not None]
+    if drafted:
+        lines += ["", f"Draft tests ({len(drafted)} untested chunks; the probe question that "
+                  "reached each, to review; --drafts-out FILE writes them all):"]
+        for i in drafted[:DRAFTS_SHOWN]:
+            d = r.draft(i)
+            assert d is not None
+            lines.append(f"  {r.chunk_ids[i]}  {d.text[:90]!r} ({d.kind} probe, rank {d.rank})")
+    return lines
 
 
 def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNREACHABLE,
@@ -96,7 +107,8 @@ def reachability_json(r: Reachability, lost_gold: dict[str, Any] | None = None) 
                        "displaced_by": r.displacer(i),
                        "reason": r.reason[i],
                        "k_occurrence": {"tests": int(r.tests.k_occurrence[i]),
-                                        "probes": int(r.probes.k_occurrence[i])}})
+                                        "probes": int(r.probes.k_occurrence[i])},
+                       **({"draft": r.draft(i).as_dict()} if r.draft(i) is not None else {})})
     doc: dict[str, Any] = {"format": 1, "totals": r.totals(),
                            "hubs": {"tests": r.tests.as_dict(r.chunk_ids),
                                     "probes": r.probes.as_dict(r.chunk_ids)},
@@ -139,3 +151,17 @@ def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool =
             shown = ", ".join(chunk_ranges((full.doc_ids[i], pos[i]) for i in lost))
         lines.append(f"Unreachable (no probe retrieves them): {shown}")
     return lines
+
+
+def draft_suite(r: Reachability) -> list[dict[str, Any]]:
+    """The draft tests as a suite file (``probe --drafts-out``): one question per untested
+    chunk, with the chunk it should retrieve, to review and add to the suite."""
+    out = []
+    for i in np.flatnonzero(r.status == UNTESTED):
+        d = r.draft(int(i))
+        if d is None or not d.text.strip():
+            continue
+        out.append({"id": f"draft-{r.chunk_ids[i]}", "question": d.text,
+                    "chunk_id": r.chunk_ids[i], "doc_id": str(r.doc_ids[i]),
+                    "probe_kind": d.kind, "probe_rank": d.rank})
+    return out
