@@ -53,3 +53,60 @@ def test_every_untested_chunk_gets_a_draft_that_retrieves_it(probed: Path, capsy
     pages = "".join(p.read_text(encoding="utf-8") for p in site.glob("*.html"))
     assert 'draft test: <q class="draft">' in pages
     assert first["question"][:40].replace("'", "&#39;").replace('"', "&#34;") in pages
+
+
+DISCLAIMER = ("Copyright 2024 Example Health Press. All rights reserved. No part of this "
+              "article may be reproduced without permission.")
+JUNK = ["[1]", "n = 45", "p<0.05", "12.3 %"]
+
+
+def test_junk_is_an_exclusion_candidate_and_its_config_lines_exclude_it(tmp_path: Path, capsys,
+                                                                        monkeypatch) -> None:
+    """7 of 8 copies of one disclaimer were "untested: write a test"; so were "[1]" and
+    "n = 45". They are exclusion candidates now, and the printed lines exclude exactly them."""
+    sample = Path(__file__).resolve().parent.parent / "src" / "ragcov" / "data_sample"
+    from ragcov.corpus import load_corpus
+
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text("".join((sample / "finqa_pages.jsonl").read_text().splitlines(True)[:15]))
+    corpus = tmp_path / "chunks.jsonl"
+    with corpus.open("w") as f:
+        for c in load_corpus(pages, split=True):
+            f.write(json.dumps({"id": c.id, "doc_id": c.doc_id, "text": c.text}) + "\n")
+        for n in range(8):
+            f.write(json.dumps({"id": f"legal{n}", "doc_id": f"article{n}", "text": DISCLAIMER}) + "\n")
+        for n, text in enumerate(JUNK):
+            f.write(json.dumps({"id": f"junk{n}", "doc_id": "tables", "text": text}) + "\n")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join((sample / "finqa_questions.jsonl").read_text().splitlines(True)[:20])
+                       + json.dumps({"id": "legal", "question": "who holds the copyright of the "
+                                     "article"}) + "\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["--corpus", str(corpus), "--retriever", "bm25"]
+    assert cli(capsys, "run", *base, "-k", "3", "--queries", str(queries), "-q")[0] == 0
+    code, out, err = cli(capsys, "probe", *base, "--drafts-out", "drafts.jsonl")
+    assert code == 0, err
+    doc = _json(capsys, tmp_path / ".ragcov")
+    candidates = {c for c, e in doc["chunks"].items() if "exclusion_candidate" in e}
+    junk_ids = {f"junk{n}" for n in range(len(JUNK))}
+    legal = {f"legal{n}" for n in range(8)}
+    covered_legal = {c for c in legal if doc["chunks"][c]["hit_count"]}
+    assert candidates >= junk_ids | (legal - covered_legal)
+    assert doc["totals"]["exclusion_candidates"] == len(candidates)
+    assert not candidates & {d["chunk_id"] for d in map(json.loads, open("drafts.jsonl"))}
+    assert "Exclusion candidates (" in out and "junk rather than tests to write" in out
+    lines = doc["exclusion_config"]
+    assert any(line.startswith("exclude = [") for line in lines)
+    # The lines, pasted into ragcov.toml, exclude the uncovered junk and no content chunk.
+    Path("ragcov.toml").write_text("\n".join(lines) + "\n")
+    after = _json(capsys, tmp_path / ".ragcov")
+    excluded = set(after["excluded"])
+    assert candidates <= excluded
+    texts = {r["id"]: r["text"] for r in map(json.loads, corpus.read_text().splitlines())}
+    limit = next((int(x.split("=")[1]) for x in lines if x.startswith("min_chunk_chars")), 0)
+    # besides the candidates: only the covered copies of the disclaimer and (with a
+    # min_chunk_chars line) covered chunks under that length
+    assert excluded - candidates <= covered_legal | {c for c, t in texts.items()
+                                                     if len(t.strip()) < limit}
+    assert excluded - candidates - covered_legal == set() or limit
+    assert after["totals"]["exclusion_candidates"] == 0

@@ -33,6 +33,7 @@ from ragcov.compare.gap import traffic_gap as gap
 from ragcov.config import scope_settings
 from ragcov.corpus import Corpus, load_corpus
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
+from ragcov.data.columns import chunk_hashes, chunk_positions
 from ragcov.data.datafile import INDEX_RECALL
 from ragcov.data.probes import (
     ProbeRow,
@@ -198,7 +199,6 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
     if doc["cut"] is not None:
         # What the cut costs, as ``report -m`` lists missing chunks (``DOC#3-5``); popped by
         # the CLI before the order file is written (it keeps the ids).
-        from ragcov.data.columns import chunk_positions
         from ragcov.reporters.names import chunk_ranges
         from ragcov.summary import document_positions
 
@@ -454,7 +454,8 @@ def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> 
     tests = data.matrix()
     probes = read_probes(data, tests.n_chunks)
     return audit(tests, probes, details=lambda positions: chunk_details(data, positions),
-                 probe_texts=lambda ids: probe_texts(data, ids))
+                 probe_texts=lambda ids: probe_texts(data, ids)).with_candidates(
+        lambda positions: chunk_details(data, positions), chunk_hashes(data.path))
 
 
 def read_qrels(qrels: str | os.PathLike[str], level: str | None = None) -> Any:

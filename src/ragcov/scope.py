@@ -170,7 +170,7 @@ def _unreachable(m: CoverageMatrix, reachability: Any) -> dict[int, str]:
 def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = None) -> Scoped:
     """The data file's matrix with ``scope`` applied: what every report reads."""
     from ragcov.data import CoverageData
-    from ragcov.data.columns import chunk_positions
+    from ragcov.data.columns import chunk_hashes, chunk_positions
     from ragcov.data.datafile import CORPUS_KIND
     from ragcov.data.probes import chunk_details, probe_texts, read_probes
 
@@ -182,7 +182,9 @@ def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = N
         from ragcov.reachability.audit import audit
 
         reachability = audit(m, probes, details=lambda rows: chunk_details(data, rows),
-                             probe_texts=lambda ids: probe_texts(data, ids))
+                             probe_texts=lambda ids: probe_texts(data, ids)).with_candidates(
+            lambda rows: chunk_details(data, rows), chunk_hashes(data.path),
+            (scope or ReportScope()).min_chunk_chars)
     scoped = apply_scope(m, data.chunk_texts(), chunk_positions(data_file),
                          scope or ReportScope(), reachability)
     scoped.meta = data.meta()

@@ -140,6 +140,10 @@ class Reachability:
     full: Reachability | None = None
     # Per untested chunk (position), the probe that reached it, as a test to start from.
     drafts: dict[int, Draft] = field(default_factory=dict)
+    # Per uncovered chunk that is junk (no words, boilerplate, too short): why; and the config
+    # lines that exclude them (ragcov.reachability.junk). Not tests to write.
+    junk: dict[int, str] = field(default_factory=dict)
+    junk_config: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.all_ids:
@@ -151,8 +155,22 @@ class Reachability:
         return self.chunk_ids[j]
 
     def draft(self, j: int) -> Draft | None:
-        """The draft test of untested chunk ``j`` (None for any other chunk)."""
-        return self.drafts.get(j)
+        """The draft test of untested chunk ``j`` (None for any other chunk, and for an
+        exclusion candidate: junk wants an exclusion, not a test)."""
+        return None if j in self.junk else self.drafts.get(j)
+
+    def with_candidates(self, details: ChunkDetails, hashes: Sequence[str],
+                        min_chunk_chars: int = 0) -> Reachability:
+        """This view with its uncovered junk chunks found (see :mod:`ragcov.reachability.junk`):
+        ``details`` gives the texts of positions, ``hashes`` every chunk's content hash."""
+        from collections import Counter
+
+        from ragcov.reachability.junk import exclusion_candidates
+
+        uncovered = [int(j) for j in np.flatnonzero(self.status != COVERED)]
+        found = exclusion_candidates(details(uncovered), Counter(hashes), min_chunk_chars)
+        self.junk, self.junk_config = found.reasons, found.config_lines
+        return self
 
     def displacer(self, j: int) -> str | None:
         """The id of the chunk ranked in place of chunk ``j`` by its own probe, if any."""
@@ -230,7 +248,9 @@ class Reachability:
             n_queries=self.n_queries, k=self.k, n_probes=self.n_probes, reasons_seen=seen,
             all_ids=self.all_ids, full=self.full or self,
             drafts={new: self.drafts[int(old)] for new, old in enumerate(cols)
-                    if int(old) in self.drafts})
+                    if int(old) in self.drafts},
+            junk={new: self.junk[int(old)] for new, old in enumerate(cols) if int(old) in self.junk},
+            junk_config=self.junk_config)
 
     def totals(self) -> dict[str, Any]:
         return {"chunks": self.n_chunks, "queries": self.n_queries, "k": self.k,
@@ -243,6 +263,7 @@ class Reachability:
                 "coverage": self.coverage, "coverage_of_reachable": self.coverage_of_reachable,
                 "workload_ceiling": self.workload_ceiling,
                 "coverage_of_ceiling": self.coverage_of_ceiling,
+                "exclusion_candidates": len(self.junk),
                 "unreachable_reasons": dict(sorted(self.reasons_seen.items()))}
 
 

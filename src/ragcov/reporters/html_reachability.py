@@ -55,6 +55,7 @@ def add_reachability(ctx: dict[str, Any], scoped: Scoped) -> None:
             c["reason"] = every.reason[j]
             draft = every.draft(j)
             c["draft"] = draft.text if draft is not None else ""
+            c["junk"] = every.junk.get(j, "")
     lost = r.unreachable()
     t = r.totals()
     pct = lambda f: display_percent(f, 1)  # noqa: E731

@@ -13,7 +13,9 @@ FORMAT_VERSION history:
      meta.depth (k, effective_depth, mean_depth, short_queries) and queries.*.depth;
      redundant.*.droppable_together (one set of tests removable at once, no chunk lost);
      queries.*.test (the pytest node id that asked it, recorded by pytest --ragcov);
-     chunks.*.draft for an untested chunk (the probe question that reached it).
+     chunks.*.draft for an untested chunk (the probe question that reached it);
+     totals.exclusion_candidates, chunks.*.exclusion_candidate (junk: no words, boilerplate,
+     too short) and exclusion_config (the ragcov.toml lines that exclude them).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -121,7 +123,9 @@ def _add_reachability(doc: dict[str, Any], r: Any) -> None:
     doc["totals"].update({key: totals[key] for key in (
         "probed_chunks", "not_probed_chunks", "untested_chunks", "unknown_chunks",
         "reachable_chunks", "unreachable_chunks", "coverage_of_reachable",
-        "workload_ceiling", "coverage_of_ceiling")})
+        "workload_ceiling", "coverage_of_ceiling", "exclusion_candidates")})
+    if r.junk_config:
+        doc["exclusion_config"] = r.junk_config
     every = r.full or r  # excluded chunks keep their status, though no total counts them
     position = {cid: j for j, cid in enumerate(every.chunk_ids)}
     for section in ("chunks", "excluded"):
@@ -133,3 +137,5 @@ def _add_reachability(doc: dict[str, Any], r: Any) -> None:
                 entry["unreachable_reason"] = every.reason[j]
             if every.draft(j) is not None:
                 entry["draft"] = every.draft(j).as_dict()
+            if j in every.junk:
+                entry["exclusion_candidate"] = every.junk[j]
