@@ -93,7 +93,8 @@ def test_junk_is_an_exclusion_candidate_and_its_config_lines_exclude_it(tmp_path
     covered_legal = {c for c in legal if doc["chunks"][c]["hit_count"]}
     assert candidates >= junk_ids | (legal - covered_legal)
     assert doc["totals"]["exclusion_candidates"] == len(candidates)
-    assert not candidates & {d["chunk_id"] for d in map(json.loads, open("drafts.jsonl"))}
+    drafted = {json.loads(x)["chunk_id"] for x in Path("drafts.jsonl").read_text().splitlines()}
+    assert not candidates & drafted
     assert "Exclusion candidates (" in out and "junk rather than tests to write" in out
     lines = doc["exclusion_config"]
     assert any(line.startswith("exclude = [") for line in lines)
