@@ -10,6 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from helpers import cli
 from test_trust_totals import probed  # noqa: F401 - the probed BM25 recording, a fixture
 
@@ -111,3 +113,33 @@ def test_junk_is_an_exclusion_candidate_and_its_config_lines_exclude_it(tmp_path
                                                      if len(t.strip()) < limit}
     assert excluded - candidates - covered_legal == set() or limit
     assert after["totals"]["exclusion_candidates"] == 0
+
+
+def test_one_extra_per_store_and_the_hint_names_it(monkeypatch) -> None:
+    """A CI job over one store installs one client (docs/ci.md's recipe installs
+    ragcov[chroma]); a missing client names that store's extra."""
+    import importlib
+
+    import tomllib
+
+    from ragcov.errors import RagcovError
+    from ragcov.stores.base import STORE_EXTRAS, require
+
+    extras = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]
+    clients = {req.split(">")[0].split("[")[0] for req in extras["stores"]}
+    for extra in STORE_EXTRAS.values():
+        assert "ragcov[dense]" in extras[extra], extra  # the query encoder comes with it
+        own = {r.split(">")[0].split("[")[0] for r in extras[extra]} - {"ragcov"}
+        assert own <= clients, (extra, own - clients)
+    assert "ragcov[chroma]" in (Path(__file__).parent.parent / "docs" / "ci.md").read_text()
+    real = importlib.import_module
+
+    def missing(name: str, *args, **kwargs):
+        if name == "chromadb":
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib, "import_module", missing)  # a fake: a client not installed
+    with pytest.raises(RagcovError, match=r"pip install 'ragcov\[chroma\]' \(or 'ragcov\[stores\]'"):
+        require("chromadb", "Chroma")
