@@ -143,3 +143,33 @@ def test_one_extra_per_store_and_the_hint_names_it(monkeypatch) -> None:
     monkeypatch.setattr(importlib, "import_module", missing)  # a fake: a client not installed
     with pytest.raises(RagcovError, match=r"pip install 'ragcov\[chroma\]' \(or 'ragcov\[stores\]'"):
         require("chromadb", "Chroma")
+
+
+def test_small_messages_say_what_to_do(probed: Path, capsys, tmp_path: Path,  # noqa: F811
+                                        monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    # A [tool.ragcov] table pasted into ragcov.toml: drop the prefix.
+    Path("ragcov.toml").write_text("[tool.ragcov]\nfail_under = 20\n")
+    code, _, err = cli(capsys, "report", "--data-file", str(probed))
+    assert code == 1 and "[tool.ragcov] is pyproject.toml's table; in ragcov.toml drop the prefix" in err
+    Path("ragcov.toml").unlink()
+    # probe without --retriever names the one the data file recorded.
+    code, _, err = cli(capsys, "probe", "--corpus", str(probed.parent / "chunks.jsonl"),
+                       "--data-file", str(probed), "--include", "planted")
+    assert code == 0 and f"probing through the retriever {probed} was recorded with: bm25" in err
+    # The ratchet's rounding: the table shows a whole percent the gate does not compare.
+    total = float(cli(capsys, "report", "--format", "total", "--data-file", str(probed))[1])
+    shown = round(total)
+    if shown > total:  # this recording's total rounds up: the CLI says it too
+        code, _, err = cli(capsys, "report", "--data-file", str(probed), "--fail-under", str(shown))
+        assert code == 2 and f"the table above rounds it to {shown}%" in err
+    from ragcov.summary import fail_under_failure
+
+    said = fail_under_failure(0.5877, 59, shown_precision=0)  # "59%" printed, 58.77 compared
+    assert said is not None and said.startswith("Coverage failure: total of 58.77% is less than "
+                                                "fail-under=59 (the table above rounds it to 59%")
+    assert "rounds" not in fail_under_failure(0.5877, 59, shown_precision=2)
+    assert "rounds" not in fail_under_failure(0.5877, 60, shown_precision=0)  # 59% < 60 too
+    code, _, err = cli(capsys, "report", "--data-file", str(probed), "--fail-under", str(total + 0.01),
+                       "--precision", "2")
+    assert code == 2 and "rounds it" not in err  # shown at the gate's precision: nothing to explain

@@ -606,9 +606,9 @@ def approximate_note(data_file: str | os.PathLike[str]) -> str | None:
 
 
 def fail_under_message(coverage: float, fail_under: float | None, precision: int | None = None,
-                       what: str = "total") -> str | None:
+                       what: str = "total", shown_precision: int | None = None) -> str | None:
     """The one ``--fail-under`` gate: None when it passes, else the message to print."""
-    return fail_under_failure(coverage, fail_under, precision, what)
+    return fail_under_failure(coverage, fail_under, precision, what, shown_precision)
 
 
 def combine(files: Sequence[str | os.PathLike[str]] = (),

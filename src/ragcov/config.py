@@ -127,6 +127,11 @@ def default_map(settings: dict[str, Any], commands: dict[str, Iterable[str]],
     flat = {k.replace("-", "_"): v for k, v in settings.items() if not isinstance(v, dict)}
     where = shown_path(source)
     top = table_name(source)
+    tool = settings.get("tool")
+    if top == "" and isinstance(tool, dict) and "ragcov" in tool:
+        raise RagcovError(f"{where}: [tool.ragcov] is pyproject.toml's table; in {where} drop the "
+                          "prefix: flat keys at the top ([tool.ragcov] fail_under = 80 is "
+                          "fail_under = 80), [report] for [tool.ragcov.report]")
     for table, value in settings.items():
         if isinstance(value, dict) and table not in commands:
             raise RagcovError(f"{where}: unknown table [{top}{table}]"

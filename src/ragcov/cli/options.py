@@ -89,7 +89,7 @@ def check_fail_under(fail_under: float | None) -> None:
 
 
 def gate(coverage: float, fail_under: float | None, precision: int | None = None,
-         what: str = "total") -> None:
+         what: str = "total", shown_precision: int | None = None) -> None:
     """``--fail-under`` for every command, run after its report is written (as coverage.py).
 
     One check and one message (:func:`ragcov.summary.fail_under_failure`), so ``report``,
@@ -97,7 +97,7 @@ def gate(coverage: float, fail_under: float | None, precision: int | None = None
     """
     from ragcov.api import fail_under_message
 
-    fail(fail_under_message(coverage, fail_under, precision, what))
+    fail(fail_under_message(coverage, fail_under, precision, what, shown_precision))
 
 
 def fail(message: str | None) -> None:

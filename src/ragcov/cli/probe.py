@@ -93,7 +93,14 @@ def probe(
     api.check_seed(seed)
     check_outputs([output, drafts_out], [data_file, qrels, corpus])
     labels = api.read_qrels(qrels, qrels_level) if qrels is not None else None
+    given = retriever
     retriever, model, backend = api.probe_settings(data_file, corpus, retriever, model, backend)
+    if given is None and not quiet:
+        # Said, not assumed: a probe through another retriever than the suite's measures
+        # another thing, so the one taken from the data file is named.
+        named = f"{retriever} ({model})" if model else retriever
+        err.print(f"ragcov: probing through the retriever {data_file} was recorded with: {named}",
+                  markup=False)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
     r = api.make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
                        backend=backend)

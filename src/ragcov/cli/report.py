@@ -84,7 +84,8 @@ def report(
         for line in lines:
             if line is not None:
                 out.print(line, markup=False)
-    gate(summary.coverage, fail_under, gate_precision)
+    gate(summary.coverage, fail_under, gate_precision,
+         shown_precision=precision if format != "total" else None)
 
 
 @scoped
