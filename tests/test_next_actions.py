@@ -173,3 +173,45 @@ def test_small_messages_say_what_to_do(probed: Path, capsys, tmp_path: Path,  # 
     code, _, err = cli(capsys, "report", "--data-file", str(probed), "--fail-under", str(total + 0.01),
                        "--precision", "2")
     assert code == 2 and "rounds it" not in err  # shown at the gate's precision: nothing to explain
+
+
+def test_the_html_says_what_to_do_next(probed: Path, capsys, tmp_path: Path) -> None:  # noqa: F811
+    site = tmp_path / "site"
+    assert cli(capsys, "html", "--data-file", str(probed), "-d", str(site))[0] == 0
+    index = (site / "index.html").read_text(encoding="utf-8")
+    panel = index.split('id="next-actions"', 1)[1].split("</section>", 1)[0]
+    for action in ("write-tests", "drafts", "drop"):
+        assert f'id="action-{action}"' in panel
+    assert "ragcov probe --corpus CORPUS --drafts-out drafts.jsonl" in panel
+    assert "ragcov report --redundant" in panel
+    # Documents worst first: coverage never falls down the table.
+    table = index.split('id="documents"', 1)[1].split("</table>", 1)[0]
+    doc = _json(capsys, probed)
+    order = [d for d in doc["documents"] if f">{d}</a>" in table]
+    rows = sorted(order, key=lambda d: table.index(f">{d}</a>"))
+    covers = [doc["documents"][d]["chunk_coverage"] for d in rows]
+    assert covers == sorted(covers) and covers[0] < covers[-1]
+
+
+@pytest.mark.browser
+def test_next_actions_panel_in_chromium(probed: Path, capsys, tmp_path: Path) -> None:  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    from test_html import _chrome
+
+    site = tmp_path / "site"
+    assert cli(capsys, "html", "--data-file", str(probed), "-d", str(site))[0] == 0
+    driver = _chrome()
+    try:
+        driver.get((site / "index.html").as_uri())
+        panel = driver.find_element(By.ID, "next-actions")
+        assert panel.is_displayed() and panel.location["y"] < driver.find_element(
+            By.ID, "documents").location["y"]
+        text = panel.text
+        assert "Write tests for the documents with the most missing chunks" in text
+        assert "Review and add" in text and "ragcov probe --corpus CORPUS --drafts-out" in text
+        first = driver.find_element(By.CSS_SELECTOR, "#action-write-tests li a")
+        first.click()
+        assert "draft test:" in driver.find_element(By.TAG_NAME, "body").text
+    finally:
+        driver.quit()
