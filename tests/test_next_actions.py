@@ -215,3 +215,45 @@ def test_next_actions_panel_in_chromium(probed: Path, capsys, tmp_path: Path) ->
         assert "draft test:" in driver.find_element(By.TAG_NAME, "body").text
     finally:
         driver.quit()
+
+
+def test_generated_questions_are_kept_apart_until_accepted(probed: Path, capsys,  # noqa: F811
+                                                           tmp_path: Path) -> None:
+    data = tmp_path / ".ragcov"
+    shutil.copy(probed, data)
+    corpus = str(probed.parent / "chunks.jsonl")
+    before = _json(capsys, data)["totals"]
+    out = tmp_path / "generated.jsonl"
+    code, said, err = cli(capsys, "generate", "--corpus", corpus, "--retriever", "bm25", "-k", "3",
+                          "--generator", "extractive", "--data-file", str(data), "--budget", "6",
+                          "-o", str(out))
+    assert code == 0, err
+    assert "kept apart until reviewed" in said
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    hits = sum(r["hit_target"] for r in records)
+    assert records and hits  # the extractive generator reaches some of its targets
+    # Left out of every total and gate, said, and counted with --include-generated.
+    doc = _json(capsys, data)
+    assert doc["totals"] == {**doc["totals"], "queries": before["queries"],
+                             "covered_chunks": before["covered_chunks"]}
+    assert set(doc["generated_left_out"]) == {r["id"] for r in records}
+    with_generated = _json(capsys, data, "--include-generated")["totals"]
+    assert with_generated["queries"] == before["queries"] + len(records)
+    assert with_generated["covered_chunks"] > before["covered_chunks"]
+    code, text, _ = cli(capsys, "report", "--data-file", str(data))
+    assert (f"Generated: {len(records)} questions from ragcov generate ({hits} reached their "
+            "target) are not counted until accepted") in text
+    gate = f"{with_generated['chunk_coverage'] * 100:.2f}"
+    assert cli(capsys, "report", "--data-file", str(data), "--fail-under", gate)[0] == 2
+    assert cli(capsys, "report", "--data-file", str(data), "--fail-under", gate,
+               "--include-generated")[0] == 0
+    # Accepted: the reviewed questions added to the suite and the suite run again.
+    kept = records[:2]
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"id": r["id"], "question": r["text"]}) + "\n" for r in kept))
+    code, _, err = cli(capsys, "run", "--corpus", corpus, "--queries", str(suite), "--retriever",
+                       "bm25", "-k", "3", "--data-file", str(data), "--append", "-q")
+    assert code == 0, err
+    doc = _json(capsys, data)
+    assert set(doc["generated_left_out"]) == {r["id"] for r in records[2:]}
+    assert doc["totals"]["queries"] == before["queries"] + 2

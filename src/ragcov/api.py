@@ -93,7 +93,8 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
                       corpus=corpus)
     if data is None:
         return CoverageMatrix.from_run(run, corpus)
-    data.write(corpus, run, append=append)
+    # The suite's own questions: any that ``ragcov generate`` wrote are accepted now.
+    data.write(corpus, run, append=append, accept=[q.id for q in suite])
 
     record_matching(data, resolver_counts(retriever), append)
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
@@ -725,4 +726,5 @@ def configured_scope(command: str = "report", start: str | os.PathLike[str] | No
     lists = {k: tuple(values[k]) for k in ("include", "omit", "exclude", "exclude_docs")
              if k in values}
     return ReportScope(**lists, min_chunk_chars=values.get("min_chunk_chars", 0),
-                       reachable=values.get("reachable", False))
+                       reachable=values.get("reachable", False),
+                       include_generated=values.get("include_generated", False))

@@ -27,7 +27,12 @@ from ragcov.metrics import duplicate_groups, redundant_tests
 from ragcov.reporters import DEFAULT_JSON_FILE
 from ragcov.reporters.jsonreport import json_report
 from ragcov.reporters.reachability import reachability_lines
-from ragcov.reporters.sections import duplicates_line, excluded_line, redundant_lines
+from ragcov.reporters.sections import (
+    duplicates_line,
+    excluded_line,
+    generated_line,
+    redundant_lines,
+)
 from ragcov.reporters.table import render_table, retriever_line
 
 
@@ -71,11 +76,11 @@ def report(
     out.print(render_table(summary, format, show_missing, skip_covered, sort, precision,
                            show_ids), markup=False)
     if format != "total":
-        lines = [excluded_line(scoped.excluded),
+        lines = [excluded_line(scoped.excluded), generated_line(scoped.generated_left_out),
                  duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
                  approximate_note(data_file)]
-        if lines[2]:
-            lines[2] = f"Note: {lines[2]}"
+        if lines[3]:
+            lines[3] = f"Note: {lines[3]}"
         if scoped.reachability is not None:
             lines += reachability_lines(scoped, show_missing, show_ids)
         if redundant:

@@ -15,7 +15,9 @@ FORMAT_VERSION history:
      queries.*.test (the pytest node id that asked it, recorded by pytest --ragcov);
      chunks.*.draft for an untested chunk (the probe question that reached it);
      totals.exclusion_candidates, chunks.*.exclusion_candidate (junk: no words, boilerplate,
-     too short) and exclusion_config (the ragcov.toml lines that exclude them).
+     too short) and exclusion_config (the ragcov.toml lines that exclude them);
+     generated_left_out (questions ragcov generate wrote, not counted until accepted),
+     scope.include_generated.
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -106,6 +108,9 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         },
         "duplicates": [asdict(g) for g in duplicate_groups(m, scoped.texts)],
     }
+    if scoped.generated_left_out:
+        # Added within 1: generated questions not yet accepted, left out of every count.
+        doc["generated_left_out"] = scoped.generated_left_out
     if scoped.reachability is not None:
         _add_reachability(doc, scoped.reachability)
     return doc

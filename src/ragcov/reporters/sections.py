@@ -6,7 +6,8 @@ The analyses are :func:`ragcov.metrics.duplicate_groups` and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ragcov.metrics import DuplicateGroup, RedundantTest
 from ragcov.scope import ExcludedChunk
@@ -56,3 +57,14 @@ def excluded_line(excluded: Sequence[ExcludedChunk]) -> str | None:
     n = len(excluded)
     return (f"Excluded: {n} chunk{'s' if n != 1 else ''} ({parts}), not counted in the "
             "total; ragcov json lists them with the reason")
+
+
+def generated_line(left_out: Mapping[str, Any]) -> str | None:
+    """What ``ragcov generate`` recorded that the totals leave out, and how to count it."""
+    if not left_out:
+        return None
+    hits = sum(1 for mark in left_out.values() if isinstance(mark, dict) and mark.get("hit_target"))
+    n = len(left_out)
+    return (f"Generated: {n} question{'s' if n != 1 else ''} from ragcov generate ({hits} reached "
+            "their target) are not counted until accepted: review them, add them to your suite "
+            "and run it (--include-generated counts them now)")
