@@ -257,3 +257,26 @@ def test_generated_questions_are_kept_apart_until_accepted(probed: Path, capsys,
     doc = _json(capsys, data)
     assert set(doc["generated_left_out"]) == {r["id"] for r in records[2:]}
     assert doc["totals"]["queries"] == before["queries"] + 2
+
+
+def test_report_shows_hit_rate_and_recall_from_labels_and_gates(probed: Path, capsys,  # noqa: F811
+                                                                tmp_path: Path) -> None:
+    questions = [json.loads(x) for x in (probed.parent / "q.jsonl").read_text().splitlines()]
+    qrels = tmp_path / "qrels.jsonl"
+    qrels.write_text("".join(json.dumps({"query_id": q["id"], "doc_id": q["doc_id"]}) + "\n"
+                             for q in questions))
+    doc = _json(capsys, probed)
+    docs_of = {c: e["doc_id"] for c, e in doc["chunks"].items()}
+    hits = [any(docs_of[c] == q["doc_id"] for c in doc["queries"][q["id"]]["retrieved"])
+            for q in questions]
+    rate = sum(hits) / len(hits)  # one relevant document a question: recall@k = hit
+    code, out, _ = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels))
+    assert code == 0
+    assert (f"Correctness (labels): hit rate {rate * 100:.1f}% of {len(questions)} labelled queries "
+            f"retrieve a relevant chunk; mean recall@3 {rate:.3f}") in out
+    above = f"{rate * 100 + 1:.1f}"
+    code, _, err = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels),
+                       "--min-hit-rate", above)
+    assert code == 2 and f"Correctness failure: hit rate of {rate * 100:.2f}% is less than" in err
+    code, _, err = cli(capsys, "report", "--data-file", str(probed), "--min-hit-rate", "50")
+    assert code == 1 and "--min-hit-rate needs --qrels" in err

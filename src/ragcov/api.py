@@ -284,15 +284,16 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
     """Failing queries, grouped into faults, and the APFD of each order (``ragcov faults``).
 
     Failures come from relevance labels (``qrels``) or from imported per-query scores
-    (``scores`` with ``metric``), exactly one of the two.
+    (``scores`` with ``metric``), at most one of the two; with neither, from the test
+    outcomes ``pytest --ragcov`` recorded (a failed test's questions fail).
     """
     # Fault clustering loads scipy's graph and linear algebra: only this verb pays for it.
     from ragcov.apfd import load_order, order_names
-    from ragcov.failures import label_failures, load_scores, score_failures
+    from ragcov.failures import label_failures, load_scores, outcome_failures, score_failures
     from ragcov.faults import analyse
 
-    if (qrels is None) == (scores is None):
-        raise RagcovError("give either --qrels or --scores (with --metric)")
+    if qrels is not None and scores is not None:
+        raise RagcovError("give either --qrels or --scores (with --metric), not both")
     if scores is not None and not metric:
         raise RagcovError("--scores needs --metric NAME (the column holding the metric)")
     if qrels_level is not None and qrels_level not in ("doc", "chunk"):
@@ -311,8 +312,14 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
                 warnings.append(f"{len(unknown)} relevant chunk ids are not in the data file's "
                                 f"corpus (first: {sorted(unknown)[0]})")
         failures = label_failures(m, labels, metric or "hit", fail_below)
+    elif scores is not None:
+        failures = score_failures(m, load_scores(scores, metric), fail_below)
     else:
-        failures = score_failures(m, load_scores(scores, metric), fail_below)  # type: ignore[arg-type]
+        outcomes = (m.meta or {}).get(OUTCOMES)
+        if not outcomes:
+            raise RagcovError(f"{data_file} holds no test outcomes: give --qrels or --scores (with "
+                              "--metric), or record the suite with pytest --ragcov")
+        failures = outcome_failures(m, outcomes)
     paths = list(orders)
     named = {name: load_order(p, m) for name, p in zip(order_names(paths), paths)}
     return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings)
@@ -667,6 +674,27 @@ def probe_settings(data_file: str | os.PathLike[str], corpus: str, retriever: st
         return kind, model or recorded_model, backend or fp.get("backend")
     raise RagcovError(f"{data_file} was recorded with a {kind} retriever: give --retriever, the "
                       "same one, to probe it")
+
+
+OUTCOMES = "outcomes"
+
+
+def record_outcomes(data_file: str | os.PathLike[str], outcomes: dict[str, str]) -> None:
+    """Keep each test's outcome (pytest node id -> passed, failed, skipped) with the data
+    file, beside the outcomes of earlier sessions' other tests."""
+    data = CoverageData(data_file)
+    data.annotate(OUTCOMES, {**(data.annotation(OUTCOMES) or {}), **outcomes})
+
+
+def correctness(m: Any, qrels: str | os.PathLike[str] | None = None,
+                level: str | None = None) -> Any:
+    """Hit rate and recall@k from relevance labels, else the pass rate of the recorded test
+    outcomes; None when neither exists (:class:`ragcov.failures.Correctness`)."""
+    from ragcov.failures import label_correctness, outcome_correctness
+
+    if qrels is not None:
+        return label_correctness(m, read_qrels(qrels, level))
+    return outcome_correctness((m.meta or {}).get(OUTCOMES) or {})
 
 
 def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],

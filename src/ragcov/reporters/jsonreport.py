@@ -17,7 +17,7 @@ FORMAT_VERSION history:
      totals.exclusion_candidates, chunks.*.exclusion_candidate (junk: no words, boilerplate,
      too short) and exclusion_config (the ragcov.toml lines that exclude them);
      generated_left_out (questions ragcov generate wrote, not counted until accepted),
-     scope.include_generated.
+     scope.include_generated; queries.*.outcome and correctness (pytest --ragcov outcomes).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from ragcov.failures import outcome_correctness
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import Support, duplicate_groups, redundant_tests
 from ragcov.scope import ReportScope, Scoped, apply_scope
@@ -65,6 +66,7 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
 
         meta_out["ragcov_version"] = __version__
     by_chunk = m.queries_for_chunk()
+    outcomes = meta.get("outcomes") or {}  # pytest --ragcov: each test's outcome
     # each list's length as retrieved (the scope may hide some of its chunks)
     depth_of = (scoped.full if scoped.full is not None else m).depths()
     doc = {
@@ -97,7 +99,9 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
             qid: {"text": m.query_texts[i], "depth": int(depth_of[i]),
                   "retrieved": [m.chunk_ids[j] for j in m.retrieved(i)],
                   "scores": m.retrieved_scores(i),
-                  **({"test": m.query_context[i]} if m.query_context[i] else {})}
+                  **({"test": m.query_context[i]} if m.query_context[i] else {}),
+                  **({"outcome": outcomes[m.query_context[i]]}
+                     if m.query_context[i] in outcomes else {})}
             for i, qid in enumerate(m.query_ids)
         },
         "redundant": {
@@ -108,6 +112,10 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         },
         "duplicates": [asdict(g) for g in duplicate_groups(m, scoped.texts)],
     }
+    right = outcome_correctness(outcomes)
+    if right is not None:
+        # Added within 1: the recorded tests' pass rate beside coverage.
+        doc["correctness"] = right.as_dict()
     if scoped.generated_left_out:
         # Added within 1: generated questions not yet accepted, left out of every count.
         doc["generated_left_out"] = scoped.generated_left_out

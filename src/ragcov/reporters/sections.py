@@ -68,3 +68,14 @@ def generated_line(left_out: Mapping[str, Any]) -> str | None:
     return (f"Generated: {n} question{'s' if n != 1 else ''} from ragcov generate ({hits} reached "
             "their target) are not counted until accepted: review them, add them to your suite "
             "and run it (--include-generated counts them now)")
+
+
+def correctness_line(c: Any, k: int) -> str:
+    """Correctness beside coverage: hit rate and recall@k (labels) or the pass rate (outcomes)."""
+    if c.source == "labels":
+        return (f"Correctness (labels): hit rate {c.hit_rate * 100:.1f}% of {c.labelled} labelled "
+                f"queries retrieve a relevant chunk; mean recall@{k} {c.recall_at_k:.3f}")
+    failed = f"; failing: {', '.join(c.failed[:3])}{' ...' if len(c.failed) > 3 else ''}" \
+        if c.failed else ""
+    return (f"Correctness (test outcomes): {c.labelled - len(c.failed)} of {c.labelled} recorded "
+            f"tests passed (hit rate {c.hit_rate * 100:.1f}%){failed}")
