@@ -49,17 +49,28 @@ from ragcov.data.shards import erase as erase_files
 from ragcov.errors import RagcovError
 from ragcov.files import cache_dir, load_json
 from ragcov.matrix import CoverageMatrix
+
+# Reached by the CLI and the pytest plugin through this door (explicit re-exports): what
+# formats a number, what guards an output, and the names of strategies and settings.
+from ragcov.metrics import duplicate_groups as duplicate_groups
+from ragcov.metrics import redundant_tests as redundant_tests
+from ragcov.overwrite import check_outputs as check_outputs
+from ragcov.overwrite import to_stdout as to_stdout
 from ragcov.progress import progress_bar, status
 from ragcov.qrels import load_qrels
 from ragcov.reachability.audit import audit, lost_gold
 from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
 from ragcov.reporters.table import approximate_index_note
 from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
+from ragcov.retrievers.twins import MatchCounts as MatchCounts
 from ragcov.retrievers.twins import record_matching, resolver_counts
 from ragcov.scope import ReportScope, load_scoped
+from ragcov.selection import ALL_STRATEGIES as ALL_STRATEGIES
 from ragcov.selection import DEFAULT_AFTER_SATURATION, order_document
 from ragcov.suite import Suite, load_suite
+from ragcov.summary import display_percent as display_percent
 from ragcov.summary import fail_under_failure
+from ragcov.summary import summarize as summarize
 
 if TYPE_CHECKING:
     from ragcov.failures import Failures
@@ -713,29 +724,72 @@ def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
     record_matching(data, matching)
 
 
-# Loaders and factories reached through this door, imported on first use (see the
-# module docstring): name -> the module that defines it.
-_FORWARDED = {
-    "make_retriever": "ragcov.retrievers", "default_retriever": "ragcov.retrievers",
-    "check_backend": "ragcov.retrievers.onnx_encoder",
-    "store_run_line": "ragcov.retrievers.store",
-    "make_generator": "ragcov.generation", "LoopConfig": "ragcov.generation",
-    "gap_targets": "ragcov.generation.targets",
+# Factories reached through this door. Each imports its module when called: a retriever,
+# a store client or an LLM client pulls in torch, a store's client or httpx, which no
+# reading command may pay for at start-up (tests/test_startup.py). Plain imports a
+# reader (and tests/test_architecture.py) can follow, not names forwarded by importlib.
+def make_retriever(kind: str, corpus: Corpus, model: str | None = None, index: str = "flat",
+                   progress: bool = True, **options: Any) -> Any:
+    """A retriever by its CLI name (bm25, dense, store, ``module:attr`` or an HTTP URL)."""
+    from ragcov.retrievers import make_retriever as make
 
-    "check_outputs": "ragcov.overwrite", "is_store_url": "ragcov.stores",
-    "DEFAULT_AFTER_SATURATION": "ragcov.selection", "ALL_STRATEGIES": "ragcov.selection",
-    "wrap": "ragcov.retrievers", "LangChainRetriever": "ragcov.retrievers.langchain",
-    "LlamaIndexRetriever": "ragcov.retrievers.llamaindex", "MatchCounts": "ragcov.retrievers.twins",
-    "detect_format": "ragcov.traces.detect", "cyclic_gc_paused": "ragcov.traces.importer",
-}
+    return make(kind, corpus, model=model, index=index, progress=progress, **options)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _FORWARDED:
-        import importlib
+def default_retriever(retriever: str | None, corpus: str | os.PathLike[str]) -> str:
+    """The retriever a run uses when none is named (a store URL: the store's own search)."""
+    from ragcov.retrievers import default_retriever as default
 
-        return getattr(importlib.import_module(_FORWARDED[name]), name)
-    raise AttributeError(f"module 'ragcov.api' has no attribute {name!r}")
+    return default(retriever, corpus)
+
+
+def store_run_line(corpus: Corpus, kind: str, retriever: Any, k: int) -> str | None:
+    """The one line that says which store, retriever and model a run over a store uses."""
+    from ragcov.retrievers.store import store_run_line as line
+
+    return line(corpus, kind, retriever, k)
+
+
+def wrap(obj: Any, corpus: Corpus | None = None, name: str | None = None) -> Any:
+    """A ragcov retriever for the user's own (a callable, LangChain, LlamaIndex)."""
+    from ragcov.retrievers import wrap as wrapped
+
+    return wrapped(obj, corpus, name)
+
+
+def make_generator(kind: str, corpus_texts: Sequence[str], **options: Any) -> Any:
+    """A question generator by name (openai, llama-cpp, extractive) for generate and probe."""
+    from ragcov.generation import make_generator as make
+
+    return make(kind, corpus_texts, **options)
+
+
+def LangChainRetriever(retriever: Any, corpus: Corpus | None = None) -> Any:  # noqa: N802
+    """A LangChain retriever as a ragcov one (the pytest plugin's ``record`` wraps with it)."""
+    from ragcov.retrievers.langchain import LangChainRetriever as adapter
+
+    return adapter(retriever, corpus)
+
+
+def LlamaIndexRetriever(retriever: Any, corpus: Corpus | None = None) -> Any:  # noqa: N802
+    """A LlamaIndex retriever as a ragcov one (the pytest plugin's ``record`` wraps with it)."""
+    from ragcov.retrievers.llamaindex import LlamaIndexRetriever as adapter
+
+    return adapter(retriever, corpus)
+
+
+def loop_config(**settings: Any) -> LoopConfig:
+    """The settings of a generation run (``ragcov generate``), checked."""
+    from ragcov.generation.loop_types import LoopConfig as config
+
+    return config(**settings)
+
+
+def gap_targets(path: Any, corpus: Any) -> tuple[list[str], list[str]]:
+    """The untested chunks ``ragcov gap`` wrote, in the order generation aims at them."""
+    from ragcov.generation.targets import gap_targets as targets
+
+    return targets(path, corpus)
 
 
 def configured_run(start: str | os.PathLike[str] | None = None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragcov import api
-from ragcov.api import ReportScope, approximate_note
+from ragcov.api import ReportScope, approximate_note, duplicate_groups, redundant_tests
 from ragcov.api import report as report_data
 from ragcov.cli.console import out
 from ragcov.cli.options import (
@@ -26,7 +26,6 @@ from ragcov.cli.options import (
 from ragcov.cli.report_options import scoped, write_scoped
 from ragcov.errors import RagcovError
 from ragcov.files import json_text
-from ragcov.metrics import duplicate_groups, redundant_tests
 from ragcov.reporters import DEFAULT_JSON_FILE
 from ragcov.reporters.jsonreport import json_report
 from ragcov.reporters.reachability import reachability_lines

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.data.checks import check_appendable, check_read, first_problem, refuse
 from ragcov.data.locking import open_for_reading, write_lock, writers_turn
+from ragcov.data.names import DEFAULT_DATA_FILE
 from ragcov.data.schema import (
     DataFileLocked,
     Meta,

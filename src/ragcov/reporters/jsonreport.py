@@ -62,7 +62,7 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         # Added within 1: how deep the lists are against k (a retriever returning fewer).
         meta_out["depth"] = s.depth.as_dict()
     if meta_out["ragcov_version"] is None:
-        from ragcov import __version__
+        from ragcov.version import __version__
 
         meta_out["ragcov_version"] = __version__
     by_chunk = m.queries_for_chunk()
