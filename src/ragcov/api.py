@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -617,11 +617,24 @@ def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = N
     return load_scoped(data_file, scope)
 
 
-def approximate_note(data_file: str | os.PathLike[str]) -> str | None:
-    """The caveat for hits from an approximate index (with its measured recall); None if exact."""
-
+@contextlib.contextmanager
+def one_read(data_file: str | os.PathLike[str]) -> Iterator[None]:
+    """Every read of ``data_file`` in the block (a command's output checks, its report) in
+    one snapshot: a concurrent ``--append`` lands before it or after it, never in between.
+    A missing file is left to the command's own reader to report."""
     data = CoverageData(data_file)
-    return approximate_index_note(data.meta().retriever, data.annotation(INDEX_RECALL))
+    if not data.exists():
+        yield
+        return
+    with data.snapshot():
+        yield
+
+
+def approximate_note(scoped: Any) -> str | None:
+    """The caveat for hits from an approximate index (with its measured recall); None if
+    exact. From what :func:`report` read (the file's meta and annotations): no second read."""
+    meta = scoped.matrix.meta or {}
+    return approximate_index_note(meta.get("retriever") or {}, meta.get(INDEX_RECALL))
 
 
 def fail_under_message(coverage: float, fail_under: float | None, precision: int | None = None,

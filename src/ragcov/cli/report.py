@@ -97,7 +97,7 @@ def report(
     if format != "total":
         lines = [excluded_line(scoped.excluded), generated_line(scoped.generated_left_out),
                  duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
-                 approximate_note(data_file)]
+                 approximate_note(scoped)]
         if lines[3]:
             lines[3] = f"Note: {lines[3]}"
         if scoped.reachability is not None:
