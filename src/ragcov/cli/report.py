@@ -27,6 +27,7 @@ from ragcov.cli.report_options import scoped, write_scoped
 from ragcov.errors import RagcovError
 from ragcov.files import json_text
 from ragcov.reporters import DEFAULT_JSON_FILE
+from ragcov.reporters.drift import drift_lines
 from ragcov.reporters.jsonreport import json_report
 from ragcov.reporters.reachability import reachability_lines
 from ragcov.reporters.sections import (
@@ -107,6 +108,9 @@ def report(
         if redundant:
             lines += ["", *redundant_lines(redundant_tests(scoped.matrix),
                                            scoped.matrix.n_queries)]
+        drifted = api.drift_summary(data_file)
+        if drifted is not None:
+            lines += drift_lines(drifted)
         for line in lines:
             if line is not None:
                 out.print(line, markup=False)
