@@ -50,6 +50,10 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
                             for b, _h, j in changed],
         # Both files probed: the change's blast radius on reachability (else null).
         "became_unreachable": d.became_unreachable, "rescued": d.rescued,
+        # Either file holds a drift run: each relation's violation rate (else null).
+        "drift": None if d.drift is None else [
+            {"relation": x.relation, "base_rate": x.base, "head_rate": x.head,
+             "base_tests": x.base_tests, "head_tests": x.head_tests} for x in d.drift],
     }
 
 

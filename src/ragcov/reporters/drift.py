@@ -226,7 +226,8 @@ def drift_context(s: DriftSummary, show: int = 20, tests: int = 300) -> dict[str
         for t in r.tests:
             entry = stability.setdefault(t.query_idx, {"id": t.query_id, "text": t.text,
                                                        "cells": {}, "bad": 0})
-            entry["cells"][r.relation] = {"value": _value(r, t.value), "violated": t.violated}
+            shown = f"{t.value:.2f}" if r.kind == "same" else f"{t.value:g}"
+            entry["cells"][r.relation] = {"value": shown, "violated": t.violated}
             entry["bad"] += t.violated
     ordered = sorted(stability.values(), key=lambda e: (-e["bad"], e["id"]))
     relations = []
