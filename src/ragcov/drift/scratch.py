@@ -73,7 +73,8 @@ class StoreRebuilder(Rebuilder):
         self.store = store
         self.queries = QueryMemo(self.base.encoder.encode)
         self.held: dict[str, np.ndarray | None] | None = None   # id -> the store's own vector
-        self.embedded: dict[str, np.ndarray] = {}                 # content hash -> new vector
+        self.new: dict[str, np.ndarray] = {}                      # content hash -> new vector
+        self.embedded = 0
         self.folder = Path(tempfile.mkdtemp(prefix="ragcov-drift-"))
         self.made = 0
 
@@ -99,14 +100,15 @@ class StoreRebuilder(Rebuilder):
             same = i is not None and self.corpus[i].text == c.text
             v = held.get(c.id) if same else None
             if v is None:
-                v = self.embedded.get(c.hash)
+                v = self.new.get(c.hash)
                 if v is None:
                     todo[c.hash] = c.text
             out.append(v)
         if todo:
             vectors = self.base.encoder.encode(list(todo.values()))
-            self.embedded.update(zip(todo, np.asarray(vectors, dtype=np.float32)))
-        return np.stack([v if v is not None else self.embedded[c.hash] for v, c in zip(out, copy)])
+            self.new.update(zip(todo, np.asarray(vectors, dtype=np.float32)))
+            self.embedded += len(todo)
+        return np.stack([v if v is not None else self.new[c.hash] for v, c in zip(out, copy)])
 
     def on(self, copy: Corpus) -> Any:
         vectors = self.vectors(copy)
