@@ -72,43 +72,35 @@ class StoreRebuilder(Rebuilder):
         self.corpus = corpus
         self.store = store
         self.queries = QueryMemo(self.base.encoder.encode)
-        self.held: dict[str, np.ndarray | None] | None = None   # id -> the store's own vector
-        self.new: dict[str, np.ndarray] = {}                      # content hash -> new vector
+        self.held: dict[str, np.ndarray] | None = None    # content hash -> the store's vector
+        self.new: dict[str, np.ndarray] = {}               # content hash -> embedded now
         self.embedded = 0
         self.folder = Path(tempfile.mkdtemp(prefix="ragcov-drift-"))
         self.made = 0
 
-    def _held(self) -> dict[str, np.ndarray | None]:
+    def _held(self) -> dict[str, np.ndarray]:
+        """The vectors the store holds, by the content hash of their chunk's text: a copy's
+        chunk with the same text (unchanged, or a duplicate) is searched with the same one."""
         if self.held is None:
-            ids = self.corpus.ids
-            held: dict[str, np.ndarray | None] = {}
-            for start in range(0, len(ids), VECTOR_PAGE):
-                part = ids[start:start + VECTOR_PAGE]
-                for cid, v in zip(part, self.store.stored_vectors(part)):
-                    held[cid] = None if v is None else np.asarray(v, dtype=np.float32)
+            chunks = self.corpus.chunks
+            held: dict[str, np.ndarray] = {}
+            for start in range(0, len(chunks), VECTOR_PAGE):
+                part = chunks[start:start + VECTOR_PAGE]
+                for c, v in zip(part, self.store.stored_vectors([c.id for c in part])):
+                    if v is not None:
+                        held.setdefault(c.hash, np.asarray(v, dtype=np.float32))
             self.held = held
         return self.held
 
     def vectors(self, copy: Corpus) -> np.ndarray:
-        """The store's vector where the chunk is as the store holds it; else embedded."""
+        """The store's vector where the store holds the chunk's text; else embedded once."""
         held = self._held()
-        original = self.corpus.positions
-        out: list[np.ndarray | None] = []
-        todo: dict[str, str] = {}
-        for c in copy:
-            i = original.get(c.id)
-            same = i is not None and self.corpus[i].text == c.text
-            v = held.get(c.id) if same else None
-            if v is None:
-                v = self.new.get(c.hash)
-                if v is None:
-                    todo[c.hash] = c.text
-            out.append(v)
+        todo = {c.hash: c.text for c in copy if c.hash not in held and c.hash not in self.new}
         if todo:
             vectors = self.base.encoder.encode(list(todo.values()))
             self.new.update(zip(todo, np.asarray(vectors, dtype=np.float32)))
             self.embedded += len(todo)
-        return np.stack([v if v is not None else self.new[c.hash] for v, c in zip(out, copy)])
+        return np.stack([held[c.hash] if c.hash in held else self.new[c.hash] for c in copy])
 
     def on(self, copy: Corpus) -> Any:
         vectors = self.vectors(copy)
