@@ -19,7 +19,7 @@ from typing import Any
 from ragcov.corpus import Corpus
 from ragcov.data.datafile import CoverageData
 from ragcov.data.drift import DriftCopy, DriftRow, finish_drift, query_indexes, record_copy, start_drift
-from ragcov.drift.rebuild import Rebuilder
+from ragcov.drift.base import Rebuilder
 from ragcov.drift.relations import Copy, Plan, plan
 from ragcov.drift.versions import Versions
 from ragcov.errors import RagcovError

@@ -23,25 +23,14 @@ corpus, and every relation would hold by construction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ragcov.corpus import Chunk, Corpus
+from ragcov.drift.base import QueryMemo, Rebuilder
 from ragcov.errors import RagcovError
-
-
-class Rebuilder:
-    """``base``: the retriever over the corpus; ``on(copy)``: the same one over a copy."""
-
-    base: Any
-
-    def on(self, copy: Corpus) -> Any:  # pragma: no cover - every kind defines it
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Remove what the copies left on disk (scratch stores)."""
 
 
 class BM25Rebuilder(Rebuilder):
@@ -55,20 +44,6 @@ class BM25Rebuilder(Rebuilder):
 
         b = self.base
         return BM25Retriever(copy, k1=b.k1, b=b.b, stopwords=b.stopwords, progress=False)
-
-
-class QueryMemo:
-    """Query vectors by text, computed once for every copy (the suite never changes)."""
-
-    def __init__(self, embed: Callable[[Sequence[str]], Any]) -> None:
-        self.embed = embed
-        self.seen: dict[str, np.ndarray] = {}
-
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        new = [t for t in dict.fromkeys(texts) if t not in self.seen]
-        if new:
-            self.seen.update(zip(new, np.asarray(self.embed(new), dtype=np.float32)))
-        return np.stack([self.seen[t] for t in texts])
 
 
 class DenseRebuilder(Rebuilder):

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ragcov.corpus import Corpus
-from ragcov.drift.rebuild import QueryMemo, Rebuilder
+from ragcov.drift.base import QueryMemo, Rebuilder
 from ragcov.drift.relations import COPY_SUFFIX, NEW_VERSION
 from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
