@@ -17,7 +17,9 @@ did not finish.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -92,21 +94,29 @@ def _has_tables(con) -> bool:  # type: ignore[no-untyped-def]
     return row[0] == len(DRIFT_TABLES)
 
 
-def _locked(data: CoverageData):  # type: ignore[no-untyped-def]
-    return write_lock(data.path)
+@contextmanager
+def _drift_turn(data: CoverageData, k: int, corpus_hash: str, retriever: dict[str, Any]
+                ) -> Iterator[sqlite3.Connection]:
+    """The writers' turn on a file whose run this drift run is about, with its tables.
 
-
-def start_drift(data: CoverageData, key: str, settings: dict[str, Any], k: int, corpus_hash: str,
-                retriever: dict[str, Any]) -> tuple[set[str], bool]:
-    """Begin (or resume) the drift run ``key``: the names of the copies already recorded,
-    and whether a run with other settings was replaced."""
-    with _locked(data) as con:
+    The file's k, corpus and retriever are checked inside the transaction, so drift
+    results never land in a file another process re-recorded meanwhile.
+    """
+    with write_lock(data.path) as con:
         if con is None:
             raise RagcovError(f"{data.path}: no coverage data (removed meanwhile?); run "
                               "`ragcov drift` again")
         check_compatible(read_meta(con, data.path), k, corpus_hash, retriever, str(data.path),
                          "this drift run")
         _ensure(con)
+        yield con
+
+
+def start_drift(data: CoverageData, key: str, settings: dict[str, Any], k: int, corpus_hash: str,
+                retriever: dict[str, Any]) -> tuple[set[str], bool]:
+    """Begin (or resume) the drift run ``key``: the names of the copies already recorded,
+    and whether a run with other settings was replaced."""
+    with _drift_turn(data, k, corpus_hash, retriever) as con:
         row = con.execute("SELECT value FROM drift_settings WHERE key = 'key'").fetchone()
         replaced = row is not None and row[0] != key
         if row is None or replaced:
@@ -121,18 +131,9 @@ def start_drift(data: CoverageData, key: str, settings: dict[str, Any], k: int, 
 
 def record_copy(data: CoverageData, key: str, k: int, corpus_hash: str, retriever: dict[str, Any],
                 copy: DriftCopy, rows: Sequence[DriftRow]) -> None:
-    """One copy and its rows, in one transaction: recorded whole or not at all.
-
-    The file's k, corpus and retriever and the drift run's key are checked inside the
-    transaction, so a copy never lands in a file re-recorded meanwhile.
-    """
-    with _locked(data) as con:
-        if con is None:
-            raise RagcovError(f"{data.path}: no coverage data (removed while drifting?); run "
-                              "`ragcov drift` again")
-        check_compatible(read_meta(con, data.path), k, corpus_hash, retriever, str(data.path),
-                         "this drift run")
-        _ensure(con)
+    """One copy and its rows, in one transaction: recorded whole or not at all, and only
+    while the file's drift run is still ``key``."""
+    with _drift_turn(data, k, corpus_hash, retriever) as con:
         row = con.execute("SELECT value FROM drift_settings WHERE key = 'key'").fetchone()
         if row is None or row[0] != key:
             raise RagcovError(f"{data.path}: another drift run replaced this one meanwhile; "
@@ -147,7 +148,7 @@ def record_copy(data: CoverageData, key: str, k: int, corpus_hash: str, retrieve
 
 
 def finish_drift(data: CoverageData, key: str) -> None:
-    with _locked(data) as con:
+    with write_lock(data.path) as con:
         if con is None:
             return
         con.execute("UPDATE drift_settings SET value = 'true' WHERE key = 'finished' AND "
