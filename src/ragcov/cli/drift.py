@@ -100,8 +100,9 @@ def drift(
         progress=not quiet, notify=lambda line: err.print(line, markup=False, highlight=False))
     s = done.summary
     if not quiet:
+        embedded = f"; {done.embedded} changed chunks embedded" if done.embedded else ""
         err.print(f"Drift in {done.data_file}: {done.copies} copies ({done.searched} searched now, "
-                  f"{done.resumed} already recorded)", markup=False, highlight=False)
+                  f"{done.resumed} already recorded{embedded})", markup=False, highlight=False)
     if format == "json":
         text = json_text(drift_json(s), indent=2)
     elif format == "markdown":

@@ -32,7 +32,7 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
     from ragcov.version import __version__
 
     changed = d.changed_queries()
-    return {
+    doc = {
         "format": FORMAT_VERSION, "ragcov_version": __version__,
         "base": _side(d.base_meta, str(d.base.path), d.base.n_chunks, d.base_covered,
                       d.base.n_queries),
@@ -50,11 +50,12 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
                             for b, _h, j in changed],
         # Both files probed: the change's blast radius on reachability (else null).
         "became_unreachable": d.became_unreachable, "rescued": d.rescued,
-        # Either file holds a drift run: each relation's violation rate (else null).
-        "drift": None if d.drift is None else [
-            {"relation": x.relation, "base_rate": x.base, "head_rate": x.head,
-             "base_tests": x.base_tests, "head_tests": x.head_tests} for x in d.drift],
     }
+    if d.drift is not None:  # either file holds a drift run: each relation's violation rate
+        doc["drift"] = [{"relation": x.relation, "base_rate": x.base, "head_rate": x.head,
+                         "base_tests": x.base_tests, "head_tests": x.head_tests}
+                        for x in d.drift]
+    return doc
 
 
 def gap_document(g: TrafficGap) -> dict[str, Any]:
