@@ -617,3 +617,16 @@ def test_the_drift_page_in_headless_chromium(drifted: Path, tmp_path: Path) -> N
         driver.save_screenshot(str(tmp_path / "drift.png"))
     finally:
         driver.quit()
+
+
+def test_a_data_file_of_another_run_is_refused_before_any_work(city_corpus_file: Path,
+                                                               tmp_path: Path, capsys) -> None:
+    data = tmp_path / ".ragcov"
+    queries = city_queries(tmp_path)
+    assert cli(capsys, "run", "--corpus", str(city_corpus_file), "--queries", str(queries),
+               "--retriever", "bm25", "-k", "1", "--data-file", str(data), "-q")[0] == 0
+    before = data.read_bytes()
+    code, _, err = cli(capsys, "drift", "--corpus", str(city_corpus_file), "--queries",
+                       str(queries), "--retriever", "bm25", "-k", "2", "--data-file", str(data))
+    assert code == 1 and "k differs (1 in" in err and "another --data-file" in err
+    assert err.strip().count("\n") == 0 and data.read_bytes() == before

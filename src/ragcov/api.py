@@ -697,11 +697,22 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus, queries: str | os.Path
         notes["stale:versions"] = [
             f"the corpus's own versions ({versions.key!r}): {len(versions.current)} superseded "
             f"chunks in {versions.versioned_documents} documents"]
+    recorded = CoverageData(path)
+    if recorded.exists():  # k and corpus now, before a model embeds the corpus
+        with contextlib.suppress(NoDataFile):
+            meta = recorded.meta()
+            _drift_mix(check_compatible, meta, k, corpus_obj.hash, meta.retriever, str(path),
+                       "this drift run")
     rebuild = rebuilder(kind, corpus_obj, model=model, index=index, backend=backend,
                         progress=progress)
     try:
-        measure(corpus_obj, suite, rebuild.base, k=k, data_file=path, append=True,
-                progress=progress)
+        if isinstance(kind, str):
+            from ragcov.retrievers.store import store_run_line
+
+            if line := store_run_line(corpus_obj, kind, rebuild.base, k):
+                say(line)
+        _drift_mix(measure, corpus_obj, suite, rebuild.base, k=k, data_file=path, append=True,
+                   progress=progress)
         done = run_drift(corpus_obj, suite, rebuild, CoverageData(path), k, settings, versions,
                          progress=progress, notify=say, on_copy=on_copy)
     finally:
@@ -709,6 +720,18 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus, queries: str | os.Path
     summary = drift_summary(path)
     return DriftRun(summary, path, done.copies, done.searched, done.resumed,
                     int(getattr(rebuild, "embedded", 0)))
+
+
+def _drift_mix(step: Any, *args: Any, **kwargs: Any) -> Any:
+    """``step`` with a data file that holds another run refused in drift's words."""
+    try:
+        return step(*args, **kwargs)
+    except RagcovError as exc:
+        if not str(exc).startswith("cannot mix coverage data"):
+            raise
+        raise RagcovError(f"{exc}; drift records the suite's run in the data file it reports "
+                          "into: give the recorded run's settings, or another --data-file"
+                          ) from None
 
 
 def drift_summary(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> Any:

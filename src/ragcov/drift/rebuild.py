@@ -86,8 +86,9 @@ class DenseRebuilder(Rebuilder):
             path = embedding_cache_path(changed, self._cache_key())
             emb = load_cached_embeddings(path, len(new), encoder_dimension(b.encoder))
             if emb is None:
+                # No bar of its own: the copies' bar is on the terminal (one live display).
                 emb = encode(b.encoder, [c.text for c in new], b.batch_size,
-                             "Embedding changed chunks", self.progress, threads=b.threads)
+                             "Embedding changed chunks", False, threads=b.threads)
                 self.embedded += len(new)
                 save_embeddings(path, emb)
             self.vectors.update((c.hash, row) for c, row in zip(new, emb))
