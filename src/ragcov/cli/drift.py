@@ -45,7 +45,7 @@ def drift(
     index: Index = "flat",
     data_file: DataFile = DEFAULT_DATA_PATH,
     relation: Annotated[list[str] | None, typer.Option(
-        "--relation", help="noise, format (or one form: format:rows, format:markdown, "
+        "--relation", metavar="RELATION", help="noise, format (or one form: format:rows, format:markdown, "
         "format:csv, format:whitespace, format:case), stale, distractors, duplicate, identity "
         "(repeatable or comma-separated; default: all but identity).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of every transform (the same seed, the same "

@@ -183,8 +183,10 @@ def drift_markdown(s: DriftSummary, show: int = SHOW) -> str:
         details = relation_details(r, s, show)
         if not details:
             continue
+        # A fence inside a question would end the code block early.
         block = ["", f"<details><summary>{relation_label(r, s.settings)}: {r.violated} of {r.n} "
-                 "tests violate</summary>", "", "```", *details, "```", "</details>"]
+                 "tests violate</summary>", "", "```", *(d.replace("```", "'" * 3) for d in details),
+                 "```", "</details>"]
         if sum(len(x) + 1 for x in out + block) > COMMENT_LIMIT:
             out += ["", "(details cut to fit a comment; `ragcov drift --format json` has them all)"]
             break
