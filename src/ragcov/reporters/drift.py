@@ -62,7 +62,8 @@ def facts(r: RelationResult) -> dict[str, Any]:
     elif r.kind == "versions":
         retrieving = sum(1 for t in r.tests if t.value > 0)
         out.update(retrieving=retrieving,
-                   stale_retrieval_rate=retrieving / r.n if r.n else 0.0)
+                   stale_retrieval_rate=retrieving / r.n if r.n else 0.0,
+                   blast_radius=blast_radius(r))
     elif r.relation == "distractors":
         by: dict[str, int] = {}
         for t in r.tests:
@@ -71,6 +72,19 @@ def facts(r: RelationResult) -> dict[str, Any]:
                     by[cid] = by.get(cid, 0) + 1
         out["displacing"] = sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))
     return out
+
+
+def blast_radius(r: RelationResult) -> list[dict[str, Any]]:
+    """Per superseded chunk a test retrieves: the tests, at what rank, and where its current
+    version ranks for them (None: not retrieved), most retrieved first."""
+    found: dict[int, dict[str, Any]] = {}
+    for t in r.tests:
+        for d in t.detail:
+            for chunk, rank, current, current_rank in d.get("superseded", []):
+                entry = found.setdefault(chunk, {"chunk": chunk, "current": current, "tests": []})
+                entry["tests"].append({"query_id": t.query_id, "rank": rank,
+                                       "current_rank": current_rank})
+    return sorted(found.values(), key=lambda e: (-len(e["tests"]), e["chunk"]))
 
 
 def _interval(r: RelationResult) -> str:
@@ -124,10 +138,11 @@ def _value(r: RelationResult, value: float) -> str:
 
 
 def relation_details(r: RelationResult, s: DriftSummary, show: int = SHOW) -> list[str]:
-    """The worst tests, the chunks that break most and the documents they are in."""
-    if not r.violated:
+    """The worst tests, the chunks that break most and the documents they are in (and a
+    corpus's own versions' blast radius, violated or not)."""
+    if not r.violated and r.kind != "versions":
         return []
-    lines = [f"{relation_label(r, s.settings)}: worst tests"]
+    lines = [f"{relation_label(r, s.settings)}: worst tests"] if r.violated else []
     for t in r.worst(show):
         broke = ", ".join(s.names[c] for c in t.broke[:3]) + (" ..." if len(t.broke) > 3 else "")
         lines.append(f"  {t.query_id}  {_value(r, t.value)}  {_short(t.text, 60)!r}"
@@ -143,6 +158,16 @@ def relation_details(r: RelationResult, s: DriftSummary, show: int = SHOW) -> li
         lines.append(f"{relation_label(r, s.settings)}: documents (chunks broke / seen)")
         lines += [f"  {d.doc_id}  {d.broke} of {d.seen} ({_pc(d.rate)})" for d in docs]
     f = facts(r)
+    if f.get("blast_radius"):
+        lines.append("stale (own versions): blast radius (superseded chunk: tests that retrieve "
+                     "it at rank r, the current version's rank)")
+        for e in f["blast_radius"][:show]:
+            current = s.names.get(e["current"], "none") if e["current"] >= 0 else "none"
+            ranks = ", ".join(f"{x['query_id']} r{x['rank']}/"
+                              f"{'-' if x['current_rank'] is None else x['current_rank']}"
+                              for x in e["tests"][:show])
+            more = f" ... ({len(e['tests'])} tests)" if len(e["tests"]) > show else ""
+            lines.append(f"  {s.names[e['chunk']]} (current: {current}): {ranks}{more}")
     if f.get("displacing"):
         top = ", ".join(f"{cid} ({n})" for cid, n in f["displacing"][:3])
         lines.append(f"distractors: most displacing: {top}")
@@ -200,6 +225,9 @@ def drift_json(s: DriftSummary) -> dict[str, Any]:
         f = facts(r)
         if "displacing" in f:
             f["displacing"] = [{"chunk_id": c, "tests": n} for c, n in f["displacing"]]
+        for e in f.get("blast_radius", []):
+            e["chunk"] = s.names[e["chunk"]]
+            e["current"] = s.names.get(e["current"]) if e["current"] >= 0 else None
         relations.append({
             "relation": r.relation, "copies": r.copies, "changed_chunks": r.changed,
             "added_chunks": r.added, "tests": r.n, "violated": r.violated, "rate": r.rate,
