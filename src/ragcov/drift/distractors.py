@@ -17,6 +17,7 @@ from ragcov.corpus import Corpus, load_corpus
 from ragcov.errors import RagcovError
 from ragcov.fields import CHUNK_ID_KEYS
 from ragcov.files import first_key, iter_jsonl
+from ragcov.stores.urls import is_store_url
 
 BUNDLED = "pubmedqa_distractors.jsonl"
 
@@ -27,6 +28,8 @@ def bundled_distractors() -> Path:
 
 def check_distractor_path(path: str | os.PathLike[str], corpus: str | os.PathLike[str]) -> None:
     """Refuse the corpus's own file before anything is loaded."""
+    if is_store_url(path):  # a store's chunks: checked by their texts once read
+        return
     p = Path(path)
     if not p.exists():
         raise RagcovError(f"{p}: no such file or directory (--distractors)")
@@ -56,10 +59,10 @@ def load_distractors(path: str | os.PathLike[str] | None, corpus: Corpus, chunk_
     corpus's documents are (``--chunk-size``, ``--chunk-overlap``). Texts the corpus
     holds too are left out; when that is most of them, the file is the corpus itself.
     """
-    p = bundled_distractors() if path is None else Path(path)
+    p = bundled_distractors() if path is None else path
     source = "bundled PubMedQA sample" if path is None else str(path)
-    distractors = load_corpus(p, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-                              split=_documents(p))
+    split = not is_store_url(p) and _documents(Path(p))
+    distractors = load_corpus(p, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split)
     own = {c.hash for c in corpus}
     shared = [c for c in distractors if c.hash in own]
     if len(shared) * 2 >= len(distractors):
