@@ -17,6 +17,7 @@ from ragcov.corpus import Corpus, load_corpus
 from ragcov.errors import RagcovError
 from ragcov.fields import CHUNK_ID_KEYS
 from ragcov.files import first_key, iter_jsonl
+from ragcov.redaction import redact_url
 from ragcov.stores.urls import is_store_url
 
 BUNDLED = "pubmedqa_distractors.jsonl"
@@ -60,7 +61,9 @@ def load_distractors(path: str | os.PathLike[str] | None, corpus: Corpus, chunk_
     holds too are left out; when that is most of them, the file is the corpus itself.
     """
     p = bundled_distractors() if path is None else path
-    source = "bundled PubMedQA sample" if path is None else str(path)
+    # Recorded in the data file and printed: a store URL's password never is.
+    source = ("bundled PubMedQA sample" if path is None
+              else redact_url(str(path)) if is_store_url(path) else str(path))
     split = not is_store_url(p) and _documents(Path(p))
     distractors = load_corpus(p, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split)
     own = {c.hash for c in corpus}
