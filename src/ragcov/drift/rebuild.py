@@ -62,15 +62,12 @@ class DenseRebuilder(Rebuilder):
         self.queries = QueryMemo(self.base.embed_queries)
         self.embedded = 0
 
-    def _cache_key(self) -> str:
-        b = self.base
-        return b.model_name + ("|onnx-int8" if b.backend == "onnx-int8" else "")
-
     def embeddings(self, copy: Corpus) -> np.ndarray:
         """The copy's vectors: reused by content hash, the rest embedded (or read from the
         cache, where an earlier run of the same copy left them)."""
         from ragcov.retrievers.dense import encode, encoder_dimension
         from ragcov.retrievers.embedding_cache import (
+            embedding_cache_key,
             embedding_cache_path,
             load_cached_embeddings,
             save_embeddings,
@@ -83,14 +80,17 @@ class DenseRebuilder(Rebuilder):
             # their ids and contents, and checks what it reads back.
             changed = Corpus([Chunk(id=c.id, text=c.text, doc_id=c.doc_id) for c in new],
                              chunking={"method": "drift-changed", **copy.chunking})
-            path = embedding_cache_path(changed, self._cache_key())
-            emb = load_cached_embeddings(path, len(new), encoder_dimension(b.encoder))
+            # Keyed as the base's own entry is (the model's content, int8 apart from fp32).
+            key = embedding_cache_key(changed, b.model.cache_key,
+                                      "onnx-int8" if b.backend == "onnx-int8" else "")
+            path = embedding_cache_path(key)
+            emb = load_cached_embeddings(path, len(new), encoder_dimension(b.encoder), key=key)
             if emb is None:
                 # No bar of its own: the copies' bar is on the terminal (one live display).
                 emb = encode(b.encoder, [c.text for c in new], b.batch_size,
                              "Embedding changed chunks", False, threads=b.threads)
                 self.embedded += len(new)
-                save_embeddings(path, emb)
+                save_embeddings(path, emb, key)
             self.vectors.update((c.hash, row) for c, row in zip(new, emb))
         return np.stack([self.vectors[c.hash] for c in copy]).astype(np.float32, copy=False)
 
