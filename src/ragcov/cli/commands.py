@@ -17,6 +17,7 @@ from ragcov.cli.ci_formats import badge, lcov, xml
 from ragcov.cli.combine import combine
 from ragcov.cli.demo import demo
 from ragcov.cli.diff import diff
+from ragcov.cli.drift import drift
 from ragcov.cli.erase import erase
 from ragcov.cli.faults import faults
 from ragcov.cli.gap import gap
@@ -163,6 +164,7 @@ COMMANDS = [
     ("diff", diff),
     ("gap", gap),
     ("probe", probe),
+    ("drift", drift),
 ]
 for _name, _fn in COMMANDS:
     app.command(_name, cls=_Command)(_fn)
