@@ -744,13 +744,14 @@ def drift_summary(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> Any:
     return None if record is None else summarize_drift(record)
 
 
-def write_drift_html(data_file: str | os.PathLike[str], directory: str | os.PathLike[str]
-                     ) -> Path | None:
-    """``drift.html`` of the drift run in ``data_file`` into ``directory`` (an HTML report
-    folder, or a new one); None when the file holds no drift run."""
+def write_drift_html(data_file: Any, directory: str | os.PathLike[str]) -> Path | None:
+    """``drift.html`` of the drift run in ``data_file`` (or of what :func:`report` read
+    from it) into ``directory`` (an HTML report folder, or a new one); None when the file
+    holds no drift run."""
     from ragcov.reporters.drift import write_drift_page
+    from ragcov.scope import Scoped
 
-    summary = drift_summary(data_file)
+    summary = data_file.drift if isinstance(data_file, Scoped) else drift_summary(data_file)
     return None if summary is None else write_drift_page(summary, directory)
 
 
@@ -777,7 +778,10 @@ def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = N
     pytest plugin's reports all read: ``.matrix``, ``.summary()``, ``.excluded``,
     ``.reachability`` and the data file's ``.meta``.
     """
-    return load_scoped(data_file, scope)
+    with one_read(data_file):  # the report and the drift run it holds: one snapshot
+        scoped = load_scoped(data_file, scope)
+        scoped.drift = drift_summary(data_file)
+    return scoped
 
 
 @contextlib.contextmanager

@@ -53,7 +53,7 @@ def html(
     index = write_html(site, directory, order or [], greedy=greedy, title=title,
                        precision=precision or 0)
     out.print(f"Wrote HTML report to {index}")
-    drift_page = api.write_drift_html(data_file, directory)
+    drift_page = api.write_drift_html(site, directory)
     if drift_page is not None:  # a drift run recorded in the file (ragcov drift)
         out.print(f"Wrote the drift page to {drift_page}", markup=False)
     if fail_under is not None:

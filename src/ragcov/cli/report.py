@@ -25,11 +25,10 @@ from ragcov.cli.options import (
 )
 from ragcov.cli.report_options import scoped, write_scoped
 from ragcov.errors import RagcovError
-from ragcov.files import json_text
 from ragcov.reporters import DEFAULT_JSON_FILE
-from ragcov.reporters.drift import drift_json, drift_lines
-from ragcov.reporters.jsonreport import json_report
+from ragcov.reporters.drift import drift_lines
 from ragcov.reporters.reachability import reachability_lines
+from ragcov.reporters.registry import REPORTERS, names_help, reporter
 from ragcov.reporters.sections import (
     correctness_line,
     duplicates_line,
@@ -37,7 +36,7 @@ from ragcov.reporters.sections import (
     generated_line,
     redundant_lines,
 )
-from ragcov.reporters.table import render_table, retriever_line
+from ragcov.reporters.table import retriever_line
 
 
 @scoped
@@ -54,7 +53,7 @@ def report(
         help="Sort by name, chunks, covered, missing or cover; prefix - to reverse.")] = None,
     precision: Annotated[int | None, typer.Option(
         help="Digits after the decimal point (default 0; 2 for --format total).")] = None,
-    format: Annotated[str, typer.Option("--format", help="text, markdown or total.")] = "text",
+    format: Annotated[str, typer.Option("--format", help=f"One of: {names_help()}.")] = "text",
     fail_under: FailUnder = None,
     redundant: Annotated[bool, typer.Option(
         "--redundant/--no-redundant",
@@ -91,11 +90,13 @@ def report(
     # A store's read order is not stable (a deleted chunk shifts every position after it):
     # its missing chunks are listed by id. A corpus file's order is, so positions are kept.
     show_ids = show_ids or scoped.from_store
+    shown = reporter(format)  # one registry of formats: the table's, and json, xml, lcov
     if format == "text":
         out.print(retriever_line(scoped.meta.k, scoped.meta.retriever, summary.depth), markup=False)
-    out.print(render_table(summary, format, show_missing, skip_covered, sort, precision,
-                           show_ids), markup=False)
-    if format != "total":
+    out.print(shown.render(scoped, {"show_missing": show_missing, "skip_covered": skip_covered,
+                                    "sort": sort, "precision": precision, "show_ids": show_ids}
+                           ).rstrip("\n"), markup=False)
+    if format in ("text", "markdown"):
         lines = [excluded_line(scoped.excluded), generated_line(scoped.generated_left_out),
                  duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
                  approximate_note(scoped)]
@@ -108,9 +109,8 @@ def report(
         if redundant:
             lines += ["", *redundant_lines(redundant_tests(scoped.matrix),
                                            scoped.matrix.n_queries)]
-        drifted = api.drift_summary(data_file)
-        if drifted is not None:
-            lines += drift_lines(drifted)
+        if scoped.drift is not None:  # a drift run recorded in the file (ragcov drift)
+            lines += drift_lines(scoped.drift)
         for line in lines:
             if line is not None:
                 out.print(line, markup=False)
@@ -134,13 +134,8 @@ def json_cmd(
     precision: GatePrecision = None,
 ) -> None:
     """Write the versioned JSON report."""
-    def render(scoped) -> str:  # type: ignore[no-untyped-def]
-        doc = json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped)  # type: ignore[arg-type]
-        drifted = api.drift_summary(data_file)
-        if drifted is not None:  # a drift run recorded in the file (ragcov drift)
-            doc["drift"] = drift_json(drifted)
-        return json_text(doc, indent=2 if pretty else None)
-
-    write_scoped(data_file, scope, output, fail_under, render, "JSON report", precision)
+    options = {"entropy_support": entropy_support, "gini_over": gini_over, "pretty": pretty}
+    write_scoped(data_file, scope, output, fail_under,
+                 lambda scoped: REPORTERS["json"].render(scoped, options), "JSON report", precision)
 
 
