@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         coverage_diff,
         erase,
         find_faults,
+        fit_topics,
         generate,
         index,
         load_corpus,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         report,
         run,
         select_tests,
+        topic_coverage,
         traffic_gap,
         write_html,
     )
@@ -51,7 +53,8 @@ if TYPE_CHECKING:
 # package's attribute to the module, and ``__getattr__`` would never be asked again.
 _VERBS = ("audit_reachability", "combine", "coverage_diff", "erase", "find_faults", "generate",
           "index", "load_corpus", "load_suite", "make_generator", "make_retriever", "measure",
-          "probe", "record_traces", "report", "run", "select_tests", "traffic_gap", "write_html")
+          "probe", "record_traces", "report", "run", "select_tests", "traffic_gap", "write_html",
+          "fit_topics", "topic_coverage")
 # Imported on first use: the pytest plugin and the CLI import this package on every
 # start, and numpy/scipy are too slow to load for a run that never uses them.
 _LAZY = {
@@ -80,4 +83,4 @@ __all__ = ["Chunk", "Corpus", "CoverageMatrix", "Query", "RagcovError", "ReportS
     "Suite", "__version__", "audit_reachability", "combine", "coverage_diff", "erase",
     "find_faults", "generate", "index", "load_corpus", "load_suite", "make_generator",
     "make_retriever", "measure", "probe", "record_traces", "report", "run", "select_tests",
-    "traffic_gap", "write_html"]
+    "traffic_gap", "write_html", "fit_topics", "topic_coverage"]

@@ -639,6 +639,8 @@ _FORWARDED = {
     "store_run_line": "ragcov.retrievers.store",
     "make_generator": "ragcov.generation", "LoopConfig": "ragcov.generation",
     "gap_targets": "ragcov.generation.targets",
+    "min_topic_failure": "ragcov.topics.coverage",
+    "check_min_topic_coverage": "ragcov.topics.coverage",
 
     "check_outputs": "ragcov.overwrite", "is_store_url": "ragcov.stores",
     "DEFAULT_AFTER_SATURATION": "ragcov.selection", "ALL_STRATEGIES": "ragcov.selection",
@@ -673,3 +675,73 @@ def configured_scope(command: str = "report", start: str | os.PathLike[str] | No
              if k in values}
     return ReportScope(**lists, min_chunk_chars=values.get("min_chunk_chars", 0),
                        reachable=values.get("reachable", False))
+
+
+# --- coverage by topic (``ragcov topics``, ``report --by topic``) ---------------------------
+
+def fit_topics(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, n_topics: int | None = None,
+               seed: int = 0, vectors: str = "auto", model: str | None = None,
+               corpus: Corpus | None = None, refit: bool = False) -> Any:
+    """Cluster the data file's chunks into topics and store them there (``ragcov topics``).
+
+    ``vectors``: ``auto`` (the run's own: a dense run's cached embeddings, a store's
+    vectors when ``corpus`` is its URL, else TF-IDF), ``dense``, ``store`` or ``tfidf``.
+    ``n_topics`` None chooses N. The stored set is kept when it was made the same way
+    from the same corpus (``refit`` makes it again). Returns
+    :class:`ragcov.topics.build.BuiltTopics`.
+    """
+    from ragcov.topics.build import build_topics
+
+    check_seed(seed)
+    return build_topics(str(data_file), n_topics, seed, vectors, model, corpus, refit)
+
+
+def topic_coverage(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = None,
+                   traffic: str | os.PathLike[str] | None = None, scoped: Any = None,
+                   allow_different_k: bool = False,
+                   allow_different_retriever: bool = False) -> Any:
+    """Coverage per stored topic (``ragcov topics``, ``report --by topic``), in the order to
+    act on it; with ``traffic`` (imported production traces over the same corpus) the
+    share of production hits each topic takes, and takes on untested chunks.
+
+    ``scoped`` is what :func:`report` returned for ``data_file``, when already read.
+    Returns :class:`ragcov.topics.coverage.TopicReport`; refuses, in one line, a file
+    without topics or with stale ones.
+    """
+    from ragcov.topics.build import fresh_topics
+    from ragcov.topics.coverage import topic_numbers
+
+    scoped = scoped if scoped is not None else load_scoped(data_file, scope)
+    stored = fresh_topics(str(data_file), scoped.meta.corpus_hash if scoped.meta else None)
+    hits = None
+    if traffic is not None:
+        import numpy as np
+
+        g = gap(data_file, traffic, top=0, allow_different_k=allow_different_k,
+                allow_different_retriever=allow_different_retriever)
+        hits = np.bincount(g.traffic.hit_chunk, minlength=g.traffic.n_chunks)
+    full = scoped.full if scoped.full is not None else scoped.matrix
+    return topic_numbers(scoped, stored, matrix_names(full, scoped.positions), str(data_file), hits)
+
+
+def topic_targets(data_file: str | os.PathLike[str], topic: str, corpus: Corpus
+                  ) -> tuple[int, str, list[str]]:
+    """``generate --topic ID|LABEL``: the topic's number, label and its chunks no test
+    retrieves yet (corpus order), the chunks generation aims at."""
+    from ragcov.topics.build import fresh_topics
+    from ragcov.topics.coverage import find_topic, topic_positions
+
+    data = CoverageData(data_file)
+    if not data.exists():
+        raise RagcovError(f"{data_file}: no coverage data, so no topics; run `ragcov run` and "
+                          "`ragcov topics` first")
+    recorded = data.meta().corpus_hash
+    if recorded != corpus.hash:
+        raise RagcovError(f"{data_file} records another corpus (hash {recorded}, --corpus "
+                          f"{corpus.hash}); its topics name other chunks")
+    stored = fresh_topics(str(data_file), recorded)
+    number = find_topic(stored, topic)
+    m = data.matrix()
+    mine = (topic_positions(stored, m.chunk_ids) == number) & ~m.covered()
+    label = next(t.label for t in stored.labels if t.topic == number)
+    return number, label, [m.chunk_ids[j] for j in mine.nonzero()[0]]

@@ -27,6 +27,7 @@ from ragcov.cli.measure import index, run
 from ragcov.cli.probe import probe
 from ragcov.cli.report import json_cmd, report
 from ragcov.cli.select import select_cmd
+from ragcov.cli.topics import topics
 
 
 class _Flag(TyperOption):
@@ -163,6 +164,7 @@ COMMANDS = [
     ("diff", diff),
     ("gap", gap),
     ("probe", probe),
+    ("topics", topics),
 ]
 for _name, _fn in COMMANDS:
     app.command(_name, cls=_Command)(_fn)

@@ -22,8 +22,14 @@ from ragcov.user_warnings import warn
 
 def embedding_cache_path(corpus: Corpus, model_name: str) -> Path:
     """Where the corpus embeddings of ``model_name`` are cached: keyed by corpus, model, chunking."""
-    key = json.dumps({"corpus": corpus.hash, "model": model_name,
-                      "chunking": corpus.chunking, "normalized": True}, sort_keys=True)
+    return cached_embeddings_of(corpus.hash, corpus.chunking, model_name)
+
+
+def cached_embeddings_of(corpus_hash: str, chunking: dict, model_name: str) -> Path:
+    """The same place from what a data file records (its corpus hash, the run's chunking):
+    ``ragcov topics`` finds a dense run's vectors without the corpus or the model."""
+    key = json.dumps({"corpus": corpus_hash, "model": model_name,
+                      "chunking": chunking, "normalized": True}, sort_keys=True)
     return cache_dir() / "embeddings" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.npy"
 
 

@@ -1,0 +1,293 @@
+"""Chunks into topics: k-means on the chunk vectors, c-TF-IDF labels, a 2-D corpus map.
+
+Why k-means (scikit-learn's ``KMeans``, 10 restarts, fitted on at most
+:data:`FIT_SAMPLE` chunks and every chunk then given its nearest centre):
+
+* every chunk gets a topic. A coverage report must account for every chunk;
+  HDBSCAN leaves a noise class, and on the bundled sample's MiniLM vectors it put
+  43% to 95% of the chunks there (docs/topics.md);
+* ``--topics N`` means N, and a seed makes the same topics again;
+* it stays fast: HDBSCAN took 80 s on 10,000 random 384-d vectors here, where
+  fitting 20,000 chunks and assigning 100,000 takes seconds;
+* restarts, not minibatches: ``MiniBatchKMeans`` was as fast but its topics moved
+  with the seed (adjusted Rand index 0.35 between two seeds at 15 topics on the
+  sample, against 0.58 for ``KMeans``; docs/topics.md has the table).
+
+N, when not given, is the candidate with the highest mean cosine silhouette on a
+sample, among those whose topics average at least :data:`MIN_TOPIC_CHUNKS` chunks.
+Labels are class-based TF-IDF (as BERTopic's): a topic's chunks are read as one
+document, and a term weighs by its frequency there against its frequency in all
+topics, so a label names what sets the topic apart, not what every chunk says.
+scikit-learn is imported here, inside the functions, and only by the commands that
+cluster (``ragcov topics``); reading stored topics never loads it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ragcov.errors import RagcovError
+
+#: KMeans is fitted on at most this many chunks (a seeded sample); the rest take their
+#: nearest centre. Centres from 20,000 chunks of 100,000 are the same subjects.
+FIT_SAMPLE = 20_000
+#: Candidate N are scored on at most this many chunks.
+SEARCH_SAMPLE = 3_000
+CANDIDATES = (2, 3, 4, 6, 8, 10, 12, 15, 20, 25, 30)
+#: Chosen automatically, topics average at least this many chunks.
+MIN_TOPIC_CHUNKS = 10
+RESTARTS = 10
+SEARCH_RESTARTS = 3
+#: Terms kept per topic; the label is the first LABEL_TERMS of them.
+TERMS = 10
+LABEL_TERMS = 3
+#: TF-IDF vectors are reduced to this many dimensions (LSA) before clustering.
+LSA_DIMENSIONS = 100
+#: The map's projection is fitted on at most this many chunks.
+MAP_SAMPLE = 5_000
+
+
+@dataclass
+class Fitted:
+    """A clustering: per chunk its topic (from 1, largest topic first), and per topic its
+    terms and its most central chunk (a position)."""
+
+    assignment: np.ndarray            # int64, per chunk, 1..N
+    terms: list[list[str]]            # per topic, most distinctive first
+    central: list[int]                # per topic, the chunk nearest its centre
+    xy: np.ndarray                    # (n, 2) in [0, 1]: the corpus map
+    candidates: dict[int, float] = field(default_factory=dict)  # auto N: N -> silhouette
+
+    @property
+    def n_topics(self) -> int:
+        return len(self.terms)
+
+
+def check_topic_count(n_topics: int | None, n_chunks: int, where: str) -> None:
+    """Refuse an impossible request in one line, before any vector is read."""
+    if n_chunks == 0:
+        raise RagcovError(f"{where}: the corpus holds no chunks; there is nothing to cluster")
+    if n_topics is None:
+        return
+    if n_topics < 1:
+        raise RagcovError(f"--topics must be at least 1, got {n_topics}")
+    if n_topics > n_chunks:
+        raise RagcovError(f"--topics {n_topics} is more topics than the {n_chunks} chunk(s) of "
+                          f"{where}; give at most {n_chunks}")
+
+
+def tfidf_vectors(texts: Sequence[str], seed: int = 0) -> np.ndarray:
+    """Unit rows of the chunks' TF-IDF reduced by LSA: what a BM25 run's topics cluster.
+
+    Words are ragcov's own (:func:`ragcov.tfidf.words`: the BM25 retriever's
+    vocabulary rule, stopwords out), sublinear term frequency as in LSA practice.
+    """
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from ragcov.tfidf import words
+
+    try:
+        x = TfidfVectorizer(analyzer=words, sublinear_tf=True, dtype=np.float32).fit_transform(texts)
+    except ValueError:  # scikit-learn's "empty vocabulary"
+        raise RagcovError("no chunk holds a word to cluster on (TF-IDF); use --vectors dense "
+                          "or a corpus with text") from None
+    dims = min(LSA_DIMENSIONS, x.shape[1] - 1, x.shape[0] - 1)
+    z = (TruncatedSVD(dims, random_state=seed).fit_transform(x) if dims >= 2
+         else x.toarray()).astype(np.float32)
+    return _unit_rows(z)
+
+
+def _unit_rows(v: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return v / np.where(norms > 0, norms, 1.0)
+
+
+def fit(vectors: np.ndarray, texts: Sequence[str], n_topics: int | None = None,
+        seed: int = 0) -> Fitted:
+    """Cluster ``vectors`` (one row per chunk, in corpus order) into topics.
+
+    Deterministic for a given ``seed``: the samples, the restarts and the projection
+    all draw from it, and topics are numbered by size (ties: the first chunk).
+    """
+    n = len(vectors)
+    check_topic_count(n_topics, n, "the data file")
+    if len(texts) != n:
+        raise RagcovError(f"{len(texts)} chunk texts for {n} vectors")
+    v = np.ascontiguousarray(vectors, dtype=np.float32)
+    if not np.isfinite(v).all():
+        raise RagcovError("the chunk vectors hold NaN or infinite values; rebuild them "
+                          "(`ragcov index`) or use --vectors tfidf")
+    rng = np.random.default_rng(seed)
+    candidates: dict[int, float] = {}
+    if n_topics is None:
+        n_topics, candidates = choose_topic_count(v, seed)
+    raw = _kmeans(v, n_topics, seed, rng)
+    assignment, order = _number_by_size(raw)
+    central = _central(v, assignment, len(order))
+    return Fitted(assignment=assignment, terms=class_terms(texts, assignment, len(order)),
+                  central=central, xy=map_positions(v, assignment, seed), candidates=candidates)
+
+
+def _sample(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    return np.arange(n) if n <= size else np.sort(rng.choice(n, size, replace=False))
+
+
+def _kmeans(v: np.ndarray, k: int, seed: int, rng: np.random.Generator) -> np.ndarray:
+    """Per chunk, its centre's number: KMeans fitted on a sample, every chunk assigned."""
+    if k == 1:
+        return np.zeros(len(v), dtype=np.int64)
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
+    rows = _sample(len(v), FIT_SAMPLE, rng)
+    with warnings.catch_warnings():
+        # Fewer distinct vectors than topics: the empty topics are dropped below.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        km = KMeans(k, n_init=RESTARTS, random_state=seed).fit(v[rows])
+    if rows.size == len(v):
+        return km.labels_.astype(np.int64)
+    return np.concatenate([km.predict(v[a:a + 50_000]) for a in range(0, len(v), 50_000)]
+                          ).astype(np.int64)
+
+
+def _number_by_size(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Topics numbered 1..N, largest first (ties: the one whose first chunk comes first);
+    centres no chunk took are dropped."""
+    sizes = np.bincount(raw)
+    used = np.flatnonzero(sizes)
+    first = np.full(sizes.size, len(raw), dtype=np.int64)
+    np.minimum.at(first, raw, np.arange(len(raw)))
+    order = used[np.lexsort((first[used], -sizes[used]))]
+    number = np.zeros(sizes.size, dtype=np.int64)
+    number[order] = np.arange(1, order.size + 1)
+    return number[raw], order
+
+
+def _central(v: np.ndarray, assignment: np.ndarray, n_topics: int) -> list[int]:
+    """Per topic, the chunk most similar to its mean direction (cosine; ties: corpus order)."""
+    out = []
+    for t in range(1, n_topics + 1):
+        rows = np.flatnonzero(assignment == t)
+        centre = v[rows].mean(axis=0)
+        norm = float(np.linalg.norm(centre))
+        if norm == 0:
+            out.append(int(rows[0]))
+            continue
+        out.append(int(rows[np.argmax(v[rows] @ (centre / norm))]))
+    return out
+
+
+def choose_topic_count(v: np.ndarray, seed: int) -> tuple[int, dict[int, float]]:
+    """N with the best mean cosine silhouette on a sample (ties: the smaller N).
+
+    Only candidates whose topics average :data:`MIN_TOPIC_CHUNKS` chunks or more
+    take part: a coverage figure over a handful of chunks says little.
+    """
+    n = len(v)
+    top = max(2, n // MIN_TOPIC_CHUNKS)
+    cands = [c for c in CANDIDATES if c <= top and c < n]
+    if not cands:
+        return 1, {}
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.metrics import silhouette_score
+
+    sample = v[_sample(n, SEARCH_SAMPLE, np.random.default_rng([seed, 1]))]
+    scores: dict[int, float] = {}
+    for c in cands:
+        if c >= len(sample):
+            break
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            labels = KMeans(c, n_init=SEARCH_RESTARTS, random_state=seed).fit_predict(sample)
+        if np.unique(labels).size < 2:
+            continue  # every sampled chunk the same vector: no silhouette
+        scores[c] = round(float(silhouette_score(sample, labels, metric="cosine")), 4)
+    if not scores:
+        return 1, {}
+    best = max(scores.values())
+    return min(c for c, s in scores.items() if s == best), scores
+
+
+def class_terms(texts: Sequence[str], assignment: np.ndarray, n_topics: int,
+                top: int = TERMS) -> list[list[str]]:
+    """Per topic, its most distinctive terms by class-based TF-IDF.
+
+    ``W(t, c) = tf(t, c) / |c| * log(1 + A / f(t))``: the term's share of the topic's
+    words, against ``A`` (the mean number of words per topic) over the term's count in
+    all topics. Ties go to the term first in alphabetical order.
+    """
+    import scipy.sparse as sp
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from ragcov.tfidf import words
+
+    try:
+        cv = CountVectorizer(analyzer=words, dtype=np.int64)
+        counts = cv.fit_transform(texts)
+    except ValueError:  # no chunk holds a word: topics without terms
+        return [[] for _ in range(n_topics)]
+    vocab = np.asarray(cv.get_feature_names_out())
+    onehot = sp.csr_matrix((np.ones(len(assignment)), (assignment - 1, np.arange(len(assignment)))),
+                           shape=(n_topics, len(assignment)))
+    per_topic = np.asarray((onehot @ counts).todense(), dtype=np.float64)
+    return weighted_terms(per_topic, vocab, top)
+
+
+def weighted_terms(per_topic: np.ndarray, vocab: np.ndarray, top: int = TERMS) -> list[list[str]]:
+    """The c-TF-IDF ranking of :func:`class_terms`, from a (topics x terms) count table."""
+    words_per_topic = per_topic.sum(axis=1, keepdims=True)
+    tf = per_topic / np.where(words_per_topic > 0, words_per_topic, 1.0)
+    mean_words = per_topic.sum() / max(1, per_topic.shape[0])
+    freq = per_topic.sum(axis=0)
+    idf = np.log1p(mean_words / np.where(freq > 0, freq, 1.0))
+    weight = tf * idf
+    out = []
+    for t in range(per_topic.shape[0]):
+        present = np.flatnonzero(per_topic[t] > 0)
+        # Highest weight first; equal weights in alphabetical order (vocab is sorted).
+        ranked = present[np.lexsort((present, -weight[t, present]))]
+        out.append([str(w) for w in vocab[ranked[:top]]])
+    return out
+
+
+def map_positions(v: np.ndarray, assignment: np.ndarray, seed: int) -> np.ndarray:
+    """Each chunk's place on the corpus map, in [0, 1]².
+
+    The 2-D projection that best separates the topics (linear discriminant analysis
+    fitted on a sample), so a topic's chunks sit together; principal components
+    when there are fewer than three topics.
+    """
+    n = len(v)
+    if n < 2 or v.shape[1] < 2:
+        return np.full((n, 2), 0.5)
+    rows = _sample(n, MAP_SAMPLE, np.random.default_rng([seed, 2]))
+    n_topics = int(assignment.max())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # collinear vectors: the projection still places them
+        if n_topics >= 3 and np.unique(assignment[rows]).size >= 3:
+            from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+            xy = LinearDiscriminantAnalysis(n_components=2).fit(
+                v[rows], assignment[rows]).transform(v)
+        else:
+            from sklearn.decomposition import PCA
+
+            xy = PCA(2, random_state=seed).fit(v[rows]).transform(v)
+    return _to_unit_square(np.asarray(xy, dtype=np.float64))
+
+
+def _to_unit_square(xy: np.ndarray) -> np.ndarray:
+    """Scaled into [0, 1] per axis between the 1st and 99th percentile (outliers at the edge)."""
+    out = np.empty_like(xy)
+    for axis in range(2):
+        col = xy[:, axis]
+        low, high = np.percentile(col, [1, 99]) if col.size else (0.0, 0.0)
+        span = high - low
+        out[:, axis] = 0.5 if span <= 0 else np.clip((col - low) / span, 0.0, 1.0)
+    return out
