@@ -188,12 +188,13 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
 def write_html(data_file: Any, directory: str | os.PathLike[str],
                orders: Sequence[str | os.PathLike[str]] = (), greedy: bool = True,
                title: str = "Chunk coverage report", precision: int = 0,
-               scope: Any = None) -> Path:
+               scope: Any = None, topics: Any = None) -> Path:
     """Write the HTML site (``ragcov html``); returns its index page.
 
     ``scope`` (a :class:`ragcov.scope.ReportScope`) chooses what the site counts.
     ``data_file`` may be what :func:`report` returned: a gate then judges the very
     numbers the site shows, not a second read that an append in between could change.
+    ``topics`` (what :func:`topic_coverage` returned) adds the topic page.
     """
     from ragcov.reporters.html import curve_from_order_file, greedy_curve, html_report, recorded_curve
     from ragcov.scope import Scoped
@@ -210,7 +211,7 @@ def write_html(data_file: Any, directory: str | os.PathLike[str],
         # The suite as recorded is the baseline an ordering is judged against.
         curves.append(recorded_curve(m))
     return html_report(m, scoped.texts, directory, curves=curves, precision=precision,
-                       title=title, scoped=scoped)
+                       title=title, scoped=scoped, topics=topics)
 
 
 @dataclass
@@ -297,7 +298,21 @@ def coverage_diff(base: str | os.PathLike[str], head: str | os.PathLike[str],
                   allow_different_retriever: bool = False, match: str = "id") -> CoverageDiff:
     """What changed between two recordings (``ragcov diff``); queries paired by ``match``."""
 
-    return diff(base, head, allow_different_k, allow_different_retriever, match)
+    d = diff(base, head, allow_different_k, allow_different_retriever, match)
+    d.topics = _topic_diff(d)
+    return d
+
+
+def _topic_diff(d: CoverageDiff) -> Any:
+    """Per-topic change, from HEAD's topics (else BASE's) when they are of its own corpus."""
+    from ragcov.data.topics import read_topics
+    from ragcov.topics.coverage import topic_diff
+
+    for side, rec in (("head", d.head), ("base", d.base)):
+        stored = read_topics(CoverageData(rec.path))
+        if stored is not None and stored.corpus_hash == rec.meta.corpus_hash:
+            return topic_diff(d, stored, side)
+    return None
 
 
 def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],
@@ -699,20 +714,23 @@ def fit_topics(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, n_topics: 
 def topic_coverage(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = None,
                    traffic: str | os.PathLike[str] | None = None, scoped: Any = None,
                    allow_different_k: bool = False,
-                   allow_different_retriever: bool = False) -> Any:
+                   allow_different_retriever: bool = False, missing_ok: bool = False) -> Any:
     """Coverage per stored topic (``ragcov topics``, ``report --by topic``), in the order to
     act on it; with ``traffic`` (imported production traces over the same corpus) the
     share of production hits each topic takes, and takes on untested chunks.
 
     ``scoped`` is what :func:`report` returned for ``data_file``, when already read.
     Returns :class:`ragcov.topics.coverage.TopicReport`; refuses, in one line, a file
-    without topics or with stale ones.
+    with stale topics, or without topics (``missing_ok``: returns None).
     """
     from ragcov.topics.build import fresh_topics
     from ragcov.topics.coverage import topic_numbers
 
     scoped = scoped if scoped is not None else load_scoped(data_file, scope)
-    stored = fresh_topics(str(data_file), scoped.meta.corpus_hash if scoped.meta else None)
+    stored = fresh_topics(str(data_file), scoped.meta.corpus_hash if scoped.meta else None,
+                          missing_ok)
+    if stored is None:
+        return None
     hits = None
     if traffic is not None:
         import numpy as np

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ragcov import api
 from ragcov.api import ReportScope, approximate_note
 from ragcov.api import report as report_data
 from ragcov.cli.console import out
@@ -19,9 +20,11 @@ from ragcov.cli.options import (
     Support,
     check_fail_under,
     check_precision,
+    fail,
     gate,
 )
 from ragcov.cli.report_options import scoped, write_scoped
+from ragcov.cli.topics import MinTopicCoverage, check_by
 from ragcov.files import json_text
 from ragcov.metrics import duplicate_groups, redundant_tests
 from ragcov.reporters import DEFAULT_JSON_FILE
@@ -30,6 +33,7 @@ from ragcov.reporters.names import matrix_names
 from ragcov.reporters.reachability import reachability_lines
 from ragcov.reporters.sections import duplicates_line, excluded_line, redundant_lines
 from ragcov.reporters.table import render_table, retriever_line
+from ragcov.reporters.topics import render_topics
 
 
 @scoped
@@ -53,6 +57,10 @@ def report(
         help="List redundant tests, each with the test that subsumes it or overlaps it most.")]
     = False,
     scope: ReportScope = ReportScope(),
+    by: Annotated[str, typer.Option(
+        "--by", help="document (the table above) or topic (coverage per topic, from "
+        "`ragcov topics`; what to test first on top).")] = "document",
+    min_topic_coverage: MinTopicCoverage = None,
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
 
@@ -62,8 +70,15 @@ def report(
         precision = 2 if format == "total" else 0
     check_precision(precision)
     check_fail_under(fail_under)
+    check_by(by, format, min_topic_coverage)
     scoped = report_data(data_file, scope)
     summary = scoped.summary(jaccard=False)
+    if by == "topic":
+        topics = api.topic_coverage(data_file, scoped=scoped)
+        out.print(render_topics(topics, format, precision), markup=False)
+        gate(summary.coverage, fail_under, gate_precision)
+        fail(api.min_topic_failure(topics, min_topic_coverage, gate_precision))
+        return
     if format == "text":
         out.print(retriever_line(scoped.meta.k, scoped.meta.retriever), markup=False)
     out.print(render_table(summary, format, show_missing, skip_covered, sort, precision,

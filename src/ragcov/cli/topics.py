@@ -23,6 +23,7 @@ from ragcov.cli.options import (
     load_corpus_opts,
 )
 from ragcov.cli.report_options import scoped
+from ragcov.errors import RagcovError
 from ragcov.reporters.topics import check_format, how_made, render_topics
 
 TopicCount = Annotated[int | None, typer.Option(
@@ -33,6 +34,21 @@ MinTopicCoverage = Annotated[float | None, typer.Option(
     "coverage (percent) is below this: a suite cannot pass while one subject is dark.")]
 TopicPrecision = Annotated[int | None, typer.Option(
     help="Digits after the decimal point (default 0; --min-topic-coverage then compares at 2).")]
+
+
+BY = ("document", "topic")
+
+
+def check_by(by: str, format: str = "text", min_topic_coverage: float | None = None) -> None:
+    """``--by`` of report and html, refused before the data file is read."""
+    if by not in BY:
+        raise RagcovError(f"--by must be document or topic, got {by!r}")
+    if by == "topic" and format == "total":
+        raise RagcovError("--format total prints one number; --by topic prints a table (text "
+                          "or markdown)")
+    if min_topic_coverage is not None and by != "topic":
+        raise RagcovError("--min-topic-coverage judges each topic: give it with --by topic")
+    api.check_min_topic_coverage(min_topic_coverage)
 
 
 @scoped

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -73,6 +74,9 @@ class CoverageDiff:
     rescued: list[str] | None = None
     became_unreachable_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
     rescued_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
+    # Per-topic coverage change when either file holds topics of its own corpus (else
+    # None): ragcov.topics.coverage.TopicDiff, set by the api's coverage_diff.
+    topics: Any = None
 
     @property
     def base_meta(self) -> Meta:

@@ -39,6 +39,7 @@ from ragcov.data.schema import (
     read_meta,
     sqlite_errors,
 )
+from ragcov.data.topics import carry_topics
 from ragcov.destinations import unwritable_reason, written_path
 from ragcov.errors import RagcovError
 from ragcov.files import TargetExists, atomic_path
@@ -262,7 +263,11 @@ class CoverageData:
         with (atomic_path(self.path, replace=replace) as tmp, sqlite_errors(tmp),
               new_file(tmp, meta) as con):
             _insert_chunks(con, corpus)
-            return _insert_queries(con, corpus, run, {}, 0, context)
+            added = _insert_queries(con, corpus, run, {}, 0, context)
+            # Topics describe the corpus, not the run: a new recording keeps the old one's
+            # (stale, and said to be, when the corpus changed).
+            carry_topics(self.path, con)
+            return added
 
     def _append(self, corpus: Corpus, run: Run, context: dict[str, str],
                 same_hits: bool = False) -> int:

@@ -102,38 +102,3 @@ def topics_json(report: Any) -> dict[str, Any]:
             "untested_chunks": r.untested_chunks,
         } for r in report.topics],
     }
-
-
-def topic_diff_lines(td: Any, fmt: str = "text", precision: int = 1, top: int = 20) -> list[str]:
-    """``ragcov diff``'s per-topic section: each topic's CC before and after, most changed first."""
-    if td is None:
-        return []
-    rows = td.changes[:top] if fmt != "json" else td.changes
-    title = f"By topic (topics of {td.side.upper()}; most changed first):"
-    if fmt == "markdown":
-        out = [f"### {title[:-1]}", "", "| Topic | Base | Head | Change |", "|---|---:|---:|---:|"]
-        out += [f"| {c.topic} {c.label.replace('|', '/')} | {_pct(c.base, precision)} | "
-                f"{_pct(c.head, precision)} | {_points(c.change, precision)} |" for c in rows]
-    else:
-        out = [title] + [f"  {c.topic} {c.label}: {_pct(c.base, precision)} -> "
-                         f"{_pct(c.head, precision)} ({_points(c.change, precision)})" for c in rows]
-    if len(td.changes) > len(rows):
-        out.append(f"  ... and {len(td.changes) - len(rows)} more topic(s)")
-    if td.unmatched:
-        out.append(f"  {td.unmatched} chunk(s) of the other run have no topic (not in the "
-                   "corpus the topics were made from)")
-    return out
-
-
-def _points(change: float, precision: int) -> str:
-    return f"{change * 100:+.{precision}f} pts"
-
-
-def topic_diff_json(td: Any) -> dict[str, Any] | None:
-    if td is None:
-        return None
-    return {"side": td.side, "unmatched": td.unmatched, "topics": [
-        {"topic": c.topic, "label": c.label, "base_chunks": c.base_chunks,
-         "base_covered": c.base_covered, "base": c.base, "head_chunks": c.head_chunks,
-         "head_covered": c.head_covered, "head": c.head, "change": c.change}
-        for c in td.changes]}

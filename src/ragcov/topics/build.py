@@ -85,12 +85,16 @@ def build_topics(data_file: str, n_topics: int | None = None, seed: int = 0,
     return BuiltTopics(made, made=True, note=found.note)
 
 
-def fresh_topics(data_file: str, corpus_hash: str | None = None) -> StoredTopics:
-    """The data file's topics for a reader: one line when there are none or they are stale."""
+def fresh_topics(data_file: str, corpus_hash: str | None = None,
+                 missing_ok: bool = False) -> StoredTopics | None:
+    """The data file's topics for a reader: one line when they are stale, or when there are
+    none (None with ``missing_ok``)."""
     data = CoverageData(data_file)
     digest = corpus_hash or data.meta().corpus_hash
     stored = read_stored(data)
     if stored is None:
+        if missing_ok:
+            return None
         raise RagcovError(f"{data_file}: no topics recorded; run `ragcov topics` first")
     if stored.corpus_hash != digest:
         raise RagcovError(stale_message(str(data_file), stored, digest))

@@ -67,6 +67,8 @@ class TopicReport:
     traffic_hits: int | None = None   # all production hits, when traffic was given
     unassigned: int = 0               # chunks in scope with no topic (a set made before them)
     sorted_by: str = "untested share"
+    stored: StoredTopics | None = field(default=None, repr=False)  # labels, the map
+    names: dict[str, str] = field(default_factory=dict, repr=False)  # chunk id -> DOC#N
 
     @property
     def coverage(self) -> float:
@@ -124,7 +126,7 @@ def topic_numbers(scoped: Any, stored: StoredTopics, names: dict[str, str], data
                          chunks=m.n_chunks, covered=int(covered.sum()), queries=m.n_queries,
                          probed=status is not None,
                          traffic_hits=None if hits is None else int(np.asarray(traffic_hits).sum()),
-                         unassigned=int((topic == 0).sum()))
+                         unassigned=int((topic == 0).sum()), stored=stored, names=names)
     sort_topics(report)
     return report
 

@@ -25,7 +25,8 @@ cluster (``ragcov topics``); reading stored topics never loads it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,6 +81,22 @@ def check_topic_count(n_topics: int | None, n_chunks: int, where: str) -> None:
                           f"{where}; give at most {n_chunks}")
 
 
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """BLAS and OpenMP on one thread while topics are made.
+
+    The same topics on every machine: a BLAS sum splits its work by the thread count,
+    and the last bits of the sample's LSA vectors moved with it (2e-4 between one and
+    two threads), enough for k-means to put 220 of 1,184 chunks in other topics. And
+    speed on a shared runner: with the two cores busy elsewhere, k-means on two
+    spinning OpenMP threads took 6.4 s where one thread took 0.4 s (docs/topics.md).
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        yield
+
+
 def tfidf_vectors(texts: Sequence[str], seed: int = 0) -> np.ndarray:
     """Unit rows of the chunks' TF-IDF reduced by LSA: what a BM25 run's topics cluster.
 
@@ -97,8 +114,9 @@ def tfidf_vectors(texts: Sequence[str], seed: int = 0) -> np.ndarray:
         raise RagcovError("no chunk holds a word to cluster on (TF-IDF); use --vectors dense "
                           "or a corpus with text") from None
     dims = min(LSA_DIMENSIONS, x.shape[1] - 1, x.shape[0] - 1)
-    z = (TruncatedSVD(dims, random_state=seed).fit_transform(x) if dims >= 2
-         else x.toarray()).astype(np.float32)
+    with one_thread():
+        z = (TruncatedSVD(dims, random_state=seed).fit_transform(x) if dims >= 2
+             else x.toarray()).astype(np.float32)
     return _unit_rows(z)
 
 
@@ -124,13 +142,15 @@ def fit(vectors: np.ndarray, texts: Sequence[str], n_topics: int | None = None,
                           "(`ragcov index`) or use --vectors tfidf")
     rng = np.random.default_rng(seed)
     candidates: dict[int, float] = {}
-    if n_topics is None:
-        n_topics, candidates = choose_topic_count(v, seed)
-    raw = _kmeans(v, n_topics, seed, rng)
-    assignment, order = _number_by_size(raw)
-    central = _central(v, assignment, len(order))
+    with one_thread():
+        if n_topics is None:
+            n_topics, candidates = choose_topic_count(v, seed)
+        raw = _kmeans(v, n_topics, seed, rng)
+        assignment, order = _number_by_size(raw)
+        central = _central(v, assignment, len(order))
+        xy = map_positions(v, assignment, seed)
     return Fitted(assignment=assignment, terms=class_terms(texts, assignment, len(order)),
-                  central=central, xy=map_positions(v, assignment, seed), candidates=candidates)
+                  central=central, xy=xy, candidates=candidates)
 
 
 def _sample(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -259,35 +279,67 @@ def weighted_terms(per_topic: np.ndarray, vocab: np.ndarray, top: int = TERMS) -
 def map_positions(v: np.ndarray, assignment: np.ndarray, seed: int) -> np.ndarray:
     """Each chunk's place on the corpus map, in [0, 1]².
 
-    The 2-D projection that best separates the topics (linear discriminant analysis
-    fitted on a sample), so a topic's chunks sit together; principal components
-    when there are fewer than three topics.
+    Topics are laid out by how alike they are (metric MDS of the cosine distances
+    between their centres), and each chunk sits around its topic's place, where its
+    own offset from the centre falls on the two main axes of all such offsets
+    (principal components fitted on a sample). One projection of every chunk
+    (PCA, LDA) piles most topics into one blob; this keeps each topic readable.
     """
     n = len(v)
+    n_topics = int(assignment.max()) if n else 0
     if n < 2 or v.shape[1] < 2:
         return np.full((n, 2), 0.5)
+    from sklearn.decomposition import PCA
+
+    centres = np.stack([v[assignment == t].mean(axis=0) for t in range(1, n_topics + 1)])
+    places = _topic_places(centres, seed)
     rows = _sample(n, MAP_SAMPLE, np.random.default_rng([seed, 2]))
-    n_topics = int(assignment.max())
+    offsets = v - centres[assignment - 1]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # collinear vectors: the projection still places them
-        if n_topics >= 3 and np.unique(assignment[rows]).size >= 3:
-            from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+        warnings.simplefilter("ignore")  # all offsets zero: no axes, every chunk on its place
+        local = PCA(2, random_state=seed).fit(offsets[rows]).transform(offsets)
+    local = np.nan_to_num(np.asarray(local, dtype=np.float64))
+    # Each topic's spread scaled to one disc: its 95th-percentile offset on the rim.
+    reach = np.zeros(n_topics + 1)
+    norms = np.linalg.norm(local, axis=1)
+    for t in range(1, n_topics + 1):
+        mine = norms[assignment == t]
+        reach[t] = np.percentile(mine, 95) if mine.size else 0.0
+    scale = np.where(reach[assignment] > 0, 1.0 / np.where(reach[assignment] > 0,
+                                                            reach[assignment], 1.0), 0.0)
+    local = local * scale[:, None]
+    rim = np.linalg.norm(local, axis=1, keepdims=True)
+    local = np.where(rim > 1.0, local / np.where(rim > 0, rim, 1.0), local)
+    radius = _disc_radius(places)
+    return np.clip(places[assignment - 1] + radius * local, 0.0, 1.0)
 
-            xy = LinearDiscriminantAnalysis(n_components=2).fit(
-                v[rows], assignment[rows]).transform(v)
-        else:
-            from sklearn.decomposition import PCA
 
-            xy = PCA(2, random_state=seed).fit(v[rows]).transform(v)
-    return _to_unit_square(np.asarray(xy, dtype=np.float64))
+def _topic_places(centres: np.ndarray, seed: int) -> np.ndarray:
+    """Each topic's place in [0.1, 0.9]²: alike topics near each other."""
+    k = len(centres)
+    if k == 1:
+        return np.array([[0.5, 0.5]])
+    if k == 2:
+        return np.array([[0.3, 0.5], [0.7, 0.5]])
+    from sklearn.manifold import MDS
+
+    unit = centres / np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-12)
+    distance = np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
+    np.fill_diagonal(distance, 0.0)
+    distance = (distance + distance.T) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's notices about MDS defaults
+        xy = MDS(n_components=2, metric=True, dissimilarity="precomputed", random_state=seed,
+                 n_init=4, normalized_stress="auto").fit_transform(distance)
+    low, high = xy.min(axis=0), xy.max(axis=0)
+    span = np.where(high - low > 0, high - low, 1.0)
+    return 0.1 + 0.8 * (xy - low) / span
 
 
-def _to_unit_square(xy: np.ndarray) -> np.ndarray:
-    """Scaled into [0, 1] per axis between the 1st and 99th percentile (outliers at the edge)."""
-    out = np.empty_like(xy)
-    for axis in range(2):
-        col = xy[:, axis]
-        low, high = np.percentile(col, [1, 99]) if col.size else (0.0, 0.0)
-        span = high - low
-        out[:, axis] = 0.5 if span <= 0 else np.clip((col - low) / span, 0.0, 1.0)
-    return out
+def _disc_radius(places: np.ndarray) -> float:
+    """A topic's disc: half the median distance to its nearest neighbour, within bounds."""
+    if len(places) < 2:
+        return 0.4
+    d = np.linalg.norm(places[:, None, :] - places[None, :, :], axis=2)
+    np.fill_diagonal(d, np.inf)
+    return float(np.clip(0.5 * np.median(d.min(axis=1)), 0.03, 0.2))
