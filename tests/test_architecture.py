@@ -34,10 +34,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("stores", "matrix", "retrieval", "qrels", "data", "corpus", "suite", "tfidf", "metrics",
      "summary", "apfd", "failures", "faults"),
     # Retrieving, importing, probing, generating, selecting, reporting, comparing.
-    # ``scope`` (what a report counts) reads the reachability audit; ``overwrite`` guards
-    # every output a command writes.
+    # ``scope`` (what a report counts) reads the reachability audit; ``topics`` clusters
+    # the vectors the retrievers cached and counts per topic what the audit found;
+    # ``overwrite`` guards every output a command writes.
     ("retrievers", "traces", "reachability", "generation", "selection", "scope", "reporters",
-     "compare", "overwrite"),
+     "compare", "topics", "overwrite"),
     # The one door and the engine that runs a measurement on a cluster.
     ("distributed", "distributed_traffic", "api"),
     # Parsing and printing.
