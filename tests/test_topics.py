@@ -427,3 +427,133 @@ def test_reading_topics_loads_no_clustering_library(recorded) -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_probed_files_split_untested_from_unreachable(capsys, recorded, tmp_path) -> None:
+    # Four more copies of the first page: with k=3 the fourth and fifth copy of a chunk
+    # are never retrieved by anything (ties go to corpus order): unreachable.
+    first = json.loads(recorded["pages"].read_text().splitlines()[0])
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text(recorded["pages"].read_text() + "".join(
+        json.dumps({**first, "doc_id": f"copy-{n}"}) + "\n" for n in range(4)))
+    data = tmp_path / "probed.ragcov"
+    for command in (("run", "--queries", str(recorded["suite"]), "-k", "3"), ("probe",)):
+        code, _, err = cli(capsys, *command, "--corpus", str(pages), "--split", "--retriever",
+                           "bm25", "--data-file", str(data), "--quiet")
+        assert code == 0, err
+    doc = _topics_json(capsys, data)
+    status = api.audit_reachability(data).status
+    stored = read_topics(CoverageData(data))
+    per: dict[int, Counter[str]] = {}
+    for t, s in zip(stored.assignment.tolist(), status.tolist()):
+        per.setdefault(t, Counter())[s] += 1
+    for t in doc["topics"]:
+        want = per[t["topic"]]
+        assert (t["covered"], t["untested"], t["unreachable"]) == (
+            want["covered"], want["untested"], want["unreachable"])
+    assert sum(t["unreachable"] for t in doc["topics"]) > 0  # BM25 buries some chunks
+    code, table, _ = cli(capsys, "report", "--data-file", str(data), "--by", "topic")
+    assert "Unreachable" in table.splitlines()[0]
+    # --reachable takes the unreachable chunks out of each topic's denominator.
+    reach = _topics_json(capsys, data, "--reachable")
+    for t, r in zip(sorted(doc["topics"], key=lambda x: x["topic"]),
+                    sorted(reach["topics"], key=lambda x: x["topic"])):
+        assert r["chunks"] == t["chunks"] - t["unreachable"] and r["covered"] == t["covered"]
+
+
+# ------------------------------------------------------------------ real browser
+@pytest.mark.browser
+def test_the_topic_map_names_a_topic_on_hover(capsys, recorded, tmp_path) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    from test_html import _chrome
+
+    site = tmp_path / "site"
+    code, _, err = cli(capsys, "html", "--data-file", str(recorded["tests"]), "-d", str(site),
+                       "--by", "topic")
+    assert code == 0, err
+    driver = _chrome()
+    try:
+        driver.get((site / "topics.html").as_uri())
+        tip = driver.find_element(By.ID, "topic-tip")
+        assert not tip.is_displayed()
+        rows = driver.find_elements(By.CSS_SELECTOR, "#topics tbody tr")
+        label = {r.get_attribute("data-topic"): r.find_elements(By.TAG_NAME, "td")[1].text
+                 for r in rows}
+        point = driver.find_elements(By.CSS_SELECTOR, "#topic-map .pt")[7]
+        topic = point.get_attribute("data-topic")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", point)
+        ActionChains(driver).move_to_element(point).perform()
+        assert tip.is_displayed() and tip.text.startswith(f"{topic} {label[topic]} · ")
+        lit = [r.get_attribute("data-topic") for r in rows if "lit" in r.get_attribute("class")]
+        assert lit == [topic]  # the hovered point's row is lit, and only it
+        others = driver.find_elements(By.CSS_SELECTOR, f"#topic-map .pt:not([data-topic='{topic}'])")
+        assert float(others[0].value_of_css_property("opacity")) < 0.5
+        # The table sorts as every table of the site does.
+        driver.find_element(By.XPATH, "//table[@id='topics']//th[.//button[.='Chunks']]//button").click()
+        sizes = [int(r.find_elements(By.TAG_NAME, "td")[2].text)
+                 for r in driver.find_elements(By.CSS_SELECTOR, "#topics tbody tr")]
+        assert sizes == sorted(sizes, reverse=True)
+        assert not [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    finally:
+        driver.quit()
+
+
+# ------------------------------------------------------------------ dense and store vectors
+SLOW_PAGES = 15
+
+
+@pytest.mark.slow
+def test_dense_and_store_vectors(capsys, tmp_path, minilm_path, minilm_vectors) -> None:
+    """A dense run's cached embeddings are its topics' vectors (nothing embedded again); a
+    store's topics come from the vectors it holds."""
+    import chromadb
+
+    from ragcov.corpus import load_corpus
+    from ragcov.retrievers.embedding_cache import embedding_cache_path, load_cached_embeddings
+    from ragcov.topics.vectors import chunk_vectors
+
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text("".join((SAMPLE / "finqa_pages.jsonl").read_text().splitlines(True)[:SLOW_PAGES]))
+    docs = {json.loads(line)["doc_id"] for line in pages.read_text().splitlines()}
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(line + "\n" for line in (SAMPLE / "finqa_questions.jsonl").read_text()
+                             .splitlines() if json.loads(line)["doc_id"] in docs))
+    dense = tmp_path / "dense.ragcov"
+    code, _, err = cli(capsys, "run", "--corpus", str(pages), "--split", "--queries", str(suite),
+                       "--retriever", "dense", "--model", "all-MiniLM-L6-v2", "--data-file",
+                       str(dense), "--quiet")
+    assert code == 0, err
+    doc = _topics_json(capsys, dense)
+    assert doc["made"]["vectors"] == "dense sentence-transformers/all-MiniLM-L6-v2"
+    corpus = load_corpus(pages, split=True)
+    cached = load_cached_embeddings(embedding_cache_path(corpus, doc["made"]["vectors"][6:]),
+                                    len(corpus))
+    meta = CoverageData(dense).meta()
+    found = chunk_vectors(str(dense), meta, corpus.texts, "dense")
+    assert np.array_equal(found.matrix, cached)
+    direct = topic_fit.fit(cached, corpus.texts, doc["made"]["topics"], seed=0)
+    stored = read_topics(CoverageData(dense))
+    assert (stored.assignment == direct.assignment).all()
+
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    col = client.create_collection("finqa", configuration={"hnsw": {"space": "cosine"}})
+    vectors = minilm_vectors(corpus.texts)
+    col.add(ids=corpus.ids, documents=corpus.texts, embeddings=vectors.tolist(),
+            metadatas=[{"doc_id": c.doc_id} for c in corpus])
+    url = f"chroma://{tmp_path}/chroma?collection=finqa"
+    store = tmp_path / "store.ragcov"
+    code, _, err = cli(capsys, "run", "--corpus", url, "--queries", str(suite), "--retriever",
+                       "store", "--model", minilm_path, "--data-file", str(store), "--quiet")
+    assert code == 0, err
+    code, _, err = cli(capsys, "topics", "--data-file", str(store), "--corpus", url, "-q",
+                       "--topics", "3", "--format", "json")
+    assert code == 0, err
+    made = read_topics(CoverageData(store))
+    assert made.settings["vectors"] == "store" and made.n_topics == 3
+    from_store = chunk_vectors(str(store), CoverageData(store).meta(), corpus.texts, "store",
+                               corpus=load_corpus(url))
+    assert np.allclose(from_store.matrix, vectors, atol=1e-6)
+    code, _, err = cli(capsys, "topics", "--data-file", str(store), "--vectors", "dense")
+    assert code == 1 and "no dense vectors for its corpus" in err

@@ -143,7 +143,11 @@ def _read(con: sqlite3.Connection, path: Path) -> StoredTopics | None:
                              str(central), int(size))
                   for t, label, terms, central, size in con.execute(
                       "SELECT topic, label, terms, central, size FROM topic_labels ORDER BY topic")]
-        rows = con.execute("SELECT chunk_id, topic, x, y FROM topic_chunks").fetchall()
+        # In the file's corpus order (a chunk no longer in the corpus: after, by id).
+        rows = con.execute(
+            "SELECT t.chunk_id, t.topic, t.x, t.y FROM topic_chunks t "
+            "LEFT JOIN chunks c ON c.id = t.chunk_id ORDER BY c.idx IS NULL, c.idx, t.chunk_id"
+        ).fetchall()
         ids = [r[0] for r in rows]
         assignment = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
         xy = np.array([(r[2], r[3]) for r in rows], dtype=np.float64).reshape(-1, 2)
