@@ -43,3 +43,18 @@ def test_modes_and_names_are_checked(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
     assert "embedding: not run with --tiny" in proc.stdout
+
+
+def test_topics_benchmark_runs_at_a_small_size(tmp_path):
+    out = tmp_path / "rows.json"
+    proc = subprocess.run([sys.executable, str(RUN), "--tiny", "--only", "topics", "--json",
+                           str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(out.read_text())
+    assert [r["name"].split(",")[0] for r in rows] == ["topics: `ragcov topics` dense",
+                                                      "topics: `ragcov topics` tfidf"]
+    assert all(r["seconds"] > 0 and "1,000 chunks" in r["name"] for r in rows)
+    # The synthetic subjects' own words lead the labels: "... in H/T topics".
+    for r in rows:
+        hits, topics = r["note"].rsplit(" in ", 1)[1].split(" ")[0].split("/")
+        assert 0 < int(topics) and int(hits) >= int(topics) // 2
