@@ -13,6 +13,7 @@ are put in the embedding cache where a dense run would have left them.
 3. Above 20,000 chunks, the k-means step as ragcov runs it (fitted on a 20,000-chunk
    sample, every chunk then assigned) against k-means fitted on every chunk (same N,
    same restarts, one thread), with the adjusted Rand index between the two.
+4. At full size, HDBSCAN on 10,000 of the vectors, for docs/topics.md's comparison.
 
 The labels are scored too: the share of topics whose first term is one of a
 hidden subject's own words.
@@ -104,6 +105,27 @@ def _fit_step(v: np.ndarray, data: Path) -> tuple[float, float, float]:
     return seconds, baseline, float(adjusted_rand_score(every, ours))
 
 
+HDBSCAN_CHUNKS = 10_000
+
+
+def _hdbscan(v: np.ndarray) -> dict:
+    """HDBSCAN, the other clusterer docs/topics.md weighs, on the first 10,000 vectors."""
+    import warnings
+
+    from sklearn.cluster import HDBSCAN
+
+    from ragcov.topics.fit import one_thread
+
+    t = time.perf_counter()
+    with one_thread(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        labels = HDBSCAN(min_cluster_size=10, copy=True).fit_predict(v)
+    seconds = time.perf_counter() - t
+    return row(f"topics: HDBSCAN (min_cluster_size 10), {len(v):,} of the vectors", seconds,
+               note=f"{int(labels.max()) + 1} clusters, {float((labels < 0).mean()):.1%} of the "
+               "chunks left as noise (no topic); for comparison, not a ragcov path")
+
+
 def main(mode: str = "full") -> list[dict]:
     n = SIZES[mode]
     with tempfile.TemporaryDirectory() as tmp:
@@ -145,6 +167,8 @@ def main(mode: str = "full") -> list[dict]:
             note=f"a BM25 run's topics: TF-IDF + LSA of the stored texts; label's first term a "
             f"subject's own word in {good_t}/{topics_t} topics"),
     ]
+    if mode == "full":
+        rows.append(_hdbscan(v[:HDBSCAN_CHUNKS]))
     if step is not None:
         rows.append(row(f"topics: k-means step, {n:,} chunks, {chosen} topics", step[0], step[1],
                         note=f"fitted on a {FIT_SAMPLE:,}-chunk sample, every chunk assigned; "

@@ -57,4 +57,4 @@ def test_topics_benchmark_runs_at_a_small_size(tmp_path):
     # The synthetic subjects' own words lead the labels: "... in H/T topics".
     for r in rows:
         hits, topics = r["note"].rsplit(" in ", 1)[1].split(" ")[0].split("/")
-        assert 0 < int(topics) and int(hits) >= int(topics) // 2
+        assert int(topics) > 0 and int(hits) >= int(topics) // 2

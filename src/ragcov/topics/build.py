@@ -16,7 +16,7 @@ from ragcov.data import CoverageData
 from ragcov.data.topics import StoredTopics, TopicLabel, chunk_ids_in_order, chunk_texts_in_order
 from ragcov.data.topics import read_topics as read_stored
 from ragcov.errors import RagcovError
-from ragcov.topics.fit import check_topic_count, fit
+from ragcov.topics.fit import check_topic_count, fit, require_sklearn
 from ragcov.topics.vectors import check_source, chunk_vectors
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ def build_topics(data_file: str, n_topics: int | None = None, seed: int = 0,
     if stored is not None and not refit and settings_match(stored, meta.corpus_hash, vectors,
                                                            n_topics, seed):
         return BuiltTopics(stored, made=False)
+    require_sklearn()  # only to make topics: stored ones are read without it
     texts = chunk_texts_in_order(data)
     found = chunk_vectors(str(data_file), meta, texts, vectors, model, corpus, seed)
     fitted = fit(found.matrix, texts, n_topics, seed)

@@ -68,6 +68,14 @@ class Fitted:
         return len(self.terms)
 
 
+def require_sklearn() -> None:
+    """Clustering needs scikit-learn (the ``topics`` extra): one line that says how to get it."""
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        raise RagcovError("ragcov topics needs scikit-learn: pip install 'ragcov[topics]'") from None
+
+
 def check_topic_count(n_topics: int | None, n_chunks: int, where: str) -> None:
     """Refuse an impossible request in one line, before any vector is read."""
     if n_chunks == 0:
