@@ -14,7 +14,8 @@ Why k-means (scikit-learn's ``KMeans``, 10 restarts, fitted on at most
   sample, against 0.58 for ``KMeans``; docs/topics.md has the table).
 
 N, when not given, is the candidate with the highest mean cosine silhouette on a
-sample, among those whose topics average at least :data:`MIN_TOPIC_CHUNKS` chunks.
+sample, from 8 to 30 topics averaging at least :data:`MIN_TOPIC_CHUNKS` chunks
+(:func:`choose_topic_count`).
 Labels are class-based TF-IDF (as BERTopic's): a topic's chunks are read as one
 document, and a term weighs by its frequency there against its frequency in all
 topics, so a label names what sets the topic apart, not what every chunk says.
@@ -39,8 +40,12 @@ FIT_SAMPLE = 20_000
 #: Candidate N are scored on at most this many chunks.
 SEARCH_SAMPLE = 3_000
 CANDIDATES = (2, 3, 4, 6, 8, 10, 12, 15, 20, 25, 30)
-#: Chosen automatically, topics average at least this many chunks.
+#: Chosen automatically, topics average at least this many chunks ...
 MIN_TOPIC_CHUNKS = 10
+#: ... and there are at least this many topics once the corpus has 240 chunks.
+MIN_TOPICS = 8
+#: The search for N draws from this seed, whatever --seed: N depends on the data only.
+SEARCH_SEED = 0
 RESTARTS = 10
 SEARCH_RESTARTS = 3
 #: Terms kept per topic; the label is the first LABEL_TERMS of them.
@@ -152,7 +157,7 @@ def fit(vectors: np.ndarray, texts: Sequence[str], n_topics: int | None = None,
     candidates: dict[int, float] = {}
     with one_thread():
         if n_topics is None:
-            n_topics, candidates = choose_topic_count(v, seed)
+            n_topics, candidates = choose_topic_count(v)
         raw = _kmeans(v, n_topics, seed, rng)
         assignment, order = _number_by_size(raw)
         central = _central(v, assignment, len(order))
@@ -210,29 +215,35 @@ def _central(v: np.ndarray, assignment: np.ndarray, n_topics: int) -> list[int]:
     return out
 
 
-def choose_topic_count(v: np.ndarray, seed: int) -> tuple[int, dict[int, float]]:
+def choose_topic_count(v: np.ndarray) -> tuple[int, dict[int, float]]:
     """N with the best mean cosine silhouette on a sample (ties: the smaller N).
 
-    Only candidates whose topics average :data:`MIN_TOPIC_CHUNKS` chunks or more
-    take part: a coverage figure over a handful of chunks says little.
+    Candidates run from :data:`MIN_TOPICS` (fewer for a small corpus, down to 2) to
+    30, and only those whose topics average :data:`MIN_TOPIC_CHUNKS` chunks or more:
+    a coverage figure over a handful of chunks says little. The floor is there
+    because the silhouette of text embeddings is highest for two or three broad
+    splits (the sample's MiniLM vectors peak at 2: its table pages against its prose),
+    and a report of two topics names no subject. The search draws from a fixed seed,
+    so N is the data's: two ``--seed`` values give the same N.
     """
     n = len(v)
     top = max(2, n // MIN_TOPIC_CHUNKS)
-    cands = [c for c in CANDIDATES if c <= top and c < n]
+    floor = max(2, min(MIN_TOPICS, n // (3 * MIN_TOPIC_CHUNKS)))
+    cands = [c for c in CANDIDATES if floor <= c <= top and c < n]
     if not cands:
-        return 1, {}
+        return 1, {}  # two chunks or fewer
     from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.metrics import silhouette_score
 
-    sample = v[_sample(n, SEARCH_SAMPLE, np.random.default_rng([seed, 1]))]
+    sample = v[_sample(n, SEARCH_SAMPLE, np.random.default_rng(SEARCH_SEED))]
     scores: dict[int, float] = {}
     for c in cands:
         if c >= len(sample):
             break
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            labels = KMeans(c, n_init=SEARCH_RESTARTS, random_state=seed).fit_predict(sample)
+            labels = KMeans(c, n_init=SEARCH_RESTARTS, random_state=SEARCH_SEED).fit_predict(sample)
         if np.unique(labels).size < 2:
             continue  # every sampled chunk the same vector: no silhouette
         scores[c] = round(float(silhouette_score(sample, labels, metric="cosine")), 4)
