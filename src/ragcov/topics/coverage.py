@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ragcov.compare.diff import TwoSides
 from ragcov.data.topics import StoredTopics
 from ragcov.errors import RagcovError
 from ragcov.reachability.audit import UNREACHABLE
@@ -187,7 +188,7 @@ def min_topic_failure(report: TopicReport, minimum: float | None,
 
 
 @dataclass(frozen=True)
-class TopicChange:
+class TopicChange(TwoSides):
     """One topic's coverage in two recordings (``ragcov diff``)."""
 
     topic: int
@@ -196,18 +197,6 @@ class TopicChange:
     base_covered: int
     head_chunks: int
     head_covered: int
-
-    @property
-    def base(self) -> float | None:
-        return self.base_covered / self.base_chunks if self.base_chunks else None
-
-    @property
-    def head(self) -> float | None:
-        return self.head_covered / self.head_chunks if self.head_chunks else None
-
-    @property
-    def change(self) -> float:
-        return (self.head or 0.0) - (self.base or 0.0)
 
 
 @dataclass
