@@ -39,7 +39,6 @@ SIZES = {"tiny": 1_000, "quick": 20_000, "full": 100_000}
 MODES = tuple(SIZES)  # no model is loaded: --tiny runs it too
 SUBJECTS = 40
 DIM = 384
-MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def _data(folder: Path, n: int, seed: int = 0) -> tuple[Path, np.ndarray, list[set[str]]]:
@@ -141,11 +140,17 @@ def main(mode: str = "full") -> list[dict]:
         _ragcov("run", "--corpus", str(corpus), "--queries", str(queries), "--retriever", "bm25",
                 "--data-file", str(data), "-q", cwd=folder, env=env)
         from ragcov.corpus import load_corpus
-        from ragcov.retrievers.embedding_cache import embedding_cache_path, save_embeddings
+        from ragcov.retrievers.dense import resolve_model
+        from ragcov.retrievers.embedding_cache import (
+            embedding_cache_key,
+            embedding_cache_path,
+            save_embeddings,
+        )
+        from ragcov.retrievers.model_identity import identify_model
 
-        path = embedding_cache_path(load_corpus(corpus), MODEL)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_embeddings(path, v)
+        # Under the key a dense run with the default model would have written them.
+        key = embedding_cache_key(load_corpus(corpus), identify_model(*resolve_model(None)).cache_key)
+        save_embeddings(embedding_cache_path(key), v, key)
         dense = _ragcov("topics", "--vectors", "dense", "--data-file", str(data), "-q",
                         "--format", "json", "-o",
                         str(folder / "dense.json"), cwd=folder, env=env)

@@ -180,11 +180,21 @@ def test_show_missing_numbers_are_the_cobertura_lines(uuid_runs: Path, capsys) -
     assert _row(out, "manual").endswith("   " + ", ".join(UUIDS[2:6]))
 
 
-def test_duplicates_line_names_chunks_by_document_and_line(uuid_runs: Path, capsys) -> None:
+def test_duplicates_line_names_each_chunk_by_its_id(uuid_runs: Path, capsys) -> None:
     _, out, _ = cli(capsys, "report", "--data-file", "base.ragcov")
-    assert "first: faq#1, faq#2)" in out and UUIDS[6] not in out
-    _, out, _ = cli(capsys, "report", "--data-file", "base.ragcov", "--show-ids")
-    assert f"first: {UUIDS[6]}, {UUIDS[7]})" in out
+    assert f"first: {UUIDS[6]}, {UUIDS[7]})" in out and "faq#1" not in out
+
+
+def test_a_store_recordings_missing_chunks_are_listed_by_id(uuid_runs: Path, capsys) -> None:
+    """A store's read order is not stable: a deleted chunk shifts every position after it."""
+    import sqlite3
+
+    con = sqlite3.connect("base.ragcov")
+    con.execute("""INSERT INTO meta VALUES ('x:corpus_kind', '"store"')""")
+    con.commit()
+    con.close()
+    _, out, _ = cli(capsys, "report", "-m", "--data-file", "base.ragcov")
+    assert _row(out, "manual").endswith("   " + ", ".join(UUIDS[2:6]))
 
 
 def test_diff_lists_gained_chunks_as_ranges(uuid_runs: Path, capsys) -> None:
@@ -199,15 +209,16 @@ def test_diff_lists_gained_chunks_as_ranges(uuid_runs: Path, capsys) -> None:
     assert json.loads(out)["gained"] == UUIDS[2:5]
 
 
-def test_gap_names_untested_chunks_by_document_and_line(uuid_runs: Path, capsys) -> None:
+def test_gap_names_each_untested_chunk_by_its_id(uuid_runs: Path, capsys) -> None:
+    """One chunk a row: its id (a store's UUID here), never its position, which names another
+    chunk once one is deleted; the document is the next column."""
     args = ["gap", "--tests", "base.ragcov", "--traffic", "head.ragcov"]
     code, out, _ = cli(capsys, *args)
     assert code == 0
-    assert {line.split()[0] for line in out.splitlines() if line.startswith("manual#")} == {
-        "manual#3", "manual#4", "manual#5"}
-    assert UUIDS[2] not in out
-    _, out, _ = cli(capsys, *args, "--show-ids")
-    assert UUIDS[2] in out
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()
+            if line.split() and line.split()[0] in UUIDS}
+    assert rows == {UUIDS[i]: "manual" for i in (2, 3, 4)}
+    assert "manual#3" not in out
     _, out, _ = cli(capsys, *args, "--format", "json")
     untested = json.loads(out)["untested"]
     assert {(u["chunk_id"], u["name"]) for u in untested} == {
@@ -387,10 +398,13 @@ def test_report_names_retriever_model_and_k(in_sample: Path, capsys) -> None:
 
 
 @pytest.mark.parametrize(("fingerprint", "line"), [
-    ({"kind": "dense", "model": "/home/ci/models/all-MiniLM-L6-v2", "index": "flat"},
-     "retriever: dense (all-MiniLM-L6-v2), k=5"),
-    ({"kind": "dense", "model": "all-MiniLM-L6-v2", "index": "hnsw", "approximate": True},
-     "retriever: dense (all-MiniLM-L6-v2, hnsw index), k=5"),
+    ({"kind": "dense", "model": "/home/ci/models/all-MiniLM-L6-v2", "index": "flat",
+      "model_digest": "sha256:ab"}, "retriever: dense (all-MiniLM-L6-v2), k=5"),
+    ({"kind": "dense", "model": "all-MiniLM-L6-v2", "index": "hnsw", "approximate": True,
+      "model_digest": "sha256:ab"}, "retriever: dense (all-MiniLM-L6-v2, hnsw index), k=5"),
+    # recorded before models were known by content
+    ({"kind": "dense", "model": "all-MiniLM-L6-v2", "index": "flat"},
+     "retriever: dense (all-MiniLM-L6-v2, model known by name only), k=5"),
     ({"kind": "traces", "name": "langfuse"}, "retriever: traces (langfuse), k=5"),
     ({"kind": "callable", "name": "app.search:retrieve"},
      "retriever: callable (app.search:retrieve), k=5"),

@@ -67,7 +67,7 @@ def test_a_bad_value_blames_the_config_file_not_the_flag(project: Path, capsys, 
      "ragcov.toml: [diff] fail_under_delta = -3: must be 0 to 100 points, got -3"),
     ("pyproject.toml", "[tool.ragcov.report]\nprecision = -1\n", ["report"],
      ["--precision", "-1"],
-     "pyproject.toml: [tool.ragcov.report] precision = -1: must be 0 or more, got -1"),
+     "pyproject.toml: [tool.ragcov.report] precision = -1: must be from 0 to 10, got -1"),
     ("ragcov.toml", "[faults]\nfail_below = nan\n", ["faults", "--qrels", "q.jsonl"],
      ["--fail-below", "nan"],
      "ragcov.toml: [faults] fail_below = nan: must be a finite number, got nan"),
@@ -133,3 +133,83 @@ def test_only_a_range_check_is_blamed_on_the_file(project: Path, capsys) -> None
     assert code == 1
     assert err.strip().startswith("ragcov: error: --append and --parallel-mode do not go "
                                   "together"), err
+
+
+def _every_option():
+    from typer.main import get_command
+
+    from ragcov.cli.commands import app
+
+    group = get_command(app)
+    return [(name, p) for name, cmd in group.commands.items()  # type: ignore[attr-defined]
+            for p in cmd.params if p.name]
+
+
+def test_one_strict_type_rule_for_every_key() -> None:
+    """Each option of each command, given a value of another TOML type: refused. Strings
+    where numbers belong were accepted ("5", "99"), while 5.5 and true were refused."""
+    import typing
+
+    from ragcov.config import value_problem
+
+    wrong = {int: ["5", 5.5, True], float: ["99", True], bool: ["true", 1],
+             str: [5, True], Path: [5, 1.5]}
+    right = {int: 1, float: 1, bool: True, str: "x", Path: "x"}
+    checked = 0
+    for command, param in _every_option():
+        annotation = param.type_descriptor.annotation
+        many = bool(getattr(param, "multiple", False)) or getattr(param, "nargs", 1) == -1
+        kind = next(iter(typing.get_args(annotation)), str) if many else annotation
+        assert kind in wrong, (command, param.name, annotation)
+        for value in wrong[kind]:
+            given = [value] if many else value
+            assert value_problem(param, given), (command, param.name, given)
+        if many:
+            assert value_problem(param, "x") == "expected a list"
+        if param.name not in ("corpus", "queries", "traffic", "tests"):  # some refuse "x" later
+            good = [right[kind]] if many else right[kind]
+            problem = value_problem(param, good)
+            assert problem is None or "must" in problem, (command, param.name, problem)
+        checked += 1
+    assert checked > 150
+
+
+@pytest.mark.parametrize("text, message", [
+    ('k = "5"\n', "ragcov.toml: k = '5': not an integer; write it without quotes"),
+    ('fail_under = "99"\n', "ragcov.toml: fail_under = '99': not a number; write it without quotes"),
+    ('[report]\nprecision = "3"\n',
+     "ragcov.toml: [report] precision = '3': not an integer; write it without quotes"),
+    ("omit = [5]\n", "ragcov.toml: omit = [5]: not a string (quote it)"),
+    ("[report]\nprecision = 1000\n",
+     "ragcov.toml: [report] precision = 1000: must be from 0 to 10, got 1000"),
+])
+def test_strings_for_numbers_and_numbers_for_strings_are_refused(project: Path, capsys, text: str,
+                                                                 message: str) -> None:
+    (project / "ragcov.toml").write_text(text)
+    code, out, err = cli(capsys, "report")
+    assert (code, out, err.strip()) == (1, "", f"ragcov: error: {message}")
+
+
+def test_the_plugin_reads_the_config_by_the_same_rule(tmp_path: Path) -> None:
+    from ragcov.config import plugin_settings
+    from ragcov.errors import RagcovError
+
+    for text in ('k = "5"\n', 'fail_under = "99"\n', "precision = 1000\n"):
+        (tmp_path / "ragcov.toml").write_text(text)
+        with pytest.raises(RagcovError, match="ragcov.toml: "):
+            plugin_settings(tmp_path)
+    (tmp_path / "ragcov.toml").write_text("k = 5\nfail_under = 99\nprecision = 3\n")
+    assert plugin_settings(tmp_path)[1] == {"k": 5, "fail_under": 99, "precision": 3}
+
+
+def test_rcfile_that_is_not_a_file_says_what_it_is(tmp_path: Path, capsys) -> None:
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, what in ((tmp_path, "a folder, not a config file"),
+                       (fifo, "a FIFO (named pipe), not a config file"),
+                       (Path("/dev/null"), "a device, not a config file"),
+                       (tmp_path / "nope.toml", "no such config file")):
+        code, _, err = cli(capsys, "--rcfile", str(path), "report")
+        assert code == 1 and err.strip().startswith(f"ragcov: error: {path}: {what}"), err

@@ -198,3 +198,32 @@ def test_jaccard_is_estimated_from_random_pairs_past_the_budget(monkeypatch) -> 
     s = summarize(m)
     assert (s.mean_pairwise_jaccard, s.jaccard_sampled_pairs) == (estimate, sampled)
     assert "(estimated from 200,000 random pairs)" in render_headline(s)
+
+
+# ------------------------------------------------------------ droppable together
+def test_an_identical_pair_is_not_dropped_whole() -> None:
+    """Both tests of an identical pair are redundant one by one; removing both lost their
+    chunks (191 -> 188 covered). One set that can go together keeps one of them."""
+    from ragcov.metrics import droppable_together, redundant_tests
+
+    m = CoverageMatrix.from_sets([[0, 1], [0, 1], [2], [2, 3], [4]], n_chunks=5)
+    listed = {t.query_id: t for t in redundant_tests(m)}
+    assert {"q0", "q1", "q2"} <= set(listed)
+    drop = droppable_together(m)
+    assert drop.tolist() == [False, True, True, False, False]
+    assert listed["q1"].droppable and not listed["q0"].droppable
+
+
+@given(st.lists(st.lists(st.integers(0, 11), max_size=4), min_size=1, max_size=14))
+@settings(max_examples=200, deadline=None)
+def test_dropping_the_set_keeps_every_covered_chunk(sets: list[list[int]]) -> None:
+    from ragcov.metrics import droppable_together, unique_contributions
+
+    m = CoverageMatrix.from_sets(sets, n_chunks=12)
+    drop = droppable_together(m)
+    kept = [set(s) for s, d in zip(sets, drop) if not d]
+    assert set().union(*kept) == set().union(*map(set, sets))  # nothing lost
+    assert not drop[unique_contributions(m) > 0].any()          # no test with a chunk of its own
+    for i, s in enumerate(kept):                                 # minimal: none of the rest can go
+        others = set().union(*(t for j, t in enumerate(kept) if j != i))
+        assert not s or not s <= others

@@ -136,7 +136,7 @@ def test_probes_never_change_the_suite_coverage(capsys, tmp_path: Path, planted:
     assert after["report --format total --precision 6"] == before["report --format total --precision 6"]
     added = {"status", "displaced_by", "unreachable_reason", "probed_chunks", "reachable_chunks",
              "unreachable_chunks", "coverage_of_reachable", "workload_ceiling",
-             "coverage_of_ceiling"}
+             "coverage_of_ceiling", "not_probed_chunks", "untested_chunks", "unknown_chunks"}
 
     def strip(text: str) -> dict:
         """The report less its meta and the fields a probed file adds."""
@@ -397,9 +397,10 @@ def test_html_shades_each_status_and_maps_the_corpus(probed_site: tuple[Path, Pa
     codes = {None: 0, "covered": 1, "untested": 2, "unreachable": 3}
     ids = list(status)  # corpus order
     assert [c for d in docs for c in d["c"]] == [codes[status[i]] for i in ids]
-    # The unreachable table names the planted copy and the twin that displaced it.
+    # The unreachable table names the planted copy by its id (its DOC#N, planted#6, would be
+    # another chunk's id here) and the twin that displaced it.
     table = index.split('id="unreachable"', 1)[1].split("</table>", 1)[0]
-    assert f"planted#{K + 1}" in table and "duplicate" in table
+    assert f">planted#{K}<" in table and "duplicate" in table
     page = (site / document_filename("planted")).read_text()
     assert page.count('class="chunk missing unreachable"') == sum(
         1 for i in ids if i.startswith("planted#") and status[i] == "unreachable")

@@ -309,7 +309,7 @@ def test_precision_below_zero_is_refused(tmp_path: Path, capsys) -> None:
     data = tmp_path / ".ragcov"
     CoverageData(data).write(small_corpus(), run_of({"q1": ["c0"]}))
     code, _, err = cli(capsys, "report", "--data-file", str(data), "--precision", "-1")
-    assert code == 1 and "--precision must be 0 or more" in err
+    assert code == 1 and "--precision must be from 0 to 10" in err
 
 
 def test_infinite_scores_never_reach_the_json(tmp_path: Path, capsys) -> None:

@@ -102,7 +102,7 @@ def test_subsumers_prefer_the_smallest_superset_then_the_earlier_test():
 
 def test_duplicate_chunk_texts_are_reported(sample, capsys):
     code, out, _ = cli(capsys, "report")
-    assert ("Duplicate chunk texts: 1 group (2 chunks in 1 document; first: guide#6, guide#7)"
+    assert ("Duplicate chunk texts: 1 group (2 chunks in 1 document; first: guide#5, guide#6)"
             in out)
     doc = json.loads(cli(capsys, "json", "-o", "-")[1])
     assert doc["duplicates"] == [{"chunk_ids": ["guide#5", "guide#6"], "doc_ids": ["guide"],

@@ -511,7 +511,7 @@ def test_dense_and_store_vectors(capsys, tmp_path, minilm_path, minilm_vectors) 
     import chromadb
 
     from ragcov.corpus import load_corpus
-    from ragcov.retrievers.embedding_cache import embedding_cache_path, load_cached_embeddings
+    from ragcov.retrievers import make_retriever
     from ragcov.topics.vectors import chunk_vectors
 
     pages = tmp_path / "pages.jsonl"
@@ -528,8 +528,11 @@ def test_dense_and_store_vectors(capsys, tmp_path, minilm_path, minilm_vectors) 
     doc = _topics_json(capsys, dense)
     assert doc["made"]["vectors"] == "dense sentence-transformers/all-MiniLM-L6-v2"
     corpus = load_corpus(pages, split=True)
-    cached = load_cached_embeddings(embedding_cache_path(corpus, doc["made"]["vectors"][6:]),
-                                    len(corpus))
+    # The dense retriever's own cache entry: read from the cache (nothing embedded), and
+    # the very vectors the topics were made from, found from the data file alone.
+    retriever = make_retriever("dense", corpus, model="all-MiniLM-L6-v2", progress=False)
+    assert retriever.chunks_embedded == 0
+    cached = retriever.embeddings
     meta = CoverageData(dense).meta()
     found = chunk_vectors(str(dense), meta, corpus.texts, "dense")
     assert np.array_equal(found.matrix, cached)

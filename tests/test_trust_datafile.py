@@ -69,6 +69,10 @@ CRAFTED = {
     # with no hit to be ranked past it, k = 0 or -3 used to be reported as "k=0" everywhere
     "k below 1": "UPDATE meta SET value = '-3' WHERE key = 'k'; DELETE FROM hits",
     "k zero": "UPDATE meta SET value = '0' WHERE key = 'k'; DELETE FROM hits",
+    # int() raised a ValueError traceback on these, or read ' 3' and '３' as format 3
+    **{f"format {raw!r}": f"UPDATE meta SET value = '{raw}' WHERE key = 'format'"
+       for raw in ("3abc", "", "3.0", "1e1", " 3", "\uff13")},
+    "k 5.0": "UPDATE meta SET value = '5.0' WHERE key = 'k'",
 }
 
 

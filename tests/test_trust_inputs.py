@@ -218,15 +218,15 @@ def test_embedding_cache_with_nan_is_rebuilt_with_a_warning(tmp_path: Path) -> N
     from ragcov.retrievers.dense import load_cached_embeddings, save_embeddings
 
     good = np.eye(3, 4, dtype=np.float32)
-    path = tmp_path / "emb.npy"
-    save_embeddings(path, good)
-    assert np.array_equal(load_cached_embeddings(path, 3, 4), good)
+    path = tmp_path / "emb.npz"
+    save_embeddings(path, good, "k")
+    assert np.array_equal(load_cached_embeddings(path, 3, 4, key="k"), good)
     damaged = good.copy()
     damaged[1, 2] = np.nan
-    save_embeddings(path, damaged)
-    with pytest.warns(UserWarning, match=r"embedding cache .*emb\.npy: 1 rows hold NaN or infinite "
+    save_embeddings(path, damaged, "k")
+    with pytest.warns(UserWarning, match=r"embedding cache .*emb\.npz: 1 rows hold NaN or infinite "
                                          r"values; rebuilding it"):
-        assert load_cached_embeddings(path, 3, 4) is None
+        assert load_cached_embeddings(path, 3, 4, key="k") is None
 
 
 @pytest.mark.parametrize("make, problem", [
@@ -240,35 +240,98 @@ def test_embedding_cache_with_nan_is_rebuilt_with_a_warning(tmp_path: Path) -> N
 def test_damaged_embedding_cache_is_never_trusted(tmp_path: Path, make, problem: str) -> None:
     import numpy as np
 
-    from ragcov.retrievers.dense import load_cached_embeddings
+    from ragcov.retrievers.dense import load_cached_embeddings, save_embeddings
 
-    path = tmp_path / "emb.npy"
-    np.save(path, make(np))
+    path = tmp_path / "emb.npz"
+    save_embeddings(path, make(np), "k")
     with pytest.warns(UserWarning, match=problem):
-        assert load_cached_embeddings(path, 3, 4) is None
+        assert load_cached_embeddings(path, 3, 4, key="k") is None
 
 
 def test_truncated_embedding_cache_is_rebuilt_with_a_warning(tmp_path: Path) -> None:
     import numpy as np
 
-    from ragcov.retrievers.dense import load_cached_embeddings
+    from ragcov.retrievers.dense import load_cached_embeddings, save_embeddings
 
-    path = tmp_path / "emb.npy"
-    np.save(path, np.eye(3, 4, dtype=np.float32))
+    path = tmp_path / "emb.npz"
+    save_embeddings(path, np.eye(3, 4, dtype=np.float32), "k")
     path.write_bytes(path.read_bytes()[:-10])
     with pytest.warns(UserWarning, match="unreadable"):
-        assert load_cached_embeddings(path, 3, 4) is None
+        assert load_cached_embeddings(path, 3, 4, key="k") is None
 
 
 def test_empty_chunk_zero_row_is_not_damage(tmp_path: Path) -> None:
     import numpy as np
 
-    from ragcov.retrievers.dense import load_cached_embeddings
+    from ragcov.retrievers.dense import load_cached_embeddings, save_embeddings
 
     emb = np.eye(3, 4, dtype=np.float32)
     emb[2] = 0.0
-    np.save(tmp_path / "emb.npy", emb)
-    assert load_cached_embeddings(tmp_path / "emb.npy", 3, 4) is not None
+    save_embeddings(tmp_path / "emb.npz", emb, "k")
+    assert load_cached_embeddings(tmp_path / "emb.npz", 3, 4, key="k") is not None
+
+
+def test_an_entry_copied_over_another_corpus_entry_is_rebuilt(tmp_path: Path) -> None:
+    """Shape, dimensions, finite values and unit rows all pass for another corpus's vectors of
+    the same size: only the key written inside the entry tells them apart."""
+    import numpy as np
+
+    from ragcov.corpus import Chunk, Corpus
+    from ragcov.retrievers.dense import (
+        embedding_cache_key,
+        embedding_cache_path,
+        load_cached_embeddings,
+        save_embeddings,
+    )
+
+    def corpus(texts: list[str]) -> Corpus:
+        return Corpus([Chunk(id=f"c{i}", doc_id="d", text=t, position=i) for i, t in enumerate(texts)])
+
+    a, b = corpus(["alpha", "beta", "gamma"]), corpus(["delta", "eps", "zeta"])
+    key_a, key_b = embedding_cache_key(a, "sha256:m"), embedding_cache_key(b, "sha256:m")
+    path_a, path_b = embedding_cache_path(key_a), embedding_cache_path(key_b)
+    assert path_a != path_b
+    path_a.parent.mkdir(parents=True, exist_ok=True)
+    save_embeddings(path_a, np.eye(3, 4, dtype=np.float32), key_a)
+    path_b.write_bytes(path_a.read_bytes())  # the other corpus's entry, copied over this one
+    assert load_cached_embeddings(path_a, 3, 4, key=key_a) is not None
+    with pytest.warns(UserWarning, match="written for another corpus, model or chunking"):
+        assert load_cached_embeddings(path_b, 3, 4, key=key_b) is None
+    # another model's entry for the same corpus: the model digest is part of the key
+    assert embedding_cache_key(a, "sha256:m") != embedding_cache_key(a, "sha256:n")
+
+
+def test_an_entry_whose_vectors_changed_on_disk_is_rebuilt(tmp_path: Path) -> None:
+    """Two rows swapped: still unit, finite, the right shape; the digest written with them differs."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    from ragcov.retrievers.dense import load_cached_embeddings, save_embeddings
+
+    path = tmp_path / "emb.npz"
+    emb = np.eye(3, 4, dtype=np.float32)
+    save_embeddings(path, emb, "k")
+    with zipfile.ZipFile(path) as z:
+        meta = z.read("meta.npy")
+    swapped = io.BytesIO()
+    np.save(swapped, emb[[1, 0, 2]])
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("embeddings.npy", swapped.getvalue())
+        z.writestr("meta.npy", meta)
+    with pytest.warns(UserWarning, match="do not match the digest written with them"):
+        assert load_cached_embeddings(path, 3, 4, key="k") is None
+
+
+def test_a_bare_array_of_an_older_ragcov_is_rebuilt(tmp_path: Path) -> None:
+    import numpy as np
+
+    from ragcov.retrievers.dense import load_cached_embeddings
+
+    np.save(tmp_path / "emb.npy", np.eye(3, 4, dtype=np.float32))
+    with pytest.warns(UserWarning, match="a bare array with no key or digest"):
+        assert load_cached_embeddings(tmp_path / "emb.npy", 3, 4, key="k") is None
 
 
 @pytest.mark.slow
@@ -277,13 +340,21 @@ def test_dense_run_over_a_nan_cache_rebuilds_it_and_finds_the_chunks(
     """End to end with the real model: before, the NaN cache gave 0 hits and 0% coverage."""
     import numpy as np
 
-    from ragcov.retrievers.dense import DEFAULT_MODEL, embedding_cache_path
+    from ragcov.retrievers.dense import (
+        DEFAULT_MODEL,
+        embedding_cache_key,
+        embedding_cache_path,
+        identify_model,
+        resolve_model,
+        save_embeddings,
+    )
 
     monkeypatch.setenv("RAGCOV_CACHE_DIR", str(tmp_path / "cache"))
     corpus = load_corpus(city_corpus_file)
-    path = embedding_cache_path(corpus, DEFAULT_MODEL)
+    key = embedding_cache_key(corpus, identify_model(*resolve_model(DEFAULT_MODEL)).cache_key)
+    path = embedding_cache_path(key)
     path.parent.mkdir(parents=True)
-    np.save(path, np.full((len(corpus), 384), np.nan, dtype=np.float32))
+    save_embeddings(path, np.full((len(corpus), 384), np.nan, dtype=np.float32), key)
     queries = write(tmp_path / "q.jsonl", lines({"id": "q1", "query": "capital of Japan"}))
     data = tmp_path / ".ragcov"
     # Said on stderr by the CLI's warning printer, or recorded here if this process's
@@ -297,7 +368,8 @@ def test_dense_run_over_a_nan_cache_rebuilds_it_and_finds_the_chunks(
     assert code == 0, err
     code, out, _ = cli(capsys, "json", "--data-file", str(data), "-o", "-")
     assert json.loads(out)["totals"]["covered_chunks"] == 2
-    assert np.isfinite(np.load(path)).all()
+    with np.load(path) as entry:
+        assert np.isfinite(entry["embeddings"]).all()
 
 
 # --------------------------------------------------------------------- Phoenix and Langfuse

@@ -21,7 +21,7 @@ import contextlib
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,9 +33,16 @@ from ragcov.compare.gap import traffic_gap as gap
 from ragcov.config import scope_settings
 from ragcov.corpus import Corpus, load_corpus
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
-from ragcov.data.columns import chunk_positions
+from ragcov.data.columns import chunk_hashes, chunk_positions
 from ragcov.data.datafile import INDEX_RECALL
-from ragcov.data.probes import ProbeRow, append_probes, chunk_details, read_probes, recorded_probe_ids
+from ragcov.data.probes import (
+    ProbeRow,
+    append_probes,
+    chunk_details,
+    probe_texts,
+    read_probes,
+    recorded_probe_ids,
+)
 from ragcov.data.schema import NoDataFile, check_compatible
 from ragcov.data.shards import combine_shards, shard_path
 from ragcov.data.shards import erase as erase_files
@@ -46,7 +53,6 @@ from ragcov.progress import progress_bar, status
 from ragcov.qrels import load_qrels
 from ragcov.reachability.audit import audit, lost_gold
 from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
-from ragcov.reporters.names import matrix_names
 from ragcov.reporters.table import approximate_index_note
 from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
 from ragcov.retrievers.twins import record_matching, resolver_counts
@@ -87,7 +93,8 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
                       corpus=corpus)
     if data is None:
         return CoverageMatrix.from_run(run, corpus)
-    data.write(corpus, run, append=append)
+    # The suite's own questions: any that ``ragcov generate`` wrote are accepted now.
+    data.write(corpus, run, append=append, accept=[q.id for q in suite])
 
     record_matching(data, resolver_counts(retriever), append)
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
@@ -168,8 +175,10 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
                  repeats: int = 1, after_saturation: str | None = None) -> dict[str, Any]:
     """Order the recorded queries (``ragcov select``): the order document, as JSON-ready dict.
 
-    Besides the order file's keys, ``"suite"`` holds the selected queries as
-    ``{"id", "text"}`` records (dropped before the order file is written).
+    Besides the order file's keys, ``"suite"`` holds the selected queries as the files
+    they were recorded from hold them (:func:`selected_records`) and, after a cut,
+    ``"lost_ranges"`` the chunks it loses as ``DOC#N`` ranges (both dropped before the
+    order file is written); ``"tests"`` (kept) the pytest node ids that asked them.
     """
 
     check_seed(seed)
@@ -181,8 +190,53 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
     m = CoverageData(data_file).matrix()
     if m.n_queries == 0:
         raise RagcovError(f"{data_file}: no queries recorded")
-    return order_document(m, strategy, budget, target, seed, repeats,
-                          after_saturation or DEFAULT_AFTER_SATURATION)
+    doc = order_document(m, strategy, budget, target, seed, repeats,
+                         after_saturation or DEFAULT_AFTER_SATURATION)
+    doc["suite"] = selected_records(data_file, m, doc["order"])
+    tests = {qid: t for qid, t in zip(m.query_ids, m.query_context) if t}
+    if tests:
+        # The pytest node id each selected question was asked by (``pytest --ragcov``).
+        doc["tests"] = list(dict.fromkeys(tests[q] for q in doc["order"] if q in tests))
+    if doc["cut"] is not None:
+        # What the cut costs, as ``report -m`` lists missing chunks (``DOC#3-5``); popped by
+        # the CLI before the order file is written (it keeps the ids).
+        from ragcov.reporters.names import chunk_ranges
+        from ragcov.summary import document_positions
+
+        pos = document_positions(m, chunk_positions(data_file))
+        where = {cid: j for j, cid in enumerate(m.chunk_ids)}
+        doc["lost_ranges"] = chunk_ranges((m.doc_ids[where[c]], pos[where[c]])
+                                          for c in doc["cut"]["lost_chunks"])
+    return doc
+
+
+def selected_records(data_file: str | os.PathLike[str], m: Any, order: Sequence[str]
+                     ) -> list[dict[str, Any]]:
+    """The selected questions as the files they were recorded from hold them: every field
+    (gold labels such as ``doc_id``, the file's own key names). A question no recorded
+    file still holds with the same text (recorded by the pytest plugin, generated, a file
+    moved or edited since) is written as ``{"id", "text"}``, with ``test`` when a pytest
+    test asked it."""
+    from ragcov.data.datafile import QUERY_SOURCES
+
+    texts = dict(zip(m.query_ids, m.query_texts))
+    tests = dict(zip(m.query_ids, m.query_context))
+    originals: dict[str, dict[str, Any]] = {}
+    for source in CoverageData(data_file).annotation(QUERY_SOURCES) or []:
+        try:
+            suite = load_suite(source)
+        except (RagcovError, OSError):
+            continue  # moved or broken since: its questions fall back to id and text
+        for q in suite:
+            if q.record is not None and texts.get(q.id) == q.text:
+                originals.setdefault(q.id, q.record)
+    out = []
+    for qid in order:
+        record = dict(originals.get(qid) or {"id": qid, "text": texts[qid]})
+        if tests.get(qid) and "test" not in record:
+            record["test"] = tests[qid]
+        out.append(record)
+    return out
 
 
 def write_html(data_file: Any, directory: str | os.PathLike[str],
@@ -221,8 +275,6 @@ class FoundFaults:
     failures: Failures
     report: FaultReport
     warnings: list[str]
-    #: chunk id -> ``DOC#N`` (N from 1), how the tables a person reads name chunks
-    names: dict[str, str] = field(default_factory=dict)
 
 
 def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str] | None = None,
@@ -233,15 +285,16 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
     """Failing queries, grouped into faults, and the APFD of each order (``ragcov faults``).
 
     Failures come from relevance labels (``qrels``) or from imported per-query scores
-    (``scores`` with ``metric``), exactly one of the two.
+    (``scores`` with ``metric``), at most one of the two; with neither, from the test
+    outcomes ``pytest --ragcov`` recorded (a failed test's questions fail).
     """
     # Fault clustering loads scipy's graph and linear algebra: only this verb pays for it.
     from ragcov.apfd import load_order, order_names
-    from ragcov.failures import label_failures, load_scores, score_failures
+    from ragcov.failures import label_failures, load_scores, outcome_failures, score_failures
     from ragcov.faults import analyse
 
-    if (qrels is None) == (scores is None):
-        raise RagcovError("give either --qrels or --scores (with --metric)")
+    if qrels is not None and scores is not None:
+        raise RagcovError("give either --qrels or --scores (with --metric), not both")
     if scores is not None and not metric:
         raise RagcovError("--scores needs --metric NAME (the column holding the metric)")
     if qrels_level is not None and qrels_level not in ("doc", "chunk"):
@@ -260,12 +313,17 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
                 warnings.append(f"{len(unknown)} relevant chunk ids are not in the data file's "
                                 f"corpus (first: {sorted(unknown)[0]})")
         failures = label_failures(m, labels, metric or "hit", fail_below)
+    elif scores is not None:
+        failures = score_failures(m, load_scores(scores, metric), fail_below)
     else:
-        failures = score_failures(m, load_scores(scores, metric), fail_below)  # type: ignore[arg-type]
+        outcomes = (m.meta or {}).get(OUTCOMES)
+        if not outcomes:
+            raise RagcovError(f"{data_file} holds no test outcomes: give --qrels or --scores (with "
+                              "--metric), or record the suite with pytest --ragcov")
+        failures = outcome_failures(m, outcomes)
     paths = list(orders)
     named = {name: load_order(p, m) for name, p in zip(order_names(paths), paths)}
-    return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings,
-                       matrix_names(m, chunk_positions(data_file)))
+    return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings)
 
 
 def generate(corpus: Corpus, retriever: Any, generator: Any, k: int,
@@ -378,7 +436,7 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     def record(batch: list[ProbeRow]) -> int:
         asked = [(p.id, p.text) for p in batch if p.text]
         run = run_retriever(retriever, asked, meta.k, batch_size=batch_size, progress=False,
-                            corpus=corpus)
+                            corpus=corpus, warn_short=False)
         return append_probes(data, corpus, meta.k, fingerprint, batch,
                              [run.results.get(p.id, []) for p in batch])
 
@@ -407,17 +465,20 @@ def _llm_probe(generator: Any, texts: Sequence[str], ids: Sequence[str], row: in
     return ProbeRow(probe_id(ids[row], LLM), row, LLM, clean(gen.raw))
 
 
-def audit_reachability(data_file: str | os.PathLike[str]) -> Any:
+def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> Any:
     """Every chunk's status (covered, untested, unreachable), hubs and the reachable
-    denominator, from a data file's tests and probes."""
+    denominator, from a data file's tests and probes; with ``scope`` (a
+    :class:`ReportScope`, e.g. :func:`configured_scope`'s) its totals count the chunks a
+    report with that scope counts, so probe and report print one set of numbers."""
 
+    if scope is not None:
+        return load_scoped(data_file, scope).reachability
     data = CoverageData(data_file)
     tests = data.matrix()
     probes = read_probes(data, tests.n_chunks)
-    r = audit(tests, probes, details=lambda positions: chunk_details(data, positions))
-    names = matrix_names(tests, chunk_positions(data_file))
-    r.names = [names[c] for c in tests.chunk_ids]
-    return r
+    return audit(tests, probes, details=lambda positions: chunk_details(data, positions),
+                 probe_texts=lambda ids: probe_texts(data, ids)).with_candidates(
+        lambda positions: chunk_details(data, positions), chunk_hashes(data.path))
 
 
 def read_qrels(qrels: str | os.PathLike[str], level: str | None = None) -> Any:
@@ -568,9 +629,9 @@ def approximate_note(data_file: str | os.PathLike[str]) -> str | None:
 
 
 def fail_under_message(coverage: float, fail_under: float | None, precision: int | None = None,
-                       what: str = "total") -> str | None:
+                       what: str = "total", shown_precision: int | None = None) -> str | None:
     """The one ``--fail-under`` gate: None when it passes, else the message to print."""
-    return fail_under_failure(coverage, fail_under, precision, what)
+    return fail_under_failure(coverage, fail_under, precision, what, shown_precision)
 
 
 def combine(files: Sequence[str | os.PathLike[str]] = (),
@@ -628,6 +689,27 @@ def probe_settings(data_file: str | os.PathLike[str], corpus: str, retriever: st
         return kind, model or recorded_model, backend or fp.get("backend")
     raise RagcovError(f"{data_file} was recorded with a {kind} retriever: give --retriever, the "
                       "same one, to probe it")
+
+
+OUTCOMES = "outcomes"
+
+
+def record_outcomes(data_file: str | os.PathLike[str], outcomes: dict[str, str]) -> None:
+    """Keep each test's outcome (pytest node id -> passed, failed, skipped) with the data
+    file, beside the outcomes of earlier sessions' other tests."""
+    data = CoverageData(data_file)
+    data.annotate(OUTCOMES, {**(data.annotation(OUTCOMES) or {}), **outcomes})
+
+
+def correctness(m: Any, qrels: str | os.PathLike[str] | None = None,
+                level: str | None = None) -> Any:
+    """Hit rate and recall@k from relevance labels, else the pass rate of the recorded test
+    outcomes; None when neither exists (:class:`ragcov.failures.Correctness`)."""
+    from ragcov.failures import label_correctness, outcome_correctness
+
+    if qrels is not None:
+        return label_correctness(m, read_qrels(qrels, level))
+    return outcome_correctness((m.meta or {}).get(OUTCOMES) or {})
 
 
 def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
@@ -689,7 +771,8 @@ def configured_scope(command: str = "report", start: str | os.PathLike[str] | No
     lists = {k: tuple(values[k]) for k in ("include", "omit", "exclude", "exclude_docs")
              if k in values}
     return ReportScope(**lists, min_chunk_chars=values.get("min_chunk_chars", 0),
-                       reachable=values.get("reachable", False))
+                       reachable=values.get("reachable", False),
+                       include_generated=values.get("include_generated", False))
 
 
 # --- coverage by topic (``ragcov topics``, ``report --by topic``) ---------------------------
@@ -738,8 +821,7 @@ def topic_coverage(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope:
         g = gap(data_file, traffic, top=0, allow_different_k=allow_different_k,
                 allow_different_retriever=allow_different_retriever)
         hits = np.bincount(g.traffic.hit_chunk, minlength=g.traffic.n_chunks)
-    full = scoped.full if scoped.full is not None else scoped.matrix
-    return topic_numbers(scoped, stored, matrix_names(full, scoped.positions), str(data_file), hits)
+    return topic_numbers(scoped, stored, str(data_file), hits)
 
 
 def topic_targets(data_file: str | os.PathLike[str], topic: str, corpus: Corpus

@@ -8,16 +8,20 @@ are an error so a typo is never silently ignored.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import math
 import os
 import sys
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ragcov.errors import RagcovError
+
+#: The most digits after the decimal point a report prints: a coverage has no more meaning
+#: than that, and ``precision = 1000`` printed a thousand digits.
+MAX_PRECISION = 10
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,11 +33,14 @@ def find_config(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None
     """ragcov.toml wins over pyproject.toml; the first directory upward that has either."""
     here = (start or Path.cwd()).resolve()
     for folder in [here, *here.parents]:
-        own = folder / "ragcov.toml"
-        if own.is_file():
+        own, pyproject = folder / "ragcov.toml", folder / "pyproject.toml"
+        try:
+            has_own, has_pyproject = own.is_file(), pyproject.is_file()
+        except PermissionError:
+            continue  # a folder this user may not look into holds no settings for it
+        if has_own:
             return own, _load(own)
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
+        if has_pyproject:
             section = _ragcov_section(pyproject)
             if section is not None:
                 return pyproject, section
@@ -58,10 +65,29 @@ def read_config(path: Path) -> tuple[Path, dict[str, Any]]:
     ragcov.toml is.
     """
     if not path.is_file():
-        raise RagcovError(f"{path}: no such config file (given by --rcfile)")
+        raise RagcovError(f"{path}: {_not_a_file(path)} (given by --rcfile)")
     if path.name == "pyproject.toml":
         return path, _ragcov_section(path) or {}
     return path, _load(path)
+
+
+def _not_a_file(path: Path) -> str:
+    """What a path that is not a config file is, in a reader's words."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "no such config file"
+    if stat.S_ISDIR(mode):
+        return "a folder, not a config file (give the ragcov.toml or pyproject.toml in it)"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe), not a config file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, not a config file"
+    if stat.S_ISSOCK(mode):
+        return "a socket, not a config file"
+    return "not a regular file"
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -101,6 +127,11 @@ def default_map(settings: dict[str, Any], commands: dict[str, Iterable[str]],
     flat = {k.replace("-", "_"): v for k, v in settings.items() if not isinstance(v, dict)}
     where = shown_path(source)
     top = table_name(source)
+    tool = settings.get("tool")
+    if top == "" and isinstance(tool, dict) and "ragcov" in tool:
+        raise RagcovError(f"{where}: [tool.ragcov] is pyproject.toml's table; in {where} drop the "
+                          "prefix: flat keys at the top ([tool.ragcov] fail_under = 80 is "
+                          "fail_under = 80), [report] for [tool.ragcov.report]")
     for table, value in settings.items():
         if isinstance(value, dict) and table not in commands:
             raise RagcovError(f"{where}: unknown table [{top}{table}]"
@@ -191,6 +222,41 @@ def setting_where(source: Path | str, table: str | None, key: str, value: Any) -
     return f"{shown_path(source)}: {shown}{key} = {value!r}"
 
 
+def toml_type_problem(annotation: Any, value: Any) -> str | None:
+    """One strict rule for every key: a value has the TOML type of its option.
+
+    TOML has integers, floats, booleans and strings, so nothing is read from text: ``k =
+    "5"`` is refused as ``k = 5.5`` and ``k = true`` are (a string where a number belongs
+    is a quoting slip, and a tool that guesses hides the next one), and ``omit = [5]``
+    is refused where globs are strings.
+    """
+    if annotation is int:
+        ok, problem = isinstance(value, int) and not isinstance(value, bool), "not an integer"
+    elif annotation is float:
+        ok, problem = (isinstance(value, (int, float)) and not isinstance(value, bool),
+                       "not a number")
+    elif annotation is bool:
+        ok, problem = isinstance(value, bool), "not true or false"
+    elif annotation in (str, Path) or annotation is None:
+        return None if isinstance(value, str) else "not a string (quote it)"
+    else:
+        return None
+    if ok:
+        return None
+    return problem + ("; write it without quotes" if _reads_as(annotation, value) else "")
+
+
+def _reads_as(annotation: Any, value: Any) -> bool:
+    """A string that would be the right value without its quotes (``"5"`` for an integer)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        tomllib.loads(f"v = {value}")["v"]
+    except (tomllib.TOMLDecodeError, ValueError):
+        return False
+    return toml_type_problem(annotation, tomllib.loads(f"v = {value}")["v"]) is None
+
+
 def value_problem(param: Any, value: Any) -> str | None:
     """Why ``param`` (a typer/click parameter) would refuse ``value`` from a config file."""
     many = bool(getattr(param, "multiple", False)) or getattr(param, "nargs", 1) == -1
@@ -198,18 +264,14 @@ def value_problem(param: Any, value: Any) -> str | None:
         return "expected a list"
     descriptor = getattr(param, "type_descriptor", None)
     annotation = getattr(descriptor, "annotation", None)
+    if many:
+        annotation = next(iter(typing.get_args(annotation)), str)
     for one in (value if many else [value]):
         if isinstance(one, (dict, list)):
             return "expected a single value"
-        if annotation is int and (isinstance(one, bool) or not isinstance(one, (int, str))
-                                  or (isinstance(one, str) and not one.strip().lstrip("+-")
-                                      .isdigit())):
-            return "not an integer"
-        if annotation is float and (isinstance(one, bool)
-                                    or not isinstance(one, (int, float, str))):
-            return "not a number"
-        if annotation is bool and not isinstance(one, bool):
-            return "not true or false"
+        problem = toml_type_problem(annotation, one)
+        if problem:
+            return problem
     try:
         if hasattr(param, "get_runtime_param"):
             param.get_runtime_param().coerce(value, param=param, ctx=None)
@@ -225,7 +287,8 @@ def value_problem(param: Any, value: Any) -> str | None:
 
 
 #: The keys that choose what a report counts (``ragcov.scope.ReportScope``).
-SCOPE_KEYS = ("include", "omit", "exclude", "exclude_docs", "min_chunk_chars", "reachable")
+SCOPE_KEYS = ("include", "omit", "exclude", "exclude_docs", "min_chunk_chars", "reachable",
+              "include_generated")
 
 
 def reader_config(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None:
@@ -256,12 +319,13 @@ def scope_settings(command: str, start: Path | None = None) -> dict[str, Any]:
     for key, value in values.items():
         if key == "min_chunk_chars":
             ok = isinstance(value, int) and not isinstance(value, bool)
-        elif key == "reachable":
+        elif key in ("reachable", "include_generated"):
             ok = isinstance(value, bool)
         else:
             ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
         if not ok:
-            want = {"min_chunk_chars": "an integer", "reachable": "true or false"}.get(
+            want = {"min_chunk_chars": "an integer", "reachable": "true or false",
+                    "include_generated": "true or false"}.get(
                 key, "a list of strings")
             raise RagcovError(f"{shown_path(source)}: {key} = {value!r}: expected {want}")
     return values
@@ -291,16 +355,13 @@ def plugin_settings(start: Path | None = None) -> tuple[Path | None, dict[str, A
             value, where = flat[key], key
         else:
             continue
-        if isinstance(value, str) and key != "data_file":
-            # Numeric text, as the CLI's options read it ("2" is k = 2 to `ragcov run`).
-            with contextlib.suppress(ValueError):
-                value = int(value) if key in ("k", "precision") else float(value)
         whole = isinstance(value, int) and not isinstance(value, bool)
         number = (isinstance(value, (int, float)) and not isinstance(value, bool)
                   and math.isfinite(value))
         problem = {
             "k": None if whole and value >= 1 else "not a whole number of at least 1",
-            "precision": None if whole and value >= 0 else "not a whole number of at least 0",
+            "precision": None if whole and 0 <= value <= MAX_PRECISION
+            else f"not a whole number from 0 to {MAX_PRECISION}",
             "fail_under": None if number and 0 <= value <= 100 else "not a percentage from 0 to 100",
             "data_file": None if isinstance(value, str) and value else "not a file name",
         }[key]

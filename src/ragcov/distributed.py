@@ -244,15 +244,18 @@ def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int
     """The corpus embeddings: from the cache if a run made them, else embedded in shards."""
     from ragcov.retrievers.dense import (
         ENCODE_CHUNK,
+        embedding_cache_key,
         embedding_cache_path,
+        identify_model,
         load_cached_embeddings,
         resolve_model,
         save_embeddings,
     )
 
     name, source = resolve_model(model)
-    path = embedding_cache_path(corpus, name)
-    cached = load_cached_embeddings(path, len(corpus))
+    key = embedding_cache_key(corpus, identify_model(name, source).cache_key)
+    path = embedding_cache_path(key)
+    cached = load_cached_embeddings(path, len(corpus), key=key)
     if cached is not None:
         return cached
     # Several slices per worker so a slow worker does not hold the others up.
@@ -271,7 +274,7 @@ def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int
             pieces[i] = fut.result()
             advance(slices[i][1] - slices[i][0])
     emb = np.concatenate([p for p in pieces if p is not None], axis=0)
-    save_embeddings(path, emb)
+    save_embeddings(path, emb, key)
     return emb
 
 

@@ -186,6 +186,11 @@ class CoverageMatrix:
     def nnz(self) -> int:
         return int(self.indices.size)
 
+    def depths(self) -> np.ndarray:
+        """Per query, how many chunks it retrieved: k, or fewer where the retriever returned
+        fewer (a score threshold, a reranker, MMR, a corpus smaller than k)."""
+        return np.diff(self.indptr).astype(np.int64)
+
     def hit_rows(self) -> np.ndarray:
         """Per hit (in CSR order), the query row it belongs to."""
         return np.repeat(np.arange(self.n_queries), np.diff(self.indptr))

@@ -155,6 +155,8 @@ class RedundantTest:
     most_similar: str | None    # the other test with the highest Jaccard
     jaccard: float              # that Jaccard
     reasons: tuple[str, ...]    # "no-unique-contribution", "near-duplicate"
+    #: In :func:`droppable_together`'s set: removed with the others marked so, no chunk is lost
+    droppable: bool = False
 
     @property
     def why(self) -> str:
@@ -210,11 +212,57 @@ def redundant_tests(m: CoverageMatrix, jaccard_threshold: float = 0.8) -> list[R
     if not listed:
         return []
     sub = subsumers(m)
+    drop = droppable_together(m)
     return [RedundantTest(m.query_ids[i], int(unique[i]),
                           m.query_ids[sub[i]] if sub[i] >= 0 else None,
                           m.query_ids[best[i]] if best[i] >= 0 else None,
-                          float(best_j[i]), reasons)
+                          float(best_j[i]), reasons, bool(drop[i]))
             for i, reasons in listed]
+
+
+def droppable_together(m: CoverageMatrix) -> np.ndarray:
+    """Per test, whether it is in one set of tests that can all be removed at once with
+    every covered chunk still covered.
+
+    The pairwise view cannot say that: both tests of an identical pair are each
+    redundant, and removing both loses their chunks. Here a cover is built (every test
+    with a chunk of its own, then greedily the test adding the most chunks still
+    uncovered, ties to the earlier test), then made minimal by trying to drop each kept
+    test, last kept first; the tests outside it are the set. Its complement covers what
+    the suite covers, and is minimal (no test of it can go), not always the smallest.
+    """
+    n = m.n_queries
+    rows = [m.indices[m.indptr[i]:m.indptr[i + 1]] for i in range(n)]
+    kept = np.zeros(n, dtype=bool)
+    covered = np.zeros(m.n_chunks, dtype=bool)
+    kept[unique_contributions(m) > 0] = True
+    for i in np.flatnonzero(kept):
+        covered[rows[i]] = True
+    order: list[int] = [int(i) for i in np.flatnonzero(kept)]
+    # Lazy greedy: a test's gain only falls as chunks get covered.
+    import heapq
+
+    heap = [(-len(rows[i]), i) for i in range(n) if not kept[i] and len(rows[i])]
+    heapq.heapify(heap)
+    while heap and not covered[m.indices].all():
+        neg, i = heapq.heappop(heap)
+        gain = int(np.count_nonzero(~covered[rows[i]]))
+        if gain == 0:
+            continue
+        if heap and gain < -heap[0][0] or (heap and gain == -heap[0][0] and heap[0][1] < i):
+            heapq.heappush(heap, (-gain, i))
+            continue
+        kept[i] = True
+        covered[rows[i]] = True
+        order.append(i)
+    times = np.zeros(m.n_chunks, dtype=np.int64)
+    for i in order:
+        np.add.at(times, rows[i], 1)
+    for i in reversed(order):
+        if len(rows[i]) and (times[rows[i]] >= 2).all():
+            kept[i] = False
+            np.subtract.at(times, rows[i], 1)
+    return ~kept
 
 
 def subsumers(m: CoverageMatrix) -> np.ndarray:

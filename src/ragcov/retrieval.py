@@ -95,7 +95,7 @@ PROBE_QUERIES = 8
 
 def run_retriever(retriever: Any, queries: Sequence[tuple[str, str]], k: int,
                   batch_size: int = 64, progress: bool = True,
-                  run: Run | None = None, corpus: Any = None) -> Run:
+                  run: Run | None = None, corpus: Any = None, warn_short: bool = True) -> Run:
     """Retrieve the top-k for each ``(query id, text)`` and collect a Run.
 
     Queries go to a retriever that batches them (``batches_queries``, true unless
@@ -124,7 +124,32 @@ def run_retriever(retriever: Any, queries: Sequence[tuple[str, str]], k: int,
                 if check is not None:
                     check.see(run.results[qid], last=start + len(batch) >= len(queries))
             advance(len(batch))
+    if warn_short:
+        warn_if_short(run, [qid for qid, _ in queries],
+                      len(corpus) if corpus is not None and hasattr(corpus, "__len__") else None)
     return run
+
+
+def warn_if_short(run: Run, query_ids: Sequence[str], n_chunks: int | None = None) -> None:
+    """Say once, with counts, when lists came back shorter than k.
+
+    A score threshold, a reranker or MMR returns fewer than k; coverage is then the
+    coverage at that depth (3 of k = 5 is a k = 3 number), which the data file records
+    per query and every report states beside k. A corpus smaller than k is said
+    elsewhere (:func:`warn_if_k_takes_the_corpus`).
+    """
+    depths = [len(run.results.get(qid, ())) for qid in query_ids]
+    short = [d for d in depths if d < run.k]
+    if not short or (n_chunks is not None and n_chunks <= run.k):
+        return
+    from ragcov.user_warnings import RetrievalWarning, warn
+
+    shown = f"depth {min(short)}" if min(short) == max(short) else \
+        f"depths {min(short)}-{max(short)}"
+    warn(f"the retriever returned fewer than k={run.k} distinct chunks for {len(short)} of "
+         f"{len(depths)} queries ({shown}): their coverage is measured at that depth, not at "
+         f"k={run.k}; each query's depth is recorded and reports say so beside k",
+         RetrievalWarning)
 
 
 class IdCheck:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -57,6 +57,8 @@ class CoverageSummary:
     omitted_documents: int = 0  # documents left out by include/omit
     #: Random pairs the mean Jaccard was estimated from; 0 when it is exact.
     jaccard_sampled_pairs: int = 0
+    #: How deep the recorded lists are against k (None: not measured)
+    depth: Depth | None = None
 
     @property
     def coverage(self) -> float:
@@ -67,6 +69,41 @@ class CoverageSummary:
         return self.chunks - self.covered
 
 
+@dataclass(frozen=True)
+class Depth:
+    """How deep the recorded lists are, against k: a retriever that returns 3 of k = 5 is
+    measured at depth 3, and its coverage is a k = 3 number whatever the file's k says."""
+
+    k: int
+    queries: int
+    short: int        # queries that retrieved fewer than k chunks
+    deepest: int      # the longest list (the retriever's effective depth)
+    mean: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"k": self.k, "effective_depth": self.deepest, "mean_depth": self.mean,
+                "short_queries": self.short}
+
+    def note(self) -> str | None:
+        """The caveat a reader needs beside k, or None when every list is k long."""
+        if not self.short:
+            return None
+        depth = (f"effective depth {self.deepest}" if self.short == self.queries
+                 else f"mean depth {self.mean:.1f}")
+        return (f"{self.short} of {self.queries} queries retrieved fewer than {self.k} chunks "
+                f"({depth})")
+
+
+def query_depth(m: CoverageMatrix) -> Depth:
+    """The depth of every recorded list (of the whole file: a report's scope leaves the
+    lists as they were retrieved)."""
+    depths = m.depths()
+    k = int(m.k or 0)
+    return Depth(k=k, queries=int(depths.size), short=int(np.count_nonzero(depths < k)),
+                 deepest=int(depths.max()) if depths.size else 0,
+                 mean=float(depths.mean()) if depths.size else 0.0)
+
+
 class _Excluded(Protocol):
     doc_id: str
 
@@ -74,7 +111,7 @@ class _Excluded(Protocol):
 def summarize(m: CoverageMatrix, entropy_support: Support = "retrieved",
               gini_over: Support = "retrieved", jaccard: bool = True,
               excluded: Sequence[_Excluded] = (), positions: Mapping[str, int] | None = None,
-              omitted_documents: int = 0) -> CoverageSummary:
+              omitted_documents: int = 0, depth: Depth | None = None) -> CoverageSummary:
     """The numbers of ``m``; ``excluded`` (chunks already dropped from ``m``) are counted aside."""
     freq = m.chunk_frequencies()
     chunk_coverage(m)  # raises on an empty corpus
@@ -98,6 +135,7 @@ def summarize(m: CoverageMatrix, entropy_support: Support = "retrieved",
         mean_pairwise_jaccard=jac, jaccard_sampled_pairs=sampled,
         entropy_support=entropy_support, gini_over=gini_over, documents=docs,
         excluded=len(excluded), omitted_documents=omitted_documents,
+        depth=depth if depth is not None else query_depth(m),
     )
 
 
@@ -144,19 +182,28 @@ def fails_under(coverage: float, fail_under: float, precision: int = GATE_PRECIS
 
 
 def fail_under_failure(coverage: float, fail_under: float | None,
-                       precision: int | None = None, what: str = "total") -> str | None:
+                       precision: int | None = None, what: str = "total",
+                       shown_precision: int | None = None) -> str | None:
     """The one fail-under gate every command runs: None when it passes, else its message.
 
     ``precision`` None means :data:`GATE_PRECISION`; the message shows the total at the
     precision it was compared at, so "53.00% is less than 53.01" is never printed as "53%".
+    ``shown_precision`` is the precision the report above printed the total at: when that
+    rounding reaches the threshold ("59%" above a failure at 58.77), the message says why.
     """
     if fail_under is None:
         return None
     p = GATE_PRECISION if precision is None else precision
     if not fails_under(coverage, fail_under, p):
         return None
-    return (f"Coverage failure: {what} of {display_percent(coverage, p)}% is less than "
-            f"fail-under={fail_under:g}")
+    message = (f"Coverage failure: {what} of {display_percent(coverage, p)}% is less than "
+               f"fail-under={fail_under:g}")
+    if shown_precision is not None and shown_precision < p and \
+            float(display_percent(coverage, shown_precision)) >= fail_under:
+        message += (f" (the table above rounds it to {display_percent(coverage, shown_precision)}%; "
+                    f"the gate compares the total at {p} decimals, as `ragcov report --format "
+                    "total` prints it: a ratchet sets --fail-under to that number)")
+    return message
 
 
 def display_percent(fraction: float, precision: int = 0) -> str:

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from ragcov.api import DEFAULT_DATA_FILE
+from ragcov.config import MAX_PRECISION
 from ragcov.errors import RagcovError
 from ragcov.overwrite import to_stdout
 
@@ -53,8 +54,8 @@ Backend = Annotated[str | None, typer.Option(
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
 ShowIds = Annotated[bool, typer.Option(
-    "--show-ids", help="Name chunks by their ids instead of DOC#N (N counts from 1, as "
-    "Cobertura and lcov lines do).")]
+    "--show-ids", help="List chunks by their ids instead of DOC#N ranges (N counts from 1, as "
+    "Cobertura and lcov lines do). A single chunk is always named by its id.")]
 FailUnder = Annotated[float | None, typer.Option(
     "--fail-under", help="Exit with status 2 when total chunk coverage (percent), rounded as "
     "`ragcov report --format total` prints it, is below this.")]
@@ -77,8 +78,8 @@ GatePrecision = Annotated[int | None, typer.Option(
 
 
 def check_precision(precision: int) -> None:
-    if precision < 0:
-        raise RagcovError(f"--precision must be 0 or more, got {precision}")
+    if not 0 <= precision <= MAX_PRECISION:
+        raise RagcovError(f"--precision must be from 0 to {MAX_PRECISION}, got {precision}")
 
 
 def check_fail_under(fail_under: float | None) -> None:
@@ -88,7 +89,7 @@ def check_fail_under(fail_under: float | None) -> None:
 
 
 def gate(coverage: float, fail_under: float | None, precision: int | None = None,
-         what: str = "total") -> None:
+         what: str = "total", shown_precision: int | None = None) -> None:
     """``--fail-under`` for every command, run after its report is written (as coverage.py).
 
     One check and one message (:func:`ragcov.summary.fail_under_failure`), so ``report``,
@@ -96,7 +97,7 @@ def gate(coverage: float, fail_under: float | None, precision: int | None = None
     """
     from ragcov.api import fail_under_message
 
-    fail(fail_under_message(coverage, fail_under, precision, what))
+    fail(fail_under_message(coverage, fail_under, precision, what, shown_precision))
 
 
 def fail(message: str | None) -> None:

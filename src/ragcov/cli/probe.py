@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -21,12 +22,20 @@ from ragcov.cli.options import (
     Index,
     Model,
     RetrieverName,
+    ShowIds,
     Split,
     emit,
     load_corpus_opts,
+    to_stdout,
+    write_output,
 )
 from ragcov.errors import RagcovError
-from ragcov.reporters.reachability import lost_gold_text, reachability_json, reachability_text
+from ragcov.reporters.reachability import (
+    draft_suite,
+    lost_gold_text,
+    reachability_json,
+    reachability_text,
+)
 
 
 def probe(
@@ -66,6 +75,12 @@ def probe(
     split: Split = False,
     doc_key: DocKey = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or report.")] = False,
+    show_ids: ShowIds = False,
+    drafts_out: Annotated[Path | None, typer.Option(
+        "--drafts-out", help="Write a draft test for each untested chunk (the probe question "
+        "that reached it, with the chunk it should retrieve) as a JSONL suite to review and "
+        "add; - for stdout.")] = None,
+    ctx: typer.Context = None,  # type: ignore[assignment]
 ) -> None:
     """Probe every chunk with its own words and say which uncovered chunks no test could reach.
 
@@ -76,9 +91,16 @@ def probe(
     if format not in ("text", "json"):
         raise RagcovError(f"unknown --format {format!r}: expected text or json")
     api.check_seed(seed)
-    check_outputs([output], [data_file, qrels, corpus])
+    check_outputs([output, drafts_out], [data_file, qrels, corpus])
     labels = api.read_qrels(qrels, qrels_level) if qrels is not None else None
+    given = retriever
     retriever, model, backend = api.probe_settings(data_file, corpus, retriever, model, backend)
+    if given is None and not quiet:
+        # Said, not assumed: a probe through another retriever than the suite's measures
+        # another thing, so the one taken from the data file is named.
+        named = f"{retriever} ({model})" if model else retriever
+        err.print(f"ragcov: probing through the retriever {data_file} was recorded with: {named}",
+                  markup=False)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
     r = api.make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
                        backend=backend)
@@ -89,16 +111,16 @@ def probe(
     done = api.probe(corpus_obj, r, data_file, sample=sample, include=include or (),
                      omit=omit or (), seed=seed, progress=not quiet, generator=gen)
     if done.wordless and not quiet:
-        # Named as the report's list names it (DOC#N where ids are store UUIDs or split
-        # positions), with the id itself beside it when they differ.
-        r = done.reachability
-        first = done.wordless[0]
-        shown = next((r.name(i) for i, cid in enumerate(r.chunk_ids) if cid == first), first)
-        shown = shown if shown == first else f"{shown} (id {first})"
         err.print(f"ragcov: warning: {len(done.wordless)} chunk(s) have no word to build a probe "
-                  f"from (first: {shown}); unreachable unless another probe reaches them",
-                  markup=False)
+                  f"from (first: {done.wordless[0]}); unreachable unless another probe reaches "
+                  "them", markup=False)
     gold = api.lost_gold_of(done.reachability, labels) if labels is not None else None
+    view = _as_the_report_counts(ctx, data_file, done.reachability)
+    if drafts_out is not None:
+        drafts = draft_suite(view)
+        write_output("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in drafts), drafts_out)
+        if not quiet and not to_stdout(drafts_out):
+            err.print(f"Wrote {len(drafts)} draft tests to {drafts_out}", markup=False)
     if quiet and output is None:
         return
     if gold is not None and gold["not_in_corpus"] and not quiet:
@@ -106,15 +128,27 @@ def probe(
                   f"{qrels} name nothing in the corpus (first: {gold['not_in_corpus'][0]}); left "
                   "out of lost gold", markup=False)
     if format == "json":
-        import json
-
-        text = json.dumps(reachability_json(done.reachability, gold), indent=2, allow_nan=False)
+        text = json.dumps(reachability_json(view, gold), indent=2, allow_nan=False)
     else:
 
-        text = reachability_text(done.reachability)
+        text = reachability_text(view, show_ids=show_ids)
         if gold is not None:
             text += "\n" + lost_gold_text(gold)
     if not quiet:
         err.print(f"Probed {data_file}: {done.added} new probe(s), {done.already} already "
                   f"recorded", markup=False)
     emit(text, output, "the reachability report")
+
+
+def _as_the_report_counts(ctx: typer.Context | None, data_file: Path, whole: object) -> object:
+    """The reachability totals over the chunks ``ragcov report`` counts: the config file's
+    exclusions (``exclude``, ``exclude_docs``, ``min_chunk_chars``) leave the same chunks
+    out of both, so probe and report never print two numbers under one name."""
+    settings = ((ctx.find_root().default_map or {}) if ctx is not None else {}).get("report", {})
+    given = {key: settings[key] for key in ("exclude", "exclude_docs", "min_chunk_chars")
+             if settings.get(key)}
+    if not given:
+        return whole
+    lists = {k: tuple(v) for k, v in given.items() if k != "min_chunk_chars"}
+    scope = api.ReportScope(**lists, min_chunk_chars=given.get("min_chunk_chars", 0))
+    return api.audit_reachability(data_file, scope)

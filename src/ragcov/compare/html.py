@@ -51,9 +51,8 @@ def diff_context(d: CoverageDiff, precision: int = 1, queries: int = 200) -> dic
 
 def write_diff_page(d: CoverageDiff, directory: str | os.PathLike[str], precision: int = 1) -> Path:
     """Write ``diff.html`` (and the stylesheet when missing) into ``directory``."""
-    import jinja2
 
-    from ragcov.reporters.html import MARKER
+    from ragcov.reporters.html import MARKER, environment
 
     target = Path(directory)
     if target.exists() and not target.is_dir():
@@ -62,10 +61,7 @@ def write_diff_page(d: CoverageDiff, directory: str | os.PathLike[str], precisio
     if not fresh and not (target / MARKER).exists():
         raise RagcovError(f"{target}: not empty and not a ragcov HTML report; "
                           "choose another directory")
-    env = jinja2.Environment(loader=jinja2.PackageLoader("ragcov", "reporters/templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
-    html = env.get_template("diff.html").render(**diff_context(d, precision))
+    html = environment().get_template("diff.html").render(**diff_context(d, precision))
     target.mkdir(parents=True, exist_ok=True)
     write_text_atomic(target / PAGE, html)
     style = target / "style.css"

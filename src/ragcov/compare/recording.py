@@ -24,7 +24,7 @@ from ragcov.data.columns import (
     query_texts_of,
     read_columns,
 )
-from ragcov.data.schema import Meta, check_compatible, retriever_key
+from ragcov.data.schema import Meta, check_compatible, same_retriever
 from ragcov.errors import RagcovError
 
 
@@ -53,6 +53,13 @@ class Recording:
     @property
     def n_queries(self) -> int:
         return len(self.query_ids) if self.query_count is None else self.query_count
+
+    def effective_depth(self) -> int | None:
+        """The longest list recorded (k, or less where the retriever returned fewer); None
+        when the hits were not read."""
+        if self.hit_query.size == 0:
+            return None if self.n_queries else 0
+        return int(np.bincount(self.hit_query).max())
 
     def covered(self) -> np.ndarray:
         """Boolean mask of chunks retrieved at least once."""
@@ -124,6 +131,15 @@ def check_comparable(base: Recording, head: Recording, allow_k: bool = False,
                      allow_retriever: bool = False, allow_corpus: bool = False) -> None:
     """Refuse, as ``combine`` does, two recordings that differ in what was not allowed to."""
     m, other = base.meta, head.meta
+    if not allow_k and m.k == other.k:
+        deep, deep_other = base.effective_depth(), head.effective_depth()
+        if deep is not None and deep_other is not None and deep != deep_other:
+            # The same k on paper, two depths in fact: a k = 3 number beside a k = 5 one.
+            raise RagcovError(
+                f"cannot compare coverage data: the effective depth differs ({deep} in "
+                f"{base.path}, {deep_other} in {head.path}, both recorded at k={m.k}: a "
+                "retriever returned fewer than k) (use --allow-different-k to compare across "
+                "them)")
     k = m.k if allow_k else other.k
     retriever: dict[str, Any] = m.retriever if allow_retriever else other.retriever
     corpus = m.corpus_hash if allow_corpus else other.corpus_hash
@@ -133,7 +149,7 @@ def check_comparable(base: Recording, head: Recording, allow_k: bool = False,
         flags = [f for f, allowed, differs in (
             ("--allow-different-k", allow_k, m.k != other.k),
             ("--allow-different-retriever", allow_retriever,
-             retriever_key(m.retriever) != retriever_key(other.retriever)),
+             not same_retriever(m.retriever, other.retriever)),
         ) if differs and not allowed]
         # No flag lets two corpora be compared here: suggesting one would not help.
         other_corpus = not allow_corpus and m.corpus_hash != other.corpus_hash

@@ -211,7 +211,8 @@ def gap_totals(g: TrafficGap, precision: int = 1) -> list[str]:
 
 def _gap_rows(g: TrafficGap, limit: int | None, show_ids: bool = False) -> list[list[str]]:
     shown = g.untested if limit is None else g.untested[:limit]
-    return [[u.chunk_id if show_ids or not u.name else u.name, u.doc_id, str(u.traffic_hits),
+    # One chunk a row: named by its id (a position names another chunk once one is deleted).
+    return [[u.chunk_id, u.doc_id, str(u.traffic_hits),
              u.example_queries[0].text[:70] if u.example_queries else ""] for u in shown]
 
 

@@ -24,6 +24,7 @@ from ragcov.data.schema import (
 from ragcov.data.topics import copy_topics
 from ragcov.errors import RagcovError
 from ragcov.files import TargetExists, atomic_path
+from ragcov.user_warnings import RetrievalWarning, warn
 
 # Per query id already written: its text and its (chunk idx, rank, score) hits.
 _Seen = dict[str, tuple[str, list[tuple[int, int, float | None]]]]
@@ -86,6 +87,22 @@ def _merged_shards(con: sqlite3.Connection) -> set[tuple[str, int, int]]:
         return set()
 
 
+def _warn_of_depths(datas: Sequence[CoverageData], k: int) -> None:
+    """Files recorded at one k whose lists are of two depths (a retriever that returned
+    fewer than k in one of them) make a file whose coverage is neither: said, with each."""
+    depths = {}
+    for d in datas:
+        with d.reading() as con:
+            row = con.execute("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM hits "
+                              "GROUP BY query_idx)").fetchone()
+        depths[d.path] = int(row[0] or 0)
+    if len(set(depths.values()) - {0}) > 1:
+        shown = ", ".join(f"{depth} in {path}" for path, depth in depths.items())
+        warn(f"the files were recorded at k={k} but to different depths ({shown}): a retriever "
+             "returned fewer than k in some; the combined coverage mixes the two depths",
+             RetrievalWarning)
+
+
 def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
                   shards: Sequence[tuple[str, int, int]]) -> int:
     metas = [d.meta() for d in datas]
@@ -103,6 +120,7 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
             if moved is None:
                 raise
             raise RagcovError(f"{exc}: {moved}") from exc
+    _warn_of_depths(datas, first.k)
     meta = new_meta(first.k, first.retriever, first.corpus_hash)
     with (atomic_path(out_path, replace=replace) as tmp, sqlite_errors(out_path),
           new_file(tmp, meta) as con):

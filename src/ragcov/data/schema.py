@@ -23,6 +23,7 @@ from typing import Any
 
 from ragcov.data import FORMAT_VERSION
 from ragcov.errors import RagcovError
+from ragcov.user_warnings import warn
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -73,6 +74,36 @@ def retriever_key(fp: dict[str, Any]) -> str:
     return json.dumps(fp, sort_keys=True)
 
 
+def compared(fp: dict[str, Any]) -> dict[str, Any]:
+    """A fingerprint as recordings are compared: where a model's folder was (``model_path``)
+    is not what the model is (``model_digest``, its content)."""
+    return {key: value for key, value in fp.items() if key != "model_path"}
+
+
+def known_by_name_only(fp: dict[str, Any]) -> bool:
+    """An embedding model recorded without its content digest (before ragcov kept one):
+    another model saved at the same name cannot be told from it."""
+    return bool(fp.get("model")) and "model_digest" not in fp and fp.get("kind") in ("dense", "store")
+
+
+def same_retriever(a: dict[str, Any], b: dict[str, Any], where: str = "", other: str = "") -> bool:
+    """Whether two fingerprints are one retriever; a file written before model digests
+    compares by the model's name, and says so once (it cannot be checked further)."""
+    ca, cb = compared(a), compared(b)
+    if ca == cb:
+        return True
+    old_a, old_b = known_by_name_only(a), known_by_name_only(b)
+    if old_a != old_b and a.get("model") and b.get("model"):
+        ca.pop("model_digest", None)
+        cb.pop("model_digest", None)
+        if ca == cb:
+            old = (where if old_a else other) or "a recording"
+            warn(f"{old}: its model {a.get('model')!r} is known only by name (recorded before "
+                 "ragcov kept model digests): it is taken for the same model")
+            return True
+    return False
+
+
 def corpus_digest(chunks: Iterable[tuple[str, str, str]]) -> str:
     """The corpus hash a data file records: (chunk id, document id, content hash) rows in order.
 
@@ -95,11 +126,15 @@ def read_meta(con: sqlite3.Connection, path: Path) -> Meta:
     """
     rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
     try:
-        fmt = int(rows["format"])
+        fmt = _whole_number(rows["format"])
+        if fmt is None:
+            raise ValueError(f"format {rows['format']!r} is not a whole number")
         corpus_hash = rows["corpus_hash"]
         if fmt < 2:
             corpus_hash = corpus_digest(con.execute("SELECT id, doc_id, hash FROM chunks ORDER BY idx"))
-        k = int(rows["k"])
+        k = _whole_number(rows["k"])
+        if k is None:
+            raise ValueError(f"k {rows['k']!r} is not a whole number")
         if k < 1:
             raise ValueError(f"k = {k}, below 1")
         return Meta(format=fmt, ragcov_version=rows["ragcov_version"],
@@ -118,11 +153,21 @@ def check_compatible(meta: Meta, k: int, corpus_hash: str, retriever: dict[str, 
     if meta.corpus_hash != corpus_hash:
         problems.append(f"the corpus differs (hash {meta.corpus_hash} in {where}, "
                         f"{corpus_hash} in {other})")
-    if retriever_key(meta.retriever) != retriever_key(retriever):
-        problems.append(f"the retriever differs ({retriever_key(meta.retriever)} in {where}, "
-                        f"{retriever_key(retriever)} in {other})")
+    if not same_retriever(meta.retriever, retriever, where, other):
+        problems.append(_retriever_difference(meta.retriever, retriever, where, other))
     if problems:
         raise RagcovError(f"cannot mix coverage data: {'; '.join(problems)}")
+
+
+def _retriever_difference(a: dict[str, Any], b: dict[str, Any], where: str, other: str) -> str:
+    """How two retrievers differ, in a reader's words where only the model's content does."""
+    ca, cb = compared(a), compared(b)
+    if ca.get("model_digest") and cb.get("model_digest") and \
+            {**ca, "model_digest": None} == {**cb, "model_digest": None}:
+        return (f"the embedding model {a.get('model')!r} differs in content ({ca['model_digest']} "
+                f"in {where}, {cb['model_digest']} in {other}): another model was saved at that "
+                "name or path")
+    return (f"the retriever differs ({retriever_key(ca)} in {where}, {retriever_key(cb)} in {other})")
 
 
 # ---------------------------------------------------------------- connections
@@ -293,6 +338,16 @@ def open_existing(path: Path, allow_empty: bool = False, read: bool = False) -> 
     return con
 
 
+def _whole_number(raw: Any) -> int | None:
+    """A meta value as ragcov writes whole numbers (ASCII digits only), else None.
+
+    ``int()`` alone takes ``' 3'``, ``'３'`` and ``'3_0'``, and raises on ``'3.0'``: a
+    damaged or hand-edited meta row must be one damaged-file line, never a traceback
+    nor a number that was not written."""
+    text = str(raw)
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def _check_format(con: sqlite3.Connection, path: Path) -> None:
     try:
         rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
@@ -303,7 +358,10 @@ def _check_format(con: sqlite3.Connection, path: Path) -> None:
         raise RagcovError(f"{path}: not a ragcov data file ({exc})") from exc
     except sqlite3.DatabaseError as exc:
         raise RagcovError(f"{path}: not a ragcov data file ({exc})") from exc
-    fmt = int(rows.get("format", "0"))
+    raw = rows.get("format", "0")
+    fmt = _whole_number(raw)
+    if fmt is None:
+        raise RagcovError(f"{path}: damaged meta table (format {raw!r} is not a whole number)")
     if fmt > FORMAT_VERSION:
         raise RagcovError(
             f"{path}: data file format {fmt} is newer than this ragcov understands "

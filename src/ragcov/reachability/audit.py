@@ -64,14 +64,67 @@ class Hubs:
                 "lorenz": [list(p) for p in self.lorenz]}
 
 
+@dataclass(frozen=True)
+class Draft:
+    """A draft test for an untested chunk: the probe question that retrieved it.
+
+    The chunk's own probes first (they ask about it), a question (an LLM's, then a
+    sentence of its own) before a list of its terms, then the best rank: what reached
+    the chunk is a question that a test could ask, once a person has read it.
+    """
+
+    text: str
+    kind: str        # "llm", "sentence" or "terms"
+    rank: int        # where it ranked the chunk
+    probe: str       # the probe's id
+    own: bool        # built from this chunk (else another chunk's probe reached it)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "kind": self.kind, "rank": self.rank, "probe": self.probe,
+                "own_probe": self.own}
+
+
+_KIND_ORDER = {"llm": 0, "sentence": 1, "terms": 2}
+
+
+def pick_drafts(untested: np.ndarray, probes: ProbeMatrix) -> dict[int, tuple[int, int]]:
+    """Per untested chunk, (probe row, rank) of the probe to draft its test from."""
+    rows = np.repeat(np.arange(probes.n_probes), np.diff(probes.indptr))
+    chunks = probes.indices.astype(np.int64)
+    keep = untested[chunks]
+    rows, chunks, ranks = rows[keep], chunks[keep], probes.rank_data[keep].astype(np.int64)
+    if not rows.size:
+        return {}
+    own = probes.source[rows] == chunks
+    kind = np.fromiter((_KIND_ORDER.get(probes.kinds[r], 3) for r in rows), dtype=np.int64,
+                       count=rows.size)
+    order = np.lexsort((rows, ranks, kind, ~own, chunks))
+    chunks, rows, ranks = chunks[order], rows[order], ranks[order]
+    first = np.ones(chunks.size, dtype=bool)
+    first[1:] = chunks[1:] != chunks[:-1]
+    return {int(c): (int(r), int(k)) for c, r, k in zip(chunks[first], rows[first], ranks[first])}
+
+
 @dataclass
 class Reachability:
-    """Per chunk status (None where unknown), what displaced each unreachable chunk, and why."""
+    """Per chunk status (None where unknown), what displaced each unreachable chunk, and why.
+
+    Every total has one definition, the same in text, JSON and HTML:
+
+    * ``chunks``: the chunks counted (a report's scope: its include/omit and exclusions);
+    * ``covered``, ``untested``, ``unreachable``: the statuses above; ``unknown`` is the rest
+      (neither covered nor reached by any probe, its own probes not run: ``--sample``);
+    * ``not_probed``: chunks whose own probes were not run (some of them are covered or
+      were reached by another chunk's probe, so they have a status all the same);
+    * ``reachable`` = chunks - unreachable: every chunk not shown to be unreachable. With
+      every chunk probed it is covered + untested; with a sample the unknown chunks are
+      in it, and ``coverage_of_reachable`` = covered / reachable is a lower bound.
+    """
 
     chunk_ids: list[str]
     doc_ids: np.ndarray
     status: np.ndarray              # object array of str | None, per chunk
-    displaced_by: np.ndarray        # int64 position, -1 where none
+    displaced_by: np.ndarray        # int64 position in ``all_ids``, -1 where none
     reason: np.ndarray              # object array of str | None
     probed: np.ndarray              # bool, the chunk's own probes were run
     tests: Hubs
@@ -80,11 +133,49 @@ class Reachability:
     k: int
     n_probes: int
     reasons_seen: dict[str, int] = field(default_factory=dict)
-    # Per chunk, the name a person reads (DOC#N, N from 1); the id where none was given.
-    names: list[str] = field(default_factory=list)
+    # The ids ``displaced_by`` points into: the whole recorded corpus, also once a report's
+    # scope has left some chunks out (a displacer may be outside the scope).
+    all_ids: list[str] = field(default_factory=list)
+    # The whole corpus's view this one was cut from (per-chunk lookups of excluded chunks).
+    full: Reachability | None = None
+    # Per untested chunk (position), the probe that reached it, as a test to start from.
+    drafts: dict[int, Draft] = field(default_factory=dict)
+    # Per uncovered chunk that is junk (no words, boilerplate, too short): why; and the config
+    # lines that exclude them (ragcov.reachability.junk). Not tests to write.
+    junk: dict[int, str] = field(default_factory=dict)
+    junk_config: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.all_ids:
+            self.all_ids = self.chunk_ids
 
     def name(self, j: int) -> str:
-        return self.names[j] if self.names else self.chunk_ids[j]
+        """A single chunk is named by its id: positions shift when a chunk is deleted, and
+        ``DOC#N`` can be another chunk's id (``doc#0``, ``doc#1`` ...)."""
+        return self.chunk_ids[j]
+
+    def draft(self, j: int) -> Draft | None:
+        """The draft test of untested chunk ``j`` (None for any other chunk, and for an
+        exclusion candidate: junk wants an exclusion, not a test)."""
+        return None if j in self.junk else self.drafts.get(j)
+
+    def with_candidates(self, details: ChunkDetails, hashes: Sequence[str],
+                        min_chunk_chars: int = 0) -> Reachability:
+        """This view with its uncovered junk chunks found (see :mod:`ragcov.reachability.junk`):
+        ``details`` gives the texts of positions, ``hashes`` every chunk's content hash."""
+        from collections import Counter
+
+        from ragcov.reachability.junk import exclusion_candidates
+
+        uncovered = [int(j) for j in np.flatnonzero(self.status != COVERED)]
+        found = exclusion_candidates(details(uncovered), Counter(hashes), min_chunk_chars)
+        self.junk, self.junk_config = found.reasons, found.config_lines
+        return self
+
+    def displacer(self, j: int) -> str | None:
+        """The id of the chunk ranked in place of chunk ``j`` by its own probe, if any."""
+        by = int(self.displaced_by[j])
+        return self.all_ids[by] if by >= 0 else None
 
     @property
     def n_chunks(self) -> int:
@@ -98,8 +189,17 @@ class Reachability:
         return int(self.probed.sum())
 
     @property
+    def not_probed_chunks(self) -> int:
+        return self.n_chunks - self.probed_chunks
+
+    @property
+    def unknown_chunks(self) -> int:
+        return self.n_chunks - self.count(COVERED) - self.count(UNTESTED) - self.count(UNREACHABLE)
+
+    @property
     def reachable_chunks(self) -> int:
-        return self.count(COVERED) + self.count(UNTESTED)
+        """Chunks not shown to be unreachable: the denominator of coverage_of_reachable."""
+        return self.n_chunks - self.unreachable_chunks
 
     @property
     def unreachable_chunks(self) -> int:
@@ -111,8 +211,8 @@ class Reachability:
 
     @property
     def coverage_of_reachable(self) -> float:
-        """Covered over what a test could reach: the corpus less its unreachable chunks."""
-        denominator = self.n_chunks - self.unreachable_chunks
+        """Covered over what a test could reach: the chunks less the unreachable ones."""
+        denominator = self.reachable_chunks
         return self.count(COVERED) / denominator if denominator else 0.0
 
     @property
@@ -130,15 +230,40 @@ class Reachability:
     def unreachable(self) -> list[int]:
         return [int(i) for i in np.flatnonzero(self.status == UNREACHABLE)]
 
+    def restricted(self, columns: np.ndarray) -> Reachability:
+        """The same view over the chunks at ``columns`` only (a report's scope): every total
+        and the hubs are counted over them, as the report's table counts its chunks."""
+        cols = np.asarray(columns, dtype=np.int64)
+        if cols.size == self.n_chunks and np.array_equal(cols, np.arange(self.n_chunks)):
+            return self
+        seen: dict[str, int] = {}
+        for value in self.reason[cols][self.status[cols] == UNREACHABLE]:
+            if value is not None:
+                seen[value.split(":")[0]] = seen.get(value.split(":")[0], 0) + 1
+        return Reachability(
+            chunk_ids=[self.chunk_ids[i] for i in cols], doc_ids=self.doc_ids[cols],
+            status=self.status[cols], displaced_by=self.displaced_by[cols],
+            reason=self.reason[cols], probed=self.probed[cols],
+            tests=hubs(self.tests.k_occurrence[cols]), probes=hubs(self.probes.k_occurrence[cols]),
+            n_queries=self.n_queries, k=self.k, n_probes=self.n_probes, reasons_seen=seen,
+            all_ids=self.all_ids, full=self.full or self,
+            drafts={new: self.drafts[int(old)] for new, old in enumerate(cols)
+                    if int(old) in self.drafts},
+            junk={new: self.junk[int(old)] for new, old in enumerate(cols) if int(old) in self.junk},
+            junk_config=self.junk_config)
+
     def totals(self) -> dict[str, Any]:
         return {"chunks": self.n_chunks, "queries": self.n_queries, "k": self.k,
                 "probes": self.n_probes, "probed_chunks": self.probed_chunks,
+                "not_probed_chunks": self.not_probed_chunks,
                 "covered_chunks": self.count(COVERED), "untested_chunks": self.count(UNTESTED),
+                "unknown_chunks": self.unknown_chunks,
                 "reachable_chunks": self.reachable_chunks,
                 "unreachable_chunks": self.unreachable_chunks,
                 "coverage": self.coverage, "coverage_of_reachable": self.coverage_of_reachable,
                 "workload_ceiling": self.workload_ceiling,
                 "coverage_of_ceiling": self.coverage_of_ceiling,
+                "exclusion_candidates": len(self.junk),
                 "unreachable_reasons": dict(sorted(self.reasons_seen.items()))}
 
 
@@ -182,10 +307,12 @@ def lorenz(occ: np.ndarray, points: int = LORENZ_POINTS) -> list[tuple[float, fl
 
 
 ChunkDetails = Callable[[Sequence[int]], dict[int, tuple[str, str]]]
+ProbeTexts = Callable[[Sequence[str]], dict[str, str]]
 
 
 def audit(tests: CoverageMatrix, probes: ProbeMatrix | None,
-          details: ChunkDetails | None = None) -> Reachability:
+          details: ChunkDetails | None = None, probe_texts: ProbeTexts | None = None
+          ) -> Reachability:
     """Every chunk's status from the test matrix and the probe matrix of one data file.
 
     ``details`` maps chunk positions to their (text, content hash); it is asked only
@@ -234,10 +361,18 @@ def audit(tests: CoverageMatrix, probes: ProbeMatrix | None,
     status[covered] = COVERED
     displaced[covered] = -1
     reason[covered] = None
+    drafts: dict[int, Draft] = {}
+    if probes is not None and probe_texts is not None:
+        picked = pick_drafts(status == UNTESTED, probes)
+        texts = probe_texts([probes.ids[r] for r, _ in picked.values()])
+        drafts = {j: Draft(texts.get(probes.ids[r], ""), probes.kinds[r], rank, probes.ids[r],
+                           bool(probes.source[r] == j))
+                  for j, (r, rank) in picked.items()}
     return Reachability(chunk_ids=list(tests.chunk_ids), doc_ids=tests.doc_ids, status=status,
                         displaced_by=displaced, reason=reason, probed=probed,
                         tests=hubs(test_occ), probes=probe_hubs, n_queries=tests.n_queries,
-                        k=int(tests.k or 0), n_probes=n_probes, reasons_seen=reasons_seen)
+                        k=int(tests.k or 0), n_probes=n_probes, reasons_seen=reasons_seen,
+                        drafts=drafts)
 
 
 def statuses(covered: np.ndarray, probes: ProbeMatrix | None) -> np.ndarray:

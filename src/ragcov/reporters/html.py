@@ -22,6 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ragcov.config import MAX_PRECISION
+from ragcov.controls import escape_controls
 from ragcov.destinations import written_path
 from ragcov.errors import RagcovError
 from ragcov.files import remove_stale_temps, temp_prefix
@@ -33,6 +35,7 @@ from ragcov.reporters.curves import (
     greedy_curve,
     recorded_curve,
 )
+from ragcov.reporters.html_actions import add_next_actions
 from ragcov.reporters.html_context import document_filename, site_context
 from ragcov.reporters.html_extras import add_extras
 from ragcov.reporters.html_reachability import add_reachability
@@ -60,8 +63,8 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
     ``scoped`` the site reports its matrix (``m`` is then ignored) and marks what it
     excluded.
     """
-    if precision < 0:
-        raise RagcovError(f"precision must be 0 or more, got {precision}")
+    if not 0 <= precision <= MAX_PRECISION:
+        raise RagcovError(f"precision must be from 0 to {MAX_PRECISION}, got {precision}")
     given = Path(directory)
     _check_target(given)
     # A symlinked report folder is written through: the site replaces the link's target
@@ -72,6 +75,7 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
     ctx = site_context(scoped.matrix, scoped.summary(), scoped.texts, curves, precision, title)
     add_extras(ctx, scoped)
     add_reachability(ctx, scoped)
+    add_next_actions(ctx, scoped)
     add_topics(ctx, scoped, topics, precision)  # a topics page when ``topics`` is given
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -100,8 +104,22 @@ def _check_target(target: Path) -> None:
                           "choose another directory")
 
 
-def _environment():
+def environment() -> Any:
+    """The templates' environment, for the site and the diff page alike.
+
+    Autoescape writes ``<`` as ``&lt;``, but a control character is no markup and passed
+    raw: U+202E from a document id made ``doc\u202etxt.exe`` display as "docexe.txt", and
+    a NUL from chunk text reached the page. Every value a template prints is finalised
+    first, so those characters show as ``\u202e`` and ``\x00``, as the terminal shows
+    them (line breaks and tabs of chunk text stay). Markup (``tojson``) is left alone:
+    JSON already writes them as escapes."""
     import jinja2
+    from markupsafe import Markup
+
+    def visible(value: Any) -> Any:
+        if isinstance(value, str) and not isinstance(value, Markup):
+            return escape_controls(value, keep="\n\t")
+        return value
 
     return jinja2.Environment(
         loader=jinja2.PackageLoader("ragcov", "reporters/templates"),
@@ -109,12 +127,13 @@ def _environment():
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=visible,
     )
 
 
 def _render(site: Path, ctx: dict[str, Any]) -> None:
     """Every page, the static files and the marker, into the empty folder ``site``."""
-    env = _environment()
+    env = environment()
     _write(site / "index.html", env.get_template("index.html").render(page="index", **ctx))
     _write(site / "queries.html", env.get_template("queries.html").render(page="queries", **ctx))
     if ctx.get("topics"):

@@ -47,7 +47,8 @@ def add_extras(ctx: dict[str, Any], scoped: Scoped) -> None:
                        for e in scoped.excluded]
     rows = m.row_of()
     ctx["redundant"] = [{"id": t.query_id, "why": t.why, "row": rows[t.query_id],
-                         "reasons": ", ".join(t.reasons)} for t in redundant_tests(m)]
+                         "reasons": ", ".join(t.reasons), "droppable": t.droppable}
+                        for t in redundant_tests(m)]
     ctx["retriever_name"] = retriever_name(m.meta.get("retriever") or {})
 
 

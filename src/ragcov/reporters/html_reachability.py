@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ragcov.controls import escape_controls
 from ragcov.reachability.audit import COVERED, UNREACHABLE, UNTESTED, Hubs, Reachability
 from ragcov.reporters.html_context import document_filename
-from ragcov.reporters.names import matrix_names
 from ragcov.scope import Scoped
 from ragcov.summary import display_percent
 
@@ -32,26 +32,30 @@ def add_reachability(ctx: dict[str, Any], scoped: Scoped) -> None:
     ctx["reach"] = None
     if r is None:
         return
-    m, full = scoped.matrix, scoped.full if scoped.full is not None else scoped.matrix
-    position = {cid: j for j, cid in enumerate(r.chunk_ids)}
+    m = scoped.matrix
+    every = r.full or r  # the whole corpus: a page may show a chunk the totals leave out
+    position = {cid: j for j, cid in enumerate(every.chunk_ids)}
     anchor = {cid: f"c{j}" for j, cid in enumerate(m.chunk_ids)}
     paged = {p["doc"]["id"] for p in ctx["pages"]}
-    names = matrix_names(full, scoped.positions)
 
-    def href(j: int) -> str | None:
-        cid, doc = r.chunk_ids[j], str(r.doc_ids[j])
+    def link(cid: str | None) -> str:
+        if cid is None:
+            return ""
+        doc = str(every.doc_ids[position[cid]])
         if doc not in paged:
-            return None
+            return ""
         return document_filename(doc) + (f"#{anchor[cid]}" if cid in anchor else "")
 
     for page in ctx["pages"]:
         for c in page["chunks"]:
             j = position[c["id"]]
-            c["status"] = r.status[j] or ("covered" if c["covered"] else "missing")
-            by = int(r.displaced_by[j])
-            c["displaced_by"] = None if by < 0 else {"name": names[r.chunk_ids[by]],
-                                                     "href": href(by) or ""}
-            c["reason"] = r.reason[j]
+            c["status"] = every.status[j] or ("covered" if c["covered"] else "missing")
+            by = every.displacer(j)
+            c["displaced_by"] = None if by is None else {"name": by, "href": link(by)}
+            c["reason"] = every.reason[j]
+            draft = every.draft(j)
+            c["draft"] = draft.text if draft is not None else ""
+            c["junk"] = every.junk.get(j, "")
     lost = r.unreachable()
     t = r.totals()
     pct = lambda f: display_percent(f, 1)  # noqa: E731
@@ -59,23 +63,19 @@ def add_reachability(ctx: dict[str, Any], scoped: Scoped) -> None:
         "totals": {**t, "coverage_of_reachable": pct(t["coverage_of_reachable"]),
                    "workload_ceiling": pct(t["workload_ceiling"]),
                    "coverage_of_ceiling": pct(t["coverage_of_ceiling"])},
-        "unreachable": [{"name": names[r.chunk_ids[j]], "id": r.chunk_ids[j],
-                         "href": href(j) or "",
-                         "by": (names[r.chunk_ids[int(r.displaced_by[j])]]
-                                if r.displaced_by[j] >= 0 else ""),
-                         "by_href": (href(int(r.displaced_by[j])) or ""
-                                     if r.displaced_by[j] >= 0 else ""),
+        "unreachable": [{"name": r.chunk_ids[j], "id": r.chunk_ids[j],
+                         "href": link(r.chunk_ids[j]),
+                         "by": r.displacer(j) or "", "by_href": link(r.displacer(j)),
                          "reason": r.reason[j] or ""} for j in lost[:SHOW_UNREACHABLE]],
         "more_unreachable": max(0, len(lost) - SHOW_UNREACHABLE),
-        "hubs": [_hubs(name, h, names, r, href) for name, h in
+        "hubs": [_hubs(name, h, r, link) for name, h in
                  (("tests", r.tests), ("probes", r.probes)) if h.retrievals],
-        "map": _corpus_map(r, href),
+        "map": _corpus_map(r, link),
         "size": LORENZ_SIZE,
     }
 
 
-def _hubs(side: str, h: Hubs, names: dict[str, str], r: Reachability, href: Any
-          ) -> dict[str, Any]:
+def _hubs(side: str, h: Hubs, r: Reachability, link: Any) -> dict[str, Any]:
     size = LORENZ_SIZE
     points = " ".join(f"{x * size:.1f},{(1 - y) * size:.1f}" for x, y in h.lorenz)
     return {"side": side, "retrievals": h.retrievals,
@@ -84,11 +84,11 @@ def _hubs(side: str, h: Hubs, names: dict[str, str], r: Reachability, href: Any
             "top1": display_percent(h.capture["top1%"], 1),
             "skewness": "n/a" if h.skewness is None else f"{h.skewness:.2f}",
             "gini": f"{h.gini:.3f}", "lorenz": points,
-            "top": [{"name": names[r.chunk_ids[j]], "href": href(j) or "", "count": c}
+            "top": [{"name": r.chunk_ids[j], "href": link(r.chunk_ids[j]), "count": c}
                     for j, c in h.top(10)]}
 
 
-def _corpus_map(r: Reachability, href: Any) -> dict[str, Any]:
+def _corpus_map(r: Reachability, link: Any) -> dict[str, Any]:
     """Documents in corpus order, each with its chunks' status codes and links."""
     codes = np.fromiter((CODES[s] for s in r.status), dtype=np.int64, count=r.n_chunks)
     docs: list[dict[str, Any]] = []
@@ -96,8 +96,9 @@ def _corpus_map(r: Reachability, href: Any) -> dict[str, Any]:
     for j, doc in enumerate(r.doc_ids):
         order.setdefault(str(doc), []).append(j)
     for doc, rows in order.items():
-        links = [href(j) for j in rows]
-        docs.append({"d": doc, "c": codes[rows].tolist(),
+        links = [link(r.chunk_ids[j]) for j in rows]
+        # shown in the map's tooltip by the script: controls written visibly, as the page does
+        docs.append({"d": escape_controls(doc), "c": codes[rows].tolist(),
                      "h": [(link or "").partition("#")[2] for link in links],
                      "f": (links[0] or "").partition("#")[0]})
     return {"docs": docs}

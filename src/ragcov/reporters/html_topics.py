@@ -53,7 +53,7 @@ def add_topics(ctx: dict[str, Any], scoped: Scoped, report: Any = None,
         "unreachable": r.unreachable, "coverage": r.coverage, "percent": pct(r.coverage),
         "bar": round(100 * r.coverage, 2), "tests": r.tests,
         "traffic": share(r.traffic_hits), "untested_traffic": share(r.untested_traffic_hits),
-        "central": r.central_name,
+        "central": r.central,
         "central_href": href(column[r.central]) if r.central in column else "",
     } for r in report.topics]
     ctx["topics"] = {
@@ -82,12 +82,7 @@ def _map(report: Any, m: Any, href: Any) -> dict[str, Any]:
         points.append({"x": round(MARGIN + float(x) * span, 1),
                        "y": round(MARGIN + (1.0 - float(y)) * span, 1),
                        "topic": t, "label": labels.get(t, ""), "colour": topic_colour(t),
-                       "covered": bool(covered[j]), "name": _name(report, m, j),
+                       "covered": bool(covered[j]), "name": m.chunk_ids[j],
                        "href": href(j)})
     return {"points": points, "size": MAP_SIZE, "radius": RADIUS, "drawn": len(points),
             "chunks": int((rows >= 0).sum())}
-
-
-def _name(report: Any, m: Any, j: int) -> str:
-    names = getattr(report, "names", None) or {}
-    return names.get(m.chunk_ids[j], m.chunk_ids[j])

@@ -6,7 +6,18 @@ FORMAT_VERSION history:
      documents.*.excluded_chunks; for a probed file, totals.probed_chunks,
      reachable_chunks, unreachable_chunks, coverage_of_reachable, workload_ceiling,
      coverage_of_ceiling, and chunks.*.status, displaced_by and unreachable_reason;
-     meta.id_matching (how hits without ids were matched to chunks).
+     meta.id_matching (how hits without ids were matched to chunks); later,
+     totals.not_probed_chunks, untested_chunks, unknown_chunks, and every reachability
+     total counted over the report's scope (reachable_chunks = chunks - unreachable,
+     the denominator of coverage_of_reachable; before, it was covered + untested);
+     meta.depth (k, effective_depth, mean_depth, short_queries) and queries.*.depth;
+     redundant.*.droppable_together (one set of tests removable at once, no chunk lost);
+     queries.*.test (the pytest node id that asked it, recorded by pytest --ragcov);
+     chunks.*.draft for an untested chunk (the probe question that reached it);
+     totals.exclusion_candidates, chunks.*.exclusion_candidate (junk: no words, boilerplate,
+     too short) and exclusion_config (the ragcov.toml lines that exclude them);
+     generated_left_out (questions ragcov generate wrote, not counted until accepted),
+     scope.include_generated; queries.*.outcome and correctness (pytest --ragcov outcomes).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -17,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from ragcov.failures import outcome_correctness
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import Support, duplicate_groups, redundant_tests
 from ragcov.scope import ReportScope, Scoped, apply_scope
@@ -46,11 +58,17 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
     if meta.get("id_matching") is not None:
         # Added within 1: hits without ids matched by text, and how identical texts were told apart.
         meta_out["id_matching"] = meta["id_matching"]
+    if s.depth is not None:
+        # Added within 1: how deep the lists are against k (a retriever returning fewer).
+        meta_out["depth"] = s.depth.as_dict()
     if meta_out["ragcov_version"] is None:
         from ragcov import __version__
 
         meta_out["ragcov_version"] = __version__
     by_chunk = m.queries_for_chunk()
+    outcomes = meta.get("outcomes") or {}  # pytest --ragcov: each test's outcome
+    # each list's length as retrieved (the scope may hide some of its chunks)
+    depth_of = (scoped.full if scoped.full is not None else m).depths()
     doc = {
         "meta": meta_out,
         "scope": {**{k: list(v) if isinstance(v, tuple) else v
@@ -78,19 +96,29 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         "excluded": {e.chunk_id: {"doc_id": e.doc_id, "reason": e.reason}
                      for e in scoped.excluded},
         "queries": {
-            qid: {"text": m.query_texts[i],
+            qid: {"text": m.query_texts[i], "depth": int(depth_of[i]),
                   "retrieved": [m.chunk_ids[j] for j in m.retrieved(i)],
-                  "scores": m.retrieved_scores(i)}
+                  "scores": m.retrieved_scores(i),
+                  **({"test": m.query_context[i]} if m.query_context[i] else {}),
+                  **({"outcome": outcomes[m.query_context[i]]}
+                     if m.query_context[i] in outcomes else {})}
             for i, qid in enumerate(m.query_ids)
         },
         "redundant": {
             t.query_id: {"subsumed_by": t.subsumed_by, "most_similar": t.most_similar,
                          "jaccard": t.jaccard, "unique_chunks": t.unique_chunks,
-                         "reasons": list(t.reasons)}
+                         "reasons": list(t.reasons), "droppable_together": t.droppable}
             for t in redundant_tests(m)
         },
         "duplicates": [asdict(g) for g in duplicate_groups(m, scoped.texts)],
     }
+    right = outcome_correctness(outcomes)
+    if right is not None:
+        # Added within 1: the recorded tests' pass rate beside coverage.
+        doc["correctness"] = right.as_dict()
+    if scoped.generated_left_out:
+        # Added within 1: generated questions not yet accepted, left out of every count.
+        doc["generated_left_out"] = scoped.generated_left_out
     if scoped.reachability is not None:
         _add_reachability(doc, scoped.reachability)
     return doc
@@ -99,20 +127,28 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
 def _add_reachability(doc: dict[str, Any], r: Any) -> None:
     """A probed file's report says, per chunk, why it is uncovered (fields added within 1).
 
-    The totals are over the whole recorded corpus, as ``ragcov probe`` counts them; each
-    chunk (counted or excluded) gets its ``status`` and, when unreachable, the chunk that
-    displaced it and the reason.
+    The totals are over the report's chunks, as its table counts them (its include, omit
+    and exclusions; with ``--reachable`` the unreachable chunks it set aside count too);
+    each chunk (counted or excluded) gets its ``status`` and, when unreachable, the chunk
+    that displaced it and the reason.
     """
     totals = r.totals()
     doc["totals"].update({key: totals[key] for key in (
-        "probed_chunks", "reachable_chunks", "unreachable_chunks", "coverage_of_reachable",
-        "workload_ceiling", "coverage_of_ceiling")})
-    position = {cid: j for j, cid in enumerate(r.chunk_ids)}
+        "probed_chunks", "not_probed_chunks", "untested_chunks", "unknown_chunks",
+        "reachable_chunks", "unreachable_chunks", "coverage_of_reachable",
+        "workload_ceiling", "coverage_of_ceiling", "exclusion_candidates")})
+    if r.junk_config:
+        doc["exclusion_config"] = r.junk_config
+    every = r.full or r  # excluded chunks keep their status, though no total counts them
+    position = {cid: j for j, cid in enumerate(every.chunk_ids)}
     for section in ("chunks", "excluded"):
         for cid, entry in doc[section].items():
             j = position[cid]
-            by = int(r.displaced_by[j])
-            entry["status"] = r.status[j]
-            entry["displaced_by"] = r.chunk_ids[by] if by >= 0 else None
-            if r.reason[j] is not None:
-                entry["unreachable_reason"] = r.reason[j]
+            entry["status"] = every.status[j]
+            entry["displaced_by"] = every.displacer(j)
+            if every.reason[j] is not None:
+                entry["unreachable_reason"] = every.reason[j]
+            if every.draft(j) is not None:
+                entry["draft"] = every.draft(j).as_dict()
+            if j in every.junk:
+                entry["exclusion_candidate"] = every.junk[j]

@@ -1,21 +1,18 @@
-"""Chunk names a person reads: ``DOC#N``, N counted from 1.
+"""Ranges of chunks a person reads: ``DOC#3-5``, positions counted from 1.
 
-Chunk ids are whatever the store made them (often UUIDs), and nobody finds
-``3f2a9c1e-...`` in a document. Every table a person reads names a chunk by its
-document and its position there counted from 1, which is also its line number in
-the Cobertura and lcov reports, so ``DOC#4`` in ``ragcov report`` is line 4 in
-pycobertura. The ids themselves stay in JSON and behind ``--show-ids``.
+A list of a corpus file's missing chunks reads best as coverage.py's missing lines:
+each chunk's position in its document counted from 1, which is also its line number in
+the Cobertura and lcov reports (``DOC#4`` in ``ragcov report -m`` is line 4 in
+pycobertura). Positions are only names for ranges of a file whose order is stable. A
+single chunk (a hub, an unreachable chunk, what displaced it, a fault's shared chunk, a
+gap row) is always named by its id: ``DOC#N`` can be another chunk's id (``doc#0``,
+``doc#1`` ...), and deleting one chunk shifts every position after it. A store's
+chunks are listed by id too (its read order is the store's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
-
-from ragcov.summary import document_positions
-
-if TYPE_CHECKING:
-    from ragcov.matrix import CoverageMatrix
+from collections.abc import Iterable
 
 
 def chunk_name(doc_id: str, position: int) -> str:
@@ -44,11 +41,3 @@ def chunk_ranges(chunks: Iterable[tuple[str, int]]) -> list[str]:
         by_doc.setdefault(str(doc), []).append(int(position) + 1)
     return [f"{doc}#{run}" for doc, numbers in by_doc.items()
             for run in number_ranges(numbers).split(", ")]
-
-
-def matrix_names(m: CoverageMatrix, positions: Mapping[str, int] | None = None
-                 ) -> dict[str, str]:
-    """Chunk id -> ``DOC#N`` for every chunk of ``m``, numbered as Cobertura numbers lines."""
-    pos = document_positions(m, positions)
-    return {cid: chunk_name(str(doc), int(p))
-            for cid, doc, p in zip(m.chunk_ids, m.doc_ids, pos)}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from ragcov.controls import escape_controls
+from ragcov.data.schema import known_by_name_only
 from ragcov.errors import RagcovError
 from ragcov.reporters.names import number_ranges
-from ragcov.summary import CoverageSummary, DocumentNumbers, display_percent
+from ragcov.summary import CoverageSummary, Depth, DocumentNumbers, display_percent
 
 SORT_KEYS = ("name", "chunks", "covered", "missing", "cover")
 
@@ -62,11 +64,13 @@ def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool
         header.append("Missing chunks")
     body: list[list[str]] = []
     for d in _rows(summary, skip_covered, sort):
-        row = [d.doc_id, str(d.chunks), str(d.covered), str(d.missing)]
+        # Escaped before the columns are measured: a U+202E or U+2028 in an id is printed
+        # as \u202e, and padding by the raw id's length misaligned the row.
+        row = [escape_controls(d.doc_id), str(d.chunks), str(d.covered), str(d.missing)]
         row += [str(d.excluded)] if with_excluded else []
         row.append(display_percent(d.coverage, precision) + "%")
         if show_missing:
-            row.append(missing_cell(d, show_ids))
+            row.append(escape_controls(missing_cell(d, show_ids)))
         body.append(row)
     total = ["TOTAL", str(summary.chunks), str(summary.covered), str(summary.missing)]
     total += [str(summary.excluded)] if with_excluded else []
@@ -91,12 +95,19 @@ def rows_table(header: list[str], body: list[list[str]], total: list[str], numer
 
 
 def _text(header: list[str], body: list[list[str]], total: list[str], numeric: int) -> str:
-    widths = [max(len(r[i]) for r in [header, total, *body]) for i in range(len(header))]
+    """Columns measured in terminal cells (a CJK character or an emoji takes two)."""
+    from rich.cells import cell_len
+
+    widths = [max(cell_len(r[i]) for r in [header, total, *body]) for i in range(len(header))]
     last = 1 + numeric
 
+    def pad(cell: str, width: int, left: bool) -> str:
+        fill = " " * (width - cell_len(cell))
+        return cell + fill if left else fill + cell
+
     def line(r: list[str]) -> str:
-        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:last],
-                                                                      widths[1:last])]
+        cells = [pad(r[0], widths[0], True)] + [pad(c, w, False) for c, w in zip(r[1:last],
+                                                                                 widths[1:last])]
         if len(r) > last:
             cells.append(r[last])
         return "   ".join(cells).rstrip()
@@ -107,7 +118,8 @@ def _text(header: list[str], body: list[list[str]], total: list[str], numeric: i
 
 def _markdown(header: list[str], body: list[list[str]], total: list[str], numeric: int) -> str:
     def esc(cell: str) -> str:
-        return cell.replace("|", "\\|")
+        # A pipe ends a cell; markup in an id is text, not HTML, where the table is rendered.
+        return cell.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
     align = ["---"] + ["---:"] * numeric + (["---"] if len(header) > numeric + 1 else [])
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
@@ -145,7 +157,7 @@ def approximate_index_note(retriever: dict, recall: dict | None = None) -> str |
             f"{float(recall['recall_at_k']):.3f} on {int(recall['sample'])} sampled queries)")
 
 
-def retriever_line(k: int, retriever: dict) -> str:
+def retriever_line(k: int, retriever: dict, depth: Depth | None = None) -> str:
     """``retriever: dense (all-MiniLM-L6-v2), k=5``: what produced the number below it.
 
     From the fingerprint the data file recorded, so a report read months later (or in
@@ -157,8 +169,11 @@ def retriever_line(k: int, retriever: dict) -> str:
     if retriever.get("kind") in ("dense", "store") and "/" in detail:
         detail = detail.rstrip("/").rsplit("/", 1)[-1]  # a local path: its folder names it
     extras = [detail] if detail else []
+    if known_by_name_only(retriever):
+        extras.append("model known by name only")
     if retriever.get("index") not in (None, "flat", "sparse"):
         extras.append(f"{retriever['index']} index")
     shown = f"{kind} ({', '.join(extras)})" if extras else kind
-    return f"retriever: {shown}, k={k}"
+    note = depth.note() if depth is not None else None
+    return f"retriever: {shown}, k={k}" + (f"; {note}" if note else "")
 

@@ -60,7 +60,7 @@ def render_topics(report: Any, fmt: str = "text", precision: int = 0) -> str:
         if traffic:
             row += [_pct(report.share(r.traffic_hits), precision),
                     _pct(report.share(r.untested_traffic_hits), precision)]
-        row.append(r.central_name)
+        row.append(r.central)
         body.append(row)
     total = ["TOTAL", str(report.chunks), str(report.covered),
              str(sum(r.untested for r in report.topics))]
@@ -92,7 +92,7 @@ def topics_json(report: Any) -> dict[str, Any]:
                   "traffic_hits": report.traffic_hits, "unassigned": report.unassigned},
         "topics": [{
             "topic": r.topic, "label": r.label, "terms": r.terms,
-            "central": {"id": r.central, "name": r.central_name},
+            "central": r.central,
             "chunks": r.chunks, "covered": r.covered, "untested": r.untested,
             "unreachable": r.unreachable, "coverage": r.coverage, "tests": r.tests,
             "test_ids": r.test_ids, "traffic_hits": r.traffic_hits,

@@ -1,8 +1,9 @@
 """Built-in dense retriever: a sentence-transformers encoder over a faiss index.
 
 Embeddings are L2-normalised so inner product is cosine similarity. The corpus
-embeddings are cached on disk, keyed by (corpus hash, model, chunking), so a
-second run over the same corpus embeds nothing but the queries.
+embeddings are cached on disk, keyed by (corpus hash, model content digest, chunking),
+so a second run over the same corpus embeds nothing but the queries; the model is
+known by its content (:mod:`ragcov.retrievers.model_identity`), never by its name alone.
 
 Reproducibility: an embedding's last bits depend on the batch a text is encoded
 in and may depend on torch's intra-op thread count (BLAS kernels choose how to
@@ -29,10 +30,12 @@ from ragcov.errors import RagcovError
 from ragcov.progress import per_batch, progress_bar
 from ragcov.retrievers.base import Ranked
 from ragcov.retrievers.embedding_cache import (
+    embedding_cache_key,
     embedding_cache_path,
     load_cached_embeddings,
     save_embeddings,
 )
+from ragcov.retrievers.model_identity import identify_model
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _MINILM_ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
@@ -58,16 +61,22 @@ def resolve_model(model: str | None) -> tuple[str, str]:
     return name, name
 
 
-def load_encoder(source: str, device: str = "cpu", backend: str | None = None) -> Any:
+def load_encoder(source: str, device: str = "cpu", backend: str | None = None,
+                 content: str | None = None) -> Any:
     """The encoder for ``source`` on ``backend`` (torch, onnx, onnx-int8; default: onnx where
-    ONNX Runtime can serve the model, else torch): see :mod:`ragcov.retrievers.onnx_encoder`."""
+    ONNX Runtime can serve the model, else torch): see :mod:`ragcov.retrievers.onnx_encoder`.
+
+    Loaded encoders are kept per process by ``content`` too (the model's digest): a model
+    saved again at the same path is loaded again, never served from the old one."""
     from ragcov.retrievers.onnx_encoder import resolve_backend
 
-    return _load_encoder(source, device, resolve_backend(backend, source))
+    if content is None:
+        content = identify_model(source, source).cache_key
+    return _load_encoder(source, device, resolve_backend(backend, source), content)
 
 
 @functools.lru_cache(maxsize=4)
-def _load_encoder(source: str, device: str, backend: str) -> Any:
+def _load_encoder(source: str, device: str, backend: str, content: str) -> Any:
     if backend != "torch":
         from ragcov.retrievers.onnx_encoder import OnnxEncoder
 
@@ -188,6 +197,7 @@ class DenseRetriever:
         self._faiss = faiss
         self.corpus = corpus
         self.model_name, self._source = resolve_model(model)
+        self.model = identify_model(self.model_name, self._source)
         self.index_kind = index
         self.batch_size = batch_size
         self.progress = progress
@@ -197,7 +207,9 @@ class DenseRetriever:
         self.backend = resolve_backend(backend, self._source)
         # Fixed once, so the corpus and every query batch are encoded under one thread count.
         self.threads = encode_threads(threads, self.backend)
-        self.encoder = load_encoder(self._source, device, self.backend)
+        self.encoder = load_encoder(self._source, device, self.backend, self.model.cache_key)
+        if self.model.digest is None:  # a hub name fetched by the load: its revision is known now
+            self.model = identify_model(self.model_name, self._source)
         self.chunks_embedded = 0
         self.queries_embedded = 0
         # Given embeddings / a built index let sharded runs (ragcov.distributed) embed the
@@ -213,19 +225,25 @@ class DenseRetriever:
 
     # ----------------------------------------------------------------- corpus
     def _corpus_embeddings(self, use_cache: bool) -> np.ndarray:
-        # int8 embeddings are not fp32's: cached apart. fp32 ONNX and torch share an entry.
-        path = embedding_cache_path(self.corpus, self.model_name + (
-            "|onnx-int8" if self.backend == "onnx-int8" else ""))
+        key = self.cache_key()
+        path = embedding_cache_path(key)
         if use_cache:
-            cached = load_cached_embeddings(path, len(self.corpus), encoder_dimension(self.encoder))
+            cached = load_cached_embeddings(path, len(self.corpus), encoder_dimension(self.encoder),
+                                            key=key)
             if cached is not None:
                 return cached
         emb = encode(self.encoder, self.corpus.texts, self.batch_size, "Embedding corpus",
                      self.progress, threads=self.threads)
         self.chunks_embedded += len(emb)
         if use_cache:
-            save_embeddings(path, emb)
+            save_embeddings(path, emb, key)
         return emb
+
+    def cache_key(self) -> str:
+        """The embedding cache entry of this corpus under this model's content. int8
+        embeddings are not fp32's: cached apart. fp32 ONNX and torch share an entry."""
+        variant = "onnx-int8" if self.backend == "onnx-int8" else ""
+        return embedding_cache_key(self.corpus, self.model.cache_key, variant)
 
     def _build_index(self, emb: np.ndarray, use_cache: bool = False) -> Any:
         if self.index_kind == "hnsw":
@@ -239,7 +257,7 @@ class DenseRetriever:
 
     # ---------------------------------------------------------------- protocol
     def fingerprint(self) -> dict[str, Any]:
-        fp: dict[str, Any] = {"kind": "dense", "model": self.model_name, "index": self.index_kind,
+        fp: dict[str, Any] = {"kind": "dense", **self.model.fingerprint(), "index": self.index_kind,
                               "similarity": "cosine", "chunking": self.corpus.chunking}
         if self.index_kind == "hnsw":
             fp["index_params"] = {"M": self.hnsw_m, "efSearch": self.ef_search}

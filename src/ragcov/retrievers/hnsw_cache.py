@@ -30,6 +30,7 @@ import numpy as np
 
 from ragcov.errors import RagcovError
 from ragcov.files import atomic_path, cache_dir
+from ragcov.retrievers.embedding_cache import embeddings_digest
 from ragcov.user_warnings import warn
 
 MAGIC = b"ragcov-hnsw-index 1\n"
@@ -46,20 +47,6 @@ def _workers() -> int:
 
 def _tree_digest(header: bytes, parts: list[bytes]) -> str:
     return hashlib.sha256(header + b"".join(parts)).hexdigest()[:32]
-
-
-def embeddings_digest(emb: np.ndarray) -> str:
-    """A hash of the embedding matrix: its shape, dtype and every byte.
-
-    SHA-256 of 16 MiB blocks on all cores (hashlib lets go of the GIL), then of their
-    digests: the 1.5 GB of a million chunks' embeddings are hashed in parallel.
-    """
-    arr = np.ascontiguousarray(emb)
-    flat = memoryview(arr.reshape(-1)).cast("B")
-    blocks = [flat[i:i + _BLOCK] for i in range(0, len(flat), _BLOCK)]
-    with ThreadPoolExecutor(_workers()) as pool:
-        parts = list(pool.map(lambda b: hashlib.sha256(b).digest(), blocks))
-    return _tree_digest(f"{arr.dtype.str}{arr.shape}".encode(), parts)
 
 
 def file_digest(fd: int, size: int) -> str:

@@ -9,13 +9,13 @@ Dense head, weighted-mean pooling, ...) is refused with the reason, never approx
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ragcov.errors import RagcovError
+from ragcov.retrievers.model_identity import folder_digest, local_folder
 
 _HOOKS_SUPPORTED = ("Transformer", "Pooling", "Normalize")
 
@@ -34,25 +34,9 @@ class ModelLayout:
     lower_case: bool = False
 
     def fingerprint(self) -> str:
-        """Files' names, sizes and times: a new or edited model never reuses an old export."""
-        h = hashlib.sha256()
-        for path in sorted(p for p in self.folder.rglob("*") if p.is_file() and ".git" not in p.parts):
-            st = path.stat()
-            h.update(f"{path.relative_to(self.folder)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-        return h.hexdigest()[:24]
-
-
-def local_folder(source: str) -> Path | None:
-    """The model's folder on disk: a path, or a name already in the Hugging Face cache. Never downloads."""
-    path = Path(source)
-    if path.is_dir():
-        return path
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(source, local_files_only=True))
-    except Exception:  # noqa: BLE001 - any failure means "not here": torch loads it its own way
-        return None
+        """The model's content digest: a model saved again, or another one copied in with
+        its old files' times, never reuses an old export."""
+        return folder_digest(self.folder).split(":", 1)[-1]
 
 
 def read_layout(source: str) -> ModelLayout:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragcov.errors import RagcovError
 from ragcov.retrievers.dense import encode, load_encoder, resolve_model
+from ragcov.retrievers.model_identity import ModelIdentity, identify_model
 from ragcov.retrievers.onnx_encoder import resolve_backend
 from ragcov.stores.model_check import (
     MIN_MEAN_COSINE,
@@ -44,6 +45,10 @@ class QueryEncoder:
         self.normalize = normalize
         self.backend = resolve_backend(backend, self._source)
         self._encoder: Any = None
+
+    def identity(self) -> ModelIdentity:
+        """The query model known by its content, as the fingerprint records it."""
+        return identify_model(self.model_name, self._source)
 
     def encode(self, texts: Sequence[str]) -> list[list[float]]:
         if self._encoder is None:
@@ -147,7 +152,7 @@ class StoreRetriever:
         return self.store.search(self.encoder.encode(texts), k)
 
     def fingerprint(self) -> dict[str, Any]:
-        fp = {"kind": "store", **self.store.describe(), "model": self.encoder.model_name,
+        fp = {"kind": "store", **self.store.describe(), **self.encoder.identity().fingerprint(),
               **self.store_model.fingerprint(), "chunking": self.corpus.chunking}
         if self.encoder.backend == "onnx-int8":  # other query vectors, other top-k
             fp["backend"] = self.encoder.backend

@@ -121,16 +121,23 @@ def order_document(m: CoverageMatrix, strategy: str, budget: int | None, target:
         "curve": [float(v) for v in sel.curve[:n]],
         "tests_to": {f"{t}": sel.tests_to(t) for t in TARGETS} if n == len(sel.order)
         else {f"{t}": _within(sel.tests_to(t), n) for t in TARGETS},
-        "cut": None if why is None else {"n": n, "by": why},
+        "cut": None if why is None else {"n": n, "by": why,
+                                         "lost_chunks": _lost_by_cut(m, sel.order[:n])},
     }
     if repeats > 1:
         doc["runs"] = [{"seed": s.seed, "order": ids(s.order[:n]),
                         "tests_to": {f"{t}": _within(s.tests_to(t), n) for t in TARGETS}}
                        for s in sels]
         doc["mean_curve"] = [float(v) for v in mean_curve(sels)[:n]]
-    doc["suite"] = [{"id": m.query_ids[int(r)], "text": m.query_texts[int(r)]}
-                    for r in sel.order[:n]]
     return doc
+
+
+def _lost_by_cut(m: CoverageMatrix, kept: Any) -> list[str]:
+    """The chunks the whole pool covers and the kept tests do not: what the cut costs."""
+    mine = np.zeros(m.n_chunks, dtype=bool)
+    for r in kept:
+        mine[m.indices[m.indptr[int(r)]:m.indptr[int(r) + 1]]] = True
+    return [m.chunk_ids[j] for j in np.flatnonzero(m.covered() & ~mine)]
 
 
 def _within(n_to: int | None, n: int) -> int | None:

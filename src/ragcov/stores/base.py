@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 PAGE_SIZE = 1000  # rows asked of a store at a time while enumerating
 INSTALL_HINT = "pip install 'ragcov[stores]'"
+# The extra that brings one store's client alone (ragcov[stores] brings them all).
+STORE_EXTRAS = {"Chroma": "chroma", "Qdrant": "qdrant", "LanceDB": "lancedb", "Milvus": "milvus",
+                "pgvector": "pgvector"}
 
 
 @dataclass(slots=True)
@@ -79,7 +82,10 @@ def require(module: str, store: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise RagcovError(f"the {store} store needs the {module} package: {INSTALL_HINT}") from None
+        extra = STORE_EXTRAS.get(store)
+        hint = f"pip install 'ragcov[{extra}]' (or {INSTALL_HINT[12:]}, every store)" if extra \
+            else INSTALL_HINT
+        raise RagcovError(f"the {store} store needs the {module} package: {hint}") from None
 
 
 TRUST_PARAM, TRUST_PICKLE = "trust", "pickle"

@@ -33,8 +33,7 @@ class TopicNumbers:
     topic: int
     label: str
     terms: list[str]
-    central: str                   # chunk id nearest the topic's centre
-    central_name: str              # DOC#N, as a person reads it
+    central: str                   # chunk id nearest the topic's centre (named by its id)
     chunks: int                    # in the report's scope
     covered: int
     untested: int
@@ -69,7 +68,6 @@ class TopicReport:
     unassigned: int = 0               # chunks in scope with no topic (a set made before them)
     sorted_by: str = "untested share"
     stored: StoredTopics | None = field(default=None, repr=False)  # labels, the map
-    names: dict[str, str] = field(default_factory=dict, repr=False)  # chunk id -> DOC#N
 
     @property
     def coverage(self) -> float:
@@ -87,7 +85,7 @@ def topic_positions(stored: StoredTopics, chunk_ids: list[str]) -> np.ndarray:
     return np.fromiter((of.get(c, 0) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
 
 
-def topic_numbers(scoped: Any, stored: StoredTopics, names: dict[str, str], data_file: str,
+def topic_numbers(scoped: Any, stored: StoredTopics, data_file: str,
                   traffic_hits: np.ndarray | None = None) -> TopicReport:
     """The per-topic table of a scoped data file (:class:`ragcov.scope.Scoped`).
 
@@ -114,7 +112,7 @@ def topic_numbers(scoped: Any, stored: StoredTopics, names: dict[str, str], data
         ids = np.flatnonzero(mine & untested)
         rows.append(TopicNumbers(
             topic=t.topic, label=t.label, terms=list(t.terms), central=t.central,
-            central_name=names.get(t.central, t.central), chunks=int(mine.sum()),
+            chunks=int(mine.sum()),
             covered=int((mine & covered).sum()), untested=int(ids.size),
             unreachable=None if status is None else int((mine & unreachable).sum()),
             tests=len(reach),
@@ -127,7 +125,7 @@ def topic_numbers(scoped: Any, stored: StoredTopics, names: dict[str, str], data
                          chunks=m.n_chunks, covered=int(covered.sum()), queries=m.n_queries,
                          probed=status is not None,
                          traffic_hits=None if hits is None else int(np.asarray(traffic_hits).sum()),
-                         unassigned=int((topic == 0).sum()), stored=stored, names=names)
+                         unassigned=int((topic == 0).sum()), stored=stored)
     sort_topics(report)
     return report
 

@@ -1,8 +1,8 @@
 """The chunk vectors topics are clustered from: the ones ragcov already has.
 
 ``dense``: the embeddings a dense run (or ``ragcov index``) cached, found from what the
-data file records (corpus hash, the run's chunking and model), so no model is loaded
-and nothing is embedded again. ``store``: the vectors a vector store holds for its
+data file records (corpus hash, the run's chunking, the model's content digest), so no
+model is loaded and nothing is embedded again. ``store``: the vectors a vector store holds for its
 chunks (``--corpus URL``). ``tfidf``: the chunks' TF-IDF reduced by LSA, from the
 texts the data file stores; what a BM25 run (or imported traces) gets. ``auto``
 takes the run's own: dense vectors for a dense run when they are cached, the store's
@@ -83,15 +83,30 @@ def _model_name(model: str | None) -> str:
 
 def _dense(where: str, meta: Meta, model: str | None, corpus: Corpus | None, n: int,
            required: bool) -> ChunkVectors | None:
-    from ragcov.retrievers.embedding_cache import cached_embeddings_of, load_cached_embeddings
+    from ragcov.retrievers.embedding_cache import (
+        embedding_cache_path,
+        load_cached_embeddings,
+        recorded_cache_key,
+    )
 
     fp = meta.retriever
-    name = _model_name(model or (fp.get("model") if fp.get("kind") == "dense" else None))
-    int8 = fp.get("backend") == "onnx-int8" and model is None
+    # The run's own model as the data file records it (its content digest keys the cache),
+    # else the model asked for, known by its content as the dense retriever knows it.
+    own = fp.get("kind") == "dense" and (model is None or _model_name(model) == fp.get("model"))
+    if own:
+        name = str(fp.get("model"))
+        model_key = fp.get("model_digest") or f"name:{name}"
+    else:
+        from ragcov.retrievers.dense import resolve_model
+        from ragcov.retrievers.model_identity import identify_model
+
+        name, source = resolve_model(model)
+        model_key = identify_model(name, source).cache_key
+    variant = "onnx-int8" if own and fp.get("backend") == "onnx-int8" else ""
     chunking = fp.get("chunking") if corpus is None else corpus.chunking
     if chunking is not None:
-        key = name + ("|onnx-int8" if int8 else "")
-        found = load_cached_embeddings(cached_embeddings_of(meta.corpus_hash, chunking, key), n)
+        key = recorded_cache_key(meta.corpus_hash, chunking, model_key, variant)
+        found = load_cached_embeddings(embedding_cache_path(key), n, key=key)
         if found is not None:
             return ChunkVectors(found, f"dense {name}")
     if corpus is not None:
