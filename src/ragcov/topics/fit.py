@@ -8,8 +8,8 @@ in docs/topics.md:
   HDBSCAN left 43% to 91% of the chunks as noise on the sample's and PubMedQA's
   vectors, or, with a smaller minimum cluster size, put PubMedQA in two clusters;
 * ``--topics N`` means N, and a seed makes the same topics again;
-* it stays fast: on PubMedQA's 3,358 MiniLM vectors HDBSCAN took 15 s where k-means
-  took 1.6 s, and 100,000 chunks are clustered and labelled in well under a minute;
+* it stays fast: on PubMedQA's 3,358 MiniLM vectors HDBSCAN took 12 times as long as
+  k-means, and 100,000 chunks are clustered and labelled in well under a minute;
 * restarts, not minibatches: ``MiniBatchKMeans`` is faster but its topics move more
   with the seed (adjusted Rand index between two seeds 0.34 against 0.58 on the
   sample's MiniLM vectors at 20 topics).
