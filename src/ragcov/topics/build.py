@@ -1,8 +1,8 @@
 """Making a data file's topics, or keeping the ones it holds when they still answer.
 
-A topic set is a function of the corpus, the vectors, N and the seed. The set the
-data file holds is kept when all four are what is asked now (same corpus digest,
-same settings); otherwise the topics are made again and replace it, so a rerun of
+A topic set is a function of the corpus, the vectors (and their model), N and the
+seed. The set the data file holds is kept when all are what is asked now (same corpus
+digest, same settings); otherwise the topics are made again and replace it, so a rerun of
 ``ragcov topics`` in CI costs a read, and a changed corpus never keeps stale topics.
 """
 
@@ -13,7 +13,13 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from ragcov.data import CoverageData
-from ragcov.data.topics import StoredTopics, TopicLabel, chunk_ids_in_order, chunk_texts_in_order
+from ragcov.data.topics import (
+    StoredTopics,
+    TopicLabel,
+    chunk_ids_in_order,
+    chunk_texts_in_order,
+    write_topics,
+)
 from ragcov.data.topics import read_topics as read_stored
 from ragcov.errors import RagcovError
 from ragcov.topics.fit import check_topic_count, fit, require_sklearn
@@ -35,10 +41,11 @@ class BuiltTopics:
 
 
 def settings_match(stored: StoredTopics, corpus_hash: str, vectors: str, n_topics: int | None,
-                   seed: int) -> bool:
+                   seed: int, model: str | None = None) -> bool:
     s = stored.settings
     asked_vectors = s.get("asked_vectors", s.get("vectors"))
     return (stored.corpus_hash == corpus_hash and asked_vectors == vectors
+            and s.get("asked_model") == model
             and s.get("requested") == ("auto" if n_topics is None else n_topics)
             and s.get("seed") == seed and s.get("method") == METHOD)
 
@@ -64,7 +71,7 @@ def build_topics(data_file: str, n_topics: int | None = None, seed: int = 0,
     check_topic_count(n_topics, len(ids), str(data_file))
     stored = read_stored(data)
     if stored is not None and not refit and settings_match(stored, meta.corpus_hash, vectors,
-                                                           n_topics, seed):
+                                                           n_topics, seed, model):
         return BuiltTopics(stored, made=False)
     require_sklearn()  # only to make topics: stored ones are read without it
     texts = chunk_texts_in_order(data)
@@ -74,14 +81,12 @@ def build_topics(data_file: str, n_topics: int | None = None, seed: int = 0,
                          int((fitted.assignment == t).sum()))
               for t, (terms, c) in enumerate(zip(fitted.terms, fitted.central), start=1)]
     settings = {"corpus_hash": meta.corpus_hash, "vectors": found.source, "asked_vectors": vectors,
-                "seed": seed, "requested": "auto" if n_topics is None else n_topics,
+                "asked_model": model, "seed": seed, "requested": "auto" if n_topics is None else n_topics,
                 "method": METHOD, "topics": len(labels),
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     if fitted.candidates:
         settings["candidates"] = {str(k): v for k, v in fitted.candidates.items()}
     made = StoredTopics(settings, labels, ids, fitted.assignment, fitted.xy)
-    from ragcov.data.topics import write_topics
-
     write_topics(data, made)
     return BuiltTopics(made, made=True, note=found.note)
 
