@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from ragcov.api import (
         audit_reachability,
         combine,
+        corpus_drift,
         coverage_diff,
+        drift_summary,
         erase,
         find_faults,
         fit_topics,
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
 _VERBS = ("audit_reachability", "combine", "coverage_diff", "erase", "find_faults", "generate",
           "index", "load_corpus", "load_suite", "make_generator", "make_retriever", "measure",
           "probe", "record_traces", "report", "run", "select_tests", "traffic_gap", "write_html",
-          "fit_topics", "topic_coverage")
+          "corpus_drift", "drift_summary", "fit_topics", "topic_coverage")
 # Imported on first use: the pytest plugin and the CLI import this package on every
 # start, and numpy/scipy are too slow to load for a run that never uses them.
 _LAZY = {
@@ -77,10 +79,10 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__version__ = "0.1.0"
+from ragcov.version import __version__  # noqa: E402 - one source, read by pyproject too
 
 __all__ = ["Chunk", "Corpus", "CoverageMatrix", "Query", "RagcovError", "ReportScope", "Run",
     "Suite", "__version__", "audit_reachability", "combine", "coverage_diff", "erase",
     "find_faults", "generate", "index", "load_corpus", "load_suite", "make_generator",
     "make_retriever", "measure", "probe", "record_traces", "report", "run", "select_tests",
-    "traffic_gap", "write_html", "fit_topics", "topic_coverage"]
+    "traffic_gap", "write_html", "corpus_drift", "drift_summary", "fit_topics", "topic_coverage"]

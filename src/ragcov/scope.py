@@ -177,12 +177,17 @@ def _unreachable(m: CoverageMatrix, reachability: Any) -> dict[int, str]:
 def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = None) -> Scoped:
     """The data file's matrix with ``scope`` applied: what every report reads."""
     from ragcov.data import CoverageData
+
+    data = CoverageData(data_file)
+    with data.snapshot():  # one read: the matrix, probes, texts and positions of one state
+        return _load_scoped(data, data_file, scope or ReportScope())
+
+
+def _load_scoped(data: Any, data_file: str | os.PathLike[str], scope: ReportScope) -> Scoped:
     from ragcov.data.columns import chunk_hashes, chunk_positions
     from ragcov.data.datafile import CORPUS_KIND
     from ragcov.data.probes import chunk_details, probe_texts, read_probes
 
-    data = CoverageData(data_file)
-    scope = scope or ReportScope()
     m = data.matrix()
     generated = dict((m.meta or {}).get("generated") or {})
     left_out: dict[str, Any] = {}

@@ -17,6 +17,7 @@ from ragcov.cli.ci_formats import badge, lcov, xml
 from ragcov.cli.combine import combine
 from ragcov.cli.demo import demo
 from ragcov.cli.diff import diff
+from ragcov.cli.drift import drift
 from ragcov.cli.erase import erase
 from ragcov.cli.faults import faults
 from ragcov.cli.gap import gap
@@ -76,7 +77,7 @@ app = typer.Typer(
 
 def _show_version(value: bool) -> None:
     if value:
-        from ragcov import __version__
+        from ragcov.version import __version__
 
         typer.echo(f"ragcov {__version__}")
         raise typer.Exit()
@@ -164,6 +165,7 @@ COMMANDS = [
     ("diff", diff),
     ("gap", gap),
     ("probe", probe),
+    ("drift", drift),
     ("topics", topics),
 ]
 for _name, _fn in COMMANDS:

@@ -98,7 +98,7 @@ def generate(
 ) -> None:
     """Generate questions aimed at uncovered chunks; each is checked against the retriever."""
     api.validate_k(k)  # every setting checked before the corpus is read or a model started
-    config = api.LoopConfig(budget=budget, strategy=strategy, policy=policy,
+    config = api.loop_config(budget=budget, strategy=strategy, policy=policy,
                         target_cc=None if target is None else target / 100.0,
                         targets_per_call=targets_per_call, patience=patience,
                         max_attempts=max_attempts, seed=seed, max_calls=max_calls,

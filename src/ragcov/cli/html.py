@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import ReportScope, topic_coverage, write_html
+from ragcov import api
+from ragcov.api import ReportScope, write_html
 from ragcov.api import report as report_data
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
@@ -59,6 +60,9 @@ def html(
     index = write_html(site, directory, order or [], greedy=greedy, title=title,
                        precision=precision or 0, topics=_topics(data_file, site, by))
     out.print(f"Wrote HTML report to {index}")
+    drift_page = api.write_drift_html(data_file, directory)
+    if drift_page is not None:  # a drift run recorded in the file (ragcov drift)
+        out.print(f"Wrote the drift page to {drift_page}", markup=False)
     if fail_under is not None:
         gate(site.summary(jaccard=False).coverage, fail_under, precision)
 
@@ -67,9 +71,9 @@ def _topics(data_file: Path, site: object, by: str) -> object:
     """The topic page's report: required with ``--by topic``; else added when the data file
     holds topics, and left out with a warning when they are stale."""
     if by == "topic":
-        return topic_coverage(data_file, scoped=site)
+        return api.topic_coverage(data_file, scoped=site)
     try:
-        return topic_coverage(data_file, scoped=site, missing_ok=True)
+        return api.topic_coverage(data_file, scoped=site, missing_ok=True)
     except RagcovError as exc:
         err.print(f"ragcov: warning: {exc}; the site has no topic page", markup=False)
         return None

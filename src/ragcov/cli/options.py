@@ -12,10 +12,9 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import DEFAULT_DATA_FILE
+from ragcov.api import DEFAULT_DATA_FILE, to_stdout
 from ragcov.config import MAX_PRECISION
 from ragcov.errors import RagcovError
-from ragcov.overwrite import to_stdout
 
 # Reusable option types -------------------------------------------------------
 #: The data file's environment variable, as coverage.py's COVERAGE_FILE: a flag wins over

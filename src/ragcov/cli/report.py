@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ragcov import api
-from ragcov.api import ReportScope, approximate_note
+from ragcov.api import ReportScope, approximate_note, duplicate_groups, redundant_tests
 from ragcov.api import report as report_data
 from ragcov.cli.console import out
 from ragcov.cli.options import (
@@ -27,8 +27,8 @@ from ragcov.cli.report_options import scoped, write_scoped
 from ragcov.cli.topics import MinTopicCoverage, check_by
 from ragcov.errors import RagcovError
 from ragcov.files import json_text
-from ragcov.metrics import duplicate_groups, redundant_tests
 from ragcov.reporters import DEFAULT_JSON_FILE
+from ragcov.reporters.drift import drift_json, drift_lines
 from ragcov.reporters.jsonreport import json_report
 from ragcov.reporters.reachability import reachability_lines
 from ragcov.reporters.sections import (
@@ -111,7 +111,7 @@ def report(
     if format != "total":
         lines = [excluded_line(scoped.excluded), generated_line(scoped.generated_left_out),
                  duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
-                 approximate_note(data_file)]
+                 approximate_note(scoped)]
         if lines[3]:
             lines[3] = f"Note: {lines[3]}"
         if scoped.reachability is not None:
@@ -121,6 +121,9 @@ def report(
         if redundant:
             lines += ["", *redundant_lines(redundant_tests(scoped.matrix),
                                            scoped.matrix.n_queries)]
+        drifted = api.drift_summary(data_file)
+        if drifted is not None:
+            lines += drift_lines(drifted)
         for line in lines:
             if line is not None:
                 out.print(line, markup=False)
@@ -150,8 +153,13 @@ def json_cmd(
     precision: GatePrecision = None,
 ) -> None:
     """Write the versioned JSON report."""
-    write_scoped(data_file, scope, output, fail_under, lambda scoped: json_text(
-        json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped),  # type: ignore[arg-type]
-        indent=2 if pretty else None), "JSON report", precision)
+    def render(scoped) -> str:  # type: ignore[no-untyped-def]
+        doc = json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped)  # type: ignore[arg-type]
+        drifted = api.drift_summary(data_file)
+        if drifted is not None:  # a drift run recorded in the file (ragcov drift)
+            doc["drift"] = drift_json(drifted)
+        return json_text(doc, indent=2 if pretty else None)
+
+    write_scoped(data_file, scope, output, fail_under, render, "JSON report", precision)
 
 

@@ -94,7 +94,8 @@ def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: 
     check_fail_under(fail_under)
     if precision is not None:
         check_precision(precision)
-    check_outputs([output], [data_file])
-    scoped = api.report(data_file, scope)
+    with api.one_read(data_file):  # the output checks and the report: one snapshot
+        check_outputs([output], [data_file])
+        scoped = api.report(data_file, scope)
     emit(render(scoped), output, what)
     gate(scoped.summary(jaccard=False).coverage, fail_under, precision)

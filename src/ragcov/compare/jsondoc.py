@@ -37,10 +37,10 @@ def _topics(td: Any) -> dict[str, Any]:
 
 
 def diff_document(d: CoverageDiff) -> dict[str, Any]:
-    from ragcov import __version__
+    from ragcov.version import __version__
 
     changed = d.changed_queries()
-    return {
+    doc = {
         "format": FORMAT_VERSION, "ragcov_version": __version__,
         "base": _side(d.base_meta, str(d.base.path), d.base.n_chunks, d.base_covered,
                       d.base.n_queries),
@@ -61,10 +61,15 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
         # Either file holds topics of its own corpus: each topic's change (else absent).
         **({"topics": _topics(d.topics)} if d.topics is not None else {}),
     }
+    if d.drift is not None:  # either file holds a drift run: each relation's violation rate
+        doc["drift"] = [{"relation": x.relation, "base_rate": x.base, "head_rate": x.head,
+                         "base_tests": x.base_tests, "head_tests": x.head_tests}
+                        for x in d.drift]
+    return doc
 
 
 def gap_document(g: TrafficGap) -> dict[str, Any]:
-    from ragcov import __version__
+    from ragcov.version import __version__
 
     return {
         "format": FORMAT_VERSION, "ragcov_version": __version__,

@@ -19,15 +19,16 @@ import json
 import os
 import sqlite3
 import stat
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.data.checks import check_appendable, check_read, first_problem, refuse
 from ragcov.data.locking import open_for_reading, write_lock, writers_turn
+from ragcov.data.names import DEFAULT_DATA_FILE
 from ragcov.data.schema import (
     DataFileLocked,
     Meta,
@@ -77,7 +78,16 @@ class CoverageData:
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
-        """A connection inside one read transaction: every statement sees one snapshot."""
+        """A connection inside one read transaction: every statement sees one snapshot.
+
+        Inside :meth:`snapshot` of the same file (on this thread) it is that snapshot's
+        connection, whichever reader asks: a report's matrix, probes, texts and
+        positions then come from one state of the file, never from two on either side
+        of a concurrent append."""
+        held = _held_snapshot(self.path)
+        if held is not None:
+            yield held
+            return
         with closing(open_for_reading(self.path)) as con, sqlite_errors(self.path):
             try:
                 yield con
@@ -87,6 +97,25 @@ class CoverageData:
                 # must not turn a finished read into "not a readable data file".
                 if con.in_transaction:
                     con.execute("COMMIT")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read of this file inside the block, by any reader on this thread, in one
+        read transaction (one snapshot; writers wait for it, as for any reader)."""
+        key = _snapshot_key(self.path)
+        held = getattr(_SNAPSHOTS, "by_path", None)
+        if held is None:
+            held = _SNAPSHOTS.by_path = {}
+        if key in held:  # already inside one: the outer snapshot is the one
+            yield
+            return
+        with self.reading() as con:
+            con.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # the snapshot starts here
+            held[key] = con
+            try:
+                yield
+            finally:
+                del held[key]
 
     def meta(self) -> Meta:
         with self.reading() as con:
@@ -334,6 +363,19 @@ def _mark_generated(con: sqlite3.Connection, marks: _Marks | None) -> None:
     if marks.mark or len(marked) != before:
         con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                     (f"x:{GENERATED}", json.dumps(marked, sort_keys=True)))
+
+
+# The snapshots open on each thread (a connection serves the thread that opened it).
+_SNAPSHOTS = threading.local()
+
+
+def _snapshot_key(path: Path) -> str:
+    return os.path.realpath(path)
+
+
+def _held_snapshot(path: Path) -> sqlite3.Connection | None:
+    held = getattr(_SNAPSHOTS, "by_path", None)
+    return held.get(_snapshot_key(path)) if held else None
 
 
 def _insert_chunks(con: sqlite3.Connection, corpus: Corpus) -> None:

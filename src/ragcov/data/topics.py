@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import closing
+from contextlib import AbstractContextManager, closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -29,8 +29,14 @@ from ragcov.data.locking import open_for_reading, write_lock
 from ragcov.data.schema import NoDataFile, has_tables, read_meta
 from ragcov.errors import RagcovError
 
-if TYPE_CHECKING:
-    from ragcov.data.datafile import CoverageData
+
+class CoverageData(Protocol):
+    """What these readers and writers use of :class:`ragcov.data.datafile.CoverageData`
+    (a protocol: ``datafile`` imports this module to carry topics into a new file)."""
+
+    path: Path
+
+    def reading(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
 TOPIC_TABLES = ("topic_meta", "topic_labels", "topic_chunks")
 TOPIC_SCHEMA = """
