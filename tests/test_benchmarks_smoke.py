@@ -59,3 +59,18 @@ def test_every_benchmark_runs_at_its_smallest_size(tmp_path):
     listed = (RUN.read_text().split("BENCHMARKS = (", 1)[1].split(")", 1)[0])
     expected = {name.strip().strip('"') for name in listed.replace("\n", " ").split(",") if name.strip()}
     assert {r["bench"] for r in rows} == expected
+
+
+def test_topics_benchmark_runs_at_a_small_size(tmp_path):
+    out = tmp_path / "rows.json"
+    proc = subprocess.run([sys.executable, str(RUN), "--tiny", "--only", "topics", "--json",
+                           str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(out.read_text())
+    assert [r["name"].split(",")[0] for r in rows] == ["topics: `ragcov topics` dense",
+                                                      "topics: `ragcov topics` tfidf"]
+    assert all(r["seconds"] > 0 and "1,000 chunks" in r["name"] for r in rows)
+    # The synthetic subjects' own words lead the labels: "... in H/T topics".
+    for r in rows:
+        hits, topics = r["note"].rsplit(" in ", 1)[1].split(" ")[0].split("/")
+        assert int(topics) > 0 and int(hits) >= int(topics) // 2

@@ -28,6 +28,7 @@ from ragcov.cli.measure import index, run
 from ragcov.cli.probe import probe
 from ragcov.cli.report import json_cmd, report
 from ragcov.cli.select import select_cmd
+from ragcov.cli.topics import topics
 
 
 class _Flag(TyperOption):
@@ -165,6 +166,7 @@ COMMANDS = [
     ("gap", gap),
     ("probe", probe),
     ("drift", drift),
+    ("topics", topics),
 ]
 for _name, _fn in COMMANDS:
     app.command(_name, cls=_Command)(_fn)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,6 +24,7 @@ from ragcov.cli.options import (
     gate,
 )
 from ragcov.cli.report_options import scoped, write_scoped
+from ragcov.cli.topics import MinTopicCoverage, check_by
 from ragcov.errors import RagcovError
 from ragcov.reporters import DEFAULT_JSON_FILE
 from ragcov.reporters.drift import drift_lines
@@ -37,6 +38,7 @@ from ragcov.reporters.sections import (
     redundant_lines,
 )
 from ragcov.reporters.table import retriever_line
+from ragcov.reporters.topics import render_topics
 
 
 @scoped
@@ -70,6 +72,10 @@ def report(
         "queries retrieving a relevant chunk; with no --qrels, of recorded tests that passed) "
         "is below this: coverage bought with vague questions cannot pass.")] = None,
     scope: ReportScope = ReportScope(),
+    by: Annotated[str, typer.Option(
+        "--by", help="document (the table above) or topic (coverage per topic, from "
+        "`ragcov topics`; what to test first on top).")] = "document",
+    min_topic_coverage: MinTopicCoverage = None,
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
 
@@ -81,12 +87,19 @@ def report(
     check_fail_under(fail_under)
     if min_hit_rate is not None and not 0 <= min_hit_rate <= 100:
         raise RagcovError(f"--min-hit-rate must be a percentage from 0 to 100, got {min_hit_rate:g}")
+    check_by(by, format, min_topic_coverage)
     scoped = report_data(data_file, scope)
     right = api.correctness(scoped.matrix, qrels, qrels_level)
     if min_hit_rate is not None and right is None:
         raise RagcovError("--min-hit-rate needs --qrels, or test outcomes recorded by "
                           "pytest --ragcov")
     summary = scoped.summary(jaccard=False)
+    if by == "topic":
+        topics = api.topic_coverage(data_file, scoped=scoped)
+        out.print(render_topics(topics, format, precision), markup=False)
+        _gates(summary.coverage, fail_under, gate_precision, precision, right, min_hit_rate)
+        fail(api.min_topic_failure(topics, min_topic_coverage, gate_precision))
+        return
     # A store's read order is not stable (a deleted chunk shifts every position after it):
     # its missing chunks are listed by id. A corpus file's order is, so positions are kept.
     show_ids = show_ids or scoped.from_store
@@ -114,8 +127,14 @@ def report(
         for line in lines:
             if line is not None:
                 out.print(line, markup=False)
-    gate(summary.coverage, fail_under, gate_precision,
-         shown_precision=precision if format != "total" else None)
+    _gates(summary.coverage, fail_under, gate_precision,
+           precision if format != "total" else None, right, min_hit_rate)
+
+
+def _gates(coverage: float, fail_under: float | None, gate_precision: int | None,
+           shown_precision: int | None, right: Any, min_hit_rate: float | None) -> None:
+    """The total's ``--fail-under`` and ``--min-hit-rate``, after whichever table was printed."""
+    gate(coverage, fail_under, gate_precision, shown_precision=shown_precision)
     if min_hit_rate is not None and right.hit_rate * 100 < min_hit_rate:
         fail(f"Correctness failure: hit rate of {right.hit_rate * 100:.2f}% is less than "
              f"min-hit-rate={min_hit_rate:g}")

@@ -29,6 +29,7 @@ retriever was unsure of) and, as research options, ``coverage-lowconf``,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,10 @@ from ragcov.selection.greedy import (
 # then the research options docs/selection.md compares it with.
 FAULT_STRATEGIES = ("confmargin-gain5", "coverage-lowconf", "interleave", "lowconf")
 
+def _fault(name: str, m: CoverageMatrix, rank: np.ndarray, seed: int, after: str) -> np.ndarray:
+    return fault_order(m, name, seed)
+
+
 # The one registry of orders: name -> (matrix, seeded tie ranks, seed, after saturation) ->
 # the order of the pool. A strategy added here is a `ragcov select --strategy` at once
 # (docs/extending.md).
@@ -63,8 +68,7 @@ ORDERS: dict[str, Order] = {
     "coverage": lambda m, rank, seed, after: coverage_order(m, rank, after),
     "random": lambda m, rank, seed, after: np.argsort(rank, kind="stable").astype(np.int64),
     "overlap": lambda m, rank, seed, after: overlap_order(m, rank),
-    **{name: (lambda name: lambda m, rank, seed, after: fault_order(m, name, seed))(name)
-       for name in FAULT_STRATEGIES},
+    **{name: functools.partial(_fault, name) for name in FAULT_STRATEGIES},
 }
 ALL_STRATEGIES = tuple(ORDERS)
 TARGETS = (50, 80, 90, 100)
