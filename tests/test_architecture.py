@@ -26,9 +26,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Lowest first. Within a group the order is strict too: each part may import the
 # parts before it, never those after it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # The floor: errors, field rules, files and their destinations, retrying, warnings,
-    # Ctrl-C and threads, progress, URL redaction, settings. ``ragcov`` is the package's own __init__: its
-    # version is read everywhere and its public names load on first use.
+    # The floor: the version, errors, field rules, files and their destinations, retrying,
+    # warnings, Ctrl-C and threads, progress, URL redaction, settings.
     ("version", "errors", "user_warnings", "sigint", "progress", "retry", "redaction", "fields",
      "destinations", "files", "controls", "config"),
     # What is recorded and measured. ``stores`` reads a vector store's chunks (a corpus
@@ -236,3 +235,17 @@ def test_the_cli_goes_through_the_api() -> None:
             if not allowed:
                 found.setdefault(name, set()).add(target)
     assert found == {}
+
+
+def test_the_drawing_in_architecture_md_is_the_checked_one() -> None:
+    """docs/architecture.md draws the layers; the drawing is this test's table, top first."""
+    doc = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = doc.split("<!-- layers: test_architecture.py reads these lines -->", 1)[1]
+    drawn = []
+    for line in block.splitlines()[1:]:
+        if not line.strip():
+            break
+        number, _name, *parts = line.split()
+        drawn.append((int(number), tuple(parts)))
+    assert [n for n, _ in drawn] == list(range(len(LAYERS) - 1, -1, -1))
+    assert [parts for _, parts in reversed(drawn)] == list(LAYERS)
