@@ -34,6 +34,12 @@ class VectorStore(Protocol):
     search; ``recorded_model`` is the embedding model the store names, if it does;
     ``stored_vectors`` gives back the vectors held for some ids (None where it has
     none), so the model can be checked against them (:mod:`ragcov.stores.model_check`).
+
+    For the exact check of ``ragcov probe`` (where a chunk is lost: the embedding or the
+    index), a store also gives ``iter_vectors`` (every stored vector, in pages of
+    ``(ids, vectors)``; :class:`VectorsUnavailable` when it cannot), ``vector_metric``
+    (``cosine``, ``ip`` or ``l2``: what its own search ranks by) and ``index_settings``
+    (its index kind and settings, read where the store exposes them, and the remedy).
     """
 
     url: str
@@ -47,6 +53,33 @@ class VectorStore(Protocol):
     def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+
+class VectorsUnavailable(Exception):
+    """The store cannot give back the vectors it searches (an index kind that keeps no
+    copy, a row without a vector): the exact check is skipped, and this says why."""
+
+
+def index_settings(index: str, settings: dict[str, Any] | None = None, remedy: str | None = None,
+                   exact: bool = False) -> dict[str, Any]:
+    """What a store's ``index_settings()`` reports: the index kind (``hnsw``, ``ivf``,
+    ``flat`` ...), its settings as the store names them, whether its search is exact, and
+    the remedy for chunks it hides, worded with the store's own settings."""
+    return {"index": index, "settings": dict(settings or {}), "exact": exact, "remedy": remedy}
+
+
+def vector_pages(rows: Iterator[tuple[str, Any]], page_size: int) -> Iterator[tuple[list[str], list[Any]]]:
+    """``(id, vector)`` rows grouped in pages: what ``iter_vectors`` yields."""
+    ids: list[str] = []
+    vectors: list[Any] = []
+    for cid, vector in rows:
+        ids.append(cid)
+        vectors.append(vector)
+        if len(ids) >= page_size:
+            yield ids, vectors
+            ids, vectors = [], []
+    if ids:
+        yield ids, vectors
 
 
 def doc_id_of(chunk: StoreChunk, doc_key: str | None = None) -> str:

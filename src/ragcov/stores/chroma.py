@@ -6,12 +6,24 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ragcov.fields import Ranked
-from ragcov.stores.base import StoreChunk, missing_collection, require
+from ragcov.stores.base import (
+    StoreChunk,
+    VectorsUnavailable,
+    index_settings,
+    missing_collection,
+    require,
+)
 from ragcov.stores.urls import StoreURL, local_folder
 
 # Chroma pages by offset, and each page re-walks the rows before it: with pages of
 # 1,000 a million rows took 226 s, against 35 s in pages of 10,000 (benchmarks/bench_stores.py).
 CHROMA_PAGE = 10_000
+# Chroma's own defaults for a collection made without settings (chromadb 1.x).
+CHROMA_HNSW_DEFAULTS = {"space": "l2", "max_neighbors": 16, "ef_construction": 100,
+                        "ef_search": 100}
+# The settings as older collections keep them, in their metadata.
+_LEGACY_HNSW = {"space": "hnsw:space", "max_neighbors": "hnsw:M",
+                "ef_construction": "hnsw:construction_ef", "ef_search": "hnsw:search_ef"}
 
 
 class ChromaStore:
@@ -82,3 +94,43 @@ class ChromaStore:
 
     def describe(self) -> dict[str, Any]:
         return {"store": "chroma", "collection": self.name}
+
+    def _hnsw(self) -> dict[str, Any]:
+        """The collection's HNSW settings: its configuration, else its metadata (older
+        collections), else Chroma's defaults."""
+        config = getattr(self.collection, "configuration_json", None) or {}
+        hnsw = config.get("hnsw") if isinstance(config.get("hnsw"), dict) else {}
+        meta = self.collection.metadata or {}
+        out = {}
+        for key, default in CHROMA_HNSW_DEFAULTS.items():
+            value = hnsw.get(key)
+            out[key] = value if value is not None else meta.get(_LEGACY_HNSW[key], default)
+        return out
+
+    def vector_metric(self) -> str:
+        return {"cosine": "cosine", "ip": "ip"}.get(str(self._hnsw()["space"]), "l2")
+
+    def index_settings(self) -> dict[str, Any]:
+        h = self._hnsw()
+        settings = {"max_neighbors (M)": h["max_neighbors"], "ef_construction": h["ef_construction"],
+                    "ef_search": h["ef_search"], "space": h["space"]}
+        remedy = (f"raise ef_search (now {h['ef_search']}; Chroma's default is 100): "
+                  f"collection.modify(configuration={{'hnsw': {{'ef_search': 100}}}}); "
+                  f"max_neighbors (now {h['max_neighbors']}) and ef_construction (now "
+                  f"{h['ef_construction']}) are fixed when a collection is made: copy it into one "
+                  "made with larger ones (defaults 16 and 100)")
+        return index_settings("hnsw", settings, remedy)
+
+    def iter_vectors(self, page_size: int = CHROMA_PAGE) -> Iterator[tuple[list[str], Any]]:
+        offset = 0
+        while True:
+            page = self.collection.get(limit=page_size, offset=offset, include=["embeddings"])
+            ids = [str(i) for i in page["ids"]]
+            vectors = page.get("embeddings")
+            if ids and (vectors is None or len(vectors) != len(ids)):
+                raise VectorsUnavailable(f"collection {self.name} gave no embeddings for its rows")
+            if ids:
+                yield ids, vectors
+            if len(ids) < page_size:
+                return
+            offset += len(ids)

@@ -12,7 +12,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ragcov.fields import Ranked
-from ragcov.stores.base import PAGE_SIZE, StoreChunk, missing_collection, require
+from ragcov.stores.base import (
+    PAGE_SIZE,
+    StoreChunk,
+    VectorsUnavailable,
+    index_settings,
+    missing_collection,
+    require,
+)
 from ragcov.stores.payload import split_payload
 from ragcov.stores.urls import StoreURL
 
@@ -58,12 +65,17 @@ class LanceDBStore:
                 text, meta = split_payload(row)
                 yield StoreChunk(str(cid), text, meta)
 
+    def _vector_name(self) -> str | None:
+        import pyarrow as pa
+
+        return self.vector_column or next(
+            (f.name for f in self.table.schema if pa.types.is_fixed_size_list(f.type)), None)
+
     def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
         import pyarrow as pa
 
         schema = self.table.schema
-        column = self.vector_column or next(
-            (f.name for f in schema if pa.types.is_fixed_size_list(f.type)), None)
+        column = self._vector_name()
         if column is None or self.id_column not in schema.names:
             return [None] * len(ids)
         if pa.types.is_integer(schema.field(self.id_column).type):
@@ -89,3 +101,31 @@ class LanceDBStore:
 
     def describe(self) -> dict[str, Any]:
         return {"store": "lancedb", "table": self.name}
+
+    def vector_metric(self) -> str:
+        return "l2"  # a table's search ranks by L2 unless the query names another metric
+
+    def index_settings(self) -> dict[str, Any]:
+        column = self._vector_name()
+        for index in self.table.list_indices():
+            if column in list(getattr(index, "columns", []) or []):
+                kind = str(getattr(index, "index_type", "vector index"))
+                remedy = ("search with more partitions and a refine step: "
+                          "table.search(v).nprobes(50).refine_factor(10) (LanceDB's nprobes "
+                          "default is 20), or rebuild the index with more num_partitions")
+                return index_settings(kind.lower(), {"index_type": kind,
+                                                     "name": getattr(index, "name", None)}, remedy)
+        return index_settings("flat", {"index": "none (every row compared)"}, exact=True)
+
+    def iter_vectors(self, page_size: int = PAGE_SIZE) -> Iterator[tuple[list[str], Any]]:
+        column = self._vector_name()
+        if column is None or self.id_column not in self.table.schema.names:
+            raise VectorsUnavailable(f"table {self.name} has no vector column to read (name it "
+                                     "with ?vector=COLUMN) or no id column")
+        reader = self.table.search().select([self.id_column, column]).limit(None).to_batches(page_size)
+        for batch in reader:
+            rows = batch.to_pydict()
+            vectors = rows[column]
+            if any(v is None for v in vectors):
+                raise VectorsUnavailable(f"table {self.name} has rows without a vector")
+            yield [str(i) for i in rows[self.id_column]], vectors

@@ -12,7 +12,14 @@ from typing import Any
 
 from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
-from ragcov.stores.base import PAGE_SIZE, StoreChunk, require
+from ragcov.stores.base import (
+    PAGE_SIZE,
+    StoreChunk,
+    VectorsUnavailable,
+    index_settings,
+    require,
+    vector_pages,
+)
 from ragcov.stores.urls import StoreURL
 
 
@@ -68,3 +75,18 @@ class LlamaIndexStore:
 
     def describe(self) -> dict[str, Any]:
         return {"store": "llamaindex", "index": self.name}
+
+    def vector_metric(self) -> str:
+        return "cosine"  # SimpleVectorStore's default query mode ranks by cosine similarity
+
+    def index_settings(self) -> dict[str, Any]:
+        kind = type(self.vector_store).__name__
+        return index_settings("flat" if kind == "SimpleVectorStore" else "unknown", {"vector_store": kind},
+                              exact=kind == "SimpleVectorStore")
+
+    def iter_vectors(self, page_size: int = PAGE_SIZE) -> Iterator[tuple[list[str], Any]]:
+        held = getattr(getattr(self.vector_store, "data", None), "embedding_dict", None)
+        if not held:
+            raise VectorsUnavailable(f"the {type(self.vector_store).__name__} keeps no embedding_dict "
+                                     "to read vectors from")
+        return vector_pages(((str(i), v) for i, v in held.items()), page_size)

@@ -8,7 +8,14 @@ from typing import Any
 
 from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
-from ragcov.stores.base import PAGE_SIZE, StoreChunk, missing_collection, require
+from ragcov.stores.base import (
+    PAGE_SIZE,
+    StoreChunk,
+    VectorsUnavailable,
+    index_settings,
+    missing_collection,
+    require,
+)
 from ragcov.stores.payload import split_payload
 from ragcov.stores.urls import StoreURL
 
@@ -101,3 +108,48 @@ class MilvusStore:
 
     def describe(self) -> dict[str, Any]:
         return {"store": "milvus", "collection": self.name, "metric": self.metric}
+
+    def vector_metric(self) -> str:
+        return {"IP": "ip", "COSINE": "cosine", "L2": "l2"}.get(self.metric) or _no_metric(self.metric)
+
+    def index_settings(self) -> dict[str, Any]:
+        for index in self.client.list_indexes(self.name):
+            detail = self.client.describe_index(self.name, index)
+            if detail.get("field_name") != self.vector:
+                continue
+            kind = str(detail.get("index_type", "")).upper()
+            settings = {k: v for k, v in detail.items()
+                        if k not in ("field_name", "index_name", "metric_type")}
+            if kind == "HNSW":
+                remedy = (f"search with a larger ef: search(..., search_params={{'params': "
+                          f"{{'ef': 256}}}}) (ef must be at least the limit); M (now "
+                          f"{detail.get('M')}) and efConstruction (now {detail.get('efConstruction')})"
+                          " are fixed when the index is built: drop_index and create_index again")
+                return index_settings("hnsw", settings, remedy)
+            if kind.startswith("IVF"):
+                remedy = (f"search more lists: search_params={{'params': {{'nprobe': 64}}}} "
+                          f"(nlist is {detail.get('nlist')})")
+                return index_settings("ivf", settings, remedy)
+            return index_settings(kind.lower() or "unknown", settings, None, exact=kind == "FLAT")
+        return index_settings("unknown", {}, None)
+
+    def iter_vectors(self, page_size: int = PAGE_SIZE) -> Iterator[tuple[list[str], Any]]:
+        it = self.client.query_iterator(self.name, batch_size=page_size,
+                                        output_fields=[self.pk, self.vector])
+        try:
+            while page := it.next():
+                ids, vectors = [], []
+                for row in page:
+                    vector = row.get(self.vector)
+                    if vector is None:
+                        raise VectorsUnavailable(f"row {row.get(self.pk)} has no {self.vector}")
+                    ids.append(str(row[self.pk]))
+                    vectors.append(vector)
+                yield ids, vectors
+        finally:
+            it.close()
+
+
+def _no_metric(metric: str) -> str:
+    raise VectorsUnavailable(f"the collection ranks by {metric}; the exact check knows L2, IP "
+                             "and COSINE")

@@ -26,6 +26,7 @@ it. ``PGPASSWORD`` or ``~/.pgpass`` keep it off the command line altogether.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
@@ -33,7 +34,14 @@ from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlu
 from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
 from ragcov.redaction import SECRET_PARAM, redact_url
-from ragcov.stores.base import PAGE_SIZE, StoreChunk, missing_collection, require
+from ragcov.stores.base import (
+    PAGE_SIZE,
+    StoreChunk,
+    VectorsUnavailable,
+    index_settings,
+    missing_collection,
+    require,
+)
 from ragcov.stores.payload import TEXT_KEYS
 from ragcov.stores.urls import StoreURL
 
@@ -48,6 +56,10 @@ VECTOR_TYPES = ("vector", "halfvec")
 DISTANCES = {"cosine": "<=>", "l2": "<->", "euclidean": "<->", "inner": "<#>", "ip": "<#>",
              "inner_product": "<#>"}
 JSON_SCALARS = (str, int, float, bool, type(None))
+# The operator class an index must have for a search with each operator to use it.
+OPCLASSES = {"<=>": "cosine_ops", "<->": "l2_ops", "<#>": "ip_ops"}
+METRICS = {"<=>": "cosine", "<->": "l2", "<#>": "ip"}
+_INDEX_WITH = re.compile(r"(\w+)\s*=\s*'?(\w+)'?")
 
 
 def connection_url(url: str) -> str:
@@ -274,3 +286,70 @@ class PgVectorStore:
     def describe(self) -> dict[str, Any]:
         return {"store": "pgvector", "url": self.url, "table": self.table_name,
                 "collection": self.collection, "distance": self.distance}
+
+    def vector_metric(self) -> str:
+        return METRICS[self.operator]
+
+    def _setting(self, name: str) -> str | None:
+        """A server setting as this session sees it (None where pgvector does not define it)."""
+        rows = self._rows("SELECT current_setting(%s, true)", (name,))
+        return rows[0][0] if rows else None
+
+    def index_settings(self) -> dict[str, Any]:
+        """The ANN index on the vector column that this search's operator uses, its build
+        settings (from its definition) and the session's search settings (``SHOW``)."""
+        try:
+            rows = self._rows("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname || '.' || "
+                              "tablename = %s OR tablename = %s",
+                              (self.table_name, self.table_name))
+            found = None
+            for name, definition in rows:
+                method = re.search(r"USING (hnsw|ivfflat) \((.*?)\)", definition, re.I)
+                if method and self.vector in method.group(2) and OPCLASSES[self.operator] in method.group(2):
+                    found = (name, method.group(1).lower(), definition)
+                    break
+            if found is None:
+                return index_settings("flat", {"index": "none this search uses (every row compared)"},
+                                      exact=True)
+            name, method, definition = found
+            _, _, options = definition.partition(" WITH ")
+            built = dict(_INDEX_WITH.findall(options))
+            if method == "hnsw":
+                ef = self._setting("hnsw.ef_search")
+                settings = {"index": name, "m": built.get("m", "16"),
+                            "ef_construction": built.get("ef_construction", "64"),
+                            "hnsw.ef_search": ef, "hnsw.iterative_scan": self._setting("hnsw.iterative_scan")}
+                remedy = (f"raise hnsw.ef_search (now {ef}; pgvector's default is 40, and a search "
+                          "returns at most ef_search rows): SET hnsw.ef_search = 100 in the "
+                          "application's session, or ALTER DATABASE ... SET hnsw.ef_search = 100; "
+                          f"m (now {settings['m']}) and ef_construction (now "
+                          f"{settings['ef_construction']}) are fixed when the index is built: "
+                          f"REINDEX after CREATE INDEX ... WITH (m = 16, ef_construction = 64)")
+                return index_settings("hnsw", settings, remedy)
+            probes = self._setting("ivfflat.probes")
+            settings = {"index": name, "lists": built.get("lists", "100"), "ivfflat.probes": probes}
+            remedy = (f"raise ivfflat.probes (now {probes} of {settings['lists']} lists): "
+                      "SET ivfflat.probes = 10 (sqrt(lists) is pgvector's starting point), or "
+                      "ALTER DATABASE ... SET ivfflat.probes = 10")
+            return index_settings("ivfflat", settings, remedy)
+        except self.psycopg.Error as exc:
+            raise self._error(exc) from None
+
+    def iter_vectors(self, page_size: int = PAGE_SIZE) -> Iterator[tuple[list[str], Any]]:
+        sql = self.sql
+        where, args = self._where()
+        query = sql.SQL("SELECT {}::text, {}::text FROM {}{} ORDER BY {}").format(
+            sql.Identifier(self.id), sql.Identifier(self.vector), self.table, where,
+            sql.Identifier(self.id))
+        try:
+            with self.conn.transaction(), self.conn.cursor(name="ragcov_vectors") as cur:
+                cur.itersize = page_size
+                cur.execute(query, args)
+                while rows := cur.fetchmany(page_size):
+                    missing = next((rid for rid, vec in rows if vec is None), None)
+                    if missing is not None:
+                        raise VectorsUnavailable(f"row {missing} of {self.table_name} has no "
+                                                 f"{self.vector}")
+                    yield [rid for rid, _ in rows], [vec[1:-1].split(",") for _, vec in rows]
+        except self.psycopg.Error as exc:
+            raise self._error(exc) from None

@@ -12,7 +12,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ragcov.fields import Ranked
-from ragcov.stores.base import PAGE_SIZE, StoreChunk, missing_collection, require
+from ragcov.stores.base import (
+    PAGE_SIZE,
+    StoreChunk,
+    VectorsUnavailable,
+    index_settings,
+    missing_collection,
+    require,
+)
 from ragcov.stores.payload import split_payload
 from ragcov.stores.urls import StoreURL, local_folder, require_trust
 
@@ -70,3 +77,56 @@ class QdrantStore:
 
     def describe(self) -> dict[str, Any]:
         return {"store": "qdrant", "collection": self.name}
+
+    def _params(self) -> tuple[Any, Any]:
+        """The searched vector's parameters and the collection's HNSW settings."""
+        config = self.client.get_collection(self.name).config
+        vectors = config.params.vectors
+        if isinstance(vectors, dict):
+            vectors = vectors.get(self.vector) if self.vector else (
+                next(iter(vectors.values())) if len(vectors) == 1 else None)
+        return vectors, getattr(vectors, "hnsw_config", None) or config.hnsw_config
+
+    def vector_metric(self) -> str:
+        vectors, _ = self._params()
+        distance = str(getattr(getattr(vectors, "distance", None), "value", "")).lower()
+        metric = {"cosine": "cosine", "dot": "ip", "euclid": "l2"}.get(distance)
+        if metric is None:
+            raise VectorsUnavailable(f"collection {self.name} ranks by {distance or 'an unknown'} "
+                                     "distance; the exact check knows cosine, dot and euclid")
+        return metric
+
+    def index_settings(self) -> dict[str, Any]:
+        _, hnsw = self._params()
+        if type(getattr(self.client, "_client", None)).__name__ != "QdrantRemote":
+            # Local mode (qdrant_client's own engine) compares every point: no graph.
+            return index_settings("flat", {"mode": "local (every point compared)"}, exact=True)
+        m, ef = getattr(hnsw, "m", None), getattr(hnsw, "ef_construct", None)
+        settings = {"m": m, "ef_construct": ef,
+                    "full_scan_threshold": getattr(hnsw, "full_scan_threshold", None)}
+        remedy = (f"search with a larger hnsw_ef (Qdrant's default is ef_construct, now {ef}): "
+                  "query_points(..., search_params=SearchParams(hnsw_ef=256)); or raise m (now "
+                  f"{m}) and ef_construct: update_collection(hnsw_config=HnswConfigDiff(m=32, "
+                  "ef_construct=256)) rebuilds the graph")
+        return index_settings("hnsw", settings, remedy)
+
+    def iter_vectors(self, page_size: int = PAGE_SIZE) -> Iterator[tuple[list[str], Any]]:
+        offset: Any = None
+        while True:
+            points, offset = self.client.scroll(self.name, limit=page_size, offset=offset,
+                                                with_payload=False, with_vectors=True)
+            ids, vectors = [], []
+            for p in points:
+                vector = p.vector
+                if isinstance(vector, dict):
+                    vector = (vector.get(self.vector) if self.vector
+                              else next(iter(vector.values())) if len(vector) == 1 else None)
+                if not isinstance(vector, list):
+                    raise VectorsUnavailable(f"point {p.id} has no dense vector to read"
+                                             + ("" if self.vector else " (name one with ?vector=)"))
+                ids.append(str(p.id))
+                vectors.append(vector)
+            if ids:
+                yield ids, vectors
+            if offset is None:
+                return
