@@ -275,7 +275,11 @@ class DenseRetriever:
     def retrieve(self, texts: Sequence[str], k: int) -> list[Ranked]:
         if not texts:
             return []
-        q = self.embed_queries(texts)
+        return self.search_vectors(self.embed_queries(texts), k)
+
+    def search_vectors(self, q: np.ndarray, k: int) -> list[Ranked]:
+        """The index's top-k of query vectors already embedded: ``ragcov probe`` holds the
+        same vectors against exact search (:mod:`ragcov.retrievers.exact`)."""
         kk = min(k, len(self._ids))
         scores, idx = self.index.search(q, kk)
         # Ties by corpus order: faiss's flat search keeps the earliest of chunks tied at

@@ -108,16 +108,21 @@ def _factory_call(obj: Any) -> str | None:
 
 
 def _resolve(spec: str) -> Any:
+    return resolve_object(spec, "retriever")
+
+
+def resolve_object(spec: str, what: str) -> Any:
+    """What ``module:attr`` names (attr may be dotted): a retriever, a reranker ..."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise RagcovError(f"retriever {spec!r}: expected module:attr, e.g. myapp.rag:retriever")
+        raise RagcovError(f"{what} {spec!r}: expected module:attr, e.g. myapp.rag:{what}")
     obj = _import(module_name)
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError as exc:
             raise RagcovError(
-                f"retriever {spec!r}: {module_name} has no attribute {attr!r}") from exc
+                f"{what} {spec!r}: {module_name} has no attribute {attr!r}") from exc
     return obj
 
 

@@ -151,6 +151,17 @@ class StoreRetriever:
             return []
         return self.store.search(self.encoder.encode(texts), k)
 
+    def embed_queries(self, texts: Sequence[str]) -> Any:
+        """The query vectors the store is searched with, as an array."""
+        import numpy as np
+
+        return np.asarray(self.encoder.encode(texts), dtype=np.float32).reshape(len(texts), -1)
+
+    def search_vectors(self, vectors: Any, k: int) -> list[Ranked]:
+        """The store's own search of query vectors already embedded (``ragcov probe``
+        holds the same vectors against exact search over the stored ones)."""
+        return self.store.search([list(map(float, v)) for v in vectors], k)
+
     def fingerprint(self) -> dict[str, Any]:
         fp = {"kind": "store", **self.store.describe(), **self.encoder.identity().fingerprint(),
               **self.store_model.fingerprint(), "chunking": self.corpus.chunking}
