@@ -15,9 +15,9 @@ only the probes not yet recorded.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -126,11 +126,14 @@ def recorded_probe_ids(data: CoverageData) -> set[str]:
 
 
 def append_probes(data: CoverageData, corpus: Corpus, k: int, retriever: dict,
-                  rows: Sequence[ProbeRow], results: Sequence[Ranked]) -> int:
+                  rows: Sequence[ProbeRow], results: Sequence[Ranked],
+                  after: Callable[[Any, dict[str, int]], None] | None = None) -> int:
     """Record one batch of probes and their ranked chunks in one transaction.
 
     The file's k, corpus and retriever are checked inside the transaction, so a
     probe run can never land in a file another process re-recorded meanwhile.
+    ``after`` writes more in the same transaction (the batch's stage rows,
+    :mod:`ragcov.data.stages`), given the new probes' ids and their idx.
     """
     from ragcov.data.schema import check_compatible
 
@@ -160,6 +163,8 @@ def append_probes(data: CoverageData, corpus: Corpus, k: int, retriever: dict,
             (start + i, index(cid), rank, score)
             for i, (_, ranked) in enumerate(new)
             for rank, (cid, score) in enumerate(ranked, start=1)))
+        if after is not None:
+            after(con, {row.id: start + i for i, (row, _) in enumerate(new)})
     return len(new)
 
 
