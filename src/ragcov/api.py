@@ -99,18 +99,46 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     elif data is not None:
         data.check_destination()
     run = Run(k=k, retriever=retriever.fingerprint(), source=getattr(suite, "source", None))
+    staged = _first_stage_recorder(retriever, corpus, k) if data is not None else None
     if todo:
-        run_retriever(retriever, todo, k, batch_size=batch_size, progress=progress, run=run,
-                      corpus=corpus)
+        run_retriever(staged or retriever, todo, k, batch_size=batch_size, progress=progress,
+                      run=run, corpus=corpus)
     if data is None:
         return CoverageMatrix.from_run(run, corpus)
     # The suite's own questions: any that ``ragcov generate`` wrote are accepted now.
     data.write(corpus, run, append=append, accept=[q.id for q in suite])
+    if staged is not None:
+        _record_first_stage(data, staged, [qid for qid, _ in todo], corpus, k, run.retriever)
 
     record_matching(data, resolver_counts(retriever), append)
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
         data.annotate(INDEX_RECALL, retriever.measure_recall(suite.texts, k=k))
     return data.matrix()
+
+
+def _first_stage_recorder(retriever: Any, corpus: Corpus, k: int) -> Any:
+    """With a reranking stage, the retriever that also keeps each test's first-stage
+    candidates (what the reranker was given); None without one."""
+    from ragcov.reachability.exact_check import CheckSettings, StageRecorder
+    from ragcov.retrievers.exact import first_stage
+
+    if first_stage(retriever) is retriever:
+        return None
+    depth = int(getattr(retriever, "depth", k))
+    return StageRecorder(retriever, corpus, CheckSettings(None, depth, k, lexical=True))
+
+
+def _record_first_stage(data: CoverageData, staged: Any, ids: list[str], corpus: Corpus, k: int,
+                        fingerprint: dict[str, Any]) -> None:
+    from ragcov.data.schema import read_meta
+    from ragcov.data.stages import TEST, record_rows
+
+    def same_run(con: Any) -> None:
+        check_compatible(read_meta(con, data.path), k, corpus.hash, fingerprint, str(data.path),
+                         "this run")
+
+    record_rows(data, TEST, staged.take(ids), same_run)
+    _record_rerank(data, fingerprint)
 
 
 @dataclass
@@ -411,12 +439,14 @@ class ProbeRun:
     already: int
     wordless: list[str]
     reachability: Any  # ragcov.reachability.Reachability
+    checked: int = 0   # probes and tests recorded earlier that got the exact check now
 
 
 def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
           sample: int | None = None, include: Sequence[str] = (), omit: Sequence[str] = (),
           seed: int = 0, progress: bool = True, batch_size: int = 512,
-          generator: Any = None) -> ProbeRun:
+          generator: Any = None, exact: bool = True, device: str | None = None,
+          notify: Any = None) -> ProbeRun:
     """Run each chunk's self-queries through ``retriever`` and record them as probes
     (``ragcov probe``); resumable: probes already recorded are not retrieved again.
 
@@ -425,7 +455,23 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     coverage is untouched (probes have their own tables). With ``generator`` (any of
     ``ragcov generate``'s), each chunk also gets one LLM-written question, asked and
     recorded in batches so an interrupted run keeps the questions it paid for.
+
+    With ``exact`` (the default) every probe and test is also searched exactly over the
+    vectors the retriever's index holds, on ``device`` (default: the retriever's), so
+    each unreachable chunk is told lost at the embedding, the index or the reranker
+    (:mod:`ragcov.reachability.stages`); probes and tests recorded without that check
+    get it now. ``notify`` receives the one line saying what the check compares, or why
+    it was skipped.
     """
+    from ragcov.data.schema import read_meta
+    from ragcov.data.stages import probe_rows_writer
+    from ragcov.reachability.exact_check import (
+        StageRecorder,
+        check_pending,
+        check_settings,
+        pending_count,
+        record_settings,
+    )
 
     check_seed(seed)
     data = CoverageData(data_file)
@@ -443,14 +489,29 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     todo = [p for p in probes if p.id not in done]
     asks = [] if generator is None else [r for r in rows if probe_id(ids[r], LLM) not in done]
     added = 0
+    settings = check_settings(retriever, corpus, meta.k, device) if exact else None
+    recorder = StageRecorder(retriever, corpus, settings) if settings is not None else None
+    if settings is not None:
+        record_settings(data, settings)
+        _record_rerank(data, fingerprint)
+        line = settings.line()
+        if line and notify is not None:
+            notify(line)
 
     def record(batch: list[ProbeRow]) -> int:
         asked = [(p.id, p.text) for p in batch if p.text]
-        run = run_retriever(retriever, asked, meta.k, batch_size=batch_size, progress=False,
-                            corpus=corpus, warn_short=False)
+        run = run_retriever(recorder or retriever, asked, meta.k, batch_size=batch_size,
+                            progress=False, corpus=corpus, warn_short=False)
+        staged = recorder.take([pid for pid, _ in asked]) if recorder is not None else []
         return append_probes(data, corpus, meta.k, fingerprint, batch,
-                             [run.results.get(p.id, []) for p in batch])
+                             [run.results.get(p.id, []) for p in batch],
+                             after=probe_rows_writer(staged))
 
+    def same_run(con: Any) -> None:
+        check_compatible(read_meta(con, data.path), meta.k, corpus.hash, fingerprint,
+                         str(data.path), "this probe run")
+
+    late = 0
     with progress_bar("Probing", total=len(todo) + len(asks), enabled=progress) as advance:
         for start in range(0, len(todo), batch_size):
             batch = todo[start:start + batch_size]
@@ -461,9 +522,21 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
             part = asks[start:start + step]
             added += record([_llm_probe(generator, texts, ids, r, seed) for r in part])
             advance(len(part))
+    if settings is not None and pending_count(data, settings):
+        with progress_bar("Exact check", total=pending_count(data, settings),
+                          enabled=progress) as advance:
+            late = check_pending(data, settings, retriever, same_run, advance)
     return ProbeRun(built=len(probes) + len(asks), added=added,
                     already=len(probes) - len(todo), wordless=wordless,
-                    reachability=audit_reachability(data_file))
+                    reachability=audit_reachability(data_file), checked=late)
+
+
+def _record_rerank(data: CoverageData, fingerprint: dict[str, Any]) -> None:
+    """The reranking stage of a run or probe run, as its fingerprint names it."""
+    from ragcov.data.stages import write_meta
+
+    if fingerprint.get("rerank"):
+        write_meta(data, "rerank", fingerprint["rerank"])
 
 
 def _llm_probe(generator: Any, texts: Sequence[str], ids: Sequence[str], row: int,
@@ -484,11 +557,14 @@ def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> 
 
     if scope is not None:
         return load_scoped(data_file, scope).reachability
+    from ragcov.data.stages import read_stages_of
+
     data = CoverageData(data_file)
     tests = data.matrix()
     probes = read_probes(data, tests.n_chunks)
     return audit(tests, probes, details=lambda positions: chunk_details(data, positions),
-                 probe_texts=lambda ids: probe_texts(data, ids)).with_candidates(
+                 probe_texts=lambda ids: probe_texts(data, ids),
+                 stages=read_stages_of(data, tests, probes)).with_candidates(
         lambda positions: chunk_details(data, positions), chunk_hashes(data.path))
 
 
@@ -536,12 +612,16 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
         append: bool = False, chunk_size: int = 1000, chunk_overlap: int = 100,
         split: bool = False, doc_key: str | None = None, engine: str = "local",
         scheduler: str | None = None, partitions: int | None = None, progress: bool = True,
-        parallel_mode: bool = False, notify: Any = None) -> RunResult:
+        parallel_mode: bool = False, notify: Any = None, rerank: str | None = None,
+        rerank_depth: int | None = None, hnsw_m: int | None = None,
+        hnsw_ef_search: int | None = None) -> RunResult:
     """``ragcov run``: load the corpus and suite, build the retriever by name, record the run.
 
     Every setting is checked before the corpus is read or a model loaded. ``notify``
     receives the lines a user should see while it runs (which store and model answer,
-    how hits without ids were matched).
+    how hits without ids were matched). ``rerank`` (a CrossEncoder name or path, or
+    ``module:attr``) reorders the first ``rerank_depth`` candidates; ``hnsw_m`` and
+    ``hnsw_ef_search`` shape the dense retriever's ``--index hnsw`` graph.
     """
     from ragcov.retrievers import default_retriever, make_retriever
     from ragcov.retrievers.onnx_encoder import check_backend
@@ -558,6 +638,10 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
         raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
     check_backend(backend)
     kind = default_retriever(retriever, corpus)
+    options = index_options(kind, index, hnsw_m, hnsw_ef_search)
+    check_rerank(rerank, rerank_depth, k)
+    if engine == "dask" and rerank is not None:
+        raise RagcovError("--rerank runs the reranker in this process: use --engine local")
     if engine == "dask" and kind == "store":
         raise RagcovError("--retriever store (the default for a store URL) searches the store from "
                           "this process: use --engine local, or name another --retriever")
@@ -583,7 +667,9 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
     factory = kind not in ("dense", "bm25") and "://" not in kind
     with status(f"Building retriever {kind} ...", enabled=progress and factory):
         r = make_retriever(kind, corpus_obj, model=model, index=index, progress=progress,
-                           backend=backend)
+                           backend=backend, **options)
+    if rerank is not None:
+        r = with_reranker(r, corpus_obj, rerank, rerank_depth, k, notify=say)
     if line := store_run_line(corpus_obj, kind, r, k):
         say(line)
     m = measure(corpus_obj, suite, r, k=k, data_file=path, append=append, progress=progress)
@@ -591,6 +677,59 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
     if twins is not None and twins.line():
         say(twins.line())
     return RunResult(m, path, len(corpus_obj))
+
+
+def index_options(kind: str, index: str, hnsw_m: int | None, hnsw_ef_search: int | None
+                  ) -> dict[str, int]:
+    """The dense retriever's HNSW settings, refused where nothing takes them."""
+    given = {"hnsw_m": hnsw_m, "ef_search": hnsw_ef_search}
+    flags = {"hnsw_m": "--hnsw-m", "ef_search": "--hnsw-ef-search"}
+    out = {key: value for key, value in given.items() if value is not None}
+    for key, value in out.items():
+        if isinstance(value, bool) or value < 1:
+            raise RagcovError(f"{flags[key]} must be a whole number of at least 1, got {value}")
+    if out and (kind != "dense" or index != "hnsw"):
+        raise RagcovError(f"{', '.join(flags[key] for key in out)} shape the dense retriever's "
+                          "--index hnsw graph: give --retriever dense --index hnsw")
+    return out
+
+
+def check_rerank(rerank: str | None, depth: int | None, k: int) -> None:
+    """``--rerank`` and ``--rerank-depth`` go together, the depth at least k."""
+    from ragcov.retrievers.rerank import check_depth
+
+    if (rerank is None) != (depth is None):
+        raise RagcovError("--rerank MODEL and --rerank-depth N go together: the reranker orders "
+                          "the first N candidates")
+    check_depth(depth, k)
+
+
+def with_reranker(retriever: Any, corpus: Corpus, rerank: str, depth: int | None, k: int,
+                  notify: Any = None) -> Any:
+    """``retriever`` as the first stage of a reranked pipeline (``--rerank``)."""
+    from ragcov.retrievers.rerank import RerankedRetriever, make_reranker
+
+    check_rerank(rerank, depth, k)
+    assert depth is not None
+    reranker = make_reranker(rerank)
+    if notify is not None and not getattr(reranker, "trained_head", True):
+        notify(f"ragcov: reranker {rerank}: its checkpoint has no trained classification head; "
+               f"one is drawn from seed 0 (the same order every run, not a trained reranker's)")
+    return RerankedRetriever(retriever, reranker, depth, corpus)
+
+
+def probe_rerank(data_file: str | os.PathLike[str], rerank: str | None, depth: int | None
+                 ) -> tuple[str | None, int | None]:
+    """The reranking stage for ``ragcov probe``: what was given, else the recorded run's
+    (a CrossEncoder's name or path, a function's ``module:attr``, and the depth)."""
+    if rerank is not None or depth is not None:
+        return rerank, depth
+    fp = recorded_retriever(data_file) or {}
+    recorded = fp.get("rerank") or {}
+    name = recorded.get("name") or recorded.get("source") or recorded.get("model")
+    if not recorded or not name:
+        return None, None
+    return str(name), int(recorded.get("depth"))
 
 
 @dataclass

@@ -200,10 +200,12 @@ def _load_scoped(data: Any, data_file: str | os.PathLike[str], scope: ReportScop
     probes = read_probes(data, m.n_chunks)
     reachability = None
     if probes is not None:
+        from ragcov.data.stages import read_stages_of
         from ragcov.reachability.audit import audit
 
         reachability = audit(m, probes, details=lambda rows: chunk_details(data, rows),
-                             probe_texts=lambda ids: probe_texts(data, ids)).with_candidates(
+                             probe_texts=lambda ids: probe_texts(data, ids),
+                             stages=read_stages_of(data, m, probes)).with_candidates(
             lambda rows: chunk_details(data, rows), chunk_hashes(data.path),
             scope.min_chunk_chars)
     scoped = apply_scope(m, data.chunk_texts(), chunk_positions(data_file), scope, reachability)

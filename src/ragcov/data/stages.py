@@ -265,3 +265,11 @@ def _place(row_of: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """Row idx to matrix rows (-1: a row the matrices do not hold)."""
     inside = (idx >= 0) & (idx < row_of.size - 1)
     return np.where(inside, row_of[np.where(inside, idx, row_of.size - 1)], -1)
+
+
+def read_stages_of(data: CoverageData, tests: Any, probes: Any) -> StageRecord | None:
+    """:func:`read_stages` on the rows of a tests matrix and a probe matrix as read."""
+    if probes is None:
+        return None
+    return read_stages(data, tests.n_chunks, {pid: i for i, pid in enumerate(probes.ids)},
+                       {qid: i for i, qid in enumerate(tests.query_ids)})

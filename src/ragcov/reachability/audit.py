@@ -30,7 +30,9 @@ from typing import Any
 import numpy as np
 
 from ragcov.data.probes import ProbeMatrix
+from ragcov.data.stages import StageRecord
 from ragcov.matrix import CoverageMatrix
+from ragcov.reachability.stages import Stages, attribute
 
 COVERED, UNTESTED, UNREACHABLE = "covered", "untested", "unreachable"
 STATUSES = (COVERED, UNTESTED, UNREACHABLE)
@@ -144,6 +146,9 @@ class Reachability:
     # lines that exclude them (ragcov.reachability.junk). Not tests to write.
     junk: dict[int, str] = field(default_factory=dict)
     junk_config: list[str] = field(default_factory=list)
+    # Where each unreachable chunk is lost (embedding, index, reranker) and the index's
+    # recall against exact search, when ``ragcov probe`` recorded the stages (else None).
+    stages: Stages | None = None
 
     def __post_init__(self) -> None:
         if not self.all_ids:
@@ -171,6 +176,11 @@ class Reachability:
         found = exclusion_candidates(details(uncovered), Counter(hashes), min_chunk_chars)
         self.junk, self.junk_config = found.reasons, found.config_lines
         return self
+
+    def cause(self, j: int) -> str | None:
+        """Where unreachable chunk ``j`` is lost (``embedding``, ``index``, ``reranker``), if
+        known: see :mod:`ragcov.reachability.stages`."""
+        return None if self.stages is None else self.stages.cause[j]
 
     def displacer(self, j: int) -> str | None:
         """The id of the chunk ranked in place of chunk ``j`` by its own probe, if any."""
@@ -250,7 +260,8 @@ class Reachability:
             drafts={new: self.drafts[int(old)] for new, old in enumerate(cols)
                     if int(old) in self.drafts},
             junk={new: self.junk[int(old)] for new, old in enumerate(cols) if int(old) in self.junk},
-            junk_config=self.junk_config)
+            junk_config=self.junk_config,
+            stages=None if self.stages is None else self.stages.restricted(cols))
 
     def totals(self) -> dict[str, Any]:
         return {"chunks": self.n_chunks, "queries": self.n_queries, "k": self.k,
@@ -264,7 +275,8 @@ class Reachability:
                 "workload_ceiling": self.workload_ceiling,
                 "coverage_of_ceiling": self.coverage_of_ceiling,
                 "exclusion_candidates": len(self.junk),
-                "unreachable_reasons": dict(sorted(self.reasons_seen.items()))}
+                "unreachable_reasons": dict(sorted(self.reasons_seen.items())),
+                **({} if self.stages is None else self.stages.totals(self.n_chunks))}
 
 
 def hubs(k_occurrence: np.ndarray) -> Hubs:
@@ -311,8 +323,8 @@ ProbeTexts = Callable[[Sequence[str]], dict[str, str]]
 
 
 def audit(tests: CoverageMatrix, probes: ProbeMatrix | None,
-          details: ChunkDetails | None = None, probe_texts: ProbeTexts | None = None
-          ) -> Reachability:
+          details: ChunkDetails | None = None, probe_texts: ProbeTexts | None = None,
+          stages: StageRecord | None = None) -> Reachability:
     """Every chunk's status from the test matrix and the probe matrix of one data file.
 
     ``details`` maps chunk positions to their (text, content hash); it is asked only
@@ -320,7 +332,8 @@ def audit(tests: CoverageMatrix, probes: ProbeMatrix | None,
     file is never read whole. With it the reason of an unreachable chunk is found: an
     exact duplicate (the same content hash as the chunk its probe ranked first), a near
     duplicate (bag-of-words cosine of at least :data:`NEAR_DUPLICATE`), a chunk shorter
-    than :data:`SHORT_CHUNK_CHARS`, or one whose text has no word to ask with.
+    than :data:`SHORT_CHUNK_CHARS`, or one whose text has no word to ask with. With
+    ``stages`` (the file's stage rows) each unreachable chunk gets where it is lost.
     """
     n = tests.n_chunks
     covered = tests.covered()
@@ -368,11 +381,13 @@ def audit(tests: CoverageMatrix, probes: ProbeMatrix | None,
         drafts = {j: Draft(texts.get(probes.ids[r], ""), probes.kinds[r], rank, probes.ids[r],
                            bool(probes.source[r] == j))
                   for j, (r, rank) in picked.items()}
+    where = None if stages is None else attribute(stages, status, status == UNREACHABLE, probes,
+                                                  tests)
     return Reachability(chunk_ids=list(tests.chunk_ids), doc_ids=tests.doc_ids, status=status,
                         displaced_by=displaced, reason=reason, probed=probed,
                         tests=hubs(test_occ), probes=probe_hubs, n_queries=tests.n_queries,
                         k=int(tests.k or 0), n_probes=n_probes, reasons_seen=reasons_seen,
-                        drafts=drafts)
+                        drafts=drafts, stages=where)
 
 
 def statuses(covered: np.ndarray, probes: ProbeMatrix | None) -> np.ndarray:

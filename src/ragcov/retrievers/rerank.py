@@ -54,7 +54,9 @@ class CrossEncoderReranker:
         self.trained_head = any("ForSequenceClassification" in a for a in architectures)
 
     def describe(self) -> dict[str, Any]:
-        return {"reranker": "cross-encoder", **self.identity.fingerprint(),
+        # Known by its content; where its folder is (model_path) is no part of a pipeline.
+        fp = {key: v for key, v in self.identity.fingerprint().items() if key != "model_path"}
+        return {"reranker": "cross-encoder", **fp,
                 **({} if self.trained_head else {"head": f"untrained, seed {HEAD_SEED}"})}
 
     def rerank(self, queries: Sequence[str], candidates: Sequence[list[dict[str, Any]]]
