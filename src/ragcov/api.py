@@ -958,6 +958,15 @@ def approximate_note(scoped: Any) -> str | None:
     return approximate_index_note(meta.get("retriever") or {}, meta.get(INDEX_RECALL))
 
 
+def index_failure(reachability: Any, min_recall: float | None, max_hidden: int | None
+                  ) -> str | None:
+    """``--min-index-recall`` / ``--max-index-hidden`` over a reachability view: None when
+    they pass (or are not asked), else the message; an error when no exact check was done."""
+    from ragcov.reachability.stages import index_failure as failure
+
+    return failure(None if reachability is None else reachability.stages, min_recall, max_hidden)
+
+
 def fail_under_message(coverage: float, fail_under: float | None, precision: int | None = None,
                        what: str = "total", shown_precision: int | None = None) -> str | None:
     """The one ``--fail-under`` gate: None when it passes, else the message to print."""

@@ -18,9 +18,13 @@ from ragcov.cli.options import (
     CorpusPath,
     DataFile,
     DocKey,
+    HnswEfSearch,
+    HnswM,
     Index,
     K,
     Model,
+    Rerank,
+    RerankDepth,
     RetrieverName,
     Split,
 )
@@ -53,6 +57,10 @@ def run(
     parallel_mode: Annotated[bool, typer.Option(
         "--parallel-mode", "-p", help="Write DATA_FILE.HOST.PID.RANDOM, for `ragcov combine`."
     )] = False,
+    rerank: Rerank = None,
+    rerank_depth: RerankDepth = None,
+    hnsw_m: HnswM = None,
+    hnsw_ef_search: HnswEfSearch = None,
 ) -> None:
     """Run a suite through a retriever and record what it retrieved."""
     done = api.run(corpus, queries, retriever=retriever, model=model, backend=backend, k=k,
@@ -60,7 +68,9 @@ def run(
                    chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, engine=engine,
                    scheduler=scheduler, partitions=partitions, progress=not quiet,
                    parallel_mode=parallel_mode,
-                   notify=lambda line: err.print(line, markup=False, highlight=False))
+                   notify=lambda line: err.print(line, markup=False, highlight=False),
+                   rerank=rerank, rerank_depth=rerank_depth, hnsw_m=hnsw_m,
+                   hnsw_ef_search=hnsw_ef_search)
     if not quiet:
         m = done.matrix
         out.print(f"Wrote {done.data_file}: {m.n_queries} queries, k={k}, {done.chunks} chunks")

@@ -52,6 +52,23 @@ Backend = Annotated[str | None, typer.Option(
     "recorded in the data file). Default: onnx where ONNX Runtime can serve the model, else torch.")]
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
+HnswM = Annotated[int | None, typer.Option(
+    "--hnsw-m", help="With --index hnsw: neighbours per node of the graph (default 32; the graph "
+    "is rebuilt).")]
+HnswEfSearch = Annotated[int | None, typer.Option(
+    "--hnsw-ef-search", help="With --index hnsw: candidates a search keeps (default 128).")]
+Rerank = Annotated[str | None, typer.Option(
+    "--rerank", metavar="MODEL|module:attr", help="Rerank the first stage's candidates: a "
+    "sentence-transformers CrossEncoder name or path, or your own function (query, candidates) "
+    "-> candidates in their new order. Needs --rerank-depth.")]
+RerankDepth = Annotated[int | None, typer.Option(
+    "--rerank-depth", help="Candidates the first stage retrieves for the reranker (at least k).")]
+MinIndexRecall = Annotated[float | None, typer.Option(
+    "--min-index-recall", help="Exit with status 2 when the index's recall@k against exact "
+    "search (percent; of the tests, and of the probes) is below this.")]
+MaxIndexHidden = Annotated[int | None, typer.Option(
+    "--max-index-hidden", help="Exit with status 2 when more chunks than this are hidden by the "
+    "index (exact search reaches them, the index does not).")]
 ShowIds = Annotated[bool, typer.Option(
     "--show-ids", help="List chunks by their ids instead of DOC#N ranges (N counts from 1, as "
     "Cobertura and lcov lines do). A single chunk is always named by its id.")]

@@ -18,18 +18,26 @@ from ragcov.cli.options import (
     CorpusPath,
     DataFile,
     DocKey,
+    HnswEfSearch,
+    HnswM,
     Index,
+    MaxIndexHidden,
+    MinIndexRecall,
     Model,
+    Rerank,
+    RerankDepth,
     RetrieverName,
     ShowIds,
     Split,
     emit,
+    fail,
     load_corpus_opts,
     to_stdout,
     write_output,
 )
 from ragcov.errors import RagcovError
 from ragcov.files import json_text, jsonl_text
+from ragcov.reachability.stages import check_index_gates
 from ragcov.reporters.reachability import (
     draft_suite,
     lost_gold_text,
@@ -80,6 +88,16 @@ def probe(
         "--drafts-out", help="Write a draft test for each untested chunk (the probe question "
         "that reached it, with the chunk it should retrieve) as a JSONL suite to review and "
         "add; - for stdout.")] = None,
+    rerank: Rerank = None,
+    rerank_depth: RerankDepth = None,
+    hnsw_m: HnswM = None,
+    hnsw_ef_search: HnswEfSearch = None,
+    exact: Annotated[bool, typer.Option(
+        "--exact/--no-exact", help="Also search every probe and test exactly over the vectors "
+        "the index holds, to tell a chunk lost to the index from one lost to the embedding "
+        "(retrievers with vectors: dense, vector stores).")] = True,
+    min_index_recall: MinIndexRecall = None,
+    max_index_hidden: MaxIndexHidden = None,
     ctx: typer.Context = None,  # type: ignore[assignment]
 ) -> None:
     """Probe every chunk with its own words and say which uncovered chunks no test could reach.
@@ -91,6 +109,7 @@ def probe(
     if format not in ("text", "json"):
         raise RagcovError(f"unknown --format {format!r}: expected text or json")
     api.check_seed(seed)
+    check_index_gates(min_index_recall, max_index_hidden)
     check_outputs([output, drafts_out], [data_file, qrels, corpus])
     labels = api.read_qrels(qrels, qrels_level) if qrels is not None else None
     given = retriever
@@ -101,15 +120,21 @@ def probe(
         named = f"{retriever} ({model})" if model else retriever
         err.print(f"ragcov: probing through the retriever {data_file} was recorded with: {named}",
                   markup=False)
+    options = api.index_options(retriever, index, hnsw_m, hnsw_ef_search)
+    rerank, rerank_depth = api.probe_rerank(data_file, rerank, rerank_depth)
+    api.check_rerank(rerank, rerank_depth, 1)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
     r = api.make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
-                       backend=backend)
+                       backend=backend, **options)
+    if rerank is not None:
+        r = api.with_reranker(r, corpus_obj, rerank, rerank_depth, 1, notify=_say(quiet))
     gen = None
     if generator is not None:
         gen = api.make_generator(generator, corpus_obj.texts, model=generator_model,
                              base_url=base_url, api_key_env=api_key_env, timeout=timeout)
     done = api.probe(corpus_obj, r, data_file, sample=sample, include=include or (),
-                     omit=omit or (), seed=seed, progress=not quiet, generator=gen)
+                     omit=omit or (), seed=seed, progress=not quiet, generator=gen, exact=exact,
+                     notify=_say(quiet))
     if done.wordless and not quiet:
         err.print(f"ragcov: warning: {len(done.wordless)} chunk(s) have no word to build a probe "
                   f"from (first: {done.wordless[0]}); unreachable unless another probe reaches "
@@ -121,7 +146,9 @@ def probe(
         write_output(jsonl_text(drafts), drafts_out)
         if not quiet and not to_stdout(drafts_out):
             err.print(f"Wrote {len(drafts)} draft tests to {drafts_out}", markup=False)
+    gate = api.index_failure(view, min_index_recall, max_index_hidden)
     if quiet and output is None:
+        fail(gate)
         return
     if gold is not None and gold["not_in_corpus"] and not quiet:
         err.print(f"ragcov: warning: {len(gold['not_in_corpus'])} relevant {gold['level']} id(s) in "
@@ -138,6 +165,12 @@ def probe(
         err.print(f"Probed {data_file}: {done.added} new probe(s), {done.already} already "
                   f"recorded", markup=False)
     emit(text, output, "the reachability report")
+    fail(gate)
+
+
+def _say(quiet: bool):  # type: ignore[no-untyped-def]
+    """Where the api's lines go: stderr, unless ``--quiet``."""
+    return None if quiet else (lambda line: err.print(line, markup=False, highlight=False))
 
 
 def _as_the_report_counts(ctx: typer.Context | None, data_file: Path, whole: object) -> object:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ragcov.data.stages import PROBE, TEST, StageHits, StageRecord
+from ragcov.errors import RagcovError
 
 EMBEDDING, INDEX, RERANKER = "embedding", "index", "reranker"
 LOST_AT = (EMBEDDING, INDEX, RERANKER)
@@ -263,3 +264,39 @@ def attribute(record: StageRecord, status: np.ndarray, unreachable: np.ndarray,
         probe_found=int(found[checked_rows].sum()), probe_expected=int(expected[checked_rows].sum()),
         probes_checked=int(np.count_nonzero(checked_rows)), probes_unchecked=unchecked,
         chunk_ids=list(tests.chunk_ids), final_covered=final_covered, unreachable=lost)
+
+
+def check_index_gates(min_recall: float | None, max_hidden: int | None) -> None:
+    """The two gates' values, refused before any work."""
+    if min_recall is not None and not 0 <= min_recall <= 100:
+        raise RagcovError(f"--min-index-recall must be a percentage from 0 to 100, got {min_recall:g}")
+    if max_hidden is not None and (isinstance(max_hidden, bool) or max_hidden < 0):
+        raise RagcovError(f"--max-index-hidden must be 0 or more, got {max_hidden}")
+
+
+def index_failure(stages: Stages | None, min_recall: float | None, max_hidden: int | None
+                  ) -> str | None:
+    """``--min-index-recall`` and ``--max-index-hidden``: None when they pass, else the
+    message. A gate that cannot be judged (no exact check) is an error, never a pass:
+    an index nobody measured must not read as a perfect one."""
+    if min_recall is None and max_hidden is None:
+        return None
+    if stages is None or not stages.checked:
+        why = (stages.exact.get("reason") if stages is not None else None) or \
+            "the data file has no exact check (run `ragcov probe` on it)"
+        flags = " and ".join(f for f, v in (("--min-index-recall", min_recall),
+                                            ("--max-index-hidden", max_hidden)) if v is not None)
+        raise RagcovError(f"{flags} need the exact check, which was not done: {why}")
+    failures = []
+    if min_recall is not None:
+        for side, name in ((TEST, "tests"), (PROBE, "probes")):
+            value = stages.recall(side)
+            if value is not None and value * 100 < min_recall:
+                failures.append(f"the index's recall@{stages.depth} against exact search over the "
+                                f"{name} is {value * 100:.2f}%, less than "
+                                f"min-index-recall={min_recall:g}")
+    hidden = len(stages.index_hidden())
+    if max_hidden is not None and hidden > max_hidden:
+        failures.append(f"{hidden} chunks are hidden by the index, more than "
+                        f"max-index-hidden={max_hidden}")
+    return "Index failure: " + "; ".join(failures) if failures else None
