@@ -173,6 +173,8 @@ def _unreachable(m: CoverageMatrix, reachability: Any) -> dict[int, str]:
         by = reachability.displacer(j)
         out[int(j)] = (f"displaced by {by}" if by is not None
                        else (reachability.reason[j] or "no probe retrieves it"))
+        if reachability.cause(j):  # where it is lost, when the probe run's exact check said
+            out[int(j)] += f" (lost at the {reachability.cause(j)})"
     return out
 
 

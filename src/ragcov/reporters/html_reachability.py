@@ -16,12 +16,14 @@ import numpy as np
 
 from ragcov.controls import escape_controls
 from ragcov.reachability.audit import COVERED, UNREACHABLE, UNTESTED, Hubs, Reachability
+from ragcov.reachability.stages import INDEX
 from ragcov.reporters.html_context import document_filename
 from ragcov.scope import Scoped
 from ragcov.summary import display_percent
 
 # Map cell codes; the script and the legend read the same numbers.
 CODES = {None: 0, COVERED: 1, UNTESTED: 2, UNREACHABLE: 3}
+HIDDEN_BY_INDEX = 4  # an unreachable chunk exact search reaches: the index hides it
 LORENZ_SIZE = 240
 SHOW_UNREACHABLE = 500
 
@@ -56,6 +58,7 @@ def add_reachability(ctx: dict[str, Any], scoped: Scoped) -> None:
             draft = every.draft(j)
             c["draft"] = draft.text if draft is not None else ""
             c["junk"] = every.junk.get(j, "")
+            c["lost_at"] = every.cause(j) or ""
     lost = r.unreachable()
     t = r.totals()
     pct = lambda f: display_percent(f, 1)  # noqa: E731
@@ -72,6 +75,7 @@ def add_reachability(ctx: dict[str, Any], scoped: Scoped) -> None:
                  (("tests", r.tests), ("probes", r.probes)) if h.retrievals],
         "map": _corpus_map(r, link),
         "size": LORENZ_SIZE,
+        "stages": _stages(r, link),
     }
 
 
@@ -91,6 +95,8 @@ def _hubs(side: str, h: Hubs, r: Reachability, link: Any) -> dict[str, Any]:
 def _corpus_map(r: Reachability, link: Any) -> dict[str, Any]:
     """Documents in corpus order, each with its chunks' status codes and links."""
     codes = np.fromiter((CODES[s] for s in r.status), dtype=np.int64, count=r.n_chunks)
+    if r.stages is not None:
+        codes[r.stages.cause == INDEX] = HIDDEN_BY_INDEX
     docs: list[dict[str, Any]] = []
     order: dict[str, list[int]] = {}
     for j, doc in enumerate(r.doc_ids):
@@ -102,3 +108,28 @@ def _corpus_map(r: Reachability, link: Any) -> dict[str, Any]:
                      "h": [(link or "").partition("#")[2] for link in links],
                      "f": (links[0] or "").partition("#")[0]})
     return {"docs": docs}
+
+
+def _stages(r: Reachability, link: Any) -> dict[str, Any] | None:
+    """Where the unreachable chunks are lost, the index's recall and the chunks it hides."""
+    from ragcov.reporters.stages import SHOW_MISSERS, lost_line, recall_line, rerank_lines
+
+    st = r.stages
+    if st is None:
+        return None
+    exact = st.exact
+    hidden = st.index_hidden()
+    return {
+        "checked": st.checked, "reason": exact.get("reason") or "",
+        "lost": lost_line(st), "recall": recall_line(st) if st.checked else "",
+        "index": exact.get("index", ""), "settings": exact.get("settings") or {},
+        "source": exact.get("source", ""), "remedy": exact.get("remedy") or "",
+        "rerank": rerank_lines(st, r.n_chunks),
+        "hidden": [{"name": r.chunk_ids[j], "href": link(r.chunk_ids[j]),
+                    "probes": st.hidden_probes.get(j, [])[:SHOW_MISSERS],
+                    "more_probes": max(0, len(st.hidden_probes.get(j, [])) - SHOW_MISSERS),
+                    "tests": st.hidden_tests.get(j, [])[:SHOW_MISSERS],
+                    "more_tests": max(0, len(st.hidden_tests.get(j, [])) - SHOW_MISSERS)}
+                   for j in hidden[:SHOW_UNREACHABLE]],
+        "more_hidden": max(0, len(hidden) - SHOW_UNREACHABLE),
+    }

@@ -18,7 +18,11 @@ FORMAT_VERSION history:
      too short) and exclusion_config (the ragcov.toml lines that exclude them);
      generated_left_out (questions ragcov generate wrote, not counted until accepted),
      scope.include_generated; queries.*.outcome and correctness (pytest --ragcov outcomes); drift (the drift
-     run recorded by ``ragcov drift``, as its own ``--format json`` writes it).
+     run recorded by ``ragcov drift``, as its own ``--format json`` writes it); for a
+     file probed with the exact check, totals.exact_check, index_recall, lost_at,
+     index_hidden_chunks, suite_exact_covered_chunks, suite_index_missed_chunks (and with
+     a reranker first_stage_coverage, reranker_dropped_chunks), chunks.*.lost_at and
+     missed_by, and stages (per test index_recall and index_missed).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -32,6 +36,7 @@ from typing import Any
 from ragcov.failures import outcome_correctness
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import Support, duplicate_groups, redundant_tests
+from ragcov.reporters.stages import STAGE_TOTALS, chunk_entry, stages_json
 from ragcov.scope import ReportScope, Scoped, apply_scope
 
 FORMAT_VERSION = 1
@@ -140,6 +145,10 @@ def _add_reachability(doc: dict[str, Any], r: Any) -> None:
         "workload_ceiling", "coverage_of_ceiling", "exclusion_candidates")})
     if r.junk_config:
         doc["exclusion_config"] = r.junk_config
+    # Where chunks are lost (ragcov probe's exact check): totals and the per-test view.
+    doc["totals"].update({key: totals[key] for key in STAGE_TOTALS if key in totals})
+    if r.stages is not None:
+        doc["stages"] = stages_json(r.stages)
     every = r.full or r  # excluded chunks keep their status, though no total counts them
     position = {cid: j for j, cid in enumerate(every.chunk_ids)}
     for section in ("chunks", "excluded"):
@@ -153,3 +162,4 @@ def _add_reachability(doc: dict[str, Any], r: Any) -> None:
                 entry["draft"] = every.draft(j).as_dict()
             if j in every.junk:
                 entry["exclusion_candidate"] = every.junk[j]
+            entry.update(chunk_entry(every.stages, j))

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ragcov.reachability.audit import UNTESTED, Reachability
+from ragcov.reporters.stages import chunk_entry, report_lines, stage_lines, stages_json
 from ragcov.summary import display_percent
 
 SHOW_UNREACHABLE = 20
@@ -104,9 +105,11 @@ def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNRE
         for i in lost[:show]:
             shown_by = r.displacer(i) or "-"
             why = f"  [{r.reason[i]}]" if r.reason[i] else ""
-            lines.append(f"  {r.name(i)}  displaced by {shown_by}{why}")
+            where = f"  [lost at the {r.cause(i)}]" if r.cause(i) else ""
+            lines.append(f"  {r.name(i)}  displaced by {shown_by}{where}{why}")
         if len(lost) > show:
             lines.append(f"  ... and {len(lost) - show} more (--format json lists them all)")
+    lines += stage_lines(r, show)
     lines.append("")
     lines.append("Hubs (share of all retrievals taken by the most retrieved chunks):")
     for name, h in (("tests", r.tests), ("probes", r.probes)):
@@ -132,11 +135,14 @@ def reachability_json(r: Reachability, lost_gold: dict[str, Any] | None = None) 
                        "k_occurrence": {"tests": int(r.tests.k_occurrence[i]),
                                         "probes": int(r.probes.k_occurrence[i])},
                        **({"draft": r.draft(i).as_dict()} if r.draft(i) is not None else {}),
-                       **({"exclusion_candidate": r.junk[i]} if i in r.junk else {})})
+                       **({"exclusion_candidate": r.junk[i]} if i in r.junk else {}),
+                       **chunk_entry(r.stages, i)})
     doc: dict[str, Any] = {"format": 1, "totals": r.totals(), "exclusion_config": r.junk_config,
                            "hubs": {"tests": r.tests.as_dict(r.chunk_ids),
                                     "probes": r.probes.as_dict(r.chunk_ids)},
                            "chunks": chunks}
+    if r.stages is not None:
+        doc["stages"] = stages_json(r.stages)
     if lost_gold is not None:
         doc["lost_gold"] = lost_gold
     return doc
@@ -167,6 +173,7 @@ def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool =
         lines.append(f"Exclusion candidates: {len(r.junk)} uncovered chunks are junk (no words, "
                      "boilerplate copies, too short), not tests to write; to exclude them add to "
                      "ragcov.toml: " + "; ".join(r.junk_config))
+    lines += report_lines(r)
     lost = r.unreachable()
     if show_missing and lost:
         full = scoped.full if scoped.full is not None else scoped.matrix

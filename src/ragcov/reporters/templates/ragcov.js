@@ -131,7 +131,7 @@ document.addEventListener("keydown", (event) => {
 
 // The corpus map: one cell per chunk, documents in corpus order, a gap between documents.
 // Drawn on a canvas from a JSON block (no element per chunk), so 100,000 chunks stay light.
-const MAP_COLOURS = ["#d9d9d9", "#3f9a3a", "#e0a800", "#6b4a91"];
+const MAP_COLOURS = ["#d9d9d9", "#3f9a3a", "#e0a800", "#6b4a91", "#d81b60"];  // 4: hidden by the index
 function drawCorpusMap() {
   const canvas = document.getElementById("corpus-map");
   const source = document.getElementById("corpus-map-data");
