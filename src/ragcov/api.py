@@ -26,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragcov.compare.diff import CoverageDiff
+from ragcov.compare.diff import CoverageDiff, gate_failures
 from ragcov.compare.diff import coverage_diff as diff
 from ragcov.compare.gap import TrafficGap
 from ragcov.compare.gap import traffic_gap as gap
@@ -956,6 +956,13 @@ def approximate_note(scoped: Any) -> str | None:
     exact. From what :func:`report` read (the file's meta and annotations): no second read."""
     meta = scoped.matrix.meta or {}
     return approximate_index_note(meta.get("retriever") or {}, meta.get(INDEX_RECALL))
+
+
+def diff_gate_failures(d: CoverageDiff, max_gini_rise: float | None,
+                       min_query_overlap: float | None) -> list[str]:
+    """``ragcov diff``'s ``--max-gini-rise`` and ``--min-query-overlap``: the messages of
+    those that fail (retrieval-fairness's two diff gates)."""
+    return gate_failures(d, max_gini_rise, min_query_overlap)
 
 
 def index_failure(reachability: Any, min_recall: float | None, max_hidden: int | None

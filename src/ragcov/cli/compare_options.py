@@ -27,6 +27,20 @@ Format = Annotated[str, typer.Option("--format", help="text, markdown or json.")
 Output = Annotated[Path | None, typer.Option(
     "-o", "--output", help="Write the report here instead of stdout.")]
 Precision = Annotated[int, typer.Option(help="Digits after the decimal point.")]
+MaxGiniRise = Annotated[float | None, typer.Option(
+    "--max-gini-rise", help="Exit with status 2 when the exposure Gini (retrievals over every "
+    "chunk, 0 to 1) rises by more than this.")]
+MinQueryOverlap = Annotated[float | None, typer.Option(
+    "--min-query-overlap", help="Exit with status 2 when fewer than this percent of the tests "
+    "in both files retrieve the same top-k set.")]
+
+
+def check_diff_gates(max_gini_rise: float | None, min_query_overlap: float | None) -> None:
+    if max_gini_rise is not None and not 0 <= max_gini_rise <= 1:
+        raise RagcovError(f"--max-gini-rise must be 0 to 1 (Gini points), got {max_gini_rise:g}")
+    if min_query_overlap is not None and not 0 <= min_query_overlap <= 100:
+        raise RagcovError(f"--min-query-overlap must be a percentage from 0 to 100, got "
+                          f"{min_query_overlap:g}")
 
 _WHAT = {"json": "JSON {}", "markdown": "markdown {}", "text": "{}"}
 

@@ -7,13 +7,16 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import check_outputs, coverage_diff
+from ragcov.api import check_outputs, coverage_diff, diff_gate_failures
 from ragcov.cli.compare_options import (
     AllowK,
     AllowRetriever,
     Format,
+    MaxGiniRise,
+    MinQueryOverlap,
     Output,
     Precision,
+    check_diff_gates,
     check_format,
     write_comparison,
 )
@@ -42,11 +45,14 @@ def diff(
     match: Annotated[str, typer.Option(
         "--match", help="Pair the two runs' queries by id or by text (a test run against "
         "imported traces: their ids differ).")] = "id",
+    max_gini_rise: MaxGiniRise = None,
+    min_query_overlap: MinQueryOverlap = None,
 ) -> None:
     """Chunks gained and lost, per-document change, queries that retrieve differently."""
     check_format(format, precision)
     if fail_under_delta is not None and not 0 <= fail_under_delta <= 100:
         raise RagcovError(f"--fail-under-delta must be 0 to 100 points, got {fail_under_delta:g}")
+    check_diff_gates(max_gini_rise, min_query_overlap)
 
     check_outputs([output, None if html is None else html / PAGE], [base, head])
     d = coverage_diff(base, head, allow_different_k=allow_different_k,
@@ -55,4 +61,6 @@ def diff(
     if html is not None:
 
         out.print(f"Wrote HTML diff to {write_diff_page(d, html, precision)}", markup=False)
-    fail(delta_failure(d.delta, fail_under_delta, precision))
+    failures = [delta_failure(d.delta, fail_under_delta, precision),
+                *diff_gate_failures(d, max_gini_rise, min_query_overlap)]
+    fail("\n".join(f for f in failures if f) or None)

@@ -101,6 +101,12 @@ class CoverageDiff:
     topics: Any = None
     # The relations' violation rates when either file holds a drift run (else None).
     drift: list[DriftChange] | None = None
+    # An index change's blast radius when both files hold the probe run's exact check
+    # (else None): HEAD chunk ids the index now hides (their BASE counterpart it did not),
+    # BASE chunk ids it hid that HEAD reaches; and each side's index recall.
+    became_index_hidden: list[str] | None = None
+    index_rescued: list[str] | None = None
+    index_recall: dict[str, dict[str, float | None]] | None = None
 
     @property
     def base_meta(self) -> Meta:
@@ -135,6 +141,25 @@ class CoverageDiff:
     def mean_jaccard(self) -> float | None:
         """None when no query is in both files: nothing was compared, nothing is the same."""
         return float(self.jaccard.mean()) if self.jaccard.size else None
+
+    @property
+    def query_overlap(self) -> float | None:
+        """The share of the tests in both files whose top-k is the same set (None: no test
+        in both): retrieval-fairness's query overlap."""
+        return float((self.jaccard >= 1.0).mean()) if self.jaccard.size else None
+
+    @property
+    def base_gini(self) -> float:
+        return exposure_gini(self.base)
+
+    @property
+    def head_gini(self) -> float:
+        return exposure_gini(self.head)
+
+    @property
+    def gini_rise(self) -> float:
+        """HEAD's exposure Gini less BASE's: how much more retrievals concentrate."""
+        return self.head_gini - self.base_gini
 
     def changed_queries(self, limit: int | None = None) -> list[tuple[int, int, float]]:
         """(base row, head row, Jaccard) of queries whose retrieved set changed, most first."""
@@ -218,11 +243,65 @@ def _blast_radius(d: CoverageDiff, base_path: str | os.PathLike[str],
               for p, r in ((base_path, d.base), (head_path, d.head))]
     if any(p is None for p in probes):
         return
-    became, rescued = blast_radius(statuses(d.base.covered(), probes[0]),
-                                   statuses(d.head.covered(), probes[1]), d._b2h)
+    base_status = statuses(d.base.covered(), probes[0])
+    head_status = statuses(d.head.covered(), probes[1])
+    became, rescued = blast_radius(base_status, head_status, d._b2h)
     d.became_unreachable = [d.head.chunk_ids[j] for j in became]
     d.rescued = [d.base.chunk_ids[j] for j in rescued]
     d.became_unreachable_rows, d.rescued_rows = became, rescued
+    _index_radius(d, (base_path, head_path), probes, (base_status, head_status))
+
+
+def _index_radius(d: CoverageDiff, paths: tuple[Any, Any], probes: list[Any],
+                  status: tuple[np.ndarray, np.ndarray]) -> None:
+    """What an index change did: chunks it newly hides and chunks it no longer hides, when
+    both files hold the exact check (:mod:`ragcov.reachability.stages`)."""
+    from ragcov.data import CoverageData
+    from ragcov.data.stages import PROBE, TEST, read_stages
+    from ragcov.reachability.audit import COVERED, UNREACHABLE, UNTESTED
+    from ragcov.reachability.stages import INDEX, causes, side_recall
+
+    hidden, recall = [], {}
+    for name, path, rec, pm, st in zip(("base", "head"), paths, (d.base, d.head), probes, status):
+        record = read_stages(CoverageData(path), rec.n_chunks, {p: i for i, p in enumerate(pm.ids)},
+                             {q: i for i, q in enumerate(rec.query_ids)})
+        if record is None or not (record.meta.get("exact") or {}).get("checked"):
+            return
+        hidden.append(causes(record, st == UNREACHABLE, pm, rec.n_chunks) == INDEX)
+        recall[name] = {"tests": side_recall(record, TEST), "probes": side_recall(record, PROBE)}
+    paired = np.flatnonzero(d._b2h >= 0)
+    heads = d._b2h[paired]
+    now = hidden[1][heads] & ~hidden[0][paired]
+    rescued = hidden[0][paired] & np.isin(status[1][heads], (COVERED, UNTESTED))
+    d.became_index_hidden = [d.head.chunk_ids[j] for j in heads[now]]
+    d.index_rescued = [d.base.chunk_ids[j] for j in paired[rescued]]
+    d.index_recall = recall
+
+
+def exposure_gini(rec: Recording) -> float:
+    """The Gini of retrievals over every chunk of the corpus (unretrieved chunks count)."""
+    from ragcov.metrics import gini
+
+    occ = np.bincount(rec.hit_chunk, minlength=rec.n_chunks).astype(np.float64)
+    return float(gini(occ, over="corpus")) if occ.sum() else 0.0
+
+
+def gate_failures(d: CoverageDiff, max_gini_rise: float | None, min_query_overlap: float | None
+                  ) -> list[str]:
+    """``--max-gini-rise`` (Gini points, 0-1) and ``--min-query-overlap`` (percent)."""
+    out = []
+    if max_gini_rise is not None and d.gini_rise > max_gini_rise:
+        out.append(f"Gini failure: exposure Gini rose by {d.gini_rise:.3f} ({d.base_gini:.3f} -> "
+                   f"{d.head_gini:.3f}), more than max-gini-rise={max_gini_rise:g}")
+    if min_query_overlap is not None:
+        overlap = d.query_overlap
+        if overlap is None:
+            raise RagcovError("--min-query-overlap needs tests in both files (none is; --match "
+                              "text pairs them by their text)")
+        if overlap * 100 < min_query_overlap:
+            out.append(f"Overlap failure: {overlap * 100:.2f}% of {d.queries_compared} tests "
+                       f"retrieve the same top-k, less than min-query-overlap={min_query_overlap:g}")
+    return out
 
 
 def diff_recordings(base: Recording, head: Recording, match: str = "id") -> CoverageDiff:

@@ -58,6 +58,12 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
                             for b, _h, j in changed],
         # Both files probed: the change's blast radius on reachability (else null).
         "became_unreachable": d.became_unreachable, "rescued": d.rescued,
+        # retrieval-fairness's diff figures: exposure Gini and query overlap.
+        "exposure_gini": {"base": d.base_gini, "head": d.head_gini, "rise": d.gini_rise},
+        "query_overlap": d.query_overlap,
+        # Both files hold the exact check: an index change's blast radius (else null).
+        "became_index_hidden": d.became_index_hidden, "index_rescued": d.index_rescued,
+        "index_recall": d.index_recall,
         # Either file holds topics of its own corpus: each topic's change (else absent).
         **({"topics": _topics(d.topics)} if d.topics is not None else {}),
     }

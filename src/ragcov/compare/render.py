@@ -57,9 +57,16 @@ def diff_totals(d: CoverageDiff, precision: int = 1) -> list[str]:
     ]
     if not d.same_corpus:
         lines.append(f"Corpus changed: {d.matched_chunks} chunks matched by content")
+    lines.append(f"Exposure Gini (retrievals over every chunk): {d.base_gini:.3f} -> "
+                 f"{d.head_gini:.3f} ({d.gini_rise:+.3f})"
+                 + ("" if d.query_overlap is None else
+                    f"; query overlap {_pc(d.query_overlap, precision)} (tests whose top-k is "
+                    "the same set)"))
     if d.became_unreachable is not None and d.rescued is not None:
         lines.append(f"Reachability (both probed): {len(d.became_unreachable)} chunks became "
                      f"unreachable, {len(d.rescued)} rescued")
+    if d.became_index_hidden is not None and d.index_rescued is not None:
+        lines.append(_index_line(d, precision))
     if d.drift is not None:
         lines.append("Drift violation rates (ragcov drift): " + "; ".join(
             f"{x.relation} {_pc(x.base, precision)} -> {_pc(x.head, precision)}"
@@ -73,6 +80,19 @@ def diff_totals(d: CoverageDiff, precision: int = 1) -> list[str]:
         lines.append(f"Removed documents: {len(d.removed_documents)} ({n} chunks, {c} were "
                      "covered)")
     return lines
+
+
+def _index_line(d: CoverageDiff, precision: int) -> str:
+    """An index change's blast radius, with each side's recall against exact search."""
+    recall = d.index_recall or {}
+
+    def side(name: str) -> str:
+        r = recall.get(name) or {}
+        return f"tests {_pc(r.get('tests'), precision)}, probes {_pc(r.get('probes'), precision)}"
+
+    return (f"Index (both checked against exact search): {len(d.became_index_hidden or [])} "
+            f"chunks newly hidden by the index, {len(d.index_rescued or [])} no longer hidden; "
+            f"recall {side('base')} -> {side('head')}")
 
 
 def _table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
@@ -133,6 +153,10 @@ def diff_text(d: CoverageDiff, precision: int = 1, top: int | None = 20) -> str:
                               ("Rescued (reachable now)", d.base, d.rescued_rows)):
         if len(rows):
             lines += ["", f"{title}: {', '.join(chunk_ranges(side.chunk_names(rows.tolist())))}"]
+    for title, ids in (("Newly hidden by the index (exact search reaches them)",
+                        d.became_index_hidden), ("No longer hidden by the index", d.index_rescued)):
+        if ids:
+            lines += ["", f"{title}: {', '.join(ids)}"]
     for title, docs, head in (("New documents", d.new_documents, True),
                               ("Removed documents", d.removed_documents, False)):
         if docs:

@@ -186,6 +186,70 @@ def _missed(exact: tuple[np.ndarray, np.ndarray], index: tuple[np.ndarray, np.nd
     return exact[0][miss], exact[1][miss]
 
 
+@dataclass
+class _ProbeSide:
+    """The probes' stage rows as (row, chunk) pairs: what the index and exact search gave."""
+
+    index: tuple[np.ndarray, np.ndarray]
+    exact: tuple[np.ndarray, np.ndarray]
+    reranked: bool
+    found: int
+    expected: int
+    checked: int
+    unchecked: int
+
+
+def _probe_side(record: StageRecord, probes: Any) -> _ProbeSide:
+    probe_first = record.first.get(PROBE)
+    reranked = probe_first is not None and probe_first.rows.size > 0
+    if probes is not None:
+        final = _csr_pairs(probes.indptr, probes.indices)
+    else:
+        final = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    found = record.found.get(PROBE, np.zeros(0, np.int64))
+    expected = record.expected.get(PROBE, np.zeros(0, np.int64))
+    checked_rows = expected > 0
+    unchecked = 0
+    if probes is not None:
+        with_text = np.fromiter((k != "none" for k in probes.kinds), bool, probes.n_probes)
+        done = np.zeros(probes.n_probes, bool)
+        done[:min(checked_rows.size, probes.n_probes)] = checked_rows[:probes.n_probes]
+        unchecked = int(np.count_nonzero(with_text & ~done))
+    return _ProbeSide(index=_pairs(probe_first) if reranked else final,
+                      exact=_pairs(record.exact.get(PROBE), sure_only=True), reranked=reranked,
+                      found=int(found[checked_rows].sum()),
+                      expected=int(expected[checked_rows].sum()),
+                      checked=int(np.count_nonzero(checked_rows)), unchecked=unchecked)
+
+
+def causes(record: StageRecord, unreachable: np.ndarray, probes: Any, n: int,
+           side: _ProbeSide | None = None) -> np.ndarray:
+    """Per chunk where it is lost (None where it is not unreachable, or nothing says):
+    the reranker when a probe's first stage holds it, the index when a probe's exact
+    top-d surely does, else the embedding once every probe with words was checked."""
+    side = side or _probe_side(record, probes)
+    cause = np.full(n, None, dtype=object)
+    lost = np.asarray(unreachable, dtype=bool)
+    if side.reranked:
+        cause[lost & _reached(side.index[1], n)] = RERANKER
+    checked = bool((record.meta.get("exact") or {}).get("checked"))
+    if side.exact[1].size or checked:
+        exact_reached = _reached(side.exact[1], n)
+        open_ = lost & (cause == None)  # noqa: E711 - elementwise
+        cause[open_ & exact_reached] = INDEX
+        if checked and side.unchecked == 0:
+            cause[open_ & ~exact_reached] = EMBEDDING
+    return cause
+
+
+def side_recall(record: StageRecord, side: str) -> float | None:
+    """Recall@d of the index over one side's checked rows (tests or probes), or None."""
+    expected = record.expected.get(side, np.zeros(0, np.int64))
+    found = record.found.get(side, np.zeros(0, np.int64))
+    total = int(expected[expected > 0].sum())
+    return float(found[expected > 0].sum() / total) if total else None
+
+
 def attribute(record: StageRecord, status: np.ndarray, unreachable: np.ndarray,
               probes: Any, tests: Any) -> Stages:
     """Each unreachable chunk's cause and the suite's stage view, from one file's rows.
@@ -195,48 +259,18 @@ def attribute(record: StageRecord, status: np.ndarray, unreachable: np.ndarray,
     """
     n = tests.n_chunks
     n_tests = tests.n_queries
-    # The index's lists: the first stage's where a reranker kept them, else the final lists.
-    probe_first = record.first.get(PROBE)
+    side = _probe_side(record, probes)
     test_first = record.first.get(TEST)
-    has_probe_first = probe_first is not None and probe_first.rows.size > 0
     has_test_first = test_first is not None and test_first.rows.size > 0
-    if probes is not None:
-        probe_final = _csr_pairs(probes.indptr, probes.indices)
-    else:
-        probe_final = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    probe_index = _pairs(probe_first) if has_probe_first else probe_final
     test_final = _csr_pairs(np.asarray(tests.indptr), np.asarray(tests.indices))
     test_index = _pairs(test_first) if has_test_first else test_final
-    probe_exact = _pairs(record.exact.get(PROBE), sure_only=True)
     test_exact = _pairs(record.exact.get(TEST), sure_only=True)
-
-    exact_reached = _reached(probe_exact[1], n)
-    first_reached = _reached(probe_index[1], n) if has_probe_first else None
-    found = record.found.get(PROBE, np.zeros(0, np.int64))
-    expected = record.expected.get(PROBE, np.zeros(0, np.int64))
-    checked_rows = expected > 0
-    unchecked = 0
-    if probes is not None:
-        with_text = np.fromiter((k != "none" for k in probes.kinds), bool, probes.n_probes)
-        done = np.zeros(probes.n_probes, bool)
-        done[:checked_rows.size] = checked_rows[:probes.n_probes]
-        unchecked = int(np.count_nonzero(with_text & ~done))
-    checked = bool((record.meta.get("exact") or {}).get("checked"))
-
-    cause = np.full(n, None, dtype=object)
-    lost = np.asarray(unreachable, dtype=bool)
-    if first_reached is not None:
-        cause[lost & first_reached] = RERANKER
-    if probe_exact[1].size or checked:
-        open_ = lost & (cause == None)  # noqa: E711 - elementwise
-        cause[open_ & exact_reached] = INDEX
-        if checked and unchecked == 0:
-            cause[open_ & ~exact_reached] = EMBEDDING
+    cause = causes(record, unreachable, probes, n, side)
 
     hidden_probes: dict[int, list[str]] = {}
     hidden = np.flatnonzero(cause == INDEX)
     if hidden.size and probes is not None:
-        rows, chunks = probe_exact
+        rows, chunks = side.exact
         sel = np.isin(chunks, hidden)
         for r, c in zip(rows[sel].tolist(), chunks[sel].tolist()):
             hidden_probes.setdefault(c, []).append(probes.ids[r])
@@ -254,16 +288,16 @@ def attribute(record: StageRecord, status: np.ndarray, unreachable: np.ndarray,
     test_expected = np.full(n_tests, -1, np.int64)
     test_found[:min(tf.size, n_tests)] = tf[:n_tests]
     test_expected[:min(te.size, n_tests)] = te[:n_tests]
-    final_covered = _reached(test_final[1], n)
     return Stages(
-        meta=record.meta, cause=cause, exact_reached=exact_reached, first_reached=first_reached,
+        meta=record.meta, cause=cause, exact_reached=_reached(side.exact[1], n),
+        first_reached=_reached(side.index[1], n) if side.reranked else None,
         suite_exact=_reached(test_exact[1], n), suite_index=_reached(test_index[1], n),
         suite_first=_reached(test_index[1], n) if has_test_first else None,
         hidden_probes=hidden_probes, hidden_tests=hidden_tests, test_ids=list(tests.query_ids),
         test_found=test_found, test_expected=test_expected, test_missed=test_missed,
-        probe_found=int(found[checked_rows].sum()), probe_expected=int(expected[checked_rows].sum()),
-        probes_checked=int(np.count_nonzero(checked_rows)), probes_unchecked=unchecked,
-        chunk_ids=list(tests.chunk_ids), final_covered=final_covered, unreachable=lost)
+        probe_found=side.found, probe_expected=side.expected, probes_checked=side.checked,
+        probes_unchecked=side.unchecked, chunk_ids=list(tests.chunk_ids),
+        final_covered=_reached(test_final[1], n), unreachable=np.asarray(unreachable, bool))
 
 
 def check_index_gates(min_recall: float | None, max_hidden: int | None) -> None:
