@@ -198,7 +198,35 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
         added = data.write(corpus, result.run, append=append, same_hits=True)
 
     record_matching(data, result.matching, append)
+    if engine == "local":
+        _record_traced_first_stage(data, path, fmt, corpus, result)
     return Recorded(result, added, data)
+
+
+def _record_traced_first_stage(data: CoverageData, path: str | os.PathLike[str], fmt: str,
+                               corpus: Corpus, result: Any) -> None:
+    """The first stage of traced queries that went through a reranker (their RERANKER
+    spans' input documents), kept beside the final lists: per test, first-stage coverage
+    beside final coverage, and the chunks the reranker drops."""
+    from ragcov.data.schema import read_meta
+    from ragcov.data.stages import TEST, StageRow, record_rows, write_meta
+    from ragcov.traces.importer import first_stage_lists
+
+    lists = first_stage_lists(path, result.format or fmt.lower(), corpus)
+    if not lists:
+        return
+    where = corpus.positions
+    rows = [StageRow(qid, [(where[c], s) for c, s in ranked])
+            for qid, ranked in lists.items() if qid in result.run.results]
+    meta = data.meta()
+
+    def same_file(con: Any) -> None:
+        check_compatible(read_meta(con, data.path), meta.k, corpus.hash, meta.retriever,
+                         str(data.path), "this import")
+
+    record_rows(data, TEST, rows, same_file)
+    write_meta(data, "rerank", {"reranker": "traces", "name": f"{Path(path).name} (RERANKER spans)",
+                                "depth": max((len(r) for r in lists.values()), default=0)})
 
 
 def check_seed(seed: int) -> int:

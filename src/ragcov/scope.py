@@ -101,6 +101,9 @@ class Scoped:
     generated_left_out: dict[str, Any] = field(default_factory=dict)
     # The drift run the file holds (ragcov.drift.summary.DriftSummary), read with the rest.
     drift: Any = None
+    # Where chunks are lost (ragcov.reachability.stages.Stages) over the report's chunks:
+    # the probed file's, or a traced reranker's first stage in a file with no probes.
+    stages: Any = None
 
     def summary(self, **options: Any) -> CoverageSummary:
         """The summary every reporter prints: excluded chunks counted aside."""
@@ -199,18 +202,28 @@ def _load_scoped(data: Any, data_file: str | os.PathLike[str], scope: ReportScop
         keep = [i for i, q in enumerate(m.query_ids) if q not in generated]
         left_out = {q: generated[q] for q in m.query_ids if q in generated}
         m = m.select_rows(keep)
+    from ragcov.data.stages import read_stages_of
+
     probes = read_probes(data, m.n_chunks)
     reachability = None
+    record = read_stages_of(data, m, probes)
     if probes is not None:
-        from ragcov.data.stages import read_stages_of
         from ragcov.reachability.audit import audit
 
         reachability = audit(m, probes, details=lambda rows: chunk_details(data, rows),
                              probe_texts=lambda ids: probe_texts(data, ids),
-                             stages=read_stages_of(data, m, probes)).with_candidates(
+                             stages=record).with_candidates(
             lambda rows: chunk_details(data, rows), chunk_hashes(data.path),
             scope.min_chunk_chars)
     scoped = apply_scope(m, data.chunk_texts(), chunk_positions(data_file), scope, reachability)
+    if scoped.reachability is not None:
+        scoped.stages = scoped.reachability.stages
+    elif record is not None:
+        from ragcov.reachability.stages import attribute
+
+        none = np.zeros(m.n_chunks, dtype=bool)
+        scoped.stages = attribute(record, np.full(m.n_chunks, None, object), none, None,
+                                  m).restricted(scoped.columns)
     scoped.generated_left_out = left_out
     scoped.meta = data.meta()
     scoped.from_store = data.annotation(CORPUS_KIND) == "store"

@@ -37,6 +37,7 @@ from ragcov.reporters.sections import (
     generated_line,
     redundant_lines,
 )
+from ragcov.reporters.stages import report_lines
 from ragcov.reporters.table import retriever_line
 from ragcov.reporters.topics import render_topics
 
@@ -117,6 +118,7 @@ def report(
             lines[3] = f"Note: {lines[3]}"
         if scoped.reachability is not None:
             lines += reachability_lines(scoped, show_missing, show_ids)
+        lines += report_lines(scoped.stages, scoped.matrix.n_chunks)  # where chunks are lost
         if right is not None:
             lines.append(correctness_line(right, scoped.meta.k))
         if redundant:

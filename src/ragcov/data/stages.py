@@ -269,7 +269,6 @@ def _place(row_of: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 def read_stages_of(data: CoverageData, tests: Any, probes: Any) -> StageRecord | None:
     """:func:`read_stages` on the rows of a tests matrix and a probe matrix as read."""
-    if probes is None:
-        return None
-    return read_stages(data, tests.n_chunks, {pid: i for i, pid in enumerate(probes.ids)},
+    ids = probes.ids if probes is not None else []
+    return read_stages(data, tests.n_chunks, {pid: i for i, pid in enumerate(ids)},
                        {qid: i for i, qid in enumerate(tests.query_ids)})

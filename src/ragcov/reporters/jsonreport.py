@@ -127,6 +127,10 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         doc["generated_left_out"] = scoped.generated_left_out
     if scoped.reachability is not None:
         _add_reachability(doc, scoped.reachability)
+    elif scoped.stages is not None:  # a traced reranker's first stage, no probes
+        st = scoped.stages.totals(scoped.matrix.n_chunks)
+        doc["totals"].update({key: st[key] for key in STAGE_TOTALS if key in st})
+        doc["stages"] = stages_json(scoped.stages)
     return doc
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ragcov.reachability.audit import UNTESTED, Reachability
-from ragcov.reporters.stages import chunk_entry, report_lines, stage_lines, stages_json
+from ragcov.reporters.stages import chunk_entry, stage_lines, stages_json
 from ragcov.summary import display_percent
 
 SHOW_UNREACHABLE = 20
@@ -173,7 +173,6 @@ def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool =
         lines.append(f"Exclusion candidates: {len(r.junk)} uncovered chunks are junk (no words, "
                      "boilerplate copies, too short), not tests to write; to exclude them add to "
                      "ragcov.toml: " + "; ".join(r.junk_config))
-    lines += report_lines(r)
     lost = r.unreachable()
     if show_missing and lost:
         full = scoped.full if scoped.full is not None else scoped.matrix

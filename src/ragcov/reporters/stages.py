@@ -70,7 +70,7 @@ def stage_lines(r: Any, show: int = SHOW_HIDDEN) -> list[str]:
         if exact.get("reason") and exact.get("checked") is False:
             lines.append(f"Exact check skipped: {exact['reason']}; unreachable chunks have no "
                          "cause (embedding or index) and no index recall is reported")
-        if st.reranked:
+        if st.reranked and st.unreachable.any():
             lines.append(lost_line(st))
         lines += rerank_lines(st, r.n_chunks)
         return lines if len(lines) > 1 else []
@@ -135,21 +135,20 @@ def rerank_lines(st: Stages, n_chunks: int) -> list[str]:
     return out
 
 
-def report_lines(r: Any) -> list[str]:
-    """What ``ragcov report`` adds under the reachability line: the causes and recall."""
-    st: Stages | None = r.stages
+def report_lines(st: Stages | None, n_chunks: int) -> list[str]:
+    """What ``ragcov report`` adds under the table: the causes, the recall, the reranker."""
     if st is None:
         return []
+    lost = [lost_line(st)] if st.unreachable.any() else []
     if not st.checked:
         exact = st.exact
-        out = [lost_line(st)] if st.reranked else []
-        if exact.get("checked") is False and exact.get("reason"):
-            out.append(f"Exact check skipped: {exact['reason']}")
-        return out + rerank_lines(st, r.n_chunks)
-    out = [lost_line(st), recall_line(st)]
+        skipped = ([f"Exact check skipped: {exact['reason']}"]
+                   if exact.get("checked") is False and exact.get("reason") else [])
+        return (lost if st.reranked else []) + skipped + rerank_lines(st, n_chunks)
+    out = [*lost, recall_line(st)]
     if st.index_hidden() and st.exact.get("remedy"):
         out.append(f"{index_line(st)}; remedy: {st.exact['remedy']}")
-    return out + rerank_lines(st, r.n_chunks)
+    return out + rerank_lines(st, n_chunks)
 
 
 def chunk_entry(st: Stages | None, j: int) -> dict[str, Any]:

@@ -160,6 +160,45 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
                         stats.merged, stats.empty, fmt, resolver.matching)
 
 
+def first_stage_lists(path: str | os.PathLike[str], fmt: str, corpus: Corpus
+                      ) -> dict[str, Ranked] | None:
+    """Per query id, the list its reranker was given (OpenInference ``RERANKER`` spans'
+    input documents, ids in the corpus only); None when the export holds no reranker
+    span with input documents, or is not one OpenInference file (a folder of shards is
+    read for its final lists only).
+
+    The spans are read again with :func:`~ragcov.traces.openinference.pick_first_stage`,
+    which keeps every span the import picks, so query ids come out as the import's."""
+    from ragcov.retrievers.resolver import IdResolver
+    from ragcov.traces.openinference import pick_first_stage, pick_openinference
+
+    fmt = _format(path, fmt)
+    spec = trace_format(fmt)
+    if spec.pick is not pick_openinference or shard_files(path) is not None or spec.spans is None:
+        return None
+    assert spec.finish is not None
+    rerankers = 0
+
+    def pick(span: Any, where: Any) -> Any:
+        nonlocal rerankers
+        picked = pick_first_stage(span, where)
+        if span.kind == "RERANKER" and picked is not None:
+            rerankers += 1
+        return picked
+
+    source = spec.spans(path)
+    read, nesting = collect(source, pick, path)
+    if not rerankers:
+        return None
+    resolver = IdResolver(corpus, f"{fmt} trace")
+    known = corpus.positions
+    out: dict[str, Ranked] = {}
+    for trace in spec.finish(path, read, nesting, None):
+        ranked, _complete = _resolve(trace, resolver, known)
+        out[trace.query_id] = [(cid, score) for cid, score in dict(ranked).items() if cid in known]
+    return out
+
+
 def _format(path: str | os.PathLike[str], fmt: str) -> str:
     """``fmt``, or with ``"auto"`` the format detected from the file, or a folder's first
     shard (as ``ragcov import`` does without ``--format``)."""

@@ -117,6 +117,19 @@ def pick_openinference(span: Span, path: Any) -> Picked | None:
     return None
 
 
+def pick_first_stage(span: Span, path: Any) -> Picked | None:
+    """As :func:`pick_openinference`, with a reranker's ``reranker.input_documents`` (what
+    it was given: the first stage) in place of its output: read through the same
+    ``finish``, every query keeps its id and gets the list before its reranker."""
+    if span.kind == "RERANKER":
+        items = read_documents(span.attributes, "reranker.input_documents", path, span.line,
+                               OI_DOC)
+        if items is not None:
+            return query_text(span.attributes, ("reranker.query", "input.value")), items
+        return None
+    return pick_openinference(span, path)
+
+
 def finish_openinference(path: Any, read: list[Collected], nesting: Nesting,
                          stats: SpanStats | None = None) -> Iterator[Trace]:
     """The picked spans as queries: in start-time order, nested retrievers merged, each
