@@ -993,6 +993,13 @@ def diff_gate_failures(d: CoverageDiff, max_gini_rise: float | None,
     return gate_failures(d, max_gini_rise, min_query_overlap)
 
 
+def check_index_gates(min_recall: float | None, max_hidden: int | None) -> None:
+    """``--min-index-recall`` and ``--max-index-hidden`` refused before any work when out of range."""
+    from ragcov.reachability.stages import check_index_gates as check
+
+    check(min_recall, max_hidden)
+
+
 def index_failure(reachability: Any, min_recall: float | None, max_hidden: int | None
                   ) -> str | None:
     """``--min-index-recall`` / ``--max-index-hidden`` over a reachability view: None when

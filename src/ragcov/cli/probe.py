@@ -37,7 +37,6 @@ from ragcov.cli.options import (
 )
 from ragcov.errors import RagcovError
 from ragcov.files import json_text, jsonl_text
-from ragcov.reachability.stages import check_index_gates
 from ragcov.reporters.reachability import (
     draft_suite,
     lost_gold_text,
@@ -109,7 +108,7 @@ def probe(
     if format not in ("text", "json"):
         raise RagcovError(f"unknown --format {format!r}: expected text or json")
     api.check_seed(seed)
-    check_index_gates(min_index_recall, max_index_hidden)
+    api.check_index_gates(min_index_recall, max_index_hidden)
     check_outputs([output, drafts_out], [data_file, qrels, corpus])
     labels = api.read_qrels(qrels, qrels_level) if qrels is not None else None
     given = retriever
