@@ -518,6 +518,8 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     asks = [] if generator is None else [r for r in rows if probe_id(ids[r], LLM) not in done]
     added = 0
     settings = check_settings(retriever, corpus, meta.k, device) if exact else None
+    if settings is not None and settings.lexical and "rerank" not in fingerprint:
+        settings = None  # BM25 has no vectors and no ANN index: no stage to tell apart
     recorder = StageRecorder(retriever, corpus, settings) if settings is not None else None
     if settings is not None:
         record_settings(data, settings)

@@ -16,6 +16,8 @@ from ragcov.cli.options import (
     DataFile,
     FailUnder,
     GatePrecision,
+    MaxIndexHidden,
+    MinIndexRecall,
     ShowIds,
     Support,
     check_fail_under,
@@ -77,6 +79,8 @@ def report(
         "--by", help="document (the table above) or topic (coverage per topic, from "
         "`ragcov topics`; what to test first on top).")] = "document",
     min_topic_coverage: MinTopicCoverage = None,
+    min_index_recall: MinIndexRecall = None,
+    max_index_hidden: MaxIndexHidden = None,
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
 
@@ -89,6 +93,7 @@ def report(
     if min_hit_rate is not None and not 0 <= min_hit_rate <= 100:
         raise RagcovError(f"--min-hit-rate must be a percentage from 0 to 100, got {min_hit_rate:g}")
     check_by(by, format, min_topic_coverage)
+    api.check_index_gates(min_index_recall, max_index_hidden)
     scoped = report_data(data_file, scope)
     right = api.correctness(scoped.matrix, qrels, qrels_level)
     if min_hit_rate is not None and right is None:
@@ -131,6 +136,7 @@ def report(
                 out.print(line, markup=False)
     _gates(summary.coverage, fail_under, gate_precision,
            precision if format != "total" else None, right, min_hit_rate)
+    fail(api.index_failure(scoped.reachability, min_index_recall, max_index_hidden))
 
 
 def _gates(coverage: float, fail_under: float | None, gate_precision: int | None,
