@@ -53,10 +53,13 @@ def recall_line(st: Stages) -> str:
 def lost_line(st: Stages) -> str:
     counts = st.lost_at()
     unknown = int(((st.cause == None) & st.unreachable).sum())  # noqa: E711 - elementwise
+    head = f"Where the {int(st.unreachable.sum())} unreachable chunks are lost: "
+    if not st.checked:  # only the reranker can be told apart from what came before it
+        return (head + f"reranker {counts['reranker']}, first stage {unknown} (no exact check: "
+                "the embedding and the index are not told apart)")
     shown = ", ".join(f"{stage} {counts[stage]}" for stage in LOST_AT
                       if stage != "reranker" or st.reranked)
-    return (f"Where the {int(st.unreachable.sum())} unreachable chunks are lost: {shown}"
-            + (f", unknown {unknown}" if unknown else ""))
+    return head + shown + (f", unknown {unknown}" if unknown else "")
 
 
 def stage_lines(r: Any, show: int = SHOW_HIDDEN) -> list[str]:
