@@ -228,8 +228,10 @@ def read_stages(data: CoverageData, n_chunks: int, probe_rows: Mapping[str, int]
         record = StageRecord(meta=_meta(con))
         for side, mapping in ((PROBE, probe_rows), (TEST, test_rows)):
             table = _ROW_TABLES[side]
+            known = con.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
+                                "name = ?", (table,)).fetchone()[0]
             pairs = [(int(idx), mapping.get(str(i), -1))
-                     for idx, i in con.execute(f"SELECT idx, id FROM {table}")]
+                     for idx, i in con.execute(f"SELECT idx, id FROM {table}")] if known else []
             row_of = np.full(max((p for p, _ in pairs), default=-1) + 2, -1, dtype=np.int64)
             for idx, row in pairs:
                 row_of[idx] = row
