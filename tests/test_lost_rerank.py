@@ -161,3 +161,33 @@ def test_traced_reranker_spans_give_the_first_stage(capsys, tmp_path: Path, city
     assert t["rerank"]["reranker"] == "traces" and t["rerank"]["depth"] == DEPTH
     code, out, _ = cli(capsys, "report", "--data-file", str(data))
     assert f"the reranker drops {len(given - kept)} chunks the first stage found" in out
+
+
+def test_probes_recorded_without_the_check_get_it_on_the_next_run(capsys, tmp_path: Path,
+                                                                   city_corpus_file: Path,
+                                                                   minilm_path: str) -> None:
+    """A file probed with --no-exact (or before the check existed) has no stage rows; the
+    next probe run checks every probe and test it holds, against their recorded lists."""
+    data = tmp_path / ".ragcov"
+    common = ["--corpus", str(city_corpus_file), "--retriever", "dense", "--model", minilm_path,
+              "--data-file", str(data)]
+    code, _, err = cli(capsys, "run", *common, "--queries", str(_suite(tmp_path)), "-k", "2", "-q")
+    assert code == 0, err
+    code, _, err = cli(capsys, "probe", *common, "--no-exact", "-q")
+    assert code == 0, err
+    con = sqlite3.connect(data)
+    assert con.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'stage_hits'").fetchone() \
+        == (0,)
+    con.close()
+    code, out, err = cli(capsys, "probe", *common, "--format", "json")
+    assert code == 0, err
+    assert "0 new probe(s)" in err
+    doc = json.loads(out)
+    con = sqlite3.connect(data)
+    checked = dict(con.execute("SELECT side, COUNT(*) FROM stage_recall GROUP BY side"))
+    probes = con.execute("SELECT COUNT(*) FROM probes WHERE text != ''").fetchone()[0]
+    con.close()
+    assert checked == {"probe": probes, "test": len(QUESTIONS)}
+    recall = doc["totals"]["index_recall"]
+    assert recall["probes"] == 1.0 and recall["tests"] == 1.0  # a flat index is exact
+    assert recall["probes_checked"] == probes and recall["tests_checked"] == len(QUESTIONS)

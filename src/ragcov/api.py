@@ -497,7 +497,7 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
         StageRecorder,
         check_pending,
         check_settings,
-        pending_count,
+        pending_work,
         record_settings,
     )
 
@@ -552,10 +552,11 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
             part = asks[start:start + step]
             added += record([_llm_probe(generator, texts, ids, r, seed) for r in part])
             advance(len(part))
-    if settings is not None and pending_count(data, settings):
-        with progress_bar("Exact check", total=pending_count(data, settings),
+    work = pending_work(data, settings) if settings is not None else {}
+    if work and settings is not None:
+        with progress_bar("Exact check", total=sum(map(len, work.values())),
                           enabled=progress) as advance:
-            late = check_pending(data, settings, retriever, same_run, advance)
+            late = check_pending(data, settings, retriever, work, same_run, advance)
     return ProbeRun(built=len(probes) + len(asks), added=added,
                     already=len(probes) - len(todo), wordless=wordless,
                     reachability=audit_reachability(data_file), checked=late)

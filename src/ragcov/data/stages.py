@@ -192,29 +192,33 @@ def _meta(con: sqlite3.Connection) -> dict[str, Any]:
 
 def pending(data: CoverageData, side: str) -> list[tuple[str, str, list[int]]]:
     """The rows of ``side`` whose exact check is not recorded: (id, text, the index's list
-    as corpus positions: the first stage's when a reranker kept it, else the recorded hits)."""
+    as corpus positions: the first stage's when a reranker kept it, else the recorded hits).
+    Only those rows' lists are read: a file already checked costs one query."""
     table = _ROW_TABLES[side]
     hits, key = _HIT_TABLES[side]
     with data.reading() as con:
         if not con.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]:
             return []
         staged = _has_tables(con)
-        done = ({int(r[0]) for r in con.execute(
-            "SELECT row_idx FROM stage_recall WHERE side = ?", (side,))} if staged else set())
-        rows = [(int(i), str(q), str(t or "")) for i, q, t in con.execute(
-            f"SELECT idx, id, text FROM {table} ORDER BY idx")]
-        rows = [r for r in rows if r[0] not in done and r[2].strip()]
-        if not rows:
-            return []
+        done = ("AND idx NOT IN (SELECT row_idx FROM stage_recall WHERE side = ?)"
+                if staged else "")
+        rows = [(int(i), str(q), str(t)) for i, q, t in con.execute(
+            f"SELECT idx, id, text FROM {table} WHERE TRIM(COALESCE(text, '')) != '' {done} "
+            "ORDER BY idx", (side,) if staged else ())]
         lists: dict[int, list[int]] = {}
-        for idx, chunk in con.execute(f"SELECT {key}, chunk_idx FROM {hits} ORDER BY {key}, rank"):
-            lists.setdefault(int(idx), []).append(int(chunk))
-        if staged:
-            first: dict[int, list[int]] = {}
-            for idx, chunk in con.execute("SELECT row_idx, chunk_idx FROM stage_hits WHERE side = ? "
-                                          "AND stage = ? ORDER BY row_idx, rank", (side, FIRST)):
-                first.setdefault(int(idx), []).append(int(chunk))
-            lists.update(first)
+        for start in range(0, len(rows), 500):
+            part = [r[0] for r in rows[start:start + 500]]
+            marks = ",".join("?" * len(part))
+            for idx, chunk in con.execute(f"SELECT {key}, chunk_idx FROM {hits} WHERE {key} IN "
+                                          f"({marks}) ORDER BY {key}, rank", part):
+                lists.setdefault(int(idx), []).append(int(chunk))
+            if staged:
+                first: dict[int, list[int]] = {}
+                for idx, chunk in con.execute(
+                        f"SELECT row_idx, chunk_idx FROM stage_hits WHERE side = ? AND stage = ? "
+                        f"AND row_idx IN ({marks}) ORDER BY row_idx, rank", [side, FIRST, *part]):
+                    first.setdefault(int(idx), []).append(int(chunk))
+                lists.update(first)
     return [(qid, text, lists.get(idx, [])) for idx, qid, text in rows]
 
 

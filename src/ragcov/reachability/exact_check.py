@@ -142,19 +142,25 @@ def record_settings(data: Any, settings: CheckSettings) -> None:
     write_meta(data, "exact", settings.meta())
 
 
-def check_pending(data: Any, settings: CheckSettings, retriever: Any,
+def pending_work(data: Any, settings: CheckSettings) -> dict[str, list[Any]]:
+    """The probes and tests recorded without the exact check, when it can be done now."""
+    if settings.vectors is None:
+        return {}
+    return {side: todo for side in (PROBE, TEST) if (todo := pending(data, side))}
+
+
+def check_pending(data: Any, settings: CheckSettings, retriever: Any, work: dict[str, list[Any]],
                   check: Callable[[Any], None], progress: Callable[[int], None] | None = None
                   ) -> int:
-    """The exact check of the probes and tests the file holds without one; how many were
-    checked. Their index lists are the ones recorded (the first stage's when a reranker
-    kept them): only their texts are embedded again."""
+    """The exact check of ``work`` (:func:`pending_work`); how many were checked. Their
+    index lists are the ones recorded (the first stage's when a reranker kept them):
+    only their texts are embedded again."""
     vectors = settings.vectors
     base = first_stage(retriever)
     if vectors is None or not hasattr(base, "embed_queries"):
         return 0
     done = 0
-    for side in (PROBE, TEST):
-        todo = pending(data, side)
+    for side, todo in work.items():
         for start in range(0, len(todo), BATCH):
             part = todo[start:start + BATCH]
             q = base.embed_queries([text for _id, text, _l in part])
@@ -169,9 +175,3 @@ def check_pending(data: Any, settings: CheckSettings, retriever: Any,
             if progress is not None:
                 progress(len(part))
     return done
-
-
-def pending_count(data: Any, settings: CheckSettings) -> int:
-    if settings.vectors is None:
-        return 0
-    return sum(len(pending(data, side)) for side in (PROBE, TEST))
