@@ -15,7 +15,7 @@ only the probes not yet recorded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -223,12 +223,9 @@ def chunk_details(data: CoverageData, positions: Sequence[int]) -> dict[int, tup
     """(text, content hash) of the chunks at ``positions``: only what a reason needs."""
     out: dict[int, tuple[str, str]] = {}
     with data.reading() as con:
-        for start in range(0, len(positions), 500):
-            part = list(positions[start:start + 500])
-            marks = ",".join("?" * len(part))
-            for idx, text, digest in con.execute(
-                    f"SELECT idx, text, hash FROM chunks WHERE idx IN ({marks})", part):
-                out[int(idx)] = (text or "", digest)
+        for idx, text, digest in rows_in(con, "SELECT idx, text, hash FROM chunks WHERE idx IN "
+                                         "({marks})", positions):
+            out[int(idx)] = (text or "", digest)
     missing = [p for p in positions if p not in out]
     if missing:
         raise RagcovError(f"{data.path}: damaged chunks table (no chunk at position {missing[0]})")
@@ -239,12 +236,21 @@ def probe_texts(data: CoverageData, ids: Sequence[str]) -> dict[str, str]:
     """The texts of the probes with these ids (the drafts of untested chunks' tests)."""
     out: dict[str, str] = {}
     with data.reading() as con:
-        for start in range(0, len(ids), 500):
-            part = list(ids[start:start + 500])
-            marks = ",".join("?" * len(part))
-            out.update((str(pid), str(text)) for pid, text in con.execute(
-                f"SELECT id, text FROM probes WHERE id IN ({marks})", part))
+        out.update((str(pid), str(text)) for pid, text in rows_in(
+            con, "SELECT id, text FROM probes WHERE id IN ({marks})", ids))
     return out
+
+
+IN_BATCH = 500  # values bound in one IN (...): well under SQLite's limit on parameters
+
+
+def rows_in(con, sql: str, values: Sequence[Any], before: Sequence[Any] = ()  # type: ignore[no-untyped-def]
+            ) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``sql`` (its ``{marks}`` the IN list, after the ``before`` parameters)
+    for ``values``, :data:`IN_BATCH` at a time."""
+    for start in range(0, len(values), IN_BATCH):
+        part = list(values[start:start + IN_BATCH])
+        yield from con.execute(sql.format(marks=",".join("?" * len(part))), [*before, *part])
 
 
 def copy_probes(con, src, seen: set[str], path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragcov.data.locking import write_lock
+from ragcov.data.probes import rows_in
 from ragcov.errors import RagcovError
 
 if TYPE_CHECKING:
@@ -154,13 +155,8 @@ def record_rows(data: CoverageData, side: str, rows: Sequence[StageRow],
 
 
 def _ids_to_idx(con: sqlite3.Connection, table: str, ids: Sequence[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for start in range(0, len(ids), 500):
-        part = list(ids[start:start + 500])
-        marks = ",".join("?" * len(part))
-        out.update((str(i), int(x)) for x, i in con.execute(
-            f"SELECT idx, id FROM {table} WHERE id IN ({marks})", part))
-    return out
+    return {str(i): int(x) for x, i in rows_in(
+        con, f"SELECT idx, id FROM {table} WHERE id IN ({{marks}})", ids)}
 
 
 def write_meta(data: CoverageData, key: str, value: Any) -> None:
@@ -205,20 +201,18 @@ def pending(data: CoverageData, side: str) -> list[tuple[str, str, list[int]]]:
         rows = [(int(i), str(q), str(t)) for i, q, t in con.execute(
             f"SELECT idx, id, text FROM {table} WHERE TRIM(COALESCE(text, '')) != '' {done} "
             "ORDER BY idx", (side,) if staged else ())]
+        todo = [r[0] for r in rows]
         lists: dict[int, list[int]] = {}
-        for start in range(0, len(rows), 500):
-            part = [r[0] for r in rows[start:start + 500]]
-            marks = ",".join("?" * len(part))
-            for idx, chunk in con.execute(f"SELECT {key}, chunk_idx FROM {hits} WHERE {key} IN "
-                                          f"({marks}) ORDER BY {key}, rank", part):
-                lists.setdefault(int(idx), []).append(int(chunk))
-            if staged:
-                first: dict[int, list[int]] = {}
-                for idx, chunk in con.execute(
-                        f"SELECT row_idx, chunk_idx FROM stage_hits WHERE side = ? AND stage = ? "
-                        f"AND row_idx IN ({marks}) ORDER BY row_idx, rank", [side, FIRST, *part]):
-                    first.setdefault(int(idx), []).append(int(chunk))
-                lists.update(first)
+        for idx, chunk in rows_in(con, f"SELECT {key}, chunk_idx FROM {hits} WHERE {key} IN "
+                                  f"({{marks}}) ORDER BY {key}, rank", todo):
+            lists.setdefault(int(idx), []).append(int(chunk))
+        first: dict[int, list[int]] = {}
+        if staged:
+            for idx, chunk in rows_in(con, "SELECT row_idx, chunk_idx FROM stage_hits WHERE side = "
+                                      "? AND stage = ? AND row_idx IN ({marks}) ORDER BY row_idx, "
+                                      "rank", todo, (side, FIRST)):
+                first.setdefault(int(idx), []).append(int(chunk))
+        lists.update(first)
     return [(qid, text, lists.get(idx, [])) for idx, qid, text in rows]
 
 

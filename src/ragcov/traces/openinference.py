@@ -110,10 +110,7 @@ def pick_openinference(span: Span, path: Any) -> Picked | None:
     if span.kind == "RETRIEVER":
         return query_text(span.attributes, ("input.value",)), retriever_documents(span, path)
     if span.kind == "RERANKER":
-        items = read_documents(span.attributes, "reranker.output_documents", path, span.line,
-                               OI_DOC)
-        if items is not None:
-            return query_text(span.attributes, ("reranker.query", "input.value")), items
+        return _reranker(span, path, "reranker.output_documents")
     return None
 
 
@@ -122,12 +119,15 @@ def pick_first_stage(span: Span, path: Any) -> Picked | None:
     it was given: the first stage) in place of its output: read through the same
     ``finish``, every query keeps its id and gets the list before its reranker."""
     if span.kind == "RERANKER":
-        items = read_documents(span.attributes, "reranker.input_documents", path, span.line,
-                               OI_DOC)
-        if items is not None:
-            return query_text(span.attributes, ("reranker.query", "input.value")), items
-        return None
+        return _reranker(span, path, "reranker.input_documents")
     return pick_openinference(span, path)
+
+
+def _reranker(span: Span, path: Any, documents: str) -> Picked | None:
+    items = read_documents(span.attributes, documents, path, span.line, OI_DOC)
+    if items is None:
+        return None
+    return query_text(span.attributes, ("reranker.query", "input.value")), items
 
 
 def finish_openinference(path: Any, read: list[Collected], nesting: Nesting,
