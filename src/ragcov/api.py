@@ -517,9 +517,12 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     todo = [p for p in probes if p.id not in done]
     asks = [] if generator is None else [r for r in rows if probe_id(ids[r], LLM) not in done]
     added = 0
-    settings = check_settings(retriever, corpus, meta.k, device) if exact else None
-    if settings is not None and settings.lexical and "rerank" not in fingerprint:
-        settings = None  # BM25 has no vectors and no ANN index: no stage to tell apart
+    # BM25 has no vectors and no ANN index: no stage to tell apart, unless a reranker follows.
+    staged = exact and (fingerprint.get("kind") != "bm25" or "rerank" in fingerprint)
+    work = pending_work(data) if staged else {}
+    settings = None
+    if staged and (todo or asks or work):  # a finished file's rerun reads no stored vector
+        settings = check_settings(retriever, corpus, meta.k, device)
     recorder = StageRecorder(retriever, corpus, settings) if settings is not None else None
     if settings is not None:
         record_settings(data, settings)
@@ -552,8 +555,7 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
             part = asks[start:start + step]
             added += record([_llm_probe(generator, texts, ids, r, seed) for r in part])
             advance(len(part))
-    work = pending_work(data, settings) if settings is not None else {}
-    if work and settings is not None:
+    if work and settings is not None and settings.vectors is not None:
         with progress_bar("Exact check", total=sum(map(len, work.values())),
                           enabled=progress) as advance:
             late = check_pending(data, settings, retriever, work, same_run, advance)

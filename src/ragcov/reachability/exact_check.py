@@ -142,10 +142,8 @@ def record_settings(data: Any, settings: CheckSettings) -> None:
     write_meta(data, "exact", settings.meta())
 
 
-def pending_work(data: Any, settings: CheckSettings) -> dict[str, list[Any]]:
-    """The probes and tests recorded without the exact check, when it can be done now."""
-    if settings.vectors is None:
-        return {}
+def pending_work(data: Any) -> dict[str, list[Any]]:
+    """The probes and tests recorded without the exact check (with their recorded lists)."""
     return {side: todo for side in (PROBE, TEST) if (todo := pending(data, side))}
 
 
