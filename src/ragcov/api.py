@@ -99,18 +99,48 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     elif data is not None:
         data.check_destination()
     run = Run(k=k, retriever=retriever.fingerprint(), source=getattr(suite, "source", None))
-    if todo:
-        run_retriever(retriever, todo, k, batch_size=batch_size, progress=progress, run=run,
-                      corpus=corpus)
-    if data is None:
-        return CoverageMatrix.from_run(run, corpus)
-    # The suite's own questions: any that ``ragcov generate`` wrote are accepted now.
-    data.write(corpus, run, append=append, accept=[q.id for q in suite])
+    if data is not None and append and len(todo) > CHECKPOINT:
+        # An append commits as it goes: an hour of a slow retriever interrupted at its last
+        # query keeps every part before it, and the rerun retrieves only what is missing.
+        _append_in_parts(data, corpus, suite, retriever, todo, k, batch_size, progress, run)
+    else:
+        if todo:
+            run_retriever(retriever, todo, k, batch_size=batch_size, progress=progress, run=run,
+                          corpus=corpus)
+        if data is None:
+            return CoverageMatrix.from_run(run, corpus)
+        # The suite's own questions: any that ``ragcov generate`` wrote are accepted now.
+        data.write(corpus, run, append=append, accept=[q.id for q in suite])
 
     record_matching(data, resolver_counts(retriever), append)
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
         data.annotate(INDEX_RECALL, retriever.measure_recall(suite.texts, k=k))
     return data.matrix()
+
+
+# Queries an ``--append`` retrieves between two commits.
+CHECKPOINT = 256
+
+
+def _append_in_parts(data: CoverageData, corpus: Corpus, suite: Suite, retriever: Any,
+                     todo: list[tuple[str, str]], k: int, batch_size: int, progress: bool,
+                     run: Run) -> None:
+    """Retrieve and commit ``todo`` in parts of :data:`CHECKPOINT` queries (one transaction
+    each), under one progress bar; ``run`` collects every part (the depth warning's)."""
+    from ragcov.retrieval import warn_if_short
+
+    with progress_bar("Retrieving", total=len(todo), enabled=progress) as advance:
+        for start in range(0, len(todo), CHECKPOINT):
+            part = todo[start:start + CHECKPOINT]
+            piece = Run(k=k, retriever=run.retriever, source=run.source)
+            run_retriever(retriever, part, k, batch_size=batch_size, progress=False, run=piece,
+                          corpus=corpus, warn_short=False)
+            data.write(corpus, piece, append=True,
+                       accept=[q.id for q in suite] if start == 0 else ())
+            for qid in piece.queries:
+                run.add(qid, piece.queries[qid], piece.results.get(qid, []))
+            advance(len(part))
+    warn_if_short(run, [qid for qid, _ in todo], len(corpus))
 
 
 @dataclass

@@ -31,7 +31,9 @@ def _os_error(exc: OSError) -> str:
     return f"{where}: {what}" if where is not None else what
 
 
-INTERRUPTED = "ragcov: interrupted (the data file keeps what was committed; rerun to resume)"
+INTERRUPTED = ("ragcov: interrupted (the data file keeps what was committed: run --append, "
+               "import --append, probe and generate commit as they go; rerun the same command to "
+               "resume)")
 
 
 def _usage_line(exc: click.ClickException) -> str:
