@@ -47,6 +47,7 @@ from ragcov.reachability.audit import audit, lost_gold
 from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
 from ragcov.reporters.table import approximate_index_note
 from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
+from ragcov.retrievers.hardware import check_settings, encoder_line, record_hardware
 from ragcov.retrievers.twins import record_matching, resolver_counts
 from ragcov.scope import ReportScope, load_scoped
 from ragcov.selection import DEFAULT_AFTER_SATURATION, order_document
@@ -88,6 +89,7 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     data.write(corpus, run, append=append)
 
     record_matching(data, resolver_counts(retriever), append)
+    record_hardware(data, getattr(retriever, "placement", None), append)
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
         data.annotate(INDEX_RECALL, retriever.measure_recall(suite.texts, k=k))
     return data.matrix()
@@ -458,7 +460,8 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
         append: bool = False, chunk_size: int = 1000, chunk_overlap: int = 100,
         split: bool = False, doc_key: str | None = None, engine: str = "local",
         scheduler: str | None = None, partitions: int | None = None, progress: bool = True,
-        parallel_mode: bool = False, notify: Any = None) -> RunResult:
+        parallel_mode: bool = False, notify: Any = None, device: str | None = "auto",
+        dtype: str | None = "auto") -> RunResult:
     """``ragcov run``: load the corpus and suite, build the retriever by name, record the run.
 
     Every setting is checked before the corpus is read or a model loaded. ``notify``
@@ -480,6 +483,14 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
         raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
     check_backend(backend)
     kind = default_retriever(retriever, corpus)
+    # Device and precision (ragcov.retrievers.hardware): refused now, before anything is read
+    # or written. Dask workers each resolve their own device: only the spelling is checked here.
+    if engine == "local":
+        from ragcov.retrievers.dense import check_hardware
+
+        check_hardware(kind, device, dtype, backend, model)
+    else:
+        check_settings(kind, device, dtype)
     if engine == "dask" and kind == "store":
         raise RagcovError("--retriever store (the default for a store URL) searches the store from "
                           "this process: use --engine local, or name another --retriever")
@@ -498,15 +509,18 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
             model = settle_model(corpus_obj, model).model
         m = measure_dask(corpus_obj, suite, retriever=kind, model=model, index=index, k=k,
                          data_file=path, append=append, scheduler=scheduler,
-                         partitions=partitions, progress=progress, backend=backend)
+                         partitions=partitions, progress=progress, backend=backend,
+                         device=device, dtype=dtype)
         return RunResult(m, path, len(corpus_obj))
     # dense and bm25 draw their own bars, a URL builds nothing (and may hold a secret);
     # a module:attr factory shows a spinner while it builds its store.
     factory = kind not in ("dense", "bm25") and "://" not in kind
     with status(f"Building retriever {kind} ...", enabled=progress and factory):
         r = make_retriever(kind, corpus_obj, model=model, index=index, progress=progress,
-                           backend=backend)
+                           backend=backend, device=device, dtype=dtype)
     if line := store_run_line(corpus_obj, kind, r, k):
+        say(line)
+    if progress and (line := encoder_line(r)):
         say(line)
     m = measure(corpus_obj, suite, r, k=k, data_file=path, append=append, progress=progress)
     twins = resolver_counts(r)
@@ -524,22 +538,28 @@ class Indexed:
     model: str
     backend: str
     cache: Path
+    placement: Any = None  # where it was embedded (ragcov.retrievers.hardware.Placement)
 
 
 def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str | None = None,
-          chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False) -> Indexed:
+          chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False,
+          device: str | None = "auto", dtype: str | None = "auto") -> Indexed:
     """``ragcov index``: embed the corpus for the dense retriever into the cache."""
     from ragcov.retrievers import make_retriever
+    from ragcov.retrievers.dense import check_hardware
     from ragcov.retrievers.onnx_encoder import check_backend
 
     check_backend(backend)  # before the corpus is read
+    check_hardware("dense", device, dtype, backend, model)
     corpus_obj = load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
                              split=split)
     # The dense retriever's own door: over a store URL the store's model is settled first
     # (checked against its vectors), as ``run --retriever dense`` does, so the cache
     # ``index`` fills is the one that run will read.
-    r = make_retriever("dense", corpus_obj, model=model, backend=backend)
-    return Indexed(len(corpus_obj), bool(r.chunks_embedded), r.model_name, r.backend, cache_dir())
+    r = make_retriever("dense", corpus_obj, model=model, backend=backend, device=device,
+                       dtype=dtype)
+    return Indexed(len(corpus_obj), bool(r.chunks_embedded), r.model_name, r.backend, cache_dir(),
+                   r.placement)
 
 
 # --- the data file as every reporter reads it ----------------------------------------------
@@ -624,6 +644,15 @@ def probe_settings(data_file: str | os.PathLike[str], corpus: str, retriever: st
                       "same one, to probe it")
 
 
+def probe_dtype(data_file: str | os.PathLike[str], dtype: str | None) -> str | None:
+    """``--dtype`` for ``ragcov probe``: as given, else the recorded run's precision (its
+    fingerprint names fp16 or bf16), so probes embed as the run did."""
+    if dtype not in (None, "auto"):
+        return dtype
+    fp = recorded_retriever(data_file) or {}
+    return fp.get("precision") or dtype
+
+
 def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
                       queries: dict[str, str], results: dict[str, Any],
                       data_file: str | os.PathLike[str], context: dict[str, str] | None = None,
@@ -645,6 +674,7 @@ def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
 _FORWARDED = {
     "make_retriever": "ragcov.retrievers", "default_retriever": "ragcov.retrievers",
     "check_backend": "ragcov.retrievers.onnx_encoder",
+    "check_hardware": "ragcov.retrievers.dense",
     "store_run_line": "ragcov.retrievers.store",
     "make_generator": "ragcov.generation", "LoopConfig": "ragcov.generation",
     "gap_targets": "ragcov.generation.targets",

@@ -17,7 +17,9 @@ from ragcov.cli.options import (
     ChunkSize,
     CorpusPath,
     DataFile,
+    Device,
     DocKey,
+    Dtype,
     Index,
     Model,
     RetrieverName,
@@ -68,6 +70,8 @@ def probe(
     doc_key: DocKey = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or report.")] = False,
     show_ids: ShowIds = False,
+    device: Device = "auto",
+    dtype: Dtype = "auto",
     ctx: typer.Context = None,  # type: ignore[assignment]
 ) -> None:
     """Probe every chunk with its own words and say which uncovered chunks no test could reach.
@@ -82,9 +86,11 @@ def probe(
     check_outputs([output], [data_file, qrels, corpus])
     labels = api.read_qrels(qrels, qrels_level) if qrels is not None else None
     retriever, model, backend = api.probe_settings(data_file, corpus, retriever, model, backend)
+    dtype = api.probe_dtype(data_file, dtype)
+    api.check_hardware(retriever, device, dtype, backend, model)  # before the corpus is read
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
     r = api.make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
-                       backend=backend)
+                       backend=backend, device=device, dtype=dtype)
     gen = None
     if generator is not None:
         gen = api.make_generator(generator, corpus_obj.texts, model=generator_model,
