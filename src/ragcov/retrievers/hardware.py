@@ -131,9 +131,13 @@ def _torch_build() -> dict[str, str | None] | None:
         return None
     path = Path(next(iter(spec.submodule_search_locations))) / "version.py"
     try:
-        text = path.read_text(encoding="utf-8")
+        return parse_torch_build(path.read_text(encoding="utf-8"))
     except OSError:
         return None
+
+
+def parse_torch_build(text: str) -> dict[str, str | None] | None:
+    """``cuda`` and ``hip`` of a torch ``version.py`` (``cuda: Optional[str] = '12.1'``)."""
     found: dict[str, str | None] = {}
     for name in ("cuda", "hip"):
         m = re.search(rf"^{name}\s*(?::[^=\n]*)?=\s*(.+?)\s*$", text, re.MULTILINE)
