@@ -86,7 +86,7 @@ def test_the_torch_build_is_read_from_its_version_file() -> None:
 def test_auto_asks_torch_only_where_a_gpu_may_be(monkeypatch) -> None:
     """A CPU-only build (off a Mac) or no NVIDIA driver on Linux: no accelerator, known
     without importing torch; a CUDA build with a driver, or a Mac: torch must be asked."""
-    monkeypatch.setattr(hardware.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(platform, "system", lambda: "Linux")
     monkeypatch.setattr(hardware.sys, "platform", "linux")
     for text, nodes, possible in [(CPU_BUILD, True, False), (CUDA_BUILD, False, False),
                                   (CUDA_BUILD, True, True), (ROCM_BUILD, False, True),
@@ -94,7 +94,7 @@ def test_auto_asks_torch_only_where_a_gpu_may_be(monkeypatch) -> None:
         monkeypatch.setattr(hardware, "_torch_build", lambda t=text: parse_torch_build(t))
         monkeypatch.setattr(hardware, "_nvidia_nodes", lambda n=nodes: n)
         assert hardware.accelerator_possible() is possible, (text, nodes)
-    monkeypatch.setattr(hardware.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(platform, "system", lambda: "Darwin")
     monkeypatch.setattr(hardware, "_torch_build", lambda: parse_torch_build(CPU_BUILD))
     assert hardware.accelerator_possible() is True  # MPS: only torch can tell
 

@@ -18,7 +18,7 @@ except ImportError:  # pragma: no cover
     from click import exceptions as click
     from click.globals import get_current_context
 
-from ragcov.cli.commands import app, blame_config
+from ragcov.cli.commands import app_for, blame_config
 from ragcov.cli.console import err
 from ragcov.controls import escape_controls
 from ragcov.errors import RagcovError
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         # Not standalone: click's errors come here, to be printed as one line.
         args = _rcfile_first(sys.argv[1:] if argv is None else list(argv))
-        code = app(args=args, prog_name="ragcov", standalone_mode=False)
+        code = app_for(args)(args=args, prog_name="ragcov", standalone_mode=False)
     except click.NoArgsIsHelpError:
         sys.exit(1)  # the help is already printed
     except click.ClickException as exc:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import platform
 import re
 import sys
 from collections.abc import Iterator
@@ -156,6 +155,8 @@ def _nvidia_nodes() -> bool:
 
 def accelerator_possible() -> bool:
     """False only when no GPU can be there, known without importing torch."""
+    import platform
+
     if importlib.util.find_spec("torch") is None:
         return False
     if platform.system() == "Darwin":
@@ -210,6 +211,8 @@ def _why_no_cuda(torch: Any) -> str:
 
 def mps_state() -> str:
     """Why Apple's MPS cannot be used here, or "" when it can."""
+    import platform
+
     if platform.system() != "Darwin":
         return f"Apple's MPS exists only on macOS (this is {platform.system() or 'not macOS'})"
     torch = _torch("mps")
