@@ -407,3 +407,44 @@ def test_a_run_on_the_gpu_is_recorded_and_matches_the_cpu(capsys, city_run, tmp_
     assert gpu.annotation("hardware")[0]["device"] == "cuda:0"
     assert gpu.meta().retriever == cpu.meta().retriever  # fp32 on either: one retriever
     assert gpu.matrix().chunk_ids == cpu.matrix().chunk_ids
+
+
+@pytest.mark.slow
+def test_int8_says_what_it_costs_in_recall_once_per_data_file(capsys, city_run, tmp_path,
+                                                              minilm_path: str) -> None:
+    """`--backend onnx-int8` stays opt-in and prints its recall@k against fp32, measured
+    here by hand too: the share of fp32's exact top k found in int8's."""
+    from ragcov.corpus import load_corpus
+    from ragcov.data import CoverageData
+    from ragcov.retrievers.dense import encode, exact_search, load_encoder
+    from ragcov.suite import load_suite
+
+    questions = ["capital of Japan", "what powers a cell", "dividends per share", "German capital",
+                 "sugar from sunlight", "debt and interest"]
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps({"id": f"q{i}", "question": q}) + "\n"
+                                              for i, q in enumerate(questions)))
+    args = [*city_run, "--backend", "onnx-int8", "--k", "3"]
+    code, _, err = cli(capsys, *args)
+    assert code == 0, err
+    recorded = CoverageData(tmp_path / ".ragcov").annotation("precision_recall")
+    assert (recorded["vectors"], recorded["k"], recorded["sample"]) == ("onnx-int8", 3, 6)
+    assert (f"ragcov: onnx-int8 vectors: recall@3 against fp32 {recorded['recall_at_k']:.3f} on 6 of "
+            "the suite's queries") in err
+    assert "ragcov: embedding on cpu (onnx-int8, int8), batch 64" in err
+    texts = load_corpus(city_run[2]).texts
+    queries = load_suite(tmp_path / "q.jsonl").texts
+    tops = []
+    for place in (Placement("cpu", "fp32", "onnx-int8"), Placement("cpu", "fp32", "onnx")):
+        encoder = load_encoder(minilm_path, placement=place)
+        tops.append(exact_search(encode(encoder, texts, progress=False),
+                                 encode(encoder, queries, progress=False), 3)[1])
+    by_hand = np.mean([len(set(a) & set(b)) / 3 for a, b in zip(*tops)])
+    assert recorded["recall_at_k"] == pytest.approx(by_hand)
+    # An append keeps the figure and does not pay for it again; fp32 says nothing.
+    with (tmp_path / "q.jsonl").open("a") as fh:
+        fh.write(json.dumps({"id": "q9", "question": "Spanish capital"}) + "\n")
+    code, _, err = cli(capsys, *args, "--append")
+    assert code == 0 and "recall@" not in err, err
+    code, _, err = cli(capsys, *city_run, "--data-file", "fp32.ragcov", "--backend", "onnx")
+    assert code == 0 and "recall@" not in err
+    assert CoverageData(tmp_path / "fp32.ragcov").annotation("precision_recall") is None

@@ -47,7 +47,12 @@ from ragcov.reachability.audit import audit, lost_gold
 from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
 from ragcov.reporters.table import approximate_index_note
 from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
-from ragcov.retrievers.hardware import check_settings, encoder_line, record_hardware
+from ragcov.retrievers.hardware import (
+    check_settings,
+    encoder_line,
+    precision_recall_line,
+    record_hardware,
+)
 from ragcov.retrievers.twins import record_matching, resolver_counts
 from ragcov.scope import ReportScope, load_scoped
 from ragcov.selection import DEFAULT_AFTER_SATURATION, order_document
@@ -523,6 +528,8 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
     if progress and (line := encoder_line(r)):
         say(line)
     m = measure(corpus_obj, suite, r, k=k, data_file=path, append=append, progress=progress)
+    if line := precision_recall_line(r, suite, k, CoverageData(path), append):
+        say(line)
     twins = resolver_counts(r)
     if twins is not None and twins.line():
         say(twins.line())

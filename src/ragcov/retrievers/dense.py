@@ -404,6 +404,46 @@ class DenseRetriever:
         return self.recall
 
 
+    def measure_precision_recall(self, texts: Sequence[str], k: int = 10, sample: int = 200,
+                                 seed: int = 0) -> dict[str, Any] | None:
+        """Recall@k of this retriever's vectors against fp32's, where they are not fp32's
+        (``--backend onnx-int8``, ``--dtype fp16|bf16``); None for fp32.
+
+        Faster vectors are opt-in and their cost in recall is measured, not assumed: a
+        seeded sample of the queries is searched exactly (flat, inner product) among this
+        retriever's corpus vectors and among fp32's, and recall@k is the share of fp32's
+        top k found in this top k. fp32's corpus vectors come from the cache when a run
+        made them, else they are embedded once, here, and cached for every later run.
+        """
+        if cache_variant(self.backend, self.placement.dtype) == "" or not len(texts):
+            return None
+        reference = dataclasses.replace(self.placement, dtype="fp32",
+                                        backend="onnx" if self.backend == "onnx-int8" else self.backend)
+        encoder = load_encoder(self._source, content=self.model.cache_key, placement=reference)
+        key = embedding_cache_key(self.corpus, self.model.cache_key, "")
+        path = embedding_cache_path(key)
+        fp32 = load_cached_embeddings(path, len(self.corpus), self.embeddings.shape[1], key=key)
+        if fp32 is None:
+            fp32 = encode(encoder, self.corpus.texts, self.batch_size,
+                          f"Embedding corpus in fp32 (the recall of {self.variant_name()})",
+                          self.progress, threads=self.threads)
+            save_embeddings(path, fp32, key)
+        rng = np.random.default_rng(seed)
+        pick = np.sort(rng.choice(len(texts), size=min(sample, len(texts)), replace=False))
+        chosen = [texts[int(i)] for i in pick]
+        kk = max(1, min(k, len(self._ids)))
+        _, mine = exact_search(self.embeddings, encode(self.encoder, chosen, self.batch_size,
+                                                      progress=False, threads=self.threads), kk)
+        _, theirs = exact_search(fp32, encode(encoder, chosen, self.batch_size, progress=False,
+                                              threads=self.threads), kk)
+        found = sum(len(set(a.tolist()) & set(b.tolist())) for a, b in zip(mine, theirs))
+        return {"recall_at_k": found / (kk * len(chosen)), "k": kk, "sample": len(chosen),
+                "vectors": self.variant_name(), "against": "fp32"}
+
+    def variant_name(self) -> str:
+        return self.backend if self.backend == "onnx-int8" else self.placement.dtype
+
+
 def exact_search(embeddings: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k by inner product (faiss brute force, blocked internally): the reference."""
     import faiss

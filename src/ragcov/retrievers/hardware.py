@@ -62,13 +62,19 @@ class Placement:
     def accelerated(self) -> bool:
         return self.device != "cpu"
 
+    @property
+    def precision(self) -> str:
+        """What the vectors are computed in: int8 weights on ``onnx-int8``, else the dtype."""
+        return "int8" if self.backend == "onnx-int8" else self.dtype
+
     def describe(self) -> str:
         where = ", ".join(self.pool) if self.pool else self.device
-        return f"{where} ({self.backend}, {self.dtype})"
+        return f"{where} ({self.backend}, {self.precision})"
 
     def record(self) -> dict[str, Any]:
         """The data file's annotation of one run (never part of the fingerprint)."""
-        out: dict[str, Any] = {"device": self.device, "backend": self.backend, "dtype": self.dtype}
+        out: dict[str, Any] = {"device": self.device, "backend": self.backend,
+                               "dtype": self.precision}
         if self.pool:
             out["pool"] = list(self.pool)
         return out
@@ -431,3 +437,23 @@ def record_places(data: Any, places: list[dict[str, Any]], append: bool = False)
             listed.append(place)
     if len(listed) > before or not append:
         data.annotate(HARDWARE, listed)
+
+
+#: The data file's annotation of the measured recall@k of int8, fp16 or bf16 vectors
+#: against fp32's (``DenseRetriever.measure_precision_recall``).
+PRECISION_RECALL = "precision_recall"
+
+
+def precision_recall_line(retriever: Any, suite: Any, k: int, data: Any,
+                          append: bool = False) -> str | None:
+    """Measure, record and say what vectors other than fp32's cost in recall@k; once per
+    data file (an append to a file that has the figure keeps it)."""
+    measure = getattr(retriever, "measure_precision_recall", None)
+    if measure is None or (append and data.annotation(PRECISION_RECALL) is not None):
+        return None
+    found = measure(suite.texts, k=k)
+    if found is None:
+        return None
+    data.annotate(PRECISION_RECALL, found)
+    return (f"ragcov: {found['vectors']} vectors: recall@{found['k']} against fp32 "
+            f"{found['recall_at_k']:.3f} on {found['sample']} of the suite's queries")
