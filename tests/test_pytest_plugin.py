@@ -478,3 +478,74 @@ def test_an_ini_corpus_path_is_relative_to_the_ini_file(toy: pytest.Pytester,
     result = toy.runpytest("-p", "no:cacheprovider", "--ragcov", str(toy.path / "test_toy.py"))
     assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])
+
+
+def test_select_writes_the_chosen_tests_for_pytest_to_run(toy: pytest.Pytester):
+    """"Run the tests that keep 90% coverage" is one command: the node ids pytest --ragcov
+    recorded reach the JSON, the order file and an args file pytest reads with @FILE."""
+    from ragcov.cli import main
+
+    assert toy.runpytest(*ragcov_args()).ret == pytest.ExitCode.OK
+    data = toy.path / ".ragcov"
+    with pytest.raises(SystemExit):
+        main(["json", "--data-file", str(data), "-o", str(toy.path / "r.json")])
+    tests = {q["test"] for q in json.loads((toy.path / "r.json").read_text())["queries"].values()}
+    assert all(t.startswith("test_toy.py::test_top_chunk[") for t in tests)
+    with pytest.raises(SystemExit):
+        main(["select", "--data-file", str(data), "--budget", "2", "--pytest-args",
+              str(toy.path / "keep.txt"), "--suite-out", str(toy.path / "keep.jsonl"),
+              "-o", str(toy.path / "order.json")])
+    order = json.loads((toy.path / "order.json").read_text())
+    keep = (toy.path / "keep.txt").read_text().splitlines()
+    assert keep == order["tests"] and len(keep) == 2 and set(keep) <= tests
+    assert [json.loads(x)["test"] for x in (toy.path / "keep.jsonl").read_text().splitlines()] == keep
+    result = toy.runpytest(*ragcov_args(), f"@{toy.path / 'keep.txt'}")
+    result.assert_outcomes(passed=2)
+
+
+FAILING_TESTS = TOY_TESTS + '''
+
+def test_a_question_that_misses(ragcov_retriever):
+    # Retrieves the dividends chunk; the test expects the Tokyo one: a retrieval failure.
+    assert ragcov_retriever("What quarterly dividends did the board declare for Tokyo?")[0][0] == "tokyo"
+'''
+
+
+def test_outcomes_stand_beside_coverage(pytester: pytest.Pytester):
+    """Each test's outcome is kept with its questions: the report shows the pass rate beside
+    coverage and gates on it, faults needs no labels, the HTML marks what a failing test
+    retrieved."""
+    from ragcov.cli import main
+
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
+    pytester.makepyfile(test_toy=FAILING_TESTS)
+    result = pytester.runpytest(*ragcov_args())
+    result.assert_outcomes(passed=4, failed=1)
+    data = pytester.path / ".ragcov"
+
+    def ragcov(*args: str) -> int:
+        with pytest.raises(SystemExit) as done:
+            main([*args, "--data-file", str(data)])
+        return done.value.code or 0
+
+    assert ragcov("report") == 0
+    report = pytester.path / "r.txt"
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert ragcov("report", "--min-hit-rate", "90") == 2
+    assert ("Correctness (test outcomes): 4 of 5 recorded tests passed (hit rate 80.0%); "
+            "failing: test_toy.py::test_a_question_that_misses") in buffer.getvalue()
+    assert ragcov("report", "--min-hit-rate", "80") == 0
+    assert ragcov("json", "-o", str(report)) == 0
+    doc = json.loads(report.read_text())
+    missing = next(q for q in doc["queries"].values() if q["test"].endswith("question_that_misses"))
+    assert missing["outcome"] == "failed" and doc["correctness"]["hit_rate"] == 0.8
+    assert ragcov("faults", "-o", str(pytester.path / "f.json")) == 0
+    faults = json.loads((pytester.path / "f.json").read_text())
+    assert faults["failures"] == [next(q for q, v in doc["queries"].items() if v is missing)]
+    assert ragcov("html", "-d", str(pytester.path / "site")) == 0
+    page = (pytester.path / "site" / "queries.html").read_text()
+    assert page.count('class="outcome-failed"') == 1 and '<span class="outcome failed">failed' in page

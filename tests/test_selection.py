@@ -269,3 +269,27 @@ def test_select_cli_budget_repeats_and_errors(beir_folder: Path, tmp_path: Path)
     assert res.exit_code != 0 and not bad.exists()
     res = _cli(["select", "--data-file", str(tmp_path / "missing"), "-o", str(bad)])
     assert res.exit_code != 0 and not bad.exists()
+
+
+def test_suite_out_keeps_every_field_and_orders_are_named_by_strategy(tmp_path: Path, monkeypatch):
+    """Gold labels such as doc_id survive a selection (only {id, text} did), under the file's
+    own key names; orders of two strategies no longer overwrite each other."""
+    sample = Path(__file__).resolve().parent.parent / "src" / "ragcov" / "data_sample"
+    monkeypatch.chdir(tmp_path)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join((sample / "finqa_questions.jsonl").read_text().splitlines(True)[:12]))
+    pages = tmp_path / "p.jsonl"
+    pages.write_text("".join((sample / "finqa_pages.jsonl").read_text().splitlines(True)[:12]))
+    assert _cli(["run", "--corpus", str(pages), "--split", "--queries", str(queries),
+                 "--retriever", "bm25", "-k", "2", "-q"]).exit_code == 0
+    res = _cli(["select", "--budget", "5", "--suite-out", "five.jsonl"])
+    assert res.exit_code == 0, res.output
+    original = {json.loads(x)["id"]: json.loads(x) for x in queries.read_text().splitlines()}
+    written = [json.loads(x) for x in Path("five.jsonl").read_text().splitlines()]
+    assert written == [original[r["id"]] for r in written] and "doc_id" in written[0]
+    assert [r["id"] for r in written] == json.loads(Path("order-coverage.json").read_text())["order"]
+    res = _cli(["select", "--strategy", "random"])
+    assert Path("order-random.json").is_file() and "Replaced" not in res.output
+    res = _cli(["select", "--strategy", "random"])
+    assert "Replaced the existing order-random.json" in res.output
+    assert json.loads(Path("order-coverage.json").read_text())["strategy"] == "coverage"

@@ -26,8 +26,13 @@ erased); never with a traceback, and never without an erase.
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import shutil
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -160,3 +165,60 @@ def test_probe_raced_against_combine_keeps_both(tmp_path: Path) -> None:
             assert not [p.name for p in folder.glob(".*")
                         if p.suffix in (".tmp", ".old") or p.name.endswith("-lock")], context
             shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("command", [["report"], ["report", "-m", "--redundant"],
+                                     ["json", "-o", "r.json"], ["xml", "-o", "r.xml"],
+                                     ["lcov", "-o", "r.lcov"], ["badge", "-o", "b.svg"],
+                                     ["html", "-d", "site"]])
+def test_a_report_reads_its_data_file_in_one_transaction(tmp_path: Path, monkeypatch, capsys,
+                                                         command: list[str]) -> None:
+    """report opened 8 read transactions: an append between two of them made one report of
+    two states of the file (a matrix of one, probes or texts of the other). Every read of a
+    report command now goes through one snapshot; the append waits for it or lands before."""
+    import ragcov.data.datafile as datafile
+    from helpers import cli
+
+    corpus = write_corpus(tmp_path)
+    write_queries(tmp_path / "q.jsonl", ["q0", "q1", "q2"])
+    data = tmp_path / ".ragcov"
+    base = ["--corpus", str(corpus), "--retriever", "datafile_race:FixedRetriever"]
+    assert cli(capsys, "run", *base, "--queries", str(tmp_path / "q.jsonl"), "-k", "2",
+               "--data-file", str(data), "-q")[0] == 0
+    assert cli(capsys, "probe", *base, "--data-file", str(data), "-q")[0] == 0
+    monkeypatch.chdir(tmp_path)
+    opened: list[Path] = []
+    real = datafile.open_for_reading
+    write_queries(tmp_path / "more.jsonl", ["m0", "m1"])
+
+    def counting(path: Path):
+        opened.append(path)
+        con = real(path)
+        if len(opened) == 1:
+            # A writer appends while the first read transaction is open: it must wait
+            # for the snapshot, and whatever the report shows is one state.
+            appended.append(threading.Thread(target=append, daemon=True))
+            appended[-1].start()
+            appended[-1].join(0.5)
+        return con
+
+    def append() -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).parent), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        subprocess.run([sys.executable, "-m", "ragcov", "run", *base, "--queries",
+                        str(tmp_path / "more.jsonl"), "-k", "2", "--data-file", str(data),
+                        "--append", "-q"], check=True, timeout=120, cwd=tmp_path, env=env)
+
+    appended: list[threading.Thread] = []
+    monkeypatch.setattr(datafile, "open_for_reading", counting)
+    code, _, err = cli(capsys, *command, "--data-file", str(data))
+    assert code == 0, err
+    assert len(opened) == 1, f"{len(opened)} read transactions"
+    appended[0].join(120)
+    monkeypatch.setattr(datafile, "open_for_reading", real)
+    if command[0] == "json":  # the report is the state before the append, whole
+        assert sorted(json.loads((tmp_path / "r.json").read_text())["queries"]) == ["q0", "q1", "q2"]
+    code, out, _ = cli(capsys, "report", "--format", "total", "--data-file", str(data))
+    assert code == 0
+    assert set(json.loads(cli(capsys, "json", "-o", "-", "--data-file", str(data))[1])["queries"]) \
+        == {"q0", "q1", "q2", "m0", "m1"}

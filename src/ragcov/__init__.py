@@ -74,7 +74,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__version__ = "0.1.0"
+from ragcov.version import __version__  # noqa: E402 - one source, read by pyproject too
 
 __all__ = ["Chunk", "Corpus", "CoverageMatrix", "Query", "RagcovError", "ReportScope", "Run",
     "Suite", "__version__", "audit_reachability", "combine", "coverage_diff", "erase",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -33,14 +33,29 @@ from ragcov.compare.gap import traffic_gap as gap
 from ragcov.config import scope_settings
 from ragcov.corpus import Corpus, load_corpus
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
+from ragcov.data.columns import chunk_hashes, chunk_positions
 from ragcov.data.datafile import INDEX_RECALL
-from ragcov.data.probes import ProbeRow, append_probes, chunk_details, read_probes, recorded_probe_ids
+from ragcov.data.probes import (
+    ProbeRow,
+    append_probes,
+    chunk_details,
+    probe_texts,
+    read_probes,
+    recorded_probe_ids,
+)
 from ragcov.data.schema import NoDataFile, check_compatible
 from ragcov.data.shards import combine_shards, shard_path
 from ragcov.data.shards import erase as erase_files
 from ragcov.errors import RagcovError
 from ragcov.files import cache_dir, load_json
 from ragcov.matrix import CoverageMatrix
+
+# Reached by the CLI and the pytest plugin through this door (explicit re-exports): what
+# formats a number, what guards an output, and the names of strategies and settings.
+from ragcov.metrics import duplicate_groups as duplicate_groups
+from ragcov.metrics import redundant_tests as redundant_tests
+from ragcov.overwrite import check_outputs as check_outputs
+from ragcov.overwrite import to_stdout as to_stdout
 from ragcov.progress import progress_bar, status
 from ragcov.qrels import load_qrels
 from ragcov.reachability.audit import audit, lost_gold
@@ -53,11 +68,15 @@ from ragcov.retrievers.hardware import (
     precision_recall_line,
     record_hardware,
 )
+from ragcov.retrievers.twins import MatchCounts as MatchCounts
 from ragcov.retrievers.twins import record_matching, resolver_counts
 from ragcov.scope import ReportScope, load_scoped
+from ragcov.selection import ALL_STRATEGIES as ALL_STRATEGIES
 from ragcov.selection import DEFAULT_AFTER_SATURATION, order_document
 from ragcov.suite import Suite, load_suite
+from ragcov.summary import display_percent as display_percent
 from ragcov.summary import fail_under_failure
+from ragcov.summary import summarize as summarize
 
 if TYPE_CHECKING:
     from ragcov.failures import Failures
@@ -91,7 +110,8 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
                       corpus=corpus)
     if data is None:
         return CoverageMatrix.from_run(run, corpus)
-    data.write(corpus, run, append=append)
+    # The suite's own questions: any that ``ragcov generate`` wrote are accepted now.
+    data.write(corpus, run, append=append, accept=[q.id for q in suite])
 
     record_matching(data, resolver_counts(retriever), append)
     record_hardware(data, getattr(retriever, "placement", None), append)
@@ -173,9 +193,10 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
                  repeats: int = 1, after_saturation: str | None = None) -> dict[str, Any]:
     """Order the recorded queries (``ragcov select``): the order document, as JSON-ready dict.
 
-    Besides the order file's keys, ``"suite"`` holds the selected queries as
-    ``{"id", "text"}`` records and, after a cut, ``"lost_ranges"`` the chunks it loses as
-    ``DOC#N`` ranges (both dropped before the order file is written).
+    Besides the order file's keys, ``"suite"`` holds the selected queries as the files
+    they were recorded from hold them (:func:`selected_records`) and, after a cut,
+    ``"lost_ranges"`` the chunks it loses as ``DOC#N`` ranges (both dropped before the
+    order file is written); ``"tests"`` (kept) the pytest node ids that asked them.
     """
 
     check_seed(seed)
@@ -189,10 +210,14 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
         raise RagcovError(f"{data_file}: no queries recorded")
     doc = order_document(m, strategy, budget, target, seed, repeats,
                          after_saturation or DEFAULT_AFTER_SATURATION)
+    doc["suite"] = selected_records(data_file, m, doc["order"])
+    tests = {qid: t for qid, t in zip(m.query_ids, m.query_context) if t}
+    if tests:
+        # The pytest node id each selected question was asked by (``pytest --ragcov``).
+        doc["tests"] = list(dict.fromkeys(tests[q] for q in doc["order"] if q in tests))
     if doc["cut"] is not None:
         # What the cut costs, as ``report -m`` lists missing chunks (``DOC#3-5``); popped by
         # the CLI before the order file is written (it keeps the ids).
-        from ragcov.data.columns import chunk_positions
         from ragcov.reporters.names import chunk_ranges
         from ragcov.summary import document_positions
 
@@ -201,6 +226,35 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
         doc["lost_ranges"] = chunk_ranges((m.doc_ids[where[c]], pos[where[c]])
                                           for c in doc["cut"]["lost_chunks"])
     return doc
+
+
+def selected_records(data_file: str | os.PathLike[str], m: Any, order: Sequence[str]
+                     ) -> list[dict[str, Any]]:
+    """The selected questions as the files they were recorded from hold them: every field
+    (gold labels such as ``doc_id``, the file's own key names). A question no recorded
+    file still holds with the same text (recorded by the pytest plugin, generated, a file
+    moved or edited since) is written as ``{"id", "text"}``, with ``test`` when a pytest
+    test asked it."""
+    from ragcov.data.datafile import QUERY_SOURCES
+
+    texts = dict(zip(m.query_ids, m.query_texts))
+    tests = dict(zip(m.query_ids, m.query_context))
+    originals: dict[str, dict[str, Any]] = {}
+    for source in CoverageData(data_file).annotation(QUERY_SOURCES) or []:
+        try:
+            suite = load_suite(source)
+        except (RagcovError, OSError):
+            continue  # moved or broken since: its questions fall back to id and text
+        for q in suite:
+            if q.record is not None and texts.get(q.id) == q.text:
+                originals.setdefault(q.id, q.record)
+    out = []
+    for qid in order:
+        record = dict(originals.get(qid) or {"id": qid, "text": texts[qid]})
+        if tests.get(qid) and "test" not in record:
+            record["test"] = tests[qid]
+        out.append(record)
+    return out
 
 
 def write_html(data_file: Any, directory: str | os.PathLike[str],
@@ -248,15 +302,16 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
     """Failing queries, grouped into faults, and the APFD of each order (``ragcov faults``).
 
     Failures come from relevance labels (``qrels``) or from imported per-query scores
-    (``scores`` with ``metric``), exactly one of the two.
+    (``scores`` with ``metric``), at most one of the two; with neither, from the test
+    outcomes ``pytest --ragcov`` recorded (a failed test's questions fail).
     """
     # Fault clustering loads scipy's graph and linear algebra: only this verb pays for it.
     from ragcov.apfd import load_order, order_names
-    from ragcov.failures import label_failures, load_scores, score_failures
+    from ragcov.failures import label_failures, load_scores, outcome_failures, score_failures
     from ragcov.faults import analyse
 
-    if (qrels is None) == (scores is None):
-        raise RagcovError("give either --qrels or --scores (with --metric)")
+    if qrels is not None and scores is not None:
+        raise RagcovError("give either --qrels or --scores (with --metric), not both")
     if scores is not None and not metric:
         raise RagcovError("--scores needs --metric NAME (the column holding the metric)")
     if qrels_level is not None and qrels_level not in ("doc", "chunk"):
@@ -275,8 +330,14 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
                 warnings.append(f"{len(unknown)} relevant chunk ids are not in the data file's "
                                 f"corpus (first: {sorted(unknown)[0]})")
         failures = label_failures(m, labels, metric or "hit", fail_below)
+    elif scores is not None:
+        failures = score_failures(m, load_scores(scores, metric), fail_below)
     else:
-        failures = score_failures(m, load_scores(scores, metric), fail_below)  # type: ignore[arg-type]
+        outcomes = (m.meta or {}).get(OUTCOMES)
+        if not outcomes:
+            raise RagcovError(f"{data_file} holds no test outcomes: give --qrels or --scores (with "
+                              "--metric), or record the suite with pytest --ragcov")
+        failures = outcome_failures(m, outcomes)
     paths = list(orders)
     named = {name: load_order(p, m) for name, p in zip(order_names(paths), paths)}
     return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings)
@@ -418,7 +479,9 @@ def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> 
     data = CoverageData(data_file)
     tests = data.matrix()
     probes = read_probes(data, tests.n_chunks)
-    return audit(tests, probes, details=lambda positions: chunk_details(data, positions))
+    return audit(tests, probes, details=lambda positions: chunk_details(data, positions),
+                 probe_texts=lambda ids: probe_texts(data, ids)).with_candidates(
+        lambda positions: chunk_details(data, positions), chunk_hashes(data.path))
 
 
 def read_qrels(qrels: str | os.PathLike[str], level: str | None = None) -> Any:
@@ -581,17 +644,30 @@ def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = N
     return load_scoped(data_file, scope)
 
 
-def approximate_note(data_file: str | os.PathLike[str]) -> str | None:
-    """The caveat for hits from an approximate index (with its measured recall); None if exact."""
-
+@contextlib.contextmanager
+def one_read(data_file: str | os.PathLike[str]) -> Iterator[None]:
+    """Every read of ``data_file`` in the block (a command's output checks, its report) in
+    one snapshot: a concurrent ``--append`` lands before it or after it, never in between.
+    A missing file is left to the command's own reader to report."""
     data = CoverageData(data_file)
-    return approximate_index_note(data.meta().retriever, data.annotation(INDEX_RECALL))
+    if not data.exists():
+        yield
+        return
+    with data.snapshot():
+        yield
+
+
+def approximate_note(scoped: Any) -> str | None:
+    """The caveat for hits from an approximate index (with its measured recall); None if
+    exact. From what :func:`report` read (the file's meta and annotations): no second read."""
+    meta = scoped.matrix.meta or {}
+    return approximate_index_note(meta.get("retriever") or {}, meta.get(INDEX_RECALL))
 
 
 def fail_under_message(coverage: float, fail_under: float | None, precision: int | None = None,
-                       what: str = "total") -> str | None:
+                       what: str = "total", shown_precision: int | None = None) -> str | None:
     """The one ``--fail-under`` gate: None when it passes, else the message to print."""
-    return fail_under_failure(coverage, fail_under, precision, what)
+    return fail_under_failure(coverage, fail_under, precision, what, shown_precision)
 
 
 def combine(files: Sequence[str | os.PathLike[str]] = (),
@@ -651,6 +727,27 @@ def probe_settings(data_file: str | os.PathLike[str], corpus: str, retriever: st
                       "same one, to probe it")
 
 
+OUTCOMES = "outcomes"
+
+
+def record_outcomes(data_file: str | os.PathLike[str], outcomes: dict[str, str]) -> None:
+    """Keep each test's outcome (pytest node id -> passed, failed, skipped) with the data
+    file, beside the outcomes of earlier sessions' other tests."""
+    data = CoverageData(data_file)
+    data.annotate(OUTCOMES, {**(data.annotation(OUTCOMES) or {}), **outcomes})
+
+
+def correctness(m: Any, qrels: str | os.PathLike[str] | None = None,
+                level: str | None = None) -> Any:
+    """Hit rate and recall@k from relevance labels, else the pass rate of the recorded test
+    outcomes; None when neither exists (:class:`ragcov.failures.Correctness`)."""
+    from ragcov.failures import label_correctness, outcome_correctness
+
+    if qrels is not None:
+        return label_correctness(m, read_qrels(qrels, level))
+    return outcome_correctness((m.meta or {}).get(OUTCOMES) or {})
+
+
 def probe_dtype(data_file: str | os.PathLike[str], dtype: str | None) -> str | None:
     """``--dtype`` for ``ragcov probe``: as given, else the recorded run's precision (its
     fingerprint names fp16 or bf16), so probes embed as the run did."""
@@ -676,30 +773,81 @@ def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
     record_matching(data, matching)
 
 
-# Loaders and factories reached through this door, imported on first use (see the
-# module docstring): name -> the module that defines it.
-_FORWARDED = {
-    "make_retriever": "ragcov.retrievers", "default_retriever": "ragcov.retrievers",
-    "check_backend": "ragcov.retrievers.onnx_encoder",
-    "check_hardware": "ragcov.retrievers.dense",
-    "store_run_line": "ragcov.retrievers.store",
-    "make_generator": "ragcov.generation", "LoopConfig": "ragcov.generation",
-    "gap_targets": "ragcov.generation.targets",
+# Factories reached through this door. Each imports its module when called: a retriever,
+# a store client or an LLM client pulls in torch, a store's client or httpx, which no
+# reading command may pay for at start-up (tests/test_startup.py). Plain imports a
+# reader (and tests/test_architecture.py) can follow, not names forwarded by importlib.
+def make_retriever(kind: str, corpus: Corpus, model: str | None = None, index: str = "flat",
+                   progress: bool = True, **options: Any) -> Any:
+    """A retriever by its CLI name (bm25, dense, store, ``module:attr`` or an HTTP URL)."""
+    from ragcov.retrievers import make_retriever as make
 
-    "check_outputs": "ragcov.overwrite", "is_store_url": "ragcov.stores",
-    "DEFAULT_AFTER_SATURATION": "ragcov.selection", "ALL_STRATEGIES": "ragcov.selection",
-    "wrap": "ragcov.retrievers", "LangChainRetriever": "ragcov.retrievers.langchain",
-    "LlamaIndexRetriever": "ragcov.retrievers.llamaindex", "MatchCounts": "ragcov.retrievers.twins",
-    "detect_format": "ragcov.traces.detect", "cyclic_gc_paused": "ragcov.traces.importer",
-}
+    return make(kind, corpus, model=model, index=index, progress=progress, **options)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _FORWARDED:
-        import importlib
+def default_retriever(retriever: str | None, corpus: str | os.PathLike[str]) -> str:
+    """The retriever a run uses when none is named (a store URL: the store's own search)."""
+    from ragcov.retrievers import default_retriever as default
 
-        return getattr(importlib.import_module(_FORWARDED[name]), name)
-    raise AttributeError(f"module 'ragcov.api' has no attribute {name!r}")
+    return default(retriever, corpus)
+
+
+def check_hardware(kind: str, device: str | None, dtype: str | None, backend: str | None,
+                   model: str | None) -> Any:
+    """Every ``--device``/``--dtype`` error of a command embedding with retriever ``kind``,
+    raised before the corpus is read; the placement it will take (None: embeds nothing)."""
+    from ragcov.retrievers.dense import check_hardware as check
+
+    return check(kind, device, dtype, backend, model)
+
+
+def store_run_line(corpus: Corpus, kind: str, retriever: Any, k: int) -> str | None:
+    """The one line that says which store, retriever and model a run over a store uses."""
+    from ragcov.retrievers.store import store_run_line as line
+
+    return line(corpus, kind, retriever, k)
+
+
+def wrap(obj: Any, corpus: Corpus | None = None, name: str | None = None) -> Any:
+    """A ragcov retriever for the user's own (a callable, LangChain, LlamaIndex)."""
+    from ragcov.retrievers import wrap as wrapped
+
+    return wrapped(obj, corpus, name)
+
+
+def make_generator(kind: str, corpus_texts: Sequence[str], **options: Any) -> Any:
+    """A question generator by name (openai, llama-cpp, extractive) for generate and probe."""
+    from ragcov.generation import make_generator as make
+
+    return make(kind, corpus_texts, **options)
+
+
+def LangChainRetriever(retriever: Any, corpus: Corpus | None = None) -> Any:  # noqa: N802
+    """A LangChain retriever as a ragcov one (the pytest plugin's ``record`` wraps with it)."""
+    from ragcov.retrievers.langchain import LangChainRetriever as adapter
+
+    return adapter(retriever, corpus)
+
+
+def LlamaIndexRetriever(retriever: Any, corpus: Corpus | None = None) -> Any:  # noqa: N802
+    """A LlamaIndex retriever as a ragcov one (the pytest plugin's ``record`` wraps with it)."""
+    from ragcov.retrievers.llamaindex import LlamaIndexRetriever as adapter
+
+    return adapter(retriever, corpus)
+
+
+def loop_config(**settings: Any) -> LoopConfig:
+    """The settings of a generation run (``ragcov generate``), checked."""
+    from ragcov.generation.loop_types import LoopConfig as config
+
+    return config(**settings)
+
+
+def gap_targets(path: Any, corpus: Any) -> tuple[list[str], list[str]]:
+    """The untested chunks ``ragcov gap`` wrote, in the order generation aims at them."""
+    from ragcov.generation.targets import gap_targets as targets
+
+    return targets(path, corpus)
 
 
 def configured_run(start: str | os.PathLike[str] | None = None) -> dict[str, Any]:
@@ -718,4 +866,5 @@ def configured_scope(command: str = "report", start: str | os.PathLike[str] | No
     lists = {k: tuple(values[k]) for k in ("include", "omit", "exclude", "exclude_docs")
              if k in values}
     return ReportScope(**lists, min_chunk_chars=values.get("min_chunk_chars", 0),
-                       reachable=values.get("reachable", False))
+                       reachable=values.get("reachable", False),
+                       include_generated=values.get("include_generated", False))

@@ -127,6 +127,11 @@ def default_map(settings: dict[str, Any], commands: dict[str, Iterable[str]],
     flat = {k.replace("-", "_"): v for k, v in settings.items() if not isinstance(v, dict)}
     where = shown_path(source)
     top = table_name(source)
+    tool = settings.get("tool")
+    if top == "" and isinstance(tool, dict) and "ragcov" in tool:
+        raise RagcovError(f"{where}: [tool.ragcov] is pyproject.toml's table; in {where} drop the "
+                          "prefix: flat keys at the top ([tool.ragcov] fail_under = 80 is "
+                          "fail_under = 80), [report] for [tool.ragcov.report]")
     for table, value in settings.items():
         if isinstance(value, dict) and table not in commands:
             raise RagcovError(f"{where}: unknown table [{top}{table}]"
@@ -282,7 +287,8 @@ def value_problem(param: Any, value: Any) -> str | None:
 
 
 #: The keys that choose what a report counts (``ragcov.scope.ReportScope``).
-SCOPE_KEYS = ("include", "omit", "exclude", "exclude_docs", "min_chunk_chars", "reachable")
+SCOPE_KEYS = ("include", "omit", "exclude", "exclude_docs", "min_chunk_chars", "reachable",
+              "include_generated")
 
 
 def reader_config(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None:
@@ -313,12 +319,13 @@ def scope_settings(command: str, start: Path | None = None) -> dict[str, Any]:
     for key, value in values.items():
         if key == "min_chunk_chars":
             ok = isinstance(value, int) and not isinstance(value, bool)
-        elif key == "reachable":
+        elif key in ("reachable", "include_generated"):
             ok = isinstance(value, bool)
         else:
             ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
         if not ok:
-            want = {"min_chunk_chars": "an integer", "reachable": "true or false"}.get(
+            want = {"min_chunk_chars": "an integer", "reachable": "true or false",
+                    "include_generated": "true or false"}.get(
                 key, "a list of strings")
             raise RagcovError(f"{shown_path(source)}: {key} = {value!r}: expected {want}")
     return values

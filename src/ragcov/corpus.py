@@ -8,6 +8,7 @@ detected (the corpus hash covers ids, document ids and content, in order).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,6 @@ from types import MappingProxyType
 from typing import Any
 
 from ragcov import fields
-from ragcov.data.schema import corpus_digest
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import CHUNK_DOC_KEYS, CHUNK_ID_KEYS, CHUNK_TEXT_KEYS, FieldError, located
 from ragcov.files import first_key, iter_jsonl, read_text, text_hash
@@ -47,6 +47,18 @@ def repeated_ids_message(kind: str, repeats: Sequence[tuple[str, int, int]],
     if len(repeats) > SHOW_REPEATS:
         lines += "; ..."
     return f"duplicate {kind} ids: {shown}{more} ({lines})"
+
+
+def corpus_digest(chunks: Iterable[tuple[str, str, str]]) -> str:
+    """The corpus hash a data file records: (chunk id, document id, content hash) rows in order.
+
+    Document ids take part: per-document reports group chunks by them, so data
+    recorded under one mapping must not mix with data recorded under another.
+    """
+    h = hashlib.sha256()
+    for row in chunks:
+        h.update(b"\0".join(part.encode("utf-8") for part in row) + b"\n")
+    return h.hexdigest()[:24]
 
 
 @dataclass(slots=True)

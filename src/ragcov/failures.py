@@ -16,10 +16,9 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import QUERY_ID_KEYS, QUERY_TEXT_KEYS, FieldError, parse_id, parse_score
@@ -27,12 +26,23 @@ from ragcov.files import first_key, iter_csv, iter_jsonl, load_json, require_fil
 from ragcov.matrix import CoverageMatrix
 from ragcov.qrels import Qrels
 
-LABEL_METRICS: tuple[str, ...] = ("hit", "context_relevance")
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+LABEL_METRICS: tuple[str, ...] = ("hit", "context_relevance", "recall")
+#: What a test's outcome says about its question: a test asserting what its retrieval
+#: found passes or fails with it (recorded by ``pytest --ragcov``).
+OUTCOME_METRIC = "test_outcome"
 
 
 # ---------------------------------------------------------------------- labels
 def relevant_hits(m: CoverageMatrix, qrels: Qrels) -> sp.csr_matrix:
-    """A 0/1 matrix on the hit pattern: 1 where the retrieved chunk is relevant to the query."""
+    """A 0/1 matrix on the hit pattern: 1 where the retrieved chunk is relevant to the query.
+
+    scipy is imported here, not with the module: ``ragcov report`` reads test outcomes
+    through this module and starts without scipy (tests/test_startup.py)."""
+    import scipy.sparse as sp
+
     rel = np.zeros(m.hits.nnz, dtype=bool)
     indptr, indices = m.hits.indptr, m.hits.indices
     keys = m.chunk_ids if qrels.level == "chunk" else m.doc_ids
@@ -53,11 +63,14 @@ def label_metric(m: CoverageMatrix, qrels: Qrels, metric: str = "hit") -> np.nda
     (a query that retrieved nothing scores 0). Unlabelled queries get NaN.
     """
     if metric not in LABEL_METRICS:
-        raise RagcovError(f"unknown label metric {metric!r}: expected hit or context_relevance")
+        raise RagcovError(f"unknown label metric {metric!r}: expected hit, context_relevance "
+                          "or recall")
     rel = relevant_hits(m, qrels)
     n_rel = np.asarray(rel.sum(axis=1, dtype=np.int64)).ravel().astype(np.float64)
     if metric == "hit":
         values = (n_rel > 0).astype(np.float64)
+    elif metric == "recall":
+        values = _recall(m, qrels)
     else:
         n_ret = np.diff(m.hits.indptr).astype(np.float64)
         values = np.divide(n_rel, n_ret, out=np.zeros_like(n_rel), where=n_ret > 0)
@@ -65,6 +78,73 @@ def label_metric(m: CoverageMatrix, qrels: Qrels, metric: str = "hit") -> np.nda
                            count=m.n_queries)
     values[~labelled] = np.nan
     return values
+
+
+def _recall(m: CoverageMatrix, qrels: Qrels) -> np.ndarray:
+    """Per query, recall@k: the share of its relevant chunks (or documents, with document
+    labels) that its top-k holds; NaN where it has no label."""
+    keys = m.chunk_ids if qrels.level == "chunk" else m.doc_ids
+    values = np.full(m.n_queries, np.nan)
+    for row, qid in enumerate(m.query_ids):
+        wanted = qrels.relevant.get(qid)
+        if wanted:
+            found = {keys[c] for c in m.retrieved(row)} & set(wanted)
+            values[row] = len(found) / len(set(wanted))
+    return values
+
+
+@dataclass(frozen=True)
+class Correctness:
+    """Coverage's other half: did the tests' retrievals find what they should?
+
+    From relevance labels: the hit rate (share of labelled queries with a relevant chunk
+    in the top-k) and mean recall@k. From test outcomes (``pytest --ragcov``): the share of
+    the tests that passed, each counted once. A suite of vague questions raises coverage
+    and retrieves nothing relevant; these are what a gate then catches.
+    """
+
+    source: str                 # "labels" or "outcomes"
+    labelled: int               # queries (labels) or tests (outcomes) counted
+    hit_rate: float
+    recall_at_k: float | None   # labels only
+    failed: list[str] = field(default_factory=list)  # tests that failed (outcomes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "labelled": self.labelled, "hit_rate": self.hit_rate,
+                "recall_at_k": self.recall_at_k, "failed_tests": self.failed}
+
+
+def label_correctness(m: CoverageMatrix, qrels: Qrels) -> Correctness:
+    hit = label_metric(m, qrels, "hit")
+    labelled = ~np.isnan(hit)
+    if not labelled.any():
+        raise RagcovError("no query of the data file has a relevance label (the labels name "
+                          "other query ids)")
+    return Correctness("labels", int(labelled.sum()), float(hit[labelled].mean()),
+                       float(np.nanmean(label_metric(m, qrels, "recall"))))
+
+
+def outcome_values(m: CoverageMatrix, outcomes: dict[str, str]) -> np.ndarray:
+    """Per query: 1 when the test that asked it passed, 0 when it failed, NaN otherwise."""
+    values = np.full(m.n_queries, np.nan)
+    for row, test in enumerate(m.query_context or []):
+        outcome = outcomes.get(test or "")
+        if outcome in ("passed", "failed"):
+            values[row] = 1.0 if outcome == "passed" else 0.0
+    return values
+
+
+def outcome_correctness(outcomes: dict[str, str]) -> Correctness | None:
+    counted = {t: o for t, o in outcomes.items() if o in ("passed", "failed")}
+    if not counted:
+        return None
+    failed = sorted(t for t, o in counted.items() if o == "failed")
+    return Correctness("outcomes", len(counted), 1 - len(failed) / len(counted), None, failed)
+
+
+def outcome_failures(m: CoverageMatrix, outcomes: dict[str, str]) -> Failures:
+    """The questions of failed tests (``faults`` without labels or scores)."""
+    return find_failures(m, outcome_values(m, outcomes), OUTCOME_METRIC, None, 0)
 
 
 # ---------------------------------------------------------------------- scores

@@ -13,6 +13,8 @@ still showing them as excluded. ragcov does the same with documents and chunks:
 * ``reachable``: chunks ``ragcov probe`` found no self-query retrieves are a retrieval
   defect, not a missing test; like coverage.py's excluded lines they leave the
   denominator (reason ``unreachable: ...``) and are listed in every report.
+* ``include_generated``: questions ``ragcov generate`` wrote are left out until accepted
+  (recorded again from the user's suite), unless this is set.
 
 Retrievals of a chunk left out are dropped with it: the reported matrix is the
 matrix of the chunks that count, so totals, metrics and redundancy all agree.
@@ -42,6 +44,9 @@ class ReportScope:
     exclude_docs: tuple[str, ...] = ()
     min_chunk_chars: int = 0
     reachable: bool = False
+    # Questions ``ragcov generate`` wrote count only once accepted (recorded from the suite)
+    # unless this is set: a vague generated question must not raise a gated total unseen.
+    include_generated: bool = False
 
     def __post_init__(self) -> None:
         # Globs are given as coverage.py's are: repeated, or comma-separated in one value
@@ -92,6 +97,8 @@ class Scoped:
     meta: Any = None  # the data file's settings (k, retriever): ragcov.data.schema.Meta
     # The corpus was read from a vector store: chunks are listed by id (no stable positions).
     from_store: bool = False
+    # Generated questions not yet accepted, left out of the counts (id -> mark), if any.
+    generated_left_out: dict[str, Any] = field(default_factory=dict)
 
     def summary(self, **options: Any) -> CoverageSummary:
         """The summary every reporter prints: excluded chunks counted aside."""
@@ -170,20 +177,35 @@ def _unreachable(m: CoverageMatrix, reachability: Any) -> dict[int, str]:
 def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = None) -> Scoped:
     """The data file's matrix with ``scope`` applied: what every report reads."""
     from ragcov.data import CoverageData
-    from ragcov.data.columns import chunk_positions
-    from ragcov.data.datafile import CORPUS_KIND
-    from ragcov.data.probes import chunk_details, read_probes
 
     data = CoverageData(data_file)
+    with data.snapshot():  # one read: the matrix, probes, texts and positions of one state
+        return _load_scoped(data, data_file, scope or ReportScope())
+
+
+def _load_scoped(data: Any, data_file: str | os.PathLike[str], scope: ReportScope) -> Scoped:
+    from ragcov.data.columns import chunk_hashes, chunk_positions
+    from ragcov.data.datafile import CORPUS_KIND
+    from ragcov.data.probes import chunk_details, probe_texts, read_probes
+
     m = data.matrix()
+    generated = dict((m.meta or {}).get("generated") or {})
+    left_out: dict[str, Any] = {}
+    if generated and not scope.include_generated:
+        keep = [i for i, q in enumerate(m.query_ids) if q not in generated]
+        left_out = {q: generated[q] for q in m.query_ids if q in generated}
+        m = m.select_rows(keep)
     probes = read_probes(data, m.n_chunks)
     reachability = None
     if probes is not None:
         from ragcov.reachability.audit import audit
 
-        reachability = audit(m, probes, details=lambda rows: chunk_details(data, rows))
-    scoped = apply_scope(m, data.chunk_texts(), chunk_positions(data_file),
-                         scope or ReportScope(), reachability)
+        reachability = audit(m, probes, details=lambda rows: chunk_details(data, rows),
+                             probe_texts=lambda ids: probe_texts(data, ids)).with_candidates(
+            lambda rows: chunk_details(data, rows), chunk_hashes(data.path),
+            scope.min_chunk_chars)
+    scoped = apply_scope(m, data.chunk_texts(), chunk_positions(data_file), scope, reachability)
+    scoped.generated_left_out = left_out
     scoped.meta = data.meta()
     scoped.from_store = data.annotation(CORPUS_KIND) == "store"
     return scoped

@@ -25,6 +25,9 @@ class Query:
     id: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: The record as the file gave it (every field, its own key names): what a selected suite
+    #: written back out keeps, gold labels such as ``doc_id`` included
+    record: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 class Suite(Sequence[Query]):
@@ -66,16 +69,18 @@ class Suite(Sequence[Query]):
         return f"Suite({len(self)} queries)"
 
 
-def _with_ids(rows: Iterable[tuple[Any, str, dict[str, Any]]]) -> list[Query]:
+def _with_ids(rows: Iterable[tuple[Any, str, dict[str, Any]]],
+              records: Sequence[dict[str, Any]] | None = None) -> list[Query]:
     """Give id-less rows ``q-<hash>``; repeated texts get ``-2``, ``-3``... in file order."""
     out: list[Query] = []
     used: dict[str, int] = {}
-    for qid, text, meta in rows:
+    for n, (qid, text, meta) in enumerate(rows):
         if qid is None:
             base = f"q-{text_hash(text)[:12]}"
             used[base] = used.get(base, 0) + 1
             qid = base if used[base] == 1 else f"{base}-{used[base]}"
-        out.append(Query(id=str(qid), text=text, metadata=meta))
+        out.append(Query(id=str(qid), text=text, metadata=meta,
+                         record=records[n] if records is not None else None))
     return out
 
 
@@ -107,10 +112,11 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
     suffix = p.suffix.lower()
     unit = "line"
     where: list[int] = []  # each row's line number, or its position in a JSON list
+    records: list[dict[str, Any]] = []
     if suffix in (".jsonl", ".ndjson"):
-        rows = [_row(p, n, obj) for n, obj in _numbered(iter_jsonl(p), where)]
+        rows = [_row(p, n, obj) for n, obj in _numbered(iter_jsonl(p), where, records)]
     elif suffix == ".csv":
-        rows = [_row(p, n, obj) for n, obj in _numbered(iter_csv(p), where)]
+        rows = [_row(p, n, obj) for n, obj in _numbered(iter_csv(p), where, records)]
     elif suffix == ".json":
         unit = "item"
         data = load_json(p)
@@ -124,21 +130,23 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
             if not isinstance(obj, dict):
                 raise InputFormatError(p, None, f"item {i} is not an object")
             rows.append(_row(f"{p} item {i}", None, obj))
+            records.append(obj)
             where.append(i)
     else:
         raise RagcovError(f"{p}: unsupported query file (expected .jsonl, .csv or .json)")
     if not rows:
         raise RagcovError(f"{p}: the suite is empty (no queries)")
-    queries = _with_ids(rows)
+    queries = _with_ids(rows, records)
     _check_repeats(p, queries, where, unit)
     return Suite(queries, source=str(p))
 
 
-def _numbered(rows: Iterable[tuple[int, dict[str, Any]]], where: list[int]
-              ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Pass ``(line, row)`` pairs through, noting each line in ``where``."""
+def _numbered(rows: Iterable[tuple[int, dict[str, Any]]], where: list[int],
+              records: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Pass ``(line, row)`` pairs through, noting each line in ``where`` and each record."""
     for lineno, obj in rows:
         where.append(lineno)
+        records.append(obj)
         yield lineno, obj
 
 

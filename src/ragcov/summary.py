@@ -182,19 +182,28 @@ def fails_under(coverage: float, fail_under: float, precision: int = GATE_PRECIS
 
 
 def fail_under_failure(coverage: float, fail_under: float | None,
-                       precision: int | None = None, what: str = "total") -> str | None:
+                       precision: int | None = None, what: str = "total",
+                       shown_precision: int | None = None) -> str | None:
     """The one fail-under gate every command runs: None when it passes, else its message.
 
     ``precision`` None means :data:`GATE_PRECISION`; the message shows the total at the
     precision it was compared at, so "53.00% is less than 53.01" is never printed as "53%".
+    ``shown_precision`` is the precision the report above printed the total at: when that
+    rounding reaches the threshold ("59%" above a failure at 58.77), the message says why.
     """
     if fail_under is None:
         return None
     p = GATE_PRECISION if precision is None else precision
     if not fails_under(coverage, fail_under, p):
         return None
-    return (f"Coverage failure: {what} of {display_percent(coverage, p)}% is less than "
-            f"fail-under={fail_under:g}")
+    message = (f"Coverage failure: {what} of {display_percent(coverage, p)}% is less than "
+               f"fail-under={fail_under:g}")
+    if shown_precision is not None and shown_precision < p and \
+            float(display_percent(coverage, shown_precision)) >= fail_under:
+        message += (f" (the table above rounds it to {display_percent(coverage, shown_precision)}%; "
+                    f"the gate compares the total at {p} decimals, as `ragcov report --format "
+                    "total` prints it: a ratchet sets --fail-under to that number)")
+    return message
 
 
 def display_percent(fraction: float, precision: int = 0) -> str:

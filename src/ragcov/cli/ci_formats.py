@@ -7,8 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ragcov import __version__
-from ragcov.api import ReportScope
+from ragcov.api import ReportScope, display_percent
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,
@@ -21,7 +20,7 @@ from ragcov.reporters.badge import badge_svg, colour_for, parse_thresholds
 from ragcov.reporters.ci_lines import file_lines
 from ragcov.reporters.cobertura import cobertura_xml
 from ragcov.reporters.lcov import lcov_tracefile
-from ragcov.summary import display_percent
+from ragcov.version import __version__
 
 Output = Annotated[Path, typer.Option("-o", "--output", help="Where to write; - for stdout.")]
 

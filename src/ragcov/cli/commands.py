@@ -64,7 +64,7 @@ class _Group(_PlainFlags, TyperGroup):
 
 def _show_version(value: bool) -> None:
     if value:
-        from ragcov import __version__
+        from ragcov.version import __version__
 
         typer.echo(f"ragcov {__version__}")
         raise typer.Exit()

@@ -27,7 +27,8 @@ def faults(
     qrels_level: Annotated[str | None, typer.Option(
         help="doc or chunk: what the ids of TREC/BEIR qrels name (JSONL says it itself).")] = None,
     scores: Annotated[Path | None, typer.Option(
-        help="Per-query scores (.csv/.jsonl/.json) with a query id or query text column.")] = None,
+        help="Per-query scores (.csv/.jsonl/.json) with a query id or query text column. With "
+        "neither --qrels nor --scores: the test outcomes pytest --ragcov recorded.")] = None,
     metric: Annotated[str | None, typer.Option(
         help="With --qrels: hit (default) or context_relevance. With --scores: the column.")] = None,
     fail_below: Annotated[float | None, typer.Option(

@@ -99,7 +99,7 @@ def generate(
 ) -> None:
     """Generate questions aimed at uncovered chunks; each is checked against the retriever."""
     api.validate_k(k)  # every setting checked before the corpus is read or a model started
-    config = api.LoopConfig(budget=budget, strategy=strategy, policy=policy,
+    config = api.loop_config(budget=budget, strategy=strategy, policy=policy,
                         target_cc=None if target is None else target / 100.0,
                         targets_per_call=targets_per_call, patience=patience,
                         max_attempts=max_attempts, seed=seed, max_calls=max_calls,
@@ -166,6 +166,10 @@ def _print_summary(s: Any) -> None:
     out.print(f"Reached their target: {s.hits}/{s.accepted} ({hit_rate}); chunk coverage "
               f"{s.cc_start * 100:.1f}% -> {s.cc_end * 100:.1f}% of {s.chunks} chunks",
               markup=False)
+    if s.accepted:
+        out.print(f"The questions are kept apart until reviewed: reports and gates leave them out "
+                  f"(--include-generated counts them) until your suite holds them: add the ones "
+                  f"you keep from {s.out} to it and run it", markup=False)
     if s.skipped_unreachable:
         shown = ", ".join(s.skipped_unreachable[:5])
         more = " ..." if len(s.skipped_unreachable) > 5 else ""

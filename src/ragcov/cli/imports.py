@@ -53,9 +53,8 @@ def import_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
     """Import recorded retrievals (production traces, TREC/ranx runs) and record coverage."""
-    from ragcov.api import record_traces
+    from ragcov.api import record_traces, summarize
     from ragcov.reporters.table import render_headline
-    from ragcov.summary import summarize
 
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     texts = None

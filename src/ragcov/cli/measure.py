@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ragcov import api
+from ragcov.api import summarize
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -26,7 +27,6 @@ from ragcov.cli.options import (
     Split,
 )
 from ragcov.reporters.table import render_headline
-from ragcov.summary import summarize
 
 
 def run(

@@ -12,10 +12,9 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import DEFAULT_DATA_FILE
+from ragcov.api import DEFAULT_DATA_FILE, to_stdout
 from ragcov.config import MAX_PRECISION
 from ragcov.errors import RagcovError
-from ragcov.overwrite import to_stdout
 
 # Reusable option types -------------------------------------------------------
 #: The data file's environment variable, as coverage.py's COVERAGE_FILE: a flag wins over
@@ -99,7 +98,7 @@ def check_fail_under(fail_under: float | None) -> None:
 
 
 def gate(coverage: float, fail_under: float | None, precision: int | None = None,
-         what: str = "total") -> None:
+         what: str = "total", shown_precision: int | None = None) -> None:
     """``--fail-under`` for every command, run after its report is written (as coverage.py).
 
     One check and one message (:func:`ragcov.summary.fail_under_failure`), so ``report``,
@@ -107,7 +106,7 @@ def gate(coverage: float, fail_under: float | None, precision: int | None = None
     """
     from ragcov.api import fail_under_message
 
-    fail(fail_under_message(coverage, fail_under, precision, what))
+    fail(fail_under_message(coverage, fail_under, precision, what, shown_precision))
 
 
 def fail(message: str | None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -27,9 +28,16 @@ from ragcov.cli.options import (
     Split,
     emit,
     load_corpus_opts,
+    to_stdout,
+    write_output,
 )
 from ragcov.errors import RagcovError
-from ragcov.reporters.reachability import lost_gold_text, reachability_json, reachability_text
+from ragcov.reporters.reachability import (
+    draft_suite,
+    lost_gold_text,
+    reachability_json,
+    reachability_text,
+)
 
 
 def probe(
@@ -70,6 +78,10 @@ def probe(
     doc_key: DocKey = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or report.")] = False,
     show_ids: ShowIds = False,
+    drafts_out: Annotated[Path | None, typer.Option(
+        "--drafts-out", help="Write a draft test for each untested chunk (the probe question "
+        "that reached it, with the chunk it should retrieve) as a JSONL suite to review and "
+        "add; - for stdout.")] = None,
     device: Device = "auto",
     dtype: Dtype = "auto",
     ctx: typer.Context = None,  # type: ignore[assignment]
@@ -83,9 +95,16 @@ def probe(
     if format not in ("text", "json"):
         raise RagcovError(f"unknown --format {format!r}: expected text or json")
     api.check_seed(seed)
-    check_outputs([output], [data_file, qrels, corpus])
+    check_outputs([output, drafts_out], [data_file, qrels, corpus])
     labels = api.read_qrels(qrels, qrels_level) if qrels is not None else None
+    given = retriever
     retriever, model, backend = api.probe_settings(data_file, corpus, retriever, model, backend)
+    if given is None and not quiet:
+        # Said, not assumed: a probe through another retriever than the suite's measures
+        # another thing, so the one taken from the data file is named.
+        named = f"{retriever} ({model})" if model else retriever
+        err.print(f"ragcov: probing through the retriever {data_file} was recorded with: {named}",
+                  markup=False)
     dtype = api.probe_dtype(data_file, dtype)
     api.check_hardware(retriever, device, dtype, backend, model)  # before the corpus is read
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
@@ -103,6 +122,11 @@ def probe(
                   "them", markup=False)
     gold = api.lost_gold_of(done.reachability, labels) if labels is not None else None
     view = _as_the_report_counts(ctx, data_file, done.reachability)
+    if drafts_out is not None:
+        drafts = draft_suite(view)
+        write_output("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in drafts), drafts_out)
+        if not quiet and not to_stdout(drafts_out):
+            err.print(f"Wrote {len(drafts)} draft tests to {drafts_out}", markup=False)
     if quiet and output is None:
         return
     if gold is not None and gold["not_in_corpus"] and not quiet:
@@ -110,8 +134,6 @@ def probe(
                   f"{qrels} name nothing in the corpus (first: {gold['not_in_corpus'][0]}); left "
                   "out of lost gold", markup=False)
     if format == "json":
-        import json
-
         text = json.dumps(reachability_json(view, gold), indent=2, allow_nan=False)
     else:
 

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import ReportScope, approximate_note
+from ragcov import api
+from ragcov.api import ReportScope, approximate_note, duplicate_groups, redundant_tests
 from ragcov.api import report as report_data
 from ragcov.cli.console import out
 from ragcov.cli.options import (
@@ -19,15 +20,22 @@ from ragcov.cli.options import (
     Support,
     check_fail_under,
     check_precision,
+    fail,
     gate,
 )
 from ragcov.cli.report_options import scoped, write_scoped
+from ragcov.errors import RagcovError
 from ragcov.files import json_text
-from ragcov.metrics import duplicate_groups, redundant_tests
 from ragcov.reporters import DEFAULT_JSON_FILE
 from ragcov.reporters.jsonreport import json_report
 from ragcov.reporters.reachability import reachability_lines
-from ragcov.reporters.sections import duplicates_line, excluded_line, redundant_lines
+from ragcov.reporters.sections import (
+    correctness_line,
+    duplicates_line,
+    excluded_line,
+    generated_line,
+    redundant_lines,
+)
 from ragcov.reporters.table import render_table, retriever_line
 
 
@@ -51,6 +59,16 @@ def report(
         "--redundant/--no-redundant",
         help="List redundant tests, each with the test that subsumes it or overlaps it most.")]
     = False,
+    qrels: Annotated[Path | None, typer.Option(
+        help="Relevance labels (JSONL, TREC or BEIR TSV): show the hit rate and recall@k "
+        "beside coverage. Without it, the test outcomes pytest --ragcov recorded give the "
+        "pass rate.")] = None,
+    qrels_level: Annotated[str | None, typer.Option(
+        help="doc or chunk (default: detected).")] = None,
+    min_hit_rate: Annotated[float | None, typer.Option(
+        "--min-hit-rate", help="Exit with status 2 when the hit rate (percent of labelled "
+        "queries retrieving a relevant chunk; with no --qrels, of recorded tests that passed) "
+        "is below this: coverage bought with vague questions cannot pass.")] = None,
     scope: ReportScope = ReportScope(),
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
@@ -61,7 +79,13 @@ def report(
         precision = 2 if format == "total" else 0
     check_precision(precision)
     check_fail_under(fail_under)
+    if min_hit_rate is not None and not 0 <= min_hit_rate <= 100:
+        raise RagcovError(f"--min-hit-rate must be a percentage from 0 to 100, got {min_hit_rate:g}")
     scoped = report_data(data_file, scope)
+    right = api.correctness(scoped.matrix, qrels, qrels_level)
+    if min_hit_rate is not None and right is None:
+        raise RagcovError("--min-hit-rate needs --qrels, or test outcomes recorded by "
+                          "pytest --ragcov")
     summary = scoped.summary(jaccard=False)
     # A store's read order is not stable (a deleted chunk shifts every position after it):
     # its missing chunks are listed by id. A corpus file's order is, so positions are kept.
@@ -71,20 +95,26 @@ def report(
     out.print(render_table(summary, format, show_missing, skip_covered, sort, precision,
                            show_ids), markup=False)
     if format != "total":
-        lines = [excluded_line(scoped.excluded),
+        lines = [excluded_line(scoped.excluded), generated_line(scoped.generated_left_out),
                  duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
-                 approximate_note(data_file)]
-        if lines[2]:
-            lines[2] = f"Note: {lines[2]}"
+                 approximate_note(scoped)]
+        if lines[3]:
+            lines[3] = f"Note: {lines[3]}"
         if scoped.reachability is not None:
             lines += reachability_lines(scoped, show_missing, show_ids)
+        if right is not None:
+            lines.append(correctness_line(right, scoped.meta.k))
         if redundant:
             lines += ["", *redundant_lines(redundant_tests(scoped.matrix),
                                            scoped.matrix.n_queries)]
         for line in lines:
             if line is not None:
                 out.print(line, markup=False)
-    gate(summary.coverage, fail_under, gate_precision)
+    gate(summary.coverage, fail_under, gate_precision,
+         shown_precision=precision if format != "total" else None)
+    if min_hit_rate is not None and right.hit_rate * 100 < min_hit_rate:
+        fail(f"Correctness failure: hit rate of {right.hit_rate * 100:.2f}% is less than "
+             f"min-hit-rate={min_hit_rate:g}")
 
 
 @scoped

@@ -11,6 +11,7 @@ from ragcov.api import ALL_STRATEGIES, DEFAULT_AFTER_SATURATION, check_outputs, 
 from ragcov.cli.console import err
 from ragcov.cli.console import out as _out
 from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, ShowIds, to_stdout, write_output
+from ragcov.errors import RagcovError
 
 
 def _list_strategies(value: bool) -> None:
@@ -37,12 +38,17 @@ def select_cmd(
         help="Coverage order once no query adds coverage: random (seeded random order of the "
         "rest) or reset (clear the covered set and continue greedily).")]
     = DEFAULT_AFTER_SATURATION,
-    output: Annotated[Path, typer.Option(
-        "-o", "--output", help="Where to write the order (JSON); - for stdout.")]
-    = Path("order.json"),
-    suite_out: Annotated[Path | None, typer.Option(
-        help="Also write the selected queries as a JSONL suite (id, text); - for stdout.")]
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Where to write the order (JSON); - for stdout. Default: "
+        "order-STRATEGY.json, so orders of two strategies never overwrite each other.")]
     = None,
+    suite_out: Annotated[Path | None, typer.Option(
+        help="Also write the selected queries as a JSONL suite, every field of the records "
+        "they were recorded from (gold labels kept); - for stdout.")]
+    = None,
+    pytest_args: Annotated[Path | None, typer.Option(
+        "--pytest-args", help="Also write the pytest node ids of the selected tests (recorded "
+        "by pytest --ragcov), one a line: `pytest @FILE` runs just them.")] = None,
     list_strategies: Annotated[bool, typer.Option(
         "--list-strategies", is_eager=True, callback=_list_strategies,
         help="Print the strategy names, one a line, and exit.")] = False,
@@ -52,15 +58,25 @@ def select_cmd(
     import json
 
     # The pool's own query files too: a cut suite written over them would lose the rest.
-    check_outputs([output, suite_out], [data_file])
+    if output is None:
+        output = Path(f"order-{strategy}.json")
+    check_outputs([output, suite_out, pytest_args], [data_file])
+    replaced = [p for p in (output, suite_out, pytest_args)
+                if p is not None and not to_stdout(p) and p.is_file()]
     doc = select_tests(data_file, strategy, budget, target, seed, repeats, after_saturation)
     suite = doc.pop("suite")
     lost_ranges = doc.pop("lost_ranges", [])
+    if pytest_args is not None and not doc.get("tests"):
+        raise RagcovError(f"--pytest-args: {data_file} holds no pytest node ids (record the suite "
+                          "with pytest --ragcov to select tests by node id)")
     written = [output] if write_output(
         json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n", output) else []
     if suite_out is not None and write_output(
             "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in suite), suite_out):
         written.append(suite_out)
+    if pytest_args is not None and write_output("".join(f"{t}\n" for t in doc["tests"]),
+                                                pytest_args):
+        written.append(pytest_args)
     # The order (or suite) on stdout is for a pipe: the account goes to stderr beside it.
     out = err if to_stdout(output) or (suite_out is not None and to_stdout(suite_out)) else _out
     n, pool = len(doc["order"]), doc["pool_size"]
@@ -81,3 +97,5 @@ def select_cmd(
                       f"covers: {', '.join(shown[:12])}{more}", markup=False)
     if written:
         out.print("Wrote " + " and ".join(str(p) for p in written), markup=False)
+    for path in replaced:
+        out.print(f"Replaced the existing {path}", markup=False)

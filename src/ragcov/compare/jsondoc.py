@@ -29,7 +29,7 @@ def _doc(d: DocumentChange) -> dict[str, Any]:
 
 
 def diff_document(d: CoverageDiff) -> dict[str, Any]:
-    from ragcov import __version__
+    from ragcov.version import __version__
 
     changed = d.changed_queries()
     return {
@@ -54,7 +54,7 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
 
 
 def gap_document(g: TrafficGap) -> dict[str, Any]:
-    from ragcov import __version__
+    from ragcov.version import __version__
 
     return {
         "format": FORMAT_VERSION, "ragcov_version": __version__,

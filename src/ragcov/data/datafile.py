@@ -19,14 +19,16 @@ import json
 import os
 import sqlite3
 import stat
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.data.checks import check_appendable, check_read, first_problem, refuse
 from ragcov.data.locking import open_for_reading, write_lock, writers_turn
+from ragcov.data.names import DEFAULT_DATA_FILE
 from ragcov.data.schema import (
     DataFileLocked,
     Meta,
@@ -55,6 +57,9 @@ QUERY_SOURCES = "query_sources"
 # "store" when the corpus was read from a vector store: its read order is the store's, so a
 # report lists a store's chunks by id, not by position (which a deleted chunk shifts).
 CORPUS_KIND = "corpus_kind"
+# Questions written by ``ragcov generate`` (id -> {"source", "hit_target"}): kept out of the
+# suite's totals and gates until accepted, i.e. recorded again from the user's own suite.
+GENERATED = "generated"
 # Annotation key of the measured recall of an approximate index (a report's caveat).
 INDEX_RECALL = "index_recall"
 
@@ -72,7 +77,16 @@ class CoverageData:
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
-        """A connection inside one read transaction: every statement sees one snapshot."""
+        """A connection inside one read transaction: every statement sees one snapshot.
+
+        Inside :meth:`snapshot` of the same file (on this thread) it is that snapshot's
+        connection, whichever reader asks: a report's matrix, probes, texts and
+        positions then come from one state of the file, never from two on either side
+        of a concurrent append."""
+        held = _held_snapshot(self.path)
+        if held is not None:
+            yield held
+            return
         with closing(open_for_reading(self.path)) as con, sqlite_errors(self.path):
             try:
                 yield con
@@ -82,6 +96,25 @@ class CoverageData:
                 # must not turn a finished read into "not a readable data file".
                 if con.in_transaction:
                     con.execute("COMMIT")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read of this file inside the block, by any reader on this thread, in one
+        read transaction (one snapshot; writers wait for it, as for any reader)."""
+        key = _snapshot_key(self.path)
+        held = getattr(_SNAPSHOTS, "by_path", None)
+        if held is None:
+            held = _SNAPSHOTS.by_path = {}
+        if key in held:  # already inside one: the outer snapshot is the one
+            yield
+            return
+        with self.reading() as con:
+            con.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # the snapshot starts here
+            held[key] = con
+            try:
+                yield
+            finally:
+                del held[key]
 
     def meta(self) -> Meta:
         with self.reading() as con:
@@ -241,34 +274,43 @@ class CoverageData:
 
     # ---------------------------------------------------------------- writing
     def write(self, corpus: Corpus, run: Run, append: bool = False,
-              context: dict[str, str] | None = None, same_hits: bool = False) -> int:
+              context: dict[str, str] | None = None, same_hits: bool = False,
+              generated: dict[str, dict[str, Any]] | None = None, accept: Iterable[str] = ()
+              ) -> int:
         """Record ``run`` over ``corpus``; returns how many queries were added.
 
         Without ``append`` the file is replaced. With it, the file must have been
         made with the same k, corpus and retriever, and queries already recorded
         are kept as they were. With ``same_hits`` (an import, whose hits are the
         record itself) a recorded query the run gives other hits is refused: keeping
-        the recorded list would drop the new one unseen.
+        the recorded list would drop the new one unseen. ``generated`` marks the run's
+        queries as written by ``ragcov generate`` (in the same transaction); any other
+        write of a marked id, or of an id in ``accept`` (the whole suite of a ``run``,
+        recorded ids included), accepts it: the user's suite now holds it.
         """
         _check_run_against_corpus(run, corpus)
+        marks = _Marks(generated or {}, () if generated else (run.queries, accept))
         if append:
-            return self._append(corpus, run, context or {}, same_hits)
+            return self._append(corpus, run, context or {}, same_hits, marks)
         self.check_destination()
         # In the writers' turn: an appender mid-transaction keeps its file (and its journal,
         # which SQLite finds by name) until it commits; one that waits appends to ours.
         with writers_turn(self.path):
-            return self._create(corpus, run, context or {}, replace=True)
+            return self._create(corpus, run, context or {}, replace=True, marks=marks)
 
-    def _create(self, corpus: Corpus, run: Run, context: dict[str, str], replace: bool) -> int:
+    def _create(self, corpus: Corpus, run: Run, context: dict[str, str], replace: bool,
+                marks: _Marks | None = None) -> int:
         """A new file, built aside and published; without ``replace`` only if the path is free."""
         meta = new_meta(run.k, run.retriever, corpus.hash)
         with (atomic_path(self.path, replace=replace) as tmp, sqlite_errors(tmp),
               new_file(tmp, meta) as con):
             _insert_chunks(con, corpus)
-            return _insert_queries(con, corpus, run, {}, 0, context)
+            added = _insert_queries(con, corpus, run, {}, 0, context)
+            _mark_generated(con, marks)
+            return added
 
     def _append(self, corpus: Corpus, run: Run, context: dict[str, str],
-                same_hits: bool = False) -> int:
+                same_hits: bool = False, marks: _Marks | None = None) -> int:
         # Under the write lock that combine and erase take too, so an append never lands
         # in a file they have just replaced or removed.
         while True:
@@ -276,7 +318,7 @@ class CoverageData:
                 if con is None:  # no file (or erased since): a new one, if the path is still free
                     self.check_destination()
                     try:
-                        return self._create(corpus, run, context, replace=False)
+                        return self._create(corpus, run, context, replace=False, marks=marks)
                     except TargetExists:
                         continue  # made meanwhile by a writer that takes no turn: append to it
                 if not has_tables(con):  # an empty file (touch, a killed >): no data yet
@@ -288,7 +330,48 @@ class CoverageData:
                 if same_hits:
                     _check_recorded_hits(con, corpus, run, existing)
                 start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
-                return _insert_queries(con, corpus, run, existing, start, context)
+                added = _insert_queries(con, corpus, run, existing, start, context)
+                _mark_generated(con, marks)
+                return added
+
+
+@dataclass(frozen=True)
+class _Marks:
+    """Generated questions to mark (id -> mark), and the ids whose marks a write accepts."""
+
+    mark: dict[str, dict[str, Any]]
+    accept: tuple[Iterable[str], ...] = ()
+
+
+def _mark_generated(con: sqlite3.Connection, marks: _Marks | None) -> None:
+    """Mark the generated questions, or accept marked ones this write records again."""
+    if marks is None:
+        return
+    row = con.execute("SELECT value FROM meta WHERE key = ?", (f"x:{GENERATED}",)).fetchone()
+    if row is None and not marks.mark:
+        return  # nothing ever generated here: nothing to accept
+    marked: dict[str, Any] = json.loads(row[0]) if row else {}
+    before = len(marked)
+    marked.update(marks.mark)
+    accepted = [qid for ids in marks.accept for qid in ids if qid in marked]
+    for qid in accepted:
+        del marked[qid]
+    if marks.mark or len(marked) != before:
+        con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                    (f"x:{GENERATED}", json.dumps(marked, sort_keys=True)))
+
+
+# The snapshots open on each thread (a connection serves the thread that opened it).
+_SNAPSHOTS = threading.local()
+
+
+def _snapshot_key(path: Path) -> str:
+    return os.path.realpath(path)
+
+
+def _held_snapshot(path: Path) -> sqlite3.Connection | None:
+    held = getattr(_SNAPSHOTS, "by_path", None)
+    return held.get(_snapshot_key(path)) if held else None
 
 
 def _insert_chunks(con: sqlite3.Connection, corpus: Corpus) -> None:

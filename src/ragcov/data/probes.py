@@ -230,6 +230,18 @@ def chunk_details(data: CoverageData, positions: Sequence[int]) -> dict[int, tup
     return out
 
 
+def probe_texts(data: CoverageData, ids: Sequence[str]) -> dict[str, str]:
+    """The texts of the probes with these ids (the drafts of untested chunks' tests)."""
+    out: dict[str, str] = {}
+    with data.reading() as con:
+        for start in range(0, len(ids), 500):
+            part = list(ids[start:start + 500])
+            marks = ",".join("?" * len(part))
+            out.update((str(pid), str(text)) for pid, text in con.execute(
+                f"SELECT id, text FROM probes WHERE id IN ({marks})", part))
+    return out
+
+
 def copy_probes(con, src, seen: set[str], path: Path) -> None:  # type: ignore[no-untyped-def]
     """Copy the probes of ``src`` whose ids are not in ``seen`` into ``con`` (a combine).
 

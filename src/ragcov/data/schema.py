@@ -9,7 +9,6 @@ locked file) surface as one line naming the file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -21,7 +20,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ragcov.data import FORMAT_VERSION
+from ragcov.corpus import corpus_digest
+from ragcov.data.names import FORMAT_VERSION
 from ragcov.errors import RagcovError
 from ragcov.user_warnings import warn
 
@@ -62,7 +62,7 @@ class Meta:
 
 def new_meta(k: int, retriever: dict[str, Any], corpus_hash: str) -> Meta:
     """The meta of a file written now, in this format, by this version of ragcov."""
-    from ragcov import __version__
+    from ragcov.version import __version__
 
     return Meta(format=FORMAT_VERSION, ragcov_version=__version__, k=k, retriever=retriever,
                 corpus_hash=corpus_hash,
@@ -102,18 +102,6 @@ def same_retriever(a: dict[str, Any], b: dict[str, Any], where: str = "", other:
                  "ragcov kept model digests): it is taken for the same model")
             return True
     return False
-
-
-def corpus_digest(chunks: Iterable[tuple[str, str, str]]) -> str:
-    """The corpus hash a data file records: (chunk id, document id, content hash) rows in order.
-
-    Document ids take part: per-document reports group chunks by them, so data
-    recorded under one mapping must not mix with data recorded under another.
-    """
-    h = hashlib.sha256()
-    for row in chunks:
-        h.update(b"\0".join(part.encode("utf-8") for part in row) + b"\n")
-    return h.hexdigest()[:24]
 
 
 def read_meta(con: sqlite3.Connection, path: Path) -> Meta:

@@ -91,11 +91,15 @@ def _prepare_data_file(data: CoverageData, corpus: Corpus, retriever: Any, k: in
     data.write(corpus, empty, append=data.exists())
     if seed_suite is not None:
         _record_missing(data, corpus, retriever, k, [(q.id, q.text) for q in seed_suite])
-    _record_missing(data, corpus, retriever, k, [(r["id"], r["text"]) for r in accepted])
+    _record_missing(data, corpus, retriever, k, [(r["id"], r["text"]) for r in accepted],
+                    generated={r["id"]: {"source": r.get("source", ""),
+                                         "hit_target": bool(r.get("hit_target"))}
+                               for r in accepted})
 
 
 def _record_missing(data: CoverageData, corpus: Corpus, retriever: Any, k: int,
-                    queries: list[tuple[str, str]]) -> None:
+                    queries: list[tuple[str, str]],
+                    generated: dict[str, dict[str, Any]] | None = None) -> None:
     """Retrieve and record queries the data file lacks (seed suite, or a crash window)."""
     todo = data.pending(queries, k, corpus.hash, retriever.fingerprint())
     if not todo:
@@ -103,7 +107,8 @@ def _record_missing(data: CoverageData, corpus: Corpus, retriever: Any, k: int,
     from ragcov.retrieval import run_retriever
 
     run = run_retriever(retriever, todo, k, progress=False)
-    data.write(corpus, run, append=True)
+    data.write(corpus, run, append=True,
+               generated={q: generated[q] for q, _ in todo} if generated else None)
 
 
 def _retrieve(retriever: Any, text: str, k: int) -> list[tuple[str, float | None]]:
@@ -268,7 +273,9 @@ class _Loop:
                   "target_ranks": [ranks.get(t) for t in targets],
                   "gain": len(gained), "cc_after": float(self.covered.mean()), "k": k}
         append_record(self.out, record)          # durable first ...
-        self.data.write(corpus, run, append=True)  # ... then one transaction
+        self.data.write(corpus, run, append=True,  # ... then one transaction
+                        generated={qid: {"source": self.out.name,
+                                         "hit_target": record["hit_target"]}})
         self.existing.add(normalize(text))
         self.accepted.append(record)
         self.summary.new += 1

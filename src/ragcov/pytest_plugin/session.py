@@ -61,6 +61,9 @@ class _Session:
         self.lines: list[str] = []
         self.error: str | None = None
         self.failed_under = False
+        # Each test's outcome, kept with its questions: what a failing test retrieved is
+        # then in the report, and `ragcov faults` needs no separate labels.
+        self.outcomes: dict[str, str] = {}
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
@@ -69,6 +72,13 @@ class _Session:
             return (yield)
         finally:
             self.recorder.nodeid = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """A test failed if any phase failed; passed or skipped by its call (or setup skip)."""
+        if report.failed:
+            self.outcomes[report.nodeid] = "failed"
+        elif report.when == "call" or (report.when == "setup" and report.skipped):
+            self.outcomes.setdefault(report.nodeid, report.outcome)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -119,6 +129,8 @@ class _Session:
         elif not self.recorder.write(s.data_file):
             self._nothing_recorded()
             return
+        if self.outcomes:
+            api.record_outcomes(s.data_file, self.outcomes)
         self.summary, lines = write_reports(s.data_file, s.reports, s.root)
         self.lines += lines
         twins = self.recorder.matching().line()

@@ -64,6 +64,47 @@ class Hubs:
                 "lorenz": [list(p) for p in self.lorenz]}
 
 
+@dataclass(frozen=True)
+class Draft:
+    """A draft test for an untested chunk: the probe question that retrieved it.
+
+    The chunk's own probes first (they ask about it), a question (an LLM's, then a
+    sentence of its own) before a list of its terms, then the best rank: what reached
+    the chunk is a question that a test could ask, once a person has read it.
+    """
+
+    text: str
+    kind: str        # "llm", "sentence" or "terms"
+    rank: int        # where it ranked the chunk
+    probe: str       # the probe's id
+    own: bool        # built from this chunk (else another chunk's probe reached it)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "kind": self.kind, "rank": self.rank, "probe": self.probe,
+                "own_probe": self.own}
+
+
+_KIND_ORDER = {"llm": 0, "sentence": 1, "terms": 2}
+
+
+def pick_drafts(untested: np.ndarray, probes: ProbeMatrix) -> dict[int, tuple[int, int]]:
+    """Per untested chunk, (probe row, rank) of the probe to draft its test from."""
+    rows = np.repeat(np.arange(probes.n_probes), np.diff(probes.indptr))
+    chunks = probes.indices.astype(np.int64)
+    keep = untested[chunks]
+    rows, chunks, ranks = rows[keep], chunks[keep], probes.rank_data[keep].astype(np.int64)
+    if not rows.size:
+        return {}
+    own = probes.source[rows] == chunks
+    kind = np.fromiter((_KIND_ORDER.get(probes.kinds[r], 3) for r in rows), dtype=np.int64,
+                       count=rows.size)
+    order = np.lexsort((rows, ranks, kind, ~own, chunks))
+    chunks, rows, ranks = chunks[order], rows[order], ranks[order]
+    first = np.ones(chunks.size, dtype=bool)
+    first[1:] = chunks[1:] != chunks[:-1]
+    return {int(c): (int(r), int(k)) for c, r, k in zip(chunks[first], rows[first], ranks[first])}
+
+
 @dataclass
 class Reachability:
     """Per chunk status (None where unknown), what displaced each unreachable chunk, and why.
@@ -97,6 +138,12 @@ class Reachability:
     all_ids: list[str] = field(default_factory=list)
     # The whole corpus's view this one was cut from (per-chunk lookups of excluded chunks).
     full: Reachability | None = None
+    # Per untested chunk (position), the probe that reached it, as a test to start from.
+    drafts: dict[int, Draft] = field(default_factory=dict)
+    # Per uncovered chunk that is junk (no words, boilerplate, too short): why; and the config
+    # lines that exclude them (ragcov.reachability.junk). Not tests to write.
+    junk: dict[int, str] = field(default_factory=dict)
+    junk_config: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.all_ids:
@@ -106,6 +153,24 @@ class Reachability:
         """A single chunk is named by its id: positions shift when a chunk is deleted, and
         ``DOC#N`` can be another chunk's id (``doc#0``, ``doc#1`` ...)."""
         return self.chunk_ids[j]
+
+    def draft(self, j: int) -> Draft | None:
+        """The draft test of untested chunk ``j`` (None for any other chunk, and for an
+        exclusion candidate: junk wants an exclusion, not a test)."""
+        return None if j in self.junk else self.drafts.get(j)
+
+    def with_candidates(self, details: ChunkDetails, hashes: Sequence[str],
+                        min_chunk_chars: int = 0) -> Reachability:
+        """This view with its uncovered junk chunks found (see :mod:`ragcov.reachability.junk`):
+        ``details`` gives the texts of positions, ``hashes`` every chunk's content hash."""
+        from collections import Counter
+
+        from ragcov.reachability.junk import exclusion_candidates
+
+        uncovered = [int(j) for j in np.flatnonzero(self.status != COVERED)]
+        found = exclusion_candidates(details(uncovered), Counter(hashes), min_chunk_chars)
+        self.junk, self.junk_config = found.reasons, found.config_lines
+        return self
 
     def displacer(self, j: int) -> str | None:
         """The id of the chunk ranked in place of chunk ``j`` by its own probe, if any."""
@@ -181,7 +246,11 @@ class Reachability:
             reason=self.reason[cols], probed=self.probed[cols],
             tests=hubs(self.tests.k_occurrence[cols]), probes=hubs(self.probes.k_occurrence[cols]),
             n_queries=self.n_queries, k=self.k, n_probes=self.n_probes, reasons_seen=seen,
-            all_ids=self.all_ids, full=self.full or self)
+            all_ids=self.all_ids, full=self.full or self,
+            drafts={new: self.drafts[int(old)] for new, old in enumerate(cols)
+                    if int(old) in self.drafts},
+            junk={new: self.junk[int(old)] for new, old in enumerate(cols) if int(old) in self.junk},
+            junk_config=self.junk_config)
 
     def totals(self) -> dict[str, Any]:
         return {"chunks": self.n_chunks, "queries": self.n_queries, "k": self.k,
@@ -194,6 +263,7 @@ class Reachability:
                 "coverage": self.coverage, "coverage_of_reachable": self.coverage_of_reachable,
                 "workload_ceiling": self.workload_ceiling,
                 "coverage_of_ceiling": self.coverage_of_ceiling,
+                "exclusion_candidates": len(self.junk),
                 "unreachable_reasons": dict(sorted(self.reasons_seen.items()))}
 
 
@@ -237,10 +307,12 @@ def lorenz(occ: np.ndarray, points: int = LORENZ_POINTS) -> list[tuple[float, fl
 
 
 ChunkDetails = Callable[[Sequence[int]], dict[int, tuple[str, str]]]
+ProbeTexts = Callable[[Sequence[str]], dict[str, str]]
 
 
 def audit(tests: CoverageMatrix, probes: ProbeMatrix | None,
-          details: ChunkDetails | None = None) -> Reachability:
+          details: ChunkDetails | None = None, probe_texts: ProbeTexts | None = None
+          ) -> Reachability:
     """Every chunk's status from the test matrix and the probe matrix of one data file.
 
     ``details`` maps chunk positions to their (text, content hash); it is asked only
@@ -289,10 +361,18 @@ def audit(tests: CoverageMatrix, probes: ProbeMatrix | None,
     status[covered] = COVERED
     displaced[covered] = -1
     reason[covered] = None
+    drafts: dict[int, Draft] = {}
+    if probes is not None and probe_texts is not None:
+        picked = pick_drafts(status == UNTESTED, probes)
+        texts = probe_texts([probes.ids[r] for r, _ in picked.values()])
+        drafts = {j: Draft(texts.get(probes.ids[r], ""), probes.kinds[r], rank, probes.ids[r],
+                           bool(probes.source[r] == j))
+                  for j, (r, rank) in picked.items()}
     return Reachability(chunk_ids=list(tests.chunk_ids), doc_ids=tests.doc_ids, status=status,
                         displaced_by=displaced, reason=reason, probed=probed,
                         tests=hubs(test_occ), probes=probe_hubs, n_queries=tests.n_queries,
-                        k=int(tests.k or 0), n_probes=n_probes, reasons_seen=reasons_seen)
+                        k=int(tests.k or 0), n_probes=n_probes, reasons_seen=reasons_seen,
+                        drafts=drafts)
 
 
 def statuses(covered: np.ndarray, probes: ProbeMatrix | None) -> np.ndarray:

@@ -35,6 +35,7 @@ from ragcov.reporters.curves import (
     greedy_curve,
     recorded_curve,
 )
+from ragcov.reporters.html_actions import add_next_actions
 from ragcov.reporters.html_context import document_filename, site_context
 from ragcov.reporters.html_extras import add_extras
 from ragcov.reporters.html_reachability import add_reachability
@@ -73,6 +74,7 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
     ctx = site_context(scoped.matrix, scoped.summary(), scoped.texts, curves, precision, title)
     add_extras(ctx, scoped)
     add_reachability(ctx, scoped)
+    add_next_actions(ctx, scoped)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(target)  # a build killed earlier: its half site, or the old one aside

@@ -97,6 +97,7 @@ def _queries(m: CoverageMatrix, doc_file: Mapping[str, str],
              context: Sequence[str]) -> list[dict[str, Any]]:
     """Each query with what it retrieved, linked to the chunk on its document's page."""
     anchor = [f"{doc_file[str(doc)]}#c{j}" for j, doc in enumerate(m.doc_ids)]
+    outcomes = (m.meta or {}).get("outcomes") or {}  # pytest --ragcov: each test's outcome
     queries = []
     for i, qid in enumerate(m.query_ids):
         retrieved = [{"id": m.chunk_ids[j], "href": anchor[j], "rank": r,
@@ -104,7 +105,7 @@ def _queries(m: CoverageMatrix, doc_file: Mapping[str, str],
                      for r, (j, s) in enumerate(zip(m.retrieved(i), m.retrieved_scores(i)),
                                                 start=1)]
         queries.append({"row": i, "id": qid, "text": m.query_texts[i], "context": context[i],
-                        "retrieved": retrieved})
+                        "retrieved": retrieved, "outcome": outcomes.get(context[i], "")})
     return queries
 
 

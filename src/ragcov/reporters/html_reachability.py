@@ -53,6 +53,9 @@ def add_reachability(ctx: dict[str, Any], scoped: Scoped) -> None:
             by = every.displacer(j)
             c["displaced_by"] = None if by is None else {"name": by, "href": link(by)}
             c["reason"] = every.reason[j]
+            draft = every.draft(j)
+            c["draft"] = draft.text if draft is not None else ""
+            c["junk"] = every.junk.get(j, "")
     lost = r.unreachable()
     t = r.totals()
     pct = lambda f: display_percent(f, 1)  # noqa: E731

@@ -11,7 +11,13 @@ FORMAT_VERSION history:
      total counted over the report's scope (reachable_chunks = chunks - unreachable,
      the denominator of coverage_of_reachable; before, it was covered + untested);
      meta.depth (k, effective_depth, mean_depth, short_queries) and queries.*.depth;
-     redundant.*.droppable_together (one set of tests removable at once, no chunk lost).
+     redundant.*.droppable_together (one set of tests removable at once, no chunk lost);
+     queries.*.test (the pytest node id that asked it, recorded by pytest --ragcov);
+     chunks.*.draft for an untested chunk (the probe question that reached it);
+     totals.exclusion_candidates, chunks.*.exclusion_candidate (junk: no words, boilerplate,
+     too short) and exclusion_config (the ragcov.toml lines that exclude them);
+     generated_left_out (questions ragcov generate wrote, not counted until accepted),
+     scope.include_generated; queries.*.outcome and correctness (pytest --ragcov outcomes).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -22,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from ragcov.failures import outcome_correctness
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import Support, duplicate_groups, redundant_tests
 from ragcov.scope import ReportScope, Scoped, apply_scope
@@ -55,10 +62,11 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         # Added within 1: how deep the lists are against k (a retriever returning fewer).
         meta_out["depth"] = s.depth.as_dict()
     if meta_out["ragcov_version"] is None:
-        from ragcov import __version__
+        from ragcov.version import __version__
 
         meta_out["ragcov_version"] = __version__
     by_chunk = m.queries_for_chunk()
+    outcomes = meta.get("outcomes") or {}  # pytest --ragcov: each test's outcome
     # each list's length as retrieved (the scope may hide some of its chunks)
     depth_of = (scoped.full if scoped.full is not None else m).depths()
     doc = {
@@ -90,7 +98,10 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         "queries": {
             qid: {"text": m.query_texts[i], "depth": int(depth_of[i]),
                   "retrieved": [m.chunk_ids[j] for j in m.retrieved(i)],
-                  "scores": m.retrieved_scores(i)}
+                  "scores": m.retrieved_scores(i),
+                  **({"test": m.query_context[i]} if m.query_context[i] else {}),
+                  **({"outcome": outcomes[m.query_context[i]]}
+                     if m.query_context[i] in outcomes else {})}
             for i, qid in enumerate(m.query_ids)
         },
         "redundant": {
@@ -101,6 +112,13 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         },
         "duplicates": [asdict(g) for g in duplicate_groups(m, scoped.texts)],
     }
+    right = outcome_correctness(outcomes)
+    if right is not None:
+        # Added within 1: the recorded tests' pass rate beside coverage.
+        doc["correctness"] = right.as_dict()
+    if scoped.generated_left_out:
+        # Added within 1: generated questions not yet accepted, left out of every count.
+        doc["generated_left_out"] = scoped.generated_left_out
     if scoped.reachability is not None:
         _add_reachability(doc, scoped.reachability)
     return doc
@@ -118,7 +136,9 @@ def _add_reachability(doc: dict[str, Any], r: Any) -> None:
     doc["totals"].update({key: totals[key] for key in (
         "probed_chunks", "not_probed_chunks", "untested_chunks", "unknown_chunks",
         "reachable_chunks", "unreachable_chunks", "coverage_of_reachable",
-        "workload_ceiling", "coverage_of_ceiling")})
+        "workload_ceiling", "coverage_of_ceiling", "exclusion_candidates")})
+    if r.junk_config:
+        doc["exclusion_config"] = r.junk_config
     every = r.full or r  # excluded chunks keep their status, though no total counts them
     position = {cid: j for j, cid in enumerate(every.chunk_ids)}
     for section in ("chunks", "excluded"):
@@ -128,3 +148,7 @@ def _add_reachability(doc: dict[str, Any], r: Any) -> None:
             entry["displaced_by"] = every.displacer(j)
             if every.reason[j] is not None:
                 entry["unreachable_reason"] = every.reason[j]
+            if every.draft(j) is not None:
+                entry["draft"] = every.draft(j).as_dict()
+            if j in every.junk:
+                entry["exclusion_candidate"] = every.junk[j]

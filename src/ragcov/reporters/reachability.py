@@ -15,26 +15,59 @@ from ragcov.reachability.audit import UNTESTED, Reachability
 from ragcov.summary import display_percent
 
 SHOW_UNREACHABLE = 20
+DRAFTS_SHOWN = 5
+
+
+def _junk_among(r: Reachability, status: str) -> str:
+    n = sum(1 for j in r.junk if r.status[j] == status)
+    return f" ({n} of them exclusion candidates: junk, see below)" if n else ""
+
+
+def candidate_lines(r: Reachability, show: int = SHOW_UNREACHABLE) -> list[str]:
+    """The uncovered chunks to exclude rather than test, and the config lines that do it."""
+    if not r.junk:
+        return []
+    kinds: dict[str, int] = {}
+    for reason in r.junk.values():
+        kinds[reason.split(":")[0]] = kinds.get(reason.split(":")[0], 0) + 1
+    ids = [r.chunk_ids[j] for j in sorted(r.junk)]
+    more = f", ... and {len(ids) - show} more" if len(ids) > show else ""
+    return ["", f"Exclusion candidates ({len(ids)}: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+            + "), junk rather than tests to write: " + ", ".join(ids[:show]) + more,
+            "  to exclude them, add to ragcov.toml ([tool.ragcov] in pyproject.toml):",
+            *(f"    {line}" for line in r.junk_config)]
 
 
 def untested_lines(r: Reachability, show_ids: bool = False, show: int = SHOW_UNREACHABLE
                    ) -> list[str]:
     """Where tests are missing: the documents with the most untested chunks (each with its
     count), or with ``show_ids`` the untested chunks' ids."""
-    untested = np.flatnonzero(r.status == UNTESTED)
+    untested = np.asarray([i for i in np.flatnonzero(r.status == UNTESTED) if int(i) not in r.junk],
+                          dtype=np.int64)
     if not untested.size:
         return []
     if show_ids:
         ids = [r.chunk_ids[i] for i in untested]
         more = f", ... and {len(ids) - show} more (--format json lists them all)" \
             if len(ids) > show else ""
-        return ["", f"Untested chunks ({len(ids)}), a test to write for each: "
-                + ", ".join(ids[:show]) + more]
-    docs, counts = np.unique(np.asarray(r.doc_ids, dtype=object)[untested].astype(str),
-                             return_counts=True)
-    order = np.lexsort((docs, -counts))[:10]
-    return ["", "Documents with the most untested chunks (--show-ids lists the chunks):",
-            *(f"  {docs[i]}  {counts[i]}" for i in order)]
+        lines = ["", f"Untested chunks ({len(ids)}), a test to write for each: "
+                 + ", ".join(ids[:show]) + more]
+    else:
+        docs, counts = np.unique(np.asarray(r.doc_ids, dtype=object)[untested].astype(str),
+                                 return_counts=True)
+        order = np.lexsort((docs, -counts))[:10]
+        lines = ["", "Documents with the most untested chunks (--show-ids lists the chunks):",
+                 *(f"  {docs[i]}  {counts[i]}" for i in order)]
+    drafted = [int(i) for i in untested if r.draft(int(i)) is not None]
+    if drafted:
+        lines += ["", f"Draft tests ({len(drafted)} untested chunks; the probe question that "
+                  "reached each, to review; --drafts-out FILE writes them all):"]
+        for i in drafted[:DRAFTS_SHOWN]:
+            d = r.draft(i)
+            assert d is not None
+            lines.append(f"  {r.chunk_ids[i]}  {d.text[:90]!r} ({d.kind} probe, rank {d.rank})")
+    return lines
 
 
 def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNREACHABLE,
@@ -46,7 +79,7 @@ def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNRE
         f"probes: {t['probes']} over {t['probed_chunks']} chunks",
         f"  covered      {t['covered_chunks']:>8}   a test retrieves it",
         f"  untested     {t['untested_chunks']:>8}   a probe retrieves it, no test does: "
-        "write a test",
+        "write a test" + _junk_among(r, UNTESTED),
         f"  unreachable  {t['unreachable_chunks']:>8}   no probe retrieves it: a retrieval defect",
     ]
     if t["unknown_chunks"]:
@@ -62,6 +95,7 @@ def reachability_text(r: Reachability, precision: int = 1, show: int = SHOW_UNRE
         f"{pct(t['workload_ceiling'])} (coverage is {pct(t['coverage_of_ceiling'])} of it)",
     ]
     lines += untested_lines(r, show_ids, show)
+    lines += candidate_lines(r, show)
     lost = r.unreachable()
     if lost:
         lines.append("")
@@ -96,8 +130,10 @@ def reachability_json(r: Reachability, lost_gold: dict[str, Any] | None = None) 
                        "displaced_by": r.displacer(i),
                        "reason": r.reason[i],
                        "k_occurrence": {"tests": int(r.tests.k_occurrence[i]),
-                                        "probes": int(r.probes.k_occurrence[i])}})
-    doc: dict[str, Any] = {"format": 1, "totals": r.totals(),
+                                        "probes": int(r.probes.k_occurrence[i])},
+                       **({"draft": r.draft(i).as_dict()} if r.draft(i) is not None else {}),
+                       **({"exclusion_candidate": r.junk[i]} if i in r.junk else {})})
+    doc: dict[str, Any] = {"format": 1, "totals": r.totals(), "exclusion_config": r.junk_config,
                            "hubs": {"tests": r.tests.as_dict(r.chunk_ids),
                                     "probes": r.probes.as_dict(r.chunk_ids)},
                            "chunks": chunks}
@@ -127,6 +163,10 @@ def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool =
              f"reachable chunks {display_percent(t['coverage_of_reachable'], 1)}% "
              f"({t['covered_chunks']} of {t['reachable_chunks']})"
              + ("" if scoped.scope.reachable else "; --reachable counts only those")]
+    if r.junk:
+        lines.append(f"Exclusion candidates: {len(r.junk)} uncovered chunks are junk (no words, "
+                     "boilerplate copies, too short), not tests to write; to exclude them add to "
+                     "ragcov.toml: " + "; ".join(r.junk_config))
     lost = r.unreachable()
     if show_missing and lost:
         full = scoped.full if scoped.full is not None else scoped.matrix
@@ -139,3 +179,17 @@ def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool =
             shown = ", ".join(chunk_ranges((full.doc_ids[i], pos[i]) for i in lost))
         lines.append(f"Unreachable (no probe retrieves them): {shown}")
     return lines
+
+
+def draft_suite(r: Reachability) -> list[dict[str, Any]]:
+    """The draft tests as a suite file (``probe --drafts-out``): one question per untested
+    chunk, with the chunk it should retrieve, to review and add to the suite."""
+    out = []
+    for i in np.flatnonzero(r.status == UNTESTED):
+        d = r.draft(int(i))
+        if d is None or not d.text.strip():
+            continue
+        out.append({"id": f"draft-{r.chunk_ids[i]}", "question": d.text,
+                    "chunk_id": r.chunk_ids[i], "doc_id": str(r.doc_ids[i]),
+                    "probe_kind": d.kind, "probe_rank": d.rank})
+    return out

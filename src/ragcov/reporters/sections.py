@@ -6,7 +6,8 @@ The analyses are :func:`ragcov.metrics.duplicate_groups` and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ragcov.metrics import DuplicateGroup, RedundantTest
 from ragcov.scope import ExcludedChunk
@@ -56,3 +57,25 @@ def excluded_line(excluded: Sequence[ExcludedChunk]) -> str | None:
     n = len(excluded)
     return (f"Excluded: {n} chunk{'s' if n != 1 else ''} ({parts}), not counted in the "
             "total; ragcov json lists them with the reason")
+
+
+def generated_line(left_out: Mapping[str, Any]) -> str | None:
+    """What ``ragcov generate`` recorded that the totals leave out, and how to count it."""
+    if not left_out:
+        return None
+    hits = sum(1 for mark in left_out.values() if isinstance(mark, dict) and mark.get("hit_target"))
+    n = len(left_out)
+    return (f"Generated: {n} question{'s' if n != 1 else ''} from ragcov generate ({hits} reached "
+            "their target) are not counted until accepted: review them, add them to your suite "
+            "and run it (--include-generated counts them now)")
+
+
+def correctness_line(c: Any, k: int) -> str:
+    """Correctness beside coverage: hit rate and recall@k (labels) or the pass rate (outcomes)."""
+    if c.source == "labels":
+        return (f"Correctness (labels): hit rate {c.hit_rate * 100:.1f}% of {c.labelled} labelled "
+                f"queries retrieve a relevant chunk; mean recall@{k} {c.recall_at_k:.3f}")
+    failed = f"; failing: {', '.join(c.failed[:3])}{' ...' if len(c.failed) > 3 else ''}" \
+        if c.failed else ""
+    return (f"Correctness (test outcomes): {c.labelled - len(c.failed)} of {c.labelled} recorded "
+            f"tests passed (hit rate {c.hit_rate * 100:.1f}%){failed}")

@@ -129,8 +129,6 @@ def order_document(m: CoverageMatrix, strategy: str, budget: int | None, target:
                         "tests_to": {f"{t}": _within(s.tests_to(t), n) for t in TARGETS}}
                        for s in sels]
         doc["mean_curve"] = [float(v) for v in mean_curve(sels)[:n]]
-    doc["suite"] = [{"id": m.query_ids[int(r)], "text": m.query_texts[int(r)]}
-                    for r in sel.order[:n]]
     return doc
 
 

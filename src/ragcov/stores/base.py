@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ragcov.errors import RagcovError
 from ragcov.fields import STORE_DOC_KEYS, Ranked, store_doc_id
 
-if TYPE_CHECKING:
-    from ragcov.stores.urls import StoreURL
-
 PAGE_SIZE = 1000  # rows asked of a store at a time while enumerating
 INSTALL_HINT = "pip install 'ragcov[stores]'"
+# The extra that brings one store's client alone (ragcov[stores] brings them all).
+STORE_EXTRAS = {"Chroma": "chroma", "Qdrant": "qdrant", "LanceDB": "lancedb", "Milvus": "milvus",
+                "pgvector": "pgvector"}
 
 
 @dataclass(slots=True)
@@ -79,42 +78,10 @@ def require(module: str, store: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise RagcovError(f"the {store} store needs the {module} package: {INSTALL_HINT}") from None
-
-
-TRUST_PARAM, TRUST_PICKLE = "trust", "pickle"
-
-
-def require_trust(url: StoreURL, what: str) -> None:
-    """Refuse, in one line that says how to opt in, to open a store whose reading unpickles.
-
-    Unpickling runs whatever code the file names, so a corpus folder from anywhere
-    else could run a command on this machine. Only ``trust=pickle`` in the URL, typed
-    by the user for this store, says the folder is theirs.
-    """
-    if url.params.get(TRUST_PARAM) == TRUST_PICKLE:
-        return
-    raise RagcovError(f"{url.url}: {what}, which runs any code the file holds, so it is not "
-                      f"opened unless you trust it: if this store is yours, use "
-                      f"--corpus '{with_param(url.url, TRUST_PARAM, TRUST_PICKLE)}'")
-
-
-def local_folder(url: StoreURL, marker: str, what: str) -> None:
-    """Refuse a path that is not already such a store: its client would make one there.
-
-    Chroma and Qdrant create their files in any folder they are pointed at; a run
-    that reads a store must leave a mistyped path as it found it.
-    """
-    folder = Path(url.path or "")
-    if not folder.is_dir():
-        raise RagcovError(f"{url.url}: {folder} is not a folder ({what} is a folder)")
-    if not (folder / marker).is_file():
-        raise RagcovError(f"{url.url}: {folder} is not {what} (no {marker} in it); "
-                          "ragcov reads stores and never makes one")
-
-
-def with_param(url: str, name: str, value: str) -> str:
-    return f"{url}{'&' if '?' in url else '?'}{name}={value}"
+        extra = STORE_EXTRAS.get(store)
+        hint = f"pip install 'ragcov[{extra}]' (or {INSTALL_HINT[12:]}, every store)" if extra \
+            else INSTALL_HINT
+        raise RagcovError(f"the {store} store needs the {module} package: {hint}") from None
 
 
 def missing_collection(url: str, what: str, name: str | None, known: Sequence[str]) -> RagcovError:

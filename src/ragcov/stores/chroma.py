@@ -6,8 +6,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ragcov.fields import Ranked
-from ragcov.stores.base import StoreChunk, local_folder, missing_collection, require
-from ragcov.stores.urls import StoreURL
+from ragcov.stores.base import StoreChunk, missing_collection, require
+from ragcov.stores.urls import StoreURL, local_folder
 
 # Chroma pages by offset, and each page re-walks the rows before it: with pages of
 # 1,000 a million rows took 226 s, against 35 s in pages of 10,000 (benchmarks/bench_stores.py).

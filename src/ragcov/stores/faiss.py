@@ -17,8 +17,8 @@ from typing import Any
 
 from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
-from ragcov.stores.base import PAGE_SIZE, StoreChunk, require, require_trust
-from ragcov.stores.urls import StoreURL
+from ragcov.stores.base import PAGE_SIZE, StoreChunk, require
+from ragcov.stores.urls import StoreURL, require_trust
 
 
 class FAISSStore:

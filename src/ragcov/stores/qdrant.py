@@ -12,16 +12,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ragcov.fields import Ranked
-from ragcov.stores.base import (
-    PAGE_SIZE,
-    StoreChunk,
-    local_folder,
-    missing_collection,
-    require,
-    require_trust,
-)
+from ragcov.stores.base import PAGE_SIZE, StoreChunk, missing_collection, require
 from ragcov.stores.payload import split_payload
-from ragcov.stores.urls import StoreURL
+from ragcov.stores.urls import StoreURL, local_folder, require_trust
 
 
 class QdrantStore:

@@ -99,7 +99,6 @@ def parse_store_url(source: str | os.PathLike[str]) -> StoreURL:
     detected = detected_scheme(Path(text)) if ":" not in text.split("/", 1)[0] else None
     if detected == "faiss":
         # Recognising a folder must never choose a reader that runs code from it.
-        from ragcov.stores.base import require_trust
 
         require_trust(StoreURL(scheme="faiss", url=f"faiss://{Path(text).resolve()}"),
                       f"{text} is a LangChain FAISS folder: reading it unpickles index.pkl")
@@ -155,3 +154,39 @@ def public_address(server: str) -> str:
     parts = urlsplit(server)
     host = parts.hostname or ""
     return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}"
+
+
+# A URL's own checks, before any client opens the store it names.
+TRUST_PARAM, TRUST_PICKLE = "trust", "pickle"
+
+
+def require_trust(url: StoreURL, what: str) -> None:
+    """Refuse, in one line that says how to opt in, to open a store whose reading unpickles.
+
+    Unpickling runs whatever code the file names, so a corpus folder from anywhere
+    else could run a command on this machine. Only ``trust=pickle`` in the URL, typed
+    by the user for this store, says the folder is theirs.
+    """
+    if url.params.get(TRUST_PARAM) == TRUST_PICKLE:
+        return
+    raise RagcovError(f"{url.url}: {what}, which runs any code the file holds, so it is not "
+                      f"opened unless you trust it: if this store is yours, use "
+                      f"--corpus '{with_param(url.url, TRUST_PARAM, TRUST_PICKLE)}'")
+
+
+def local_folder(url: StoreURL, marker: str, what: str) -> None:
+    """Refuse a path that is not already such a store: its client would make one there.
+
+    Chroma and Qdrant create their files in any folder they are pointed at; a run
+    that reads a store must leave a mistyped path as it found it.
+    """
+    folder = Path(url.path or "")
+    if not folder.is_dir():
+        raise RagcovError(f"{url.url}: {folder} is not a folder ({what} is a folder)")
+    if not (folder / marker).is_file():
+        raise RagcovError(f"{url.url}: {folder} is not {what} (no {marker} in it); "
+                          "ragcov reads stores and never makes one")
+
+
+def with_param(url: str, name: str, value: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}{name}={value}"

@@ -1,0 +1,282 @@
+"""From a number to the next action: the test to write, the chunk to exclude, the test to drop.
+
+Each output here ends in something a team can do: a draft test per untested chunk, the
+config lines that exclude junk, the tests that can go together, the gate on correctness.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import cli
+from test_trust_totals import probed  # noqa: F401 - the probed BM25 recording, a fixture
+
+
+def _json(capsys, data: Path, *args: str) -> dict:
+    code, out, err = cli(capsys, "json", "--data-file", str(data), "-o", "-", *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_every_untested_chunk_gets_a_draft_that_retrieves_it(probed: Path, capsys,  # noqa: F811
+                                                             tmp_path: Path) -> None:
+    data = tmp_path / ".ragcov"
+    shutil.copy(probed, data)
+    corpus = str(probed.parent / "chunks.jsonl")
+    drafts = tmp_path / "drafts.jsonl"
+    code, out, err = cli(capsys, "probe", "--corpus", corpus, "--retriever", "bm25", "--data-file",
+                         str(data), "--include", "planted", "--drafts-out", str(drafts))
+    assert code == 0, err
+    assert "Draft tests (" in out and "Wrote " in err
+    doc = _json(capsys, data)
+    untested = {c for c, e in doc["chunks"].items() if e.get("status") == "untested"}
+    written = [json.loads(x) for x in drafts.read_text().splitlines()]
+    assert {d["chunk_id"] for d in written} == {c for c in untested if doc["chunks"][c].get("draft")}
+    assert len(written) >= 0.9 * len(untested)
+    for d in written[:5]:
+        assert doc["chunks"][d["chunk_id"]]["draft"]["text"] == d["question"]
+    # Added as they are, the drafts cover the chunks they were written for: each is the very
+    # question that reached its chunk.
+    code, _, err = cli(capsys, "run", "--corpus", corpus, "--queries", str(drafts), "--retriever",
+                       "bm25", "-k", "3", "--data-file", str(data), "--append", "-q")
+    assert code == 0, err
+    after = _json(capsys, data)
+    newly = {d["chunk_id"] for d in written}
+    assert all(after["chunks"][c]["hit_count"] > 0 for c in newly)
+    assert after["totals"]["covered_chunks"] >= doc["totals"]["covered_chunks"] + len(newly)
+    # The HTML shows each untested chunk's draft on its document's page.
+    site = tmp_path / "site"
+    assert cli(capsys, "html", "--data-file", str(probed), "-d", str(site))[0] == 0
+    first = written[0]
+    pages = "".join(p.read_text(encoding="utf-8") for p in site.glob("*.html"))
+    assert 'draft test: <q class="draft">' in pages
+    assert first["question"][:40].replace("'", "&#39;").replace('"', "&#34;") in pages
+
+
+DISCLAIMER = ("Copyright 2024 Example Health Press. All rights reserved. No part of this "
+              "article may be reproduced without permission.")
+JUNK = ["[1]", "n = 45", "p<0.05", "12.3 %"]
+
+
+def test_junk_is_an_exclusion_candidate_and_its_config_lines_exclude_it(tmp_path: Path, capsys,
+                                                                        monkeypatch) -> None:
+    """7 of 8 copies of one disclaimer were "untested: write a test"; so were "[1]" and
+    "n = 45". They are exclusion candidates now, and the printed lines exclude exactly them."""
+    sample = Path(__file__).resolve().parent.parent / "src" / "ragcov" / "data_sample"
+    from ragcov.corpus import load_corpus
+
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text("".join((sample / "finqa_pages.jsonl").read_text().splitlines(True)[:15]))
+    corpus = tmp_path / "chunks.jsonl"
+    with corpus.open("w") as f:
+        for c in load_corpus(pages, split=True):
+            f.write(json.dumps({"id": c.id, "doc_id": c.doc_id, "text": c.text}) + "\n")
+        for n in range(8):
+            f.write(json.dumps({"id": f"legal{n}", "doc_id": f"article{n}", "text": DISCLAIMER}) + "\n")
+        for n, text in enumerate(JUNK):
+            f.write(json.dumps({"id": f"junk{n}", "doc_id": "tables", "text": text}) + "\n")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join((sample / "finqa_questions.jsonl").read_text().splitlines(True)[:20])
+                       + json.dumps({"id": "legal", "question": "who holds the copyright of the "
+                                     "article"}) + "\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["--corpus", str(corpus), "--retriever", "bm25"]
+    assert cli(capsys, "run", *base, "-k", "3", "--queries", str(queries), "-q")[0] == 0
+    code, out, err = cli(capsys, "probe", *base, "--drafts-out", "drafts.jsonl")
+    assert code == 0, err
+    doc = _json(capsys, tmp_path / ".ragcov")
+    candidates = {c for c, e in doc["chunks"].items() if "exclusion_candidate" in e}
+    junk_ids = {f"junk{n}" for n in range(len(JUNK))}
+    legal = {f"legal{n}" for n in range(8)}
+    covered_legal = {c for c in legal if doc["chunks"][c]["hit_count"]}
+    assert candidates >= junk_ids | (legal - covered_legal)
+    assert doc["totals"]["exclusion_candidates"] == len(candidates)
+    drafted = {json.loads(x)["chunk_id"] for x in Path("drafts.jsonl").read_text().splitlines()}
+    assert not candidates & drafted
+    assert "Exclusion candidates (" in out and "junk rather than tests to write" in out
+    lines = doc["exclusion_config"]
+    assert any(line.startswith("exclude = [") for line in lines)
+    # The lines, pasted into ragcov.toml, exclude the uncovered junk and no content chunk.
+    Path("ragcov.toml").write_text("\n".join(lines) + "\n")
+    after = _json(capsys, tmp_path / ".ragcov")
+    excluded = set(after["excluded"])
+    assert candidates <= excluded
+    texts = {r["id"]: r["text"] for r in map(json.loads, corpus.read_text().splitlines())}
+    limit = next((int(x.split("=")[1]) for x in lines if x.startswith("min_chunk_chars")), 0)
+    # besides the candidates: only the covered copies of the disclaimer and (with a
+    # min_chunk_chars line) covered chunks under that length
+    assert excluded - candidates <= covered_legal | {c for c, t in texts.items()
+                                                     if len(t.strip()) < limit}
+    assert excluded - candidates - covered_legal == set() or limit
+    assert after["totals"]["exclusion_candidates"] == 0
+
+
+def test_one_extra_per_store_and_the_hint_names_it(monkeypatch) -> None:
+    """A CI job over one store installs one client (docs/ci.md's recipe installs
+    ragcov[chroma]); a missing client names that store's extra."""
+    import importlib
+
+    import tomllib
+
+    from ragcov.errors import RagcovError
+    from ragcov.stores.base import STORE_EXTRAS, require
+
+    extras = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]
+    clients = {req.split(">")[0].split("[")[0] for req in extras["stores"]}
+    for extra in STORE_EXTRAS.values():
+        assert "ragcov[dense]" in extras[extra], extra  # the query encoder comes with it
+        own = {r.split(">")[0].split("[")[0] for r in extras[extra]} - {"ragcov"}
+        assert own <= clients, (extra, own - clients)
+    assert "ragcov[chroma]" in (Path(__file__).parent.parent / "docs" / "ci.md").read_text()
+    real = importlib.import_module
+
+    def missing(name: str, *args, **kwargs):
+        if name == "chromadb":
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib, "import_module", missing)  # a fake: a client not installed
+    with pytest.raises(RagcovError, match=r"pip install 'ragcov\[chroma\]' \(or 'ragcov\[stores\]'"):
+        require("chromadb", "Chroma")
+
+
+def test_small_messages_say_what_to_do(probed: Path, capsys, tmp_path: Path,  # noqa: F811
+                                        monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    # A [tool.ragcov] table pasted into ragcov.toml: drop the prefix.
+    Path("ragcov.toml").write_text("[tool.ragcov]\nfail_under = 20\n")
+    code, _, err = cli(capsys, "report", "--data-file", str(probed))
+    assert code == 1 and "[tool.ragcov] is pyproject.toml's table; in ragcov.toml drop the prefix" in err
+    Path("ragcov.toml").unlink()
+    # probe without --retriever names the one the data file recorded.
+    code, _, err = cli(capsys, "probe", "--corpus", str(probed.parent / "chunks.jsonl"),
+                       "--data-file", str(probed), "--include", "planted")
+    assert code == 0 and f"probing through the retriever {probed} was recorded with: bm25" in err
+    # The ratchet's rounding: the table shows a whole percent the gate does not compare.
+    total = float(cli(capsys, "report", "--format", "total", "--data-file", str(probed))[1])
+    shown = round(total)
+    if shown > total:  # this recording's total rounds up: the CLI says it too
+        code, _, err = cli(capsys, "report", "--data-file", str(probed), "--fail-under", str(shown))
+        assert code == 2 and f"the table above rounds it to {shown}%" in err
+    from ragcov.summary import fail_under_failure
+
+    said = fail_under_failure(0.5877, 59, shown_precision=0)  # "59%" printed, 58.77 compared
+    assert said is not None and said.startswith("Coverage failure: total of 58.77% is less than "
+                                                "fail-under=59 (the table above rounds it to 59%")
+    assert "rounds" not in fail_under_failure(0.5877, 59, shown_precision=2)
+    assert "rounds" not in fail_under_failure(0.5877, 60, shown_precision=0)  # 59% < 60 too
+    code, _, err = cli(capsys, "report", "--data-file", str(probed), "--fail-under", str(total + 0.01),
+                       "--precision", "2")
+    assert code == 2 and "rounds it" not in err  # shown at the gate's precision: nothing to explain
+
+
+def test_the_html_says_what_to_do_next(probed: Path, capsys, tmp_path: Path) -> None:  # noqa: F811
+    site = tmp_path / "site"
+    assert cli(capsys, "html", "--data-file", str(probed), "-d", str(site))[0] == 0
+    index = (site / "index.html").read_text(encoding="utf-8")
+    panel = index.split('id="next-actions"', 1)[1].split("</section>", 1)[0]
+    for action in ("write-tests", "drafts", "drop"):
+        assert f'id="action-{action}"' in panel
+    assert "ragcov probe --corpus CORPUS --drafts-out drafts.jsonl" in panel
+    assert "ragcov report --redundant" in panel
+    # Documents worst first: coverage never falls down the table.
+    table = index.split('id="documents"', 1)[1].split("</table>", 1)[0]
+    doc = _json(capsys, probed)
+    order = [d for d in doc["documents"] if f">{d}</a>" in table]
+    rows = sorted(order, key=lambda d: table.index(f">{d}</a>"))
+    covers = [doc["documents"][d]["chunk_coverage"] for d in rows]
+    assert covers == sorted(covers) and covers[0] < covers[-1]
+
+
+@pytest.mark.browser
+def test_next_actions_panel_in_chromium(probed: Path, capsys, tmp_path: Path) -> None:  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    from test_html import _chrome
+
+    site = tmp_path / "site"
+    assert cli(capsys, "html", "--data-file", str(probed), "-d", str(site))[0] == 0
+    driver = _chrome()
+    try:
+        driver.get((site / "index.html").as_uri())
+        panel = driver.find_element(By.ID, "next-actions")
+        assert panel.is_displayed() and panel.location["y"] < driver.find_element(
+            By.ID, "documents").location["y"]
+        text = panel.text
+        assert "Write tests for the documents with the most missing chunks" in text
+        assert "Review and add" in text and "ragcov probe --corpus CORPUS --drafts-out" in text
+        first = driver.find_element(By.CSS_SELECTOR, "#action-write-tests li a")
+        first.click()
+        assert "draft test:" in driver.find_element(By.TAG_NAME, "body").text
+    finally:
+        driver.quit()
+
+
+def test_generated_questions_are_kept_apart_until_accepted(probed: Path, capsys,  # noqa: F811
+                                                           tmp_path: Path) -> None:
+    data = tmp_path / ".ragcov"
+    shutil.copy(probed, data)
+    corpus = str(probed.parent / "chunks.jsonl")
+    before = _json(capsys, data)["totals"]
+    out = tmp_path / "generated.jsonl"
+    code, said, err = cli(capsys, "generate", "--corpus", corpus, "--retriever", "bm25", "-k", "3",
+                          "--generator", "extractive", "--data-file", str(data), "--budget", "6",
+                          "-o", str(out))
+    assert code == 0, err
+    assert "kept apart until reviewed" in said
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    hits = sum(r["hit_target"] for r in records)
+    assert records and hits  # the extractive generator reaches some of its targets
+    # Left out of every total and gate, said, and counted with --include-generated.
+    doc = _json(capsys, data)
+    assert doc["totals"] == {**doc["totals"], "queries": before["queries"],
+                             "covered_chunks": before["covered_chunks"]}
+    assert set(doc["generated_left_out"]) == {r["id"] for r in records}
+    with_generated = _json(capsys, data, "--include-generated")["totals"]
+    assert with_generated["queries"] == before["queries"] + len(records)
+    assert with_generated["covered_chunks"] > before["covered_chunks"]
+    code, text, _ = cli(capsys, "report", "--data-file", str(data))
+    assert (f"Generated: {len(records)} questions from ragcov generate ({hits} reached their "
+            "target) are not counted until accepted") in text
+    gate = f"{with_generated['chunk_coverage'] * 100:.2f}"
+    assert cli(capsys, "report", "--data-file", str(data), "--fail-under", gate)[0] == 2
+    assert cli(capsys, "report", "--data-file", str(data), "--fail-under", gate,
+               "--include-generated")[0] == 0
+    # Accepted: the reviewed questions added to the suite and the suite run again.
+    kept = records[:2]
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"id": r["id"], "question": r["text"]}) + "\n" for r in kept))
+    code, _, err = cli(capsys, "run", "--corpus", corpus, "--queries", str(suite), "--retriever",
+                       "bm25", "-k", "3", "--data-file", str(data), "--append", "-q")
+    assert code == 0, err
+    doc = _json(capsys, data)
+    assert set(doc["generated_left_out"]) == {r["id"] for r in records[2:]}
+    assert doc["totals"]["queries"] == before["queries"] + 2
+
+
+def test_report_shows_hit_rate_and_recall_from_labels_and_gates(probed: Path, capsys,  # noqa: F811
+                                                                tmp_path: Path) -> None:
+    questions = [json.loads(x) for x in (probed.parent / "q.jsonl").read_text().splitlines()]
+    qrels = tmp_path / "qrels.jsonl"
+    qrels.write_text("".join(json.dumps({"query_id": q["id"], "doc_id": q["doc_id"]}) + "\n"
+                             for q in questions))
+    doc = _json(capsys, probed)
+    docs_of = {c: e["doc_id"] for c, e in doc["chunks"].items()}
+    hits = [any(docs_of[c] == q["doc_id"] for c in doc["queries"][q["id"]]["retrieved"])
+            for q in questions]
+    rate = sum(hits) / len(hits)  # one relevant document a question: recall@k = hit
+    code, out, _ = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels))
+    assert code == 0
+    assert (f"Correctness (labels): hit rate {rate * 100:.1f}% of {len(questions)} labelled queries "
+            f"retrieve a relevant chunk; mean recall@3 {rate:.3f}") in out
+    above = f"{rate * 100 + 1:.1f}"
+    code, _, err = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels),
+                       "--min-hit-rate", above)
+    assert code == 2 and f"Correctness failure: hit rate of {rate * 100:.2f}% is less than" in err
+    code, _, err = cli(capsys, "report", "--data-file", str(probed), "--min-hit-rate", "50")
+    assert code == 1 and "--min-hit-rate needs --qrels" in err
