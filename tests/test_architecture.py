@@ -27,10 +27,11 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # parts before it, never those after it.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # The floor: errors, field rules, files and their destinations, retrying, warnings,
-    # Ctrl-C and threads, progress, URL redaction, settings. ``ragcov`` is the package's own __init__: its
-    # version is read everywhere and its public names load on first use.
+    # Ctrl-C and threads, progress, URL redaction, settings, the paused cycle collector.
+    # ``ragcov`` is the package's own __init__: its version is read everywhere and its
+    # public names load on first use.
     ("version", "errors", "user_warnings", "sigint", "progress", "retry", "redaction", "fields",
-     "destinations", "files", "controls", "config"),
+     "destinations", "files", "controls", "config", "collector"),
     # What is recorded and measured. ``stores`` reads a vector store's chunks (a corpus
     # may be a store URL), so it sits below ``corpus``; searching a store is a
     # retriever (``retrievers/store.py``). ``data`` records a corpus and a run and reads
