@@ -62,12 +62,6 @@ from ragcov.reachability.audit import audit, lost_gold
 from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
 from ragcov.reporters.table import approximate_index_note
 from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
-from ragcov.retrievers.hardware import (
-    check_settings,
-    encoder_line,
-    precision_recall_line,
-    record_hardware,
-)
 from ragcov.retrievers.twins import MatchCounts as MatchCounts
 from ragcov.retrievers.twins import record_matching, resolver_counts
 from ragcov.scope import ReportScope, load_scoped
@@ -114,7 +108,10 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     data.write(corpus, run, append=append, accept=[q.id for q in suite])
 
     record_matching(data, resolver_counts(retriever), append)
-    record_hardware(data, getattr(retriever, "placement", None), append)
+    if getattr(retriever, "placement", None) is not None:  # where it embedded (x:hardware)
+        from ragcov.retrievers.hardware import record_hardware
+
+        record_hardware(data, retriever.placement, append)
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
         data.annotate(INDEX_RECALL, retriever.measure_recall(suite.texts, k=k))
     return data.matrix()
@@ -558,6 +555,8 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
 
         check_hardware(kind, device, dtype, backend, model)
     else:
+        from ragcov.retrievers.hardware import check_settings
+
         check_settings(kind, device, dtype)
     if engine == "dask" and kind == "store":
         raise RagcovError("--retriever store (the default for a store URL) searches the store from "
@@ -588,6 +587,8 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
                            backend=backend, device=device, dtype=dtype)
     if line := store_run_line(corpus_obj, kind, r, k):
         say(line)
+    from ragcov.retrievers.hardware import encoder_line, precision_recall_line
+
     if progress and (line := encoder_line(r)):
         say(line)
     m = measure(corpus_obj, suite, r, k=k, data_file=path, append=append, progress=progress)
