@@ -41,8 +41,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # Retrieving, importing, probing, generating, selecting, reporting, comparing.
     # ``scope`` (what a report counts) reads the reachability audit; ``overwrite`` guards
     # every output a command writes.
-    ("retrievers", "traces", "reachability", "generation", "selection", "scope", "reporters",
-     "compare", "overwrite"),
+    ("retrievers", "traces", "reachability", "generation", "selection", "scope", "drift",
+     "reporters", "compare", "overwrite"),
     # The one door and the engine that runs a measurement on a cluster.
     ("distributed", "distributed_traffic", "api"),
     # Parsing and printing; ``ragcov`` is the package's face (``import ragcov``), its
@@ -204,7 +204,7 @@ def test_sql_only_in_data() -> None:
 # What the CLI reaches only through ragcov.api: it parses and prints (renderers and
 # formatting helpers are its own to use).
 CLI_THROUGH_API = ("data", "retrievers", "retrieval", "traces", "generation", "selection", "suite",
-                   "distributed", "distributed_traffic", "stores", "scope")
+                   "distributed", "distributed_traffic", "stores", "scope", "drift")
 
 
 def test_the_cli_does_its_work_through_the_api() -> None:

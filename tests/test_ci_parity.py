@@ -419,7 +419,8 @@ def test_retriever_line_from_the_recorded_fingerprint(tmp_path: Path, capsys,
 
     monkeypatch.chdir(tmp_path)
     run = Run(k=5, retriever=fingerprint)
-    run.add("q", "Capital of Japan?", [("tokyo", 1.0)])
+    run.add("q", "Capital of Japan?", [(c, 1.0 - i / 10) for i, c in enumerate(
+        ["tokyo", "paris", "berlin", "madrid", "interest"])])  # k lists: no depth note
     CoverageData(tmp_path / ".ragcov").write(load_corpus(city_corpus_file), run)
     code, out, _ = cli(capsys, "report")
     assert code == 0 and out.splitlines()[0] == line

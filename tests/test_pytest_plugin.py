@@ -184,6 +184,8 @@ def test_two():
     page = (pytester.path / "site" / "index.html").read_text(encoding="utf-8")
     assert ">25%<" in page
     assert "<b>capitals" not in (pytester.path / "site" / "queries.html").read_text("utf-8")
+    # The site ragcov html writes, through the same api verb: its coverage curves too.
+    assert 'class="curve"' in page and "Coverage curve" in page
 
 
 def test_records_a_plain_function_through_the_adapters(pytester: pytest.Pytester):

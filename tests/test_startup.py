@@ -119,6 +119,23 @@ def test_reading_commands_import_no_heavy_library(data_dirs: dict[str, Path], co
         assert not {m for m in modules if m.split(".")[0] == "scipy"}
 
 
+def test_a_drift_run_in_the_file_adds_no_heavy_library(data_dirs: dict[str, Path],
+                                                      tmp_path: Path) -> None:
+    """`report` and `json` show a recorded `ragcov drift` run: its summary and bootstrap
+    intervals are numpy alone (report still without scipy), not the retriever's stack."""
+    (tmp_path / ".ragcov").write_bytes((data_dirs["plain"] / ".ragcov").read_bytes())
+    _ragcov(tmp_path, "drift", "--corpus", str(SAMPLE / "finqa_pages.jsonl"), "--split",
+            "--queries", str(SAMPLE / "finqa_questions.jsonl"), "--retriever", "bm25",
+            "--relation", "noise", "-q")
+    for command in ("report", "json"):
+        modules = imported_by(tmp_path, COMMANDS[command])
+        assert "ragcov.drift.summary" in modules  # the drift run was read and shown
+        assert heavy_in(modules) == []
+        if command in WITHOUT_SCIPY:
+            assert not {m for m in modules if m.split(".")[0] == "scipy"}
+    assert "drift" in json.loads((tmp_path / "out.json").read_text())
+
+
 def test_the_check_sees_a_heavy_import(data_dirs: dict[str, Path]) -> None:
     """The probe reports what was imported, so a heavy import on the path would be caught."""
     modules = imported_by(data_dirs["plain"], ["report"])

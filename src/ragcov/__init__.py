@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from ragcov.api import (
         audit_reachability,
         combine,
+        corpus_drift,
         coverage_diff,
+        drift_summary,
         erase,
         find_faults,
         generate,
@@ -51,7 +53,8 @@ if TYPE_CHECKING:
 # package's attribute to the module, and ``__getattr__`` would never be asked again.
 _VERBS = ("audit_reachability", "combine", "coverage_diff", "erase", "find_faults", "generate",
           "index", "load_corpus", "load_suite", "make_generator", "make_retriever", "measure",
-          "probe", "record_traces", "report", "run", "select_tests", "traffic_gap", "write_html")
+          "probe", "record_traces", "report", "run", "select_tests", "traffic_gap", "write_html",
+          "corpus_drift", "drift_summary")
 # Imported on first use: the pytest plugin and the CLI import this package on every
 # start, and numpy/scipy are too slow to load for a run that never uses them.
 _LAZY = {
@@ -80,4 +83,4 @@ __all__ = ["Chunk", "Corpus", "CoverageMatrix", "Query", "RagcovError", "ReportS
     "Suite", "__version__", "audit_reachability", "combine", "coverage_diff", "erase",
     "find_faults", "generate", "index", "load_corpus", "load_suite", "make_generator",
     "make_retriever", "measure", "probe", "record_traces", "report", "run", "select_tests",
-    "traffic_gap", "write_html"]
+    "traffic_gap", "write_html", "corpus_drift", "drift_summary"]

@@ -633,6 +633,169 @@ def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str
                    r.placement)
 
 
+# --- drift: retrieval under corpus change (``ragcov drift``) -------------------------------
+
+@dataclass
+class DriftRun:
+    """What ``corpus_drift`` did and found: the summary as recorded, and this run's account."""
+
+    summary: Any       # ragcov.drift.summary.DriftSummary
+    data_file: Path
+    copies: int        # the copies the relations need
+    searched: int      # searched now
+    resumed: int       # already recorded by an interrupted run
+    embedded: int      # chunks embedded now (a dense run's changed chunks)
+
+
+def corpus_drift(corpus: str | os.PathLike[str] | Corpus, queries: str | os.PathLike[str] | Suite,
+                 retriever: Any = None, model: str | None = None, backend: str | None = None,
+                 k: int = 5, index: str = "flat",
+                 data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE,
+                 relations: Sequence[str] | None = None, seed: int = 0, noise_rate: float = 0.02,
+                 distractors: str | os.PathLike[str] | None = None, resamples: int = 2000,
+                 confidence: float = 0.95, chunk_size: int = 1000, chunk_overlap: int = 100,
+                 split: bool = False, doc_key: str | None = None, progress: bool = True,
+                 notify: Any = None, on_copy: Any = None) -> DriftRun:
+    """``ragcov drift``: run the suite on transformed copies of the corpus and judge each
+    metamorphic relation (noise, format, stale, distractors, duplicate; identity on request).
+
+    ``corpus`` and ``queries`` are paths (as ``run`` takes them) or loaded objects;
+    ``retriever`` is a name (``dense``, ``bm25``, ``store``, ``module:attr`` naming a
+    factory that takes the corpus) or, from Python, a callable ``corpus -> retriever``.
+    The suite's baseline is recorded in ``data_file`` as ``run --append`` records it; the
+    copies' results go to the file's ``drift_*`` tables. Resumable: a rerun with the same
+    settings searches only the copies not yet recorded. ``relations`` None is the default
+    set, from which the table forms of ``format`` drop out when the corpus has no table.
+    """
+    from ragcov.drift.distractors import check_distractor_path, load_distractors
+    from ragcov.drift.engine import DriftSettings, run_drift
+    from ragcov.drift.rebuild import rebuilder
+    from ragcov.drift.relations import DEFAULT_RELATIONS, expand_relations, tables_in, unique_id_check
+    from ragcov.drift.versions import find_versions
+
+    say = notify or (lambda line: None)
+    check_seed(seed)
+    validate_k(k)
+    if isinstance(noise_rate, bool) or not isinstance(noise_rate, (int, float)) or \
+            not 0 <= noise_rate <= 1:
+        raise RagcovError(f"--noise-rate must be a rate from 0 to 1, got {noise_rate}")
+    if not isinstance(resamples, int) or resamples < 100:
+        raise RagcovError(f"--resamples must be a whole number of at least 100, got {resamples}")
+    if not 0 < confidence < 1:
+        raise RagcovError(f"--confidence must be between 0 and 1, got {confidence}")
+    asked = relations is not None
+    names = expand_relations(relations if asked else DEFAULT_RELATIONS)  # type: ignore[arg-type]
+    if not names:
+        raise RagcovError("no relation to test: give --relation noise, format, stale, "
+                          "distractors, duplicate or identity")
+    if distractors is not None and "distractors" in names and not isinstance(corpus, Corpus):
+        check_distractor_path(distractors, corpus)
+    kind = retriever if retriever is not None and not isinstance(retriever, str) else None
+    if kind is None:
+        from ragcov.retrievers import default_retriever
+
+        kind = default_retriever(retriever, corpus if not isinstance(corpus, Corpus) else "")
+    path = Path(data_file)
+    CoverageData(path).check_destination()
+    corpus_obj = corpus if isinstance(corpus, Corpus) else load_corpus(
+        corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key)
+    suite = queries if isinstance(queries, Suite) else load_suite(queries)
+    if len(suite) == 0:
+        raise RagcovError("the suite is empty (no queries)")
+    unique_id_check(corpus_obj)
+    notes: dict[str, list[str]] = {}
+    forms = [n for n in names if n in ("format:rows", "format:markdown", "format:csv")]
+    if forms and tables_in(corpus_obj) == 0:
+        if asked:
+            raise RagcovError(f"{corpus_obj.source or 'the corpus'}: no table to re-express for "
+                              f"{', '.join(forms)} (tables are Markdown pipe tables: | cells | "
+                              "lines with a |---| line under the header); test format:whitespace "
+                              "or format:case, or leave format out")
+        names = [n for n in names if n not in forms]
+        notes["format:whitespace"] = ["the corpus has no table: its rows, markdown and csv forms "
+                                      "were not tested"]
+    settings = DriftSettings(relations=names, seed=seed, noise_rate=float(noise_rate),
+                             resamples=resamples, confidence=confidence, notes=notes)
+    if "distractors" in names:
+        settings.distractors, settings.distractor_source, extra = load_distractors(
+            distractors, corpus_obj, chunk_size, chunk_overlap)
+        notes.setdefault("distractors", []).extend(extra)
+    versions = find_versions(corpus_obj) if "stale" in names else None
+    if versions is not None:
+        notes["stale:versions"] = [
+            f"the corpus's own versions ({versions.key!r}): {len(versions.current)} superseded "
+            f"chunks in {versions.versioned_documents} documents"]
+    recorded = CoverageData(path)
+    if recorded.exists():  # k and corpus now, before a model embeds the corpus
+        with contextlib.suppress(NoDataFile):
+            meta = recorded.meta()
+            _drift_mix(check_compatible, meta, k, corpus_obj.hash, meta.retriever, str(path),
+                       "this drift run")
+    rebuild = rebuilder(kind, corpus_obj, model=model, index=index, backend=backend,
+                        progress=progress)
+    try:
+        if isinstance(kind, str):
+            from ragcov.retrievers.store import store_run_line
+
+            if line := store_run_line(corpus_obj, kind, rebuild.base, k):
+                say(line)
+        _drift_mix(measure, corpus_obj, suite, rebuild.base, k=k, data_file=path, append=True,
+                   progress=progress)
+        done = run_drift(corpus_obj, suite, rebuild, CoverageData(path), k, settings, versions,
+                         progress=progress, notify=say, on_copy=on_copy)
+    finally:
+        rebuild.close()
+    summary = drift_summary(path)
+    return DriftRun(summary, path, done.copies, done.searched, done.resumed,
+                    int(getattr(rebuild, "embedded", 0)))
+
+
+def _drift_mix(step: Any, *args: Any, **kwargs: Any) -> Any:
+    """``step`` with a data file that holds another run refused in drift's words."""
+    try:
+        return step(*args, **kwargs)
+    except RagcovError as exc:
+        if not str(exc).startswith("cannot mix coverage data"):
+            raise
+        raise RagcovError(f"{exc}; drift records the suite's run in the data file it reports "
+                          "into: give the recorded run's settings, or another --data-file"
+                          ) from None
+
+
+def drift_summary(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> Any:
+    """The drift run recorded in ``data_file`` (:class:`ragcov.drift.summary.DriftSummary`),
+    or None when it holds none: what ``report``, ``json``, ``html`` and ``diff`` show."""
+    from ragcov.data.drift import read_drift
+    from ragcov.drift.summary import summarize_drift
+
+    record = read_drift(CoverageData(data_file))
+    return None if record is None else summarize_drift(record)
+
+
+def write_drift_html(data_file: str | os.PathLike[str], directory: str | os.PathLike[str]
+                     ) -> Path | None:
+    """``drift.html`` of the drift run in ``data_file`` into ``directory`` (an HTML report
+    folder, or a new one); None when the file holds no drift run."""
+    from ragcov.reporters.drift import write_drift_page
+
+    summary = drift_summary(data_file)
+    return None if summary is None else write_drift_page(summary, directory)
+
+
+def drift_limits(values: Sequence[str]) -> dict[str, float]:
+    """``--max-violation-rate`` values as relation -> highest rate, checked before any work."""
+    from ragcov.drift.summary import parse_limits
+
+    return parse_limits(values)
+
+
+def drift_gate(summary: Any, limits: dict[str, float]) -> list[str]:
+    """The ``--max-violation-rate`` gate: one line per relation above its limit."""
+    from ragcov.drift.summary import gate_failures
+
+    return gate_failures(summary, limits)
+
+
 # --- the data file as every reporter reads it ----------------------------------------------
 
 def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = None) -> Any:

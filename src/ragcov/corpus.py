@@ -19,7 +19,14 @@ from typing import Any
 from ragcov import fields
 from ragcov.collector import cyclic_gc_paused
 from ragcov.errors import InputFormatError, RagcovError
-from ragcov.fields import CHUNK_DOC_KEYS, CHUNK_ID_KEYS, CHUNK_TEXT_KEYS, FieldError, located
+from ragcov.fields import (
+    CHUNK_DOC_KEYS,
+    CHUNK_ID_KEYS,
+    CHUNK_TEXT_KEYS,
+    VERSION_KEYS,
+    FieldError,
+    located,
+)
 from ragcov.files import first_key, iter_jsonl, read_text, text_hash
 from ragcov.stores.base import chunk_fields
 from ragcov.stores.urls import is_store_url, open_store
@@ -226,6 +233,9 @@ def read_chunks_jsonl(path: str | os.PathLike[str]) -> Corpus:
             raise InputFormatError(path, lineno,
                                    f"no chunk text (expected one of {', '.join(CHUNK_TEXT_KEYS)})")
         metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        for key in VERSION_KEYS:  # a version given beside the text is the chunk's, as in metadata
+            if obj.get(key) is not None and key not in metadata:
+                metadata = {**metadata, key: obj[key]}
         doc = first_key(obj, CHUNK_DOC_KEYS)
         if doc is None:
             doc = first_key(metadata, CHUNK_DOC_KEYS)

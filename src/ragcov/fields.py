@@ -41,6 +41,9 @@ CHUNK_DOC_KEYS = ("doc_id", "document_id", "source")
 # ragcov's own, then LangChain loaders' (source, file_path) and LlamaIndex's (ref_doc_id,
 # document_id, file_name).
 STORE_DOC_KEYS = ("doc_id", "document_id", "ref_doc_id", "source", "file_path", "file_name")
+# Keys that say which version of its document a chunk belongs to (a corpus that keeps old
+# versions beside new ones), in a JSONL line or in a chunk's or a store row's metadata.
+VERSION_KEYS = ("version", "updated_at", "last_modified", "modified_at")
 
 
 # One query's retrieved list as every source hands it over: (chunk id, score or None),

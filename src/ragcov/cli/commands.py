@@ -7,7 +7,7 @@ by import side effect and no module imports the app back.
 A command's module is imported when its command is built. ``ragcov COMMAND`` with no
 config file to read builds that one command (:func:`app_for`): its options, help and
 errors are the whole app's (``tests/test_cli_startup.py``), and it skips importing and
-building the other seventeen, a good part of a reading command's start-up. With a
+building the others, a good part of a reading command's start-up. With a
 config file the whole app is built, since its keys are checked against every
 command's options.
 """
@@ -151,6 +151,7 @@ SOURCES = [
     ("diff", "ragcov.cli.diff", "diff"),
     ("gap", "ragcov.cli.gap", "gap"),
     ("probe", "ragcov.cli.probe", "probe"),
+    ("drift", "ragcov.cli.drift", "drift"),
 ]
 NAMES = frozenset(name for name, _, _ in SOURCES)
 

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ragcov import api
 from ragcov.api import ReportScope, write_html
 from ragcov.api import report as report_data
 from ragcov.cli.console import out
@@ -52,5 +53,8 @@ def html(
     index = write_html(site, directory, order or [], greedy=greedy, title=title,
                        precision=precision or 0)
     out.print(f"Wrote HTML report to {index}")
+    drift_page = api.write_drift_html(data_file, directory)
+    if drift_page is not None:  # a drift run recorded in the file (ragcov drift)
+        out.print(f"Wrote the drift page to {drift_page}", markup=False)
     if fail_under is not None:
         gate(site.summary(jaccard=False).coverage, fail_under, precision)

@@ -27,6 +27,7 @@ from ragcov.cli.report_options import scoped, write_scoped
 from ragcov.errors import RagcovError
 from ragcov.files import json_text
 from ragcov.reporters import DEFAULT_JSON_FILE
+from ragcov.reporters.drift import drift_json, drift_lines
 from ragcov.reporters.jsonreport import json_report
 from ragcov.reporters.reachability import reachability_lines
 from ragcov.reporters.sections import (
@@ -107,6 +108,9 @@ def report(
         if redundant:
             lines += ["", *redundant_lines(redundant_tests(scoped.matrix),
                                            scoped.matrix.n_queries)]
+        drifted = api.drift_summary(data_file)
+        if drifted is not None:
+            lines += drift_lines(drifted)
         for line in lines:
             if line is not None:
                 out.print(line, markup=False)
@@ -130,8 +134,13 @@ def json_cmd(
     precision: GatePrecision = None,
 ) -> None:
     """Write the versioned JSON report."""
-    write_scoped(data_file, scope, output, fail_under, lambda scoped: json_text(
-        json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped),  # type: ignore[arg-type]
-        indent=2 if pretty else None), "JSON report", precision)
+    def render(scoped) -> str:  # type: ignore[no-untyped-def]
+        doc = json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped)  # type: ignore[arg-type]
+        drifted = api.drift_summary(data_file)
+        if drifted is not None:  # a drift run recorded in the file (ragcov drift)
+            doc["drift"] = drift_json(drifted)
+        return json_text(doc, indent=2 if pretty else None)
+
+    write_scoped(data_file, scope, output, fail_under, render, "JSON report", precision)
 
 

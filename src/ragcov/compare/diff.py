@@ -44,6 +44,18 @@ class DocumentChange:
         return (self.head or 0.0) - (self.base or 0.0)
 
 
+@dataclass(frozen=True)
+class DriftChange:
+    """One relation's violation rate in BASE and HEAD (``ragcov drift``); None where that
+    file's drift run did not test it."""
+
+    relation: str
+    base: float | None
+    head: float | None
+    base_tests: int
+    head_tests: int
+
+
 @dataclass
 class CoverageDiff:
     base: Recording
@@ -73,6 +85,8 @@ class CoverageDiff:
     rescued: list[str] | None = None
     became_unreachable_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
     rescued_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
+    # The relations' violation rates when either file holds a drift run (else None).
+    drift: list[DriftChange] | None = None
 
     @property
     def base_meta(self) -> Meta:
@@ -153,7 +167,30 @@ def coverage_diff(base_path: str | os.PathLike[str], head_path: str | os.PathLik
         head.read_query_texts()
     d = diff_recordings(base, head, match)
     _blast_radius(d, base_path, head_path)
+    d.drift = drift_changes(base_path, head_path)
     return d
+
+
+def drift_changes(base_path: str | os.PathLike[str], head_path: str | os.PathLike[str]
+                  ) -> list[DriftChange] | None:
+    """Each relation's violation rate on both sides, when either file holds a drift run."""
+    from ragcov.data import CoverageData
+    from ragcov.data.drift import read_drift
+    from ragcov.drift.summary import summarize_drift
+
+    sides = []
+    for path in (base_path, head_path):
+        record = read_drift(CoverageData(path))
+        sides.append(None if record is None else summarize_drift(record))
+    if sides[0] is None and sides[1] is None:
+        return None
+    names = list(dict.fromkeys(r.relation for s in sides if s is not None for r in s.relations))
+    out = []
+    for name in names:
+        b, h = (None if s is None else s.relation(name) for s in sides)
+        out.append(DriftChange(name, None if b is None else b.rate, None if h is None else h.rate,
+                               0 if b is None else b.n, 0 if h is None else h.n))
+    return out
 
 
 def _blast_radius(d: CoverageDiff, base_path: str | os.PathLike[str],

@@ -32,7 +32,7 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
     from ragcov.version import __version__
 
     changed = d.changed_queries()
-    return {
+    doc = {
         "format": FORMAT_VERSION, "ragcov_version": __version__,
         "base": _side(d.base_meta, str(d.base.path), d.base.n_chunks, d.base_covered,
                       d.base.n_queries),
@@ -51,6 +51,11 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
         # Both files probed: the change's blast radius on reachability (else null).
         "became_unreachable": d.became_unreachable, "rescued": d.rescued,
     }
+    if d.drift is not None:  # either file holds a drift run: each relation's violation rate
+        doc["drift"] = [{"relation": x.relation, "base_rate": x.base, "head_rate": x.head,
+                         "base_tests": x.base_tests, "head_tests": x.head_tests}
+                        for x in d.drift]
+    return doc
 
 
 def gap_document(g: TrafficGap) -> dict[str, Any]:

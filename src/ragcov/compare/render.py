@@ -60,6 +60,10 @@ def diff_totals(d: CoverageDiff, precision: int = 1) -> list[str]:
     if d.became_unreachable is not None and d.rescued is not None:
         lines.append(f"Reachability (both probed): {len(d.became_unreachable)} chunks became "
                      f"unreachable, {len(d.rescued)} rescued")
+    if d.drift is not None:
+        lines.append("Drift violation rates (ragcov drift): " + "; ".join(
+            f"{x.relation} {_pc(x.base, precision)} -> {_pc(x.head, precision)}"
+            for x in d.drift))
     if d.new_documents:
         n, c = _patch(d.new_documents, head=True)
         lines.append(f"New documents: {len(d.new_documents)} ({n} chunks, {c} covered, "

@@ -29,11 +29,9 @@ def _table(show_missing: bool, skip_covered: bool = False) -> Reporter:
 
 
 def _html(scoped: Any, dest: Path | None) -> str:
-    from ragcov.reporters.html import html_report
-
+    """The site ``ragcov html`` writes, through the same api verb: its coverage curves too."""
     assert dest is not None
-    return (f"ragcov HTML report written to "
-            f"{html_report(scoped.matrix, scoped.texts, dest, scoped=scoped)}")
+    return f"ragcov HTML report written to {api.write_html(scoped, dest)}"
 
 
 def _json(scoped: Any, dest: Path | None) -> str:

@@ -17,7 +17,8 @@ FORMAT_VERSION history:
      totals.exclusion_candidates, chunks.*.exclusion_candidate (junk: no words, boilerplate,
      too short) and exclusion_config (the ragcov.toml lines that exclude them);
      generated_left_out (questions ragcov generate wrote, not counted until accepted),
-     scope.include_generated; queries.*.outcome and correctness (pytest --ragcov outcomes).
+     scope.include_generated; queries.*.outcome and correctness (pytest --ragcov outcomes); drift (the drift
+     run recorded by ``ragcov drift``, as its own ``--format json`` writes it).
 Keys may be added within a version; none is renamed or removed.
 """
 

@@ -107,13 +107,7 @@ def _factory_call(obj: Any) -> str | None:
     return "()" if len(params) == 0 else None
 
 
-def load_retriever(spec: str, corpus: Corpus) -> Retriever:
-    """Load ``module:attr`` (attr may be dotted) and wrap what it names.
-
-    ``attr`` names a retriever (any kind :func:`wrap` accepts) or a factory that
-    makes one: a class, or a function with no parameters or a ``corpus``
-    parameter, which is called (with the corpus when it takes it).
-    """
+def _resolve(spec: str) -> Any:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise RagcovError(f"retriever {spec!r}: expected module:attr, e.g. myapp.rag:retriever")
@@ -124,6 +118,23 @@ def load_retriever(spec: str, corpus: Corpus) -> Retriever:
         except AttributeError as exc:
             raise RagcovError(
                 f"retriever {spec!r}: {module_name} has no attribute {attr!r}") from exc
+    return obj
+
+
+def takes_corpus(spec: str) -> bool:
+    """Whether ``module:attr`` names a factory called with the corpus: only such a
+    retriever can be built again on another corpus (``ragcov drift``'s copies)."""
+    return _factory_call(_resolve(spec)) in ("corpus=", "corpus")
+
+
+def load_retriever(spec: str, corpus: Corpus) -> Retriever:
+    """Load ``module:attr`` (attr may be dotted) and wrap what it names.
+
+    ``attr`` names a retriever (any kind :func:`wrap` accepts) or a factory that
+    makes one: a class, or a function with no parameters or a ``corpus``
+    parameter, which is called (with the corpus when it takes it).
+    """
+    obj = _resolve(spec)
     call = _factory_call(obj)
     if call is not None:
         try:

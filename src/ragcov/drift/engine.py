@@ -1,0 +1,139 @@
+"""A drift run: the suite on every transformed copy, each copy judged and recorded in turn.
+
+The baseline is the suite's own recorded run (the ``hits`` of the data file, so a
+drift run and ``ragcov run`` agree on what each test retrieved). Copies are built one
+at a time, searched, judged and written in one transaction each
+(:func:`ragcov.data.drift.record_copy`); a rerun with the same settings skips the
+copies already recorded, so an interrupted run resumes where it stopped and a
+finished one only reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragcov.corpus import Corpus
+from ragcov.data.datafile import CoverageData
+from ragcov.data.drift import DriftCopy, DriftRow, finish_drift, query_indexes, record_copy, start_drift
+from ragcov.drift.base import Rebuilder
+from ragcov.drift.relations import Copy, Plan, plan
+from ragcov.drift.versions import Versions
+from ragcov.errors import RagcovError
+from ragcov.progress import progress_bar
+from ragcov.retrieval import run_retriever
+from ragcov.suite import Suite
+from ragcov.user_warnings import RetrievalWarning
+
+
+@dataclass
+class DriftSettings:
+    """What a drift run is: the copies it makes and how it reports them."""
+
+    relations: list[str]
+    seed: int = 0
+    noise_rate: float = 0.02
+    distractors: Corpus | None = None
+    distractor_source: str | None = None
+    resamples: int = 2000
+    confidence: float = 0.95
+    notes: dict[str, list[str]] = field(default_factory=dict)
+
+    def recorded(self, k: int, retriever: dict[str, Any]) -> dict[str, Any]:
+        """As the data file keeps them (report and diff read them back)."""
+        return {"relations": self.relations, "seed": self.seed, "noise_rate": self.noise_rate,
+                "distractors": self.distractor_source, "resamples": self.resamples,
+                "confidence": self.confidence, "notes": self.notes, "k": k,
+                "retriever": retriever.get("kind")}
+
+
+@dataclass
+class DriftProgress:
+    """What a drift run did this time: copies searched now and found already recorded."""
+
+    copies: int
+    searched: int
+    resumed: int
+    replaced: bool
+
+
+def run_key(corpus: Corpus, suite: Suite, k: int, retriever: dict[str, Any],
+            settings: DriftSettings) -> str:
+    """The run's identity: a rerun with the same key resumes, another key replaces it.
+
+    The interval's resamples and confidence are left out: they change the report, not
+    a single copy's results.
+    """
+    suite_digest = hashlib.sha256("\x00".join(f"{q.id}\x01{q.text}" for q in suite).encode())
+    distractors = settings.distractors.hash if settings.distractors is not None else None
+    key = {"corpus": corpus.hash, "suite": suite_digest.hexdigest(), "k": k,
+           "retriever": retriever, "relations": settings.relations, "seed": settings.seed,
+           "noise_rate": settings.noise_rate, "distractors": distractors}
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def run_drift(corpus: Corpus, suite: Suite, rebuild: Rebuilder, data: CoverageData, k: int,
+              settings: DriftSettings, versions: Versions | None = None, progress: bool = True,
+              notify: Callable[[str], None] | None = None,
+              on_copy: Callable[[str], None] | None = None) -> DriftProgress:
+    """Judge every relation's copies against the suite's recorded run in ``data``."""
+    say = notify or (lambda line: None)
+    fingerprint = rebuild.base.fingerprint()
+    m = data.matrix()
+    row_of = m.row_of()
+    missing = [q.id for q in suite if q.id not in row_of]
+    if missing:  # measure() recorded the suite just before: only a concurrent erase does this
+        raise RagcovError(f"{data.path}: query {missing[0]!r} of the suite is not recorded; run "
+                          "`ragcov drift` again")
+    ids = [q.id for q in suite]
+    baseline = [m.retrieved(row_of[qid]) for qid in ids]
+    plans = plan(corpus, settings.relations, baseline, k, settings.seed, settings.noise_rate,
+                 settings.distractors, versions)
+    key = run_key(corpus, suite, k, fingerprint, settings)
+    done, replaced = start_drift(data, key, settings.recorded(k, fingerprint), k, corpus.hash,
+                                 fingerprint)
+    if replaced:
+        say(f"ragcov: {data.path}: replacing the drift run recorded there (other settings)")
+    todo = [p for p in plans if p.name not in done]
+    if done and todo:
+        say(f"ragcov: resuming the drift run in {data.path}: {len(plans) - len(todo)} of "
+            f"{len(plans)} copies already recorded")
+    index = query_indexes(data, ids)
+    queries = [(q.id, q.text) for q in suite]
+    with progress_bar("Drift copies", total=len(todo), enabled=progress) as advance:
+        for p in todo:
+            copy, rows = _judged(p, corpus, rebuild, queries, baseline, index)
+            record_copy(data, key, k, corpus.hash, fingerprint,
+                        DriftCopy(p.name, p.relation, copy.changed, copy.added, p.detail), rows)
+            advance(1)
+            if on_copy is not None:
+                on_copy(p.name)
+    finish_drift(data, key)
+    return DriftProgress(len(plans), len(todo), len(plans) - len(todo), replaced)
+
+
+def _judged(p: Plan, corpus: Corpus, rebuild: Rebuilder, queries: Sequence[tuple[str, str]],
+            baseline: Sequence[list[int]], index: dict[str, int]) -> tuple[Copy, list[DriftRow]]:
+    if p.build is None:  # the corpus's own versions: judged on the baseline itself
+        copy = Copy(corpus)
+        results = {qid: [(corpus[c].id, None) for c in top]
+                   for (qid, _), top in zip(queries, baseline)}
+    else:
+        copy = p.build()
+        retriever = rebuild.on(copy.corpus)
+        # What the suite's own run said about its queries (no word to match, lists shorter
+        # than k) it said once; a copy losing chunks is the measurement, not a warning.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RetrievalWarning)
+            results = run_retriever(retriever, list(queries), p.depth, progress=False,
+                                    corpus=copy.corpus, warn_short=False).results
+    rows = []
+    for (qid, _), seen in zip(queries, baseline):
+        outcome = p.judge(copy, seen, results.get(qid, []))
+        if outcome is not None:
+            rows.append(DriftRow(index[qid], outcome.value, outcome.violated, outcome.detail()))
+    return copy, rows
