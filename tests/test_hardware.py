@@ -449,3 +449,30 @@ def test_int8_says_what_it_costs_in_recall_once_per_data_file(capsys, city_run, 
     code, _, err = cli(capsys, *city_run, "--data-file", "fp32.ragcov", "--backend", "onnx")
     assert code == 0 and "recall@" not in err
     assert CoverageData(tmp_path / "fp32.ragcov").annotation("precision_recall") is None
+
+
+@pytest.mark.slow  # imports sentence-transformers
+def test_the_installed_sentence_transformers_takes_a_pool() -> None:
+    """Several GPUs embed a corpus through sentence-transformers' own pool, by the keyword
+    its encode takes; an encoder without one embeds on the first GPU alone."""
+    st_module = pytest.importorskip("sentence_transformers")
+    assert hardware._takes_a_pool(st_module.SentenceTransformer)
+    assert not hardware._takes_a_pool(FakeGpuEncoder(fits=8))
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_several_gpus_embed_a_corpus_as_one_gpu_does(minilm_path: str) -> None:
+    import torch
+
+    from ragcov.retrievers.dense import encode, load_encoder
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip(f"needs two CUDA devices; this machine has {torch.cuda.device_count()}")
+    texts = [f"chunk {i}: revenue rose by {i % 97} percent in the quarter" for i in range(25_000)]
+    pooled = resolve_placement("cuda", "fp32", None, minilm_path)
+    assert len(pooled.pool) == torch.cuda.device_count()
+    one = resolve_placement("cuda:0", "fp32", None, minilm_path)
+    many = encode(load_encoder(minilm_path, placement=pooled), texts, progress=False)
+    single = encode(load_encoder(minilm_path, placement=one), texts, progress=False)
+    np.testing.assert_allclose(many, single, atol=1e-4)

@@ -392,7 +392,7 @@ def encoder_pool(encoder: Any, placement: Placement | None, n_texts: int) -> Ite
     """One process per GPU for a large encode when several GPUs are used (sentence-transformers'
     own pool); None otherwise."""
     if placement is None or not placement.pool or n_texts < POOL_MIN_TEXTS \
-            or not hasattr(encoder, "start_multi_process_pool"):
+            or not _takes_a_pool(encoder):
         yield None
         return
     pool = encoder.start_multi_process_pool(list(placement.pool))
@@ -457,3 +457,16 @@ def precision_recall_line(retriever: Any, suite: Any, k: int, data: Any,
     data.annotate(PRECISION_RECALL, found)
     return (f"ragcov: {found['vectors']} vectors: recall@{found['k']} against fp32 "
             f"{found['recall_at_k']:.3f} on {found['sample']} of the suite's queries")
+
+
+def _takes_a_pool(encoder: Any) -> bool:
+    """Whether ``encoder.encode`` runs on a pool (sentence-transformers 5 and later);
+    an older one embeds on the first GPU alone."""
+    import inspect
+
+    if not hasattr(encoder, "start_multi_process_pool"):
+        return False
+    try:
+        return "pool" in inspect.signature(encoder.encode).parameters
+    except (TypeError, ValueError):
+        return False
