@@ -106,4 +106,4 @@ def test_index_command_caches_the_corpus(tmp_path: Path, city_corpus_file: Path,
         code, out, _ = cli(capsys, "index", "--corpus", str(city_corpus_file))
         assert code == 0
         assert expected in out
-    assert len(list((tmp_path / "cache" / "embeddings").glob("*.npy"))) == 1
+    assert len(list((tmp_path / "cache" / "embeddings").glob("*.npz"))) == 1
