@@ -90,7 +90,14 @@ def _worker_placement(spec: dict[str, Any], source: str) -> Any:
 
 
 def _embed_slice(source: str, texts: list[str], batch_size: int, threads: int,
+                 backend: str | None = None, spec: dict[str, Any] | None = None) -> np.ndarray:
+    return _embed_where(source, texts, batch_size, threads,
+                        {**(spec or {}), **({"backend": backend} if backend else {})})[0]
+
+
+def _embed_where(source: str, texts: list[str], batch_size: int, threads: int,
                  spec: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
+    """A slice's embeddings on this worker's own device, and where that was."""
     from ragcov.retrievers.dense import encode, load_encoder
 
     placement = _worker_placement(spec, source)
@@ -286,7 +293,7 @@ def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int
     # Several slices per worker so a slow worker does not hold the others up.
     slices = aligned_slices(len(corpus), parts * 4, ENCODE_CHUNK)
     texts = corpus.texts
-    futures = [client.submit(_embed_slice, source, texts[a:b], batch_size, threads, spec,
+    futures = [client.submit(_embed_where, source, texts[a:b], batch_size, threads, spec,
                              pure=False)
                for a, b in slices]
     pieces: list[np.ndarray | None] = [None] * len(slices)
