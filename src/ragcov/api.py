@@ -26,10 +26,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragcov.compare.diff import CoverageDiff
-from ragcov.compare.diff import coverage_diff as diff
-from ragcov.compare.gap import TrafficGap
-from ragcov.compare.gap import traffic_gap as gap
 from ragcov.config import scope_settings
 from ragcov.corpus import Corpus, load_corpus
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
@@ -73,6 +69,8 @@ from ragcov.summary import fail_under_failure
 from ragcov.summary import summarize as summarize
 
 if TYPE_CHECKING:
+    from ragcov.compare.diff import CoverageDiff
+    from ragcov.compare.gap import TrafficGap
     from ragcov.failures import Failures
     from ragcov.faults import FaultReport
     from ragcov.generation.loop_types import GenerationSummary, LoopConfig
@@ -370,6 +368,8 @@ def coverage_diff(base: str | os.PathLike[str], head: str | os.PathLike[str],
                   allow_different_retriever: bool = False, match: str = "id") -> CoverageDiff:
     """What changed between two recordings (``ragcov diff``); queries paired by ``match``."""
 
+    from ragcov.compare.diff import coverage_diff as diff  # only diff pays for its import
+
     return diff(base, head, allow_different_k, allow_different_retriever, match)
 
 
@@ -387,6 +387,8 @@ def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],
 
         return gap_dask(tests, traffic, top, allow_different_k, allow_different_retriever,
                         scheduler, workers)
+
+    from ragcov.compare.gap import traffic_gap as gap  # only gap pays for its import
 
     return gap(tests, traffic, top, allow_different_k, allow_different_retriever)
 
