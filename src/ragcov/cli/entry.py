@@ -22,6 +22,7 @@ from ragcov.cli.commands import app_for, blame_config
 from ragcov.cli.console import err
 from ragcov.controls import escape_controls
 from ragcov.errors import RagcovError
+from ragcov.sigint import threads_leave_sigint
 
 
 def _os_error(exc: OSError) -> str:
@@ -160,7 +161,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         # Not standalone: click's errors come here, to be printed as one line.
         args = _rcfile_first(sys.argv[1:] if argv is None else list(argv))
-        code = app_for(args)(args=args, prog_name="ragcov", standalone_mode=False)
+        # Building the command imports its modules, numpy among them, whose BLAS starts
+        # threads that must not take the Ctrl-C meant for this one (ragcov.sigint).
+        with threads_leave_sigint():
+            app = app_for(args)
+        code = app(args=args, prog_name="ragcov", standalone_mode=False)
     except click.NoArgsIsHelpError:
         sys.exit(1)  # the help is already printed
     except click.ClickException as exc:
