@@ -115,6 +115,10 @@ results: $(VENV)/.test-installed
 	  --out results/generation-extractive-pubmedqa150
 	$(RESEARCH) $(GENERATION) --generator llama-cpp --budget 100 --repeats 3 \
 	  --out results/generation-gemma-pubmedqa150
+	$(RESEARCH) topics --dataset finqa    --data $(DATA)/finqa    --retriever bm25 --out results/topics-finqa-bm25-k5
+	$(RESEARCH) topics --dataset finqa    --data $(DATA)/finqa    --out results/topics-finqa-dense-k5
+	$(RESEARCH) topics --dataset pubmedqa --data $(DATA)/pubmedqa --retriever bm25 --out results/topics-pubmedqa-bm25-k5
+	$(RESEARCH) topics --dataset pubmedqa --data $(DATA)/pubmedqa --out results/topics-pubmedqa-dense-k5
 
 clean:
 	rm -rf $(VENV) ragcov-demo ragcov-html .ragcov build *.egg-info

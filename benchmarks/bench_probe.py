@@ -125,7 +125,9 @@ def _summary(n_chunks: int, n_retrievals: int) -> list[dict]:
     probe_ranks.sort_indices()
     probes = ProbeMatrix(ids=[f"p{i}" for i in range(n_queries)],
                          source=np.random.default_rng(3).integers(0, n_chunks, n_queries),
-                         kinds=["terms"] * n_queries, ranks=probe_ranks)
+                         kinds=["terms"] * n_queries, n_chunks=n_chunks,
+                         indptr=probe_ranks.indptr, indices=probe_ranks.indices,
+                         rank_data=probe_ranks.data)
     seconds = best_of(lambda: audit(tests, probes), repeats=3)
 
     def python_sets() -> None:

@@ -81,6 +81,9 @@ def _best_of(fn, repeats: int) -> float:
     return min(cpu)
 
 
+MODES = ("tiny", "quick", "full")  # one size: small enough for every mode
+
+
 def main() -> list[dict]:
     results: list[dict] = []
     naive_times = {}

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import row  # noqa: E402
 
 MODES = ("tiny", "quick", "full")
-SIZES = {"tiny": 20_000, "quick": 100_000, "full": 1_000_000}
+SIZES = {"tiny": 2_000, "quick": 100_000, "full": 1_000_000}
 REPEATS = {"tiny": 1, "quick": 3, "full": 2}
 DIM = 8
 BATCH = 5_000

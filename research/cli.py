@@ -234,6 +234,23 @@ def generation(
     out.print("Wrote " + ", ".join(str(p) for p in result.paths), markup=False)
 
 
+@experiment("topics")
+def topics(
+    shared: Shared,
+    budget: Annotated[int, typer.Option(
+        help="Questions in the shipped (random) and the coverage-selected suite.")] = 100,
+    generate_budget: Annotated[int, typer.Option(
+        help="Extractive questions `generate --topic` writes for the darkest topic.")] = 10,
+) -> None:
+    """Coverage by topic: per-topic CC of a shipped and a coverage-selected suite, stability."""
+    from research.topics import run_topics
+
+    result = run_topics(shared.setup, budget=budget, seed=shared.seed,
+                        generate_budget=generate_budget, out_dir=shared.out_dir, console=out)
+    out.print(result.markdown, markup=False)
+    out.print("Wrote " + ", ".join(str(p) for p in result.paths), markup=False)
+
+
 # Entry point --------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> None:
     """Run the app; a user error (bad option value, missing file) is one line and exit 1."""

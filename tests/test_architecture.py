@@ -26,10 +26,9 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Lowest first. Within a group the order is strict too: each part may import the
 # parts before it, never those after it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # The floor: errors, field rules, files and their destinations, retrying, warnings,
-    # Ctrl-C and threads, progress, URL redaction, settings, the paused cycle collector.
-    # ``ragcov`` is the package's own __init__: its version is read everywhere and its
-    # public names load on first use.
+    # The floor: the version, errors, field rules, files and their destinations, retrying,
+    # warnings, Ctrl-C and threads, progress, URL redaction, settings,
+    # the paused cycle collector.
     ("version", "errors", "user_warnings", "sigint", "progress", "retry", "redaction", "fields",
      "destinations", "files", "controls", "config", "collector"),
     # What is recorded and measured. ``stores`` reads a vector store's chunks (a corpus
@@ -39,10 +38,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("stores", "corpus", "suite", "retrieval", "qrels", "matrix", "data", "tfidf", "metrics",
      "summary", "apfd", "failures", "faults"),
     # Retrieving, importing, probing, generating, selecting, reporting, comparing.
-    # ``scope`` (what a report counts) reads the reachability audit; ``overwrite`` guards
-    # every output a command writes.
+    # ``scope`` (what a report counts) reads the reachability audit; ``topics`` clusters
+    # the vectors the retrievers cached and counts per topic what the audit found;
+    # ``overwrite`` guards every output a command writes.
     ("retrievers", "traces", "reachability", "generation", "selection", "scope", "drift",
-     "reporters", "compare", "overwrite"),
+     "reporters", "compare", "topics", "overwrite"),
     # The one door and the engine that runs a measurement on a cluster.
     ("distributed", "distributed_traffic", "api"),
     # Parsing and printing; ``ragcov`` is the package's face (``import ragcov``), its
@@ -204,7 +204,7 @@ def test_sql_only_in_data() -> None:
 # What the CLI reaches only through ragcov.api: it parses and prints (renderers and
 # formatting helpers are its own to use).
 CLI_THROUGH_API = ("data", "retrievers", "retrieval", "traces", "generation", "selection", "suite",
-                   "distributed", "distributed_traffic", "stores", "scope", "drift")
+                   "distributed", "distributed_traffic", "stores", "scope", "drift", "topics")
 
 
 def test_the_cli_does_its_work_through_the_api() -> None:
@@ -236,3 +236,17 @@ def test_the_cli_goes_through_the_api() -> None:
             if not allowed:
                 found.setdefault(name, set()).add(target)
     assert found == {}
+
+
+def test_the_drawing_in_architecture_md_is_the_checked_one() -> None:
+    """docs/architecture.md draws the layers; the drawing is this test's table, top first."""
+    doc = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = doc.split("<!-- layers: test_architecture.py reads these lines -->", 1)[1]
+    drawn = []
+    for line in block.splitlines()[1:]:
+        if not line.strip():
+            break
+        number, _name, *parts = line.split()
+        drawn.append((int(number), tuple(parts)))
+    assert [n for n, _ in drawn] == list(range(len(LAYERS) - 1, -1, -1))
+    assert [parts for _, parts in reversed(drawn)] == list(LAYERS)

@@ -40,11 +40,40 @@ def test_modes_and_names_are_checked(tmp_path):
     proc = subprocess.run([sys.executable, str(RUN), "--only", "nonsense"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "unknown benchmark" in proc.stderr
-    # A model-loading benchmark is listed, not run, in the tiny mode.
-    proc = subprocess.run([sys.executable, str(RUN), "--tiny", "--only", "embedding"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0
-    assert "embedding: not run with --tiny" in proc.stdout
+    proc = subprocess.run([sys.executable, str(RUN), "--tiny", "--only", "metrics,nonsense"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "nonsense" in proc.stderr
+
+
+@pytest.mark.slow
+def test_every_benchmark_runs_at_its_smallest_size(tmp_path):
+    """A change that breaks a benchmark (an internal it reaches for moved) fails here, not
+    the next time someone measures: each one runs once, at its smallest size."""
+    out = tmp_path / "rows.json"
+    proc = subprocess.run([sys.executable, str(RUN), "--tiny", "--json", str(out)],
+                          capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    failed = [r["name"] for r in rows if "FAILED" in r["name"] or "not run" in r["name"]]
+    assert failed == [], failed
+    listed = (RUN.read_text().split("BENCHMARKS = (", 1)[1].split(")", 1)[0])
+    expected = {name.strip().strip('"') for name in listed.replace("\n", " ").split(",") if name.strip()}
+    assert {r["bench"] for r in rows} == expected
+
+
+def test_topics_benchmark_runs_at_a_small_size(tmp_path):
+    out = tmp_path / "rows.json"
+    proc = subprocess.run([sys.executable, str(RUN), "--tiny", "--only", "topics", "--json",
+                           str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(out.read_text())
+    assert [r["name"].split(",")[0] for r in rows] == ["topics: `ragcov topics` dense",
+                                                      "topics: `ragcov topics` tfidf"]
+    assert all(r["seconds"] > 0 and "1,000 chunks" in r["name"] for r in rows)
+    # The synthetic subjects' own words lead the labels: "... in H/T topics".
+    for r in rows:
+        hits, topics = r["note"].rsplit(" in ", 1)[1].split(" ")[0].split("/")
+        assert int(topics) > 0 and int(hits) >= int(topics) // 2
 
 
 @pytest.mark.slow  # builds a model and starts ragcov once: half a minute on a quiet 2-core machine

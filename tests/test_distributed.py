@@ -299,7 +299,8 @@ def test_dense_on_local_cluster_matches_single_process(cluster_address, tmp_path
     finally:
         faiss.omp_set_num_threads(threads)
     assert r.chunks_embedded == len(corpus) and r.threads == 2
-    dask_emb = np.load(next((tmp_path / "cache-dask" / "embeddings").glob("*.npz")))["embeddings"]
+    with np.load(next((tmp_path / "cache-dask" / "embeddings").glob("*.npz"))) as entry:
+        dask_emb = entry["embeddings"]
     np.testing.assert_array_equal(dask_emb, r.embeddings)
     assert_same(local, sharded)
     if index == "flat":
@@ -332,7 +333,8 @@ def test_dense_at_another_thread_count_differs_only_at_near_ties(cluster_address
     r = DenseRetriever(corpus, progress=False, threads=2)
     local = tmp_path / "local.ragcov"
     measure(corpus, suite, r, k=5, data_file=local, progress=False)
-    dask_emb = np.load(next((tmp_path / "cache-dask" / "embeddings").glob("*.npz")))["embeddings"]
+    with np.load(next((tmp_path / "cache-dask" / "embeddings").glob("*.npz"))) as entry:
+        dask_emb = entry["embeddings"]
     np.testing.assert_allclose(dask_emb, r.embeddings, rtol=0, atol=NEAR_TIE)
     assert_same_up_to_near_ties(local, sharded)
     # The suite does meet ties at the k-th place (the 5th and 6th scores within NEAR_TIE).

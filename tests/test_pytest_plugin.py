@@ -172,8 +172,15 @@ def test_two():
 ''')
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
                                 "corpus.jsonl", "--ragcov-k", "2", "--ragcov-report", "json",
-                                "--ragcov-report", "html:site", "--ragcov-data-file", "cov.db")
+                                "--ragcov-report", "html:site", "--ragcov-data-file", "cov.db",
+                                "--ragcov-report", "xml:cov.xml", "--ragcov-report", "lcov")
     result.assert_outcomes(passed=2)
+    # Every file reporter of the registry is a --ragcov-report kind: what ragcov xml and
+    # ragcov lcov write, from the session's data file.
+    import xml.etree.ElementTree as ET
+
+    assert ET.fromstring((pytester.path / "cov.xml").read_text()).get("lines-covered") == "2"
+    assert "SF:" in (pytester.path / "ragcov.lcov").read_text()
     report = json.loads((pytester.path / "ragcov.json").read_text(encoding="utf-8"))
     assert report["totals"]["covered_chunks"] == 2
     assert report["totals"]["chunk_coverage"] == pytest.approx(2 / 8)
@@ -227,8 +234,8 @@ def test_stale_index():
 @pytest.mark.parametrize(("args", "message"), [
     (["--ragcov"], "*--ragcov needs --ragcov-corpus*"),
     (["--ragcov", "--ragcov-corpus", "nowhere.jsonl"], "*nowhere.jsonl: no such file*"),
-    (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-report", "xml"],
-     "*--ragcov-report must be one of*"),
+    (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-report", "yaml"],
+     "*--ragcov-report must be one of term, term-missing, html, json, xml, lcov*"),
     (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-fail-under", "120"],
      "*must be a percentage*"),
     (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-k", "0"], "*at least 1*"),

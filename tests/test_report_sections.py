@@ -75,17 +75,20 @@ def test_redundant_tests_name_the_test_that_subsumes_them(sample, capsys):
     lines = out.splitlines()
     at = lines.index("Redundant tests: 3 of 5 (no chunk of their own, or Jaccard >= 0.8 with "
                      "another)")
-    assert [li.split(None, 1) for li in lines[at + 1:at + 4]] == [
-        ["q1", "Jaccard 1.00 with q4"], ["q2", "retrieves a subset of q1"],
-        ["q4", "retrieves a subset of q1"]]
+    # Dropped together: the cover keeps q3 and q5 (chunks of their own), then q1 (two new
+    # chunks, ties to the earlier of q1 and q4); q2 and q4 can both go, q1 cannot then.
+    assert [li.split(None, 2) for li in lines[at + 1:at + 4]] == [
+        ["keep", "q1", "Jaccard 1.00 with q4"], ["drop", "q2", "retrieves a subset of q1"],
+        ["drop", "q4", "retrieves a subset of q1"]]
+    assert lines[at + 4].startswith("Droppable together: 2 of these (marked drop)")
     doc = json.loads(cli(capsys, "json", "-o", "-")[1])
     assert doc["redundant"] == {
         "q1": {"subsumed_by": None, "most_similar": "q4", "jaccard": 1.0, "unique_chunks": 0,
-               "reasons": ["no-unique-contribution", "near-duplicate"]},
+               "reasons": ["no-unique-contribution", "near-duplicate"], "droppable_together": False},
         "q2": {"subsumed_by": "q1", "most_similar": "q1", "jaccard": 0.5, "unique_chunks": 0,
-               "reasons": ["no-unique-contribution"]},
+               "reasons": ["no-unique-contribution"], "droppable_together": True},
         "q4": {"subsumed_by": "q1", "most_similar": "q1", "jaccard": 1.0, "unique_chunks": 0,
-               "reasons": ["no-unique-contribution", "near-duplicate"]},
+               "reasons": ["no-unique-contribution", "near-duplicate"], "droppable_together": True},
     }
     code, out, _ = cli(capsys, "report")
     assert "Redundant" not in out

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         drift_summary,
         erase,
         find_faults,
+        fit_topics,
         generate,
         index,
         load_corpus,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         report,
         run,
         select_tests,
+        topic_coverage,
         traffic_gap,
         write_html,
     )
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
 _VERBS = ("audit_reachability", "combine", "coverage_diff", "erase", "find_faults", "generate",
           "index", "load_corpus", "load_suite", "make_generator", "make_retriever", "measure",
           "probe", "record_traces", "report", "run", "select_tests", "traffic_gap", "write_html",
-          "corpus_drift", "drift_summary")
+          "corpus_drift", "drift_summary", "fit_topics", "topic_coverage")
 # Imported on first use: the pytest plugin and the CLI import this package on every
 # start, and numpy/scipy are too slow to load for a run that never uses them.
 _LAZY = {
@@ -83,4 +85,4 @@ __all__ = ["Chunk", "Corpus", "CoverageMatrix", "Query", "RagcovError", "ReportS
     "Suite", "__version__", "audit_reachability", "combine", "coverage_diff", "erase",
     "find_faults", "generate", "index", "load_corpus", "load_suite", "make_generator",
     "make_retriever", "measure", "probe", "record_traces", "report", "run", "select_tests",
-    "traffic_gap", "write_html", "corpus_drift", "drift_summary"]
+    "traffic_gap", "write_html", "corpus_drift", "drift_summary", "fit_topics", "topic_coverage"]

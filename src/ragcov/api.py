@@ -255,12 +255,13 @@ def selected_records(data_file: str | os.PathLike[str], m: Any, order: Sequence[
 def write_html(data_file: Any, directory: str | os.PathLike[str],
                orders: Sequence[str | os.PathLike[str]] = (), greedy: bool = True,
                title: str = "Chunk coverage report", precision: int = 0,
-               scope: Any = None) -> Path:
+               scope: Any = None, topics: Any = None) -> Path:
     """Write the HTML site (``ragcov html``); returns its index page.
 
     ``scope`` (a :class:`ragcov.scope.ReportScope`) chooses what the site counts.
     ``data_file`` may be what :func:`report` returned: a gate then judges the very
     numbers the site shows, not a second read that an append in between could change.
+    ``topics`` (what :func:`topic_coverage` returned) adds the topic page.
     """
     from ragcov.reporters.html import curve_from_order_file, greedy_curve, html_report, recorded_curve
     from ragcov.scope import Scoped
@@ -277,7 +278,7 @@ def write_html(data_file: Any, directory: str | os.PathLike[str],
         # The suite as recorded is the baseline an ordering is judged against.
         curves.append(recorded_curve(m))
     return html_report(m, scoped.texts, directory, curves=curves, precision=precision,
-                       title=title, scoped=scoped)
+                       title=title, scoped=scoped, topics=topics)
 
 
 @dataclass
@@ -370,7 +371,21 @@ def coverage_diff(base: str | os.PathLike[str], head: str | os.PathLike[str],
 
     from ragcov.compare.diff import coverage_diff as diff  # only diff pays for its import
 
-    return diff(base, head, allow_different_k, allow_different_retriever, match)
+    d = diff(base, head, allow_different_k, allow_different_retriever, match)
+    d.topics = _topic_diff(d)
+    return d
+
+
+def _topic_diff(d: CoverageDiff) -> Any:
+    """Per-topic change, from HEAD's topics (else BASE's) when they are of its own corpus."""
+    from ragcov.data.topics import read_topics
+    from ragcov.topics.coverage import topic_diff
+
+    for side, rec in (("head", d.head), ("base", d.base)):
+        stored = read_topics(CoverageData(rec.path))
+        if stored is not None and stored.corpus_hash == rec.meta.corpus_hash:
+            return topic_diff(d, stored, side)
+    return None
 
 
 def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],
@@ -774,13 +789,14 @@ def drift_summary(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> Any:
     return None if record is None else summarize_drift(record)
 
 
-def write_drift_html(data_file: str | os.PathLike[str], directory: str | os.PathLike[str]
-                     ) -> Path | None:
-    """``drift.html`` of the drift run in ``data_file`` into ``directory`` (an HTML report
-    folder, or a new one); None when the file holds no drift run."""
+def write_drift_html(data_file: Any, directory: str | os.PathLike[str]) -> Path | None:
+    """``drift.html`` of the drift run in ``data_file`` (or of what :func:`report` read
+    from it) into ``directory`` (an HTML report folder, or a new one); None when the file
+    holds no drift run."""
     from ragcov.reporters.drift import write_drift_page
+    from ragcov.scope import Scoped
 
-    summary = drift_summary(data_file)
+    summary = data_file.drift if isinstance(data_file, Scoped) else drift_summary(data_file)
     return None if summary is None else write_drift_page(summary, directory)
 
 
@@ -807,7 +823,10 @@ def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = N
     pytest plugin's reports all read: ``.matrix``, ``.summary()``, ``.excluded``,
     ``.reachability`` and the data file's ``.meta``.
     """
-    return load_scoped(data_file, scope)
+    with one_read(data_file):  # the report and the drift run it holds: one snapshot
+        scoped = load_scoped(data_file, scope)
+        scoped.drift = drift_summary(data_file)
+    return scoped
 
 
 @contextlib.contextmanager
@@ -1009,6 +1028,21 @@ def loop_config(**settings: Any) -> LoopConfig:
     return config(**settings)
 
 
+def check_min_topic_coverage(minimum: float | None) -> None:
+    """``--min-topic-coverage`` refused before any work when it is not a percentage."""
+    from ragcov.topics.coverage import check_min_topic_coverage as check
+
+    check(minimum)
+
+
+def min_topic_failure(report: Any, minimum: float | None, precision: int | None = None
+                      ) -> str | None:
+    """The ``--min-topic-coverage`` gate: None when every topic is at least that covered."""
+    from ragcov.topics.coverage import min_topic_failure as failure
+
+    return failure(report, minimum, precision)
+
+
 def gap_targets(path: Any, corpus: Any) -> tuple[list[str], list[str]]:
     """The untested chunks ``ragcov gap`` wrote, in the order generation aims at them."""
     from ragcov.generation.targets import gap_targets as targets
@@ -1034,3 +1068,77 @@ def configured_scope(command: str = "report", start: str | os.PathLike[str] | No
     return ReportScope(**lists, min_chunk_chars=values.get("min_chunk_chars", 0),
                        reachable=values.get("reachable", False),
                        include_generated=values.get("include_generated", False))
+
+
+# --- coverage by topic (``ragcov topics``, ``report --by topic``) ---------------------------
+
+def fit_topics(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, n_topics: int | None = None,
+               seed: int = 0, vectors: str = "auto", model: str | None = None,
+               corpus: Corpus | None = None, refit: bool = False) -> Any:
+    """Cluster the data file's chunks into topics and store them there (``ragcov topics``).
+
+    ``vectors``: ``auto`` (the run's own: a dense run's cached embeddings, a store's
+    vectors when ``corpus`` is its URL, else TF-IDF), ``dense``, ``store`` or ``tfidf``.
+    ``n_topics`` None chooses N. The stored set is kept when it was made the same way
+    from the same corpus (``refit`` makes it again). Returns
+    :class:`ragcov.topics.build.BuiltTopics`.
+    """
+    from ragcov.topics.build import build_topics
+
+    check_seed(seed)
+    return build_topics(str(data_file), n_topics, seed, vectors, model, corpus, refit)
+
+
+def topic_coverage(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = None,
+                   traffic: str | os.PathLike[str] | None = None, scoped: Any = None,
+                   allow_different_k: bool = False,
+                   allow_different_retriever: bool = False, missing_ok: bool = False) -> Any:
+    """Coverage per stored topic (``ragcov topics``, ``report --by topic``), in the order to
+    act on it; with ``traffic`` (imported production traces over the same corpus) the
+    share of production hits each topic takes, and takes on untested chunks.
+
+    ``scoped`` is what :func:`report` returned for ``data_file``, when already read.
+    Returns :class:`ragcov.topics.coverage.TopicReport`; refuses, in one line, a file
+    with stale topics, or without topics (``missing_ok``: returns None).
+    """
+    from ragcov.topics.build import fresh_topics
+    from ragcov.topics.coverage import topic_numbers
+
+    scoped = scoped if scoped is not None else load_scoped(data_file, scope)
+    stored = fresh_topics(str(data_file), scoped.meta.corpus_hash if scoped.meta else None,
+                          missing_ok)
+    if stored is None:
+        return None
+    hits = None
+    if traffic is not None:
+        import numpy as np
+
+        from ragcov.compare.gap import traffic_gap as gap
+
+        g = gap(data_file, traffic, top=0, allow_different_k=allow_different_k,
+                allow_different_retriever=allow_different_retriever)
+        hits = np.bincount(g.traffic.hit_chunk, minlength=g.traffic.n_chunks)
+    return topic_numbers(scoped, stored, str(data_file), hits)
+
+
+def topic_targets(data_file: str | os.PathLike[str], topic: str, corpus: Corpus
+                  ) -> tuple[int, str, list[str]]:
+    """``generate --topic ID|LABEL``: the topic's number, label and its chunks no test
+    retrieves yet (corpus order), the chunks generation aims at."""
+    from ragcov.topics.build import fresh_topics
+    from ragcov.topics.coverage import find_topic, topic_positions
+
+    data = CoverageData(data_file)
+    if not data.exists():
+        raise RagcovError(f"{data_file}: no coverage data, so no topics; run `ragcov run` and "
+                          "`ragcov topics` first")
+    recorded = data.meta().corpus_hash
+    if recorded != corpus.hash:
+        raise RagcovError(f"{data_file} records another corpus (hash {recorded}, --corpus "
+                          f"{corpus.hash}); its topics name other chunks")
+    stored = fresh_topics(str(data_file), recorded)
+    number = find_topic(stored, topic)
+    m = data.matrix()
+    mine = (topic_positions(stored, m.chunk_ids) == number) & ~m.covered()
+    label = next(t.label for t in stored.labels if t.topic == number)
+    return number, label, [m.chunk_ids[j] for j in mine.nonzero()[0]]

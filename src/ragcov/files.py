@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -313,11 +313,16 @@ def json_text(obj: Any, indent: int | None = 2) -> str:
     return json.dumps(obj, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def jsonl_text(records: Iterable[Any]) -> str:
+    """JSON lines as ragcov writes them: one compact, strict, UTF-8 document a line."""
+    return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records)
+
+
 def write_json_atomic(target: str | os.PathLike[str], obj: Any, indent: int | None = 2) -> None:
     write_text_atomic(target, json_text(obj, indent))
 
 
 def write_jsonl_atomic(target: str | os.PathLike[str], records: list[dict[str, Any]]) -> None:
     write_text_atomic(
-        target, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        target, jsonl_text(records)
     )

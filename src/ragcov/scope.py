@@ -99,6 +99,8 @@ class Scoped:
     from_store: bool = False
     # Generated questions not yet accepted, left out of the counts (id -> mark), if any.
     generated_left_out: dict[str, Any] = field(default_factory=dict)
+    # The drift run the file holds (ragcov.drift.summary.DriftSummary), read with the rest.
+    drift: Any = None
 
     def summary(self, **options: Any) -> CoverageSummary:
         """The summary every reporter prints: excluded chunks counted aside."""

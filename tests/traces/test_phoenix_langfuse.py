@@ -167,7 +167,8 @@ def test_cli_prints_the_detected_format_and_refuses_an_unknown_file(corpus, tmp_
     assert done.exit_code == 0, done.output
     assert "ragcov: detected format: langfuse" in done.stderr
     (tmp_path / "notes.txt").write_text("just some notes\n", encoding="utf-8")
-    with pytest.raises(RagcovError, match="cannot tell the trace format.*phoenix, langfuse"):
+    with pytest.raises(RagcovError, match="cannot tell the trace format.*jsonl, trec, ranx, "
+                                          "openinference, otel, phoenix, langfuse"):
         detect_format(tmp_path / "notes.txt")
     done = subprocess.run([sys.executable, "-m", "ragcov", "import", str(tmp_path / "notes.txt"),
                            "--corpus", str(tmp_path / "corpus.jsonl")],

@@ -17,10 +17,7 @@ from ragcov.cli.options import (
 )
 from ragcov.cli.report_options import scoped, write_scoped
 from ragcov.reporters.badge import badge_svg, colour_for, parse_thresholds
-from ragcov.reporters.ci_lines import file_lines
-from ragcov.reporters.cobertura import cobertura_xml
-from ragcov.reporters.lcov import lcov_tracefile
-from ragcov.version import __version__
+from ragcov.reporters.registry import REPORTERS
 
 Output = Annotated[Path, typer.Option("-o", "--output", help="Where to write; - for stdout.")]
 
@@ -35,8 +32,8 @@ def xml(
 ) -> None:
     """Cobertura XML: documents as files, chunks as lines, hits = queries (like `coverage xml`)."""
     write_scoped(data_file, scope, output, fail_under,
-                 lambda scoped: cobertura_xml(file_lines(scoped), __version__),
-                 "Cobertura XML report", precision)
+                 lambda scoped: REPORTERS["xml"].render(scoped, {}), "Cobertura XML report",
+                 precision)
 
 
 @scoped
@@ -49,7 +46,7 @@ def lcov(
 ) -> None:
     """lcov tracefile: documents as SF records, chunks as DA lines (like `coverage lcov`)."""
     write_scoped(data_file, scope, output, fail_under,
-                 lambda scoped: lcov_tracefile(file_lines(scoped)), "lcov report", precision)
+                 lambda scoped: REPORTERS["lcov"].render(scoped, {}), "lcov report", precision)
 
 
 @scoped

@@ -152,6 +152,7 @@ SOURCES = [
     ("gap", "ragcov.cli.gap", "gap"),
     ("probe", "ragcov.cli.probe", "probe"),
     ("drift", "ragcov.cli.drift", "drift"),
+    ("topics", "ragcov.cli.topics", "topics"),
 ]
 NAMES = frozenset(name for name, _, _ in SOURCES)
 

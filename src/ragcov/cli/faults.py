@@ -11,6 +11,7 @@ from ragcov.api import check_outputs, find_faults
 from ragcov.cli.console import err
 from ragcov.cli.console import out as _out
 from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, to_stdout, write_output
+from ragcov.files import json_text
 
 SHOW = 8   # members / chunks listed per fault in the table
 
@@ -49,7 +50,6 @@ def faults(
     = False,
 ) -> None:
     """Group failing queries into faults and score orderings by APFD."""
-    import json
 
     from rich.markup import escape
     from rich.table import Table
@@ -65,7 +65,7 @@ def faults(
     failures, report = found.failures, found.report
     # The file first: a closed stdout (``| head``) must not cost the report asked for.
     wrote = output is not None and write_output(
-        json.dumps(report.as_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+        json_text(report.as_dict()),
         output)
     rule = f"< {fail_below:g}" if fail_below is not None else "at its minimum (<= 0)"
     out.print(f"{len(failures.query_ids)} queries, {failures.n_labelled} with a {failures.metric} "

@@ -56,6 +56,9 @@ def generate(
     targets: Annotated[Path | None, typer.Option(
         "--targets", help="Aim at the untested chunks of a `ragcov gap --format json` file, "
         "most production traffic first.")] = None,
+    topic: Annotated[str | None, typer.Option(
+        "--topic", metavar="ID|LABEL", help="Aim at the untested chunks of one topic of the "
+        "data file (`ragcov topics`): its number, label, or a word of its label.")] = None,
     strategy: Annotated[str, typer.Option(
         help="coverage (aim at uncovered chunks), random (any chunk) or overlap (covered "
         "chunks).")] = "coverage",
@@ -111,8 +114,12 @@ def generate(
     api.check_hardware(api.default_retriever(retriever, corpus), device, dtype, backend,
                        embedding_model)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
+    if targets is not None and topic is not None:
+        raise RagcovError("--targets and --topic both choose the chunks to aim at: give one")
     if targets is not None:
         config.priority = _gap_priority(targets, corpus_obj, quiet)
+    if topic is not None:
+        config.priority = _topic_priority(data_file, topic, corpus_obj, quiet)
     seed_suite = api.load_suite(queries) if queries is not None else None
     gen = api.make_generator(generator, corpus_obj.texts, model=model, base_url=base_url,
                          api_key_env=api_key_env, mode=mode, prompt=prompt,
@@ -149,6 +156,17 @@ def _gap_priority(path: Path, corpus: Any, quiet: bool) -> list[str]:
                   f"(first: {unknown[0]}); left out", markup=False)
     if not ids:
         raise RagcovError(f"{path}: no untested chunk of this corpus to aim at")
+    return ids
+
+
+def _topic_priority(data_file: Path, topic: str, corpus: Any, quiet: bool) -> list[str]:
+    number, label, ids = api.topic_targets(data_file, topic, corpus)
+    if not ids:
+        raise RagcovError(f"topic {number} ({label}) has no chunk left that no test retrieves in "
+                          f"{data_file}; nothing to aim at")
+    if not quiet:
+        err.print(f"Aiming at topic {number} ({label}): {len(ids)} untested chunk(s)",
+                  markup=False)
     return ids
 
 

@@ -10,7 +10,7 @@ import typer
 from ragcov import api
 from ragcov.api import ReportScope, write_html
 from ragcov.api import report as report_data
-from ragcov.cli.console import out
+from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,
@@ -20,6 +20,8 @@ from ragcov.cli.options import (
     gate,
 )
 from ragcov.cli.report_options import scoped
+from ragcov.cli.topics import check_by
+from ragcov.errors import RagcovError
 from ragcov.reporters import DEFAULT_HTML_DIR
 
 Precision = Annotated[int | None, typer.Option(
@@ -43,18 +45,38 @@ def html(
     precision: Precision = None,
     scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
+    by: Annotated[str, typer.Option(
+        "--by", help="document, or topic (the topic page is required: the data file must hold "
+        "topics from `ragcov topics`). Either way the site has a topic page when it does.")]
+    = "document",
 ) -> None:
     """Write an HTML report: documents, chunks shaded covered/uncovered, queries, curves."""
 
     check_precision(precision or 0)
     check_fail_under(fail_under)
-    # One read: the gate judges the numbers the site shows.
-    site = report_data(data_file, scope)
+    check_by(by)
+    # One read (one snapshot of the file): the gate judges the numbers the site shows, and
+    # the topics are those of the recording the site shows.
+    with api.one_read(data_file):
+        site = report_data(data_file, scope)
+        topics = _topics(data_file, site, by)
     index = write_html(site, directory, order or [], greedy=greedy, title=title,
-                       precision=precision or 0)
+                       precision=precision or 0, topics=topics)
     out.print(f"Wrote HTML report to {index}")
-    drift_page = api.write_drift_html(data_file, directory)
+    drift_page = api.write_drift_html(site, directory)
     if drift_page is not None:  # a drift run recorded in the file (ragcov drift)
         out.print(f"Wrote the drift page to {drift_page}", markup=False)
     if fail_under is not None:
         gate(site.summary(jaccard=False).coverage, fail_under, precision)
+
+
+def _topics(data_file: Path, site: object, by: str) -> object:
+    """The topic page's report: required with ``--by topic``; else added when the data file
+    holds topics, and left out with a warning when they are stale."""
+    if by == "topic":
+        return api.topic_coverage(data_file, scoped=site)
+    try:
+        return api.topic_coverage(data_file, scoped=site, missing_ok=True)
+    except RagcovError as exc:
+        err.print(f"ragcov: warning: {exc}; the site has no topic page", markup=False)
+        return None

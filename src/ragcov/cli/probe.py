@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -32,6 +31,7 @@ from ragcov.cli.options import (
     write_output,
 )
 from ragcov.errors import RagcovError
+from ragcov.files import json_text, jsonl_text
 from ragcov.reporters.reachability import (
     draft_suite,
     lost_gold_text,
@@ -124,7 +124,7 @@ def probe(
     view = _as_the_report_counts(ctx, data_file, done.reachability)
     if drafts_out is not None:
         drafts = draft_suite(view)
-        write_output("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in drafts), drafts_out)
+        write_output(jsonl_text(drafts), drafts_out)
         if not quiet and not to_stdout(drafts_out):
             err.print(f"Wrote {len(drafts)} draft tests to {drafts_out}", markup=False)
     if quiet and output is None:
@@ -134,7 +134,7 @@ def probe(
                   f"{qrels} name nothing in the corpus (first: {gold['not_in_corpus'][0]}); left "
                   "out of lost gold", markup=False)
     if format == "json":
-        text = json.dumps(reachability_json(view, gold), indent=2, allow_nan=False)
+        text = json_text(reachability_json(view, gold)).rstrip("\n")
     else:
 
         text = reachability_text(view, show_ids=show_ids)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,12 +24,12 @@ from ragcov.cli.options import (
     gate,
 )
 from ragcov.cli.report_options import scoped, write_scoped
+from ragcov.cli.topics import MinTopicCoverage, check_by
 from ragcov.errors import RagcovError
-from ragcov.files import json_text
 from ragcov.reporters import DEFAULT_JSON_FILE
-from ragcov.reporters.drift import drift_json, drift_lines
-from ragcov.reporters.jsonreport import json_report
+from ragcov.reporters.drift import drift_lines
 from ragcov.reporters.reachability import reachability_lines
+from ragcov.reporters.registry import REPORTERS, names_help, reporter
 from ragcov.reporters.sections import (
     correctness_line,
     duplicates_line,
@@ -37,7 +37,8 @@ from ragcov.reporters.sections import (
     generated_line,
     redundant_lines,
 )
-from ragcov.reporters.table import render_table, retriever_line
+from ragcov.reporters.table import retriever_line
+from ragcov.reporters.topics import render_topics
 
 
 @scoped
@@ -54,7 +55,7 @@ def report(
         help="Sort by name, chunks, covered, missing or cover; prefix - to reverse.")] = None,
     precision: Annotated[int | None, typer.Option(
         help="Digits after the decimal point (default 0; 2 for --format total).")] = None,
-    format: Annotated[str, typer.Option("--format", help="text, markdown or total.")] = "text",
+    format: Annotated[str, typer.Option("--format", help=f"One of: {names_help()}.")] = "text",
     fail_under: FailUnder = None,
     redundant: Annotated[bool, typer.Option(
         "--redundant/--no-redundant",
@@ -71,6 +72,10 @@ def report(
         "queries retrieving a relevant chunk; with no --qrels, of recorded tests that passed) "
         "is below this: coverage bought with vague questions cannot pass.")] = None,
     scope: ReportScope = ReportScope(),
+    by: Annotated[str, typer.Option(
+        "--by", help="document (the table above) or topic (coverage per topic, from "
+        "`ragcov topics`; what to test first on top).")] = "document",
+    min_topic_coverage: MinTopicCoverage = None,
 ) -> None:
     """Per-document coverage table with a TOTAL row (like `coverage report`)."""
 
@@ -82,20 +87,30 @@ def report(
     check_fail_under(fail_under)
     if min_hit_rate is not None and not 0 <= min_hit_rate <= 100:
         raise RagcovError(f"--min-hit-rate must be a percentage from 0 to 100, got {min_hit_rate:g}")
-    scoped = report_data(data_file, scope)
+    check_by(by, format, min_topic_coverage)
+    with api.one_read(data_file):  # the report, and its topics: one snapshot of the file
+        scoped = report_data(data_file, scope)
+        topics = api.topic_coverage(data_file, scoped=scoped) if by == "topic" else None
     right = api.correctness(scoped.matrix, qrels, qrels_level)
     if min_hit_rate is not None and right is None:
         raise RagcovError("--min-hit-rate needs --qrels, or test outcomes recorded by "
                           "pytest --ragcov")
     summary = scoped.summary(jaccard=False)
+    if topics is not None:
+        out.print(render_topics(topics, format, precision), markup=False)
+        _gates(summary.coverage, fail_under, gate_precision, precision, right, min_hit_rate)
+        fail(api.min_topic_failure(topics, min_topic_coverage, gate_precision))
+        return
     # A store's read order is not stable (a deleted chunk shifts every position after it):
     # its missing chunks are listed by id. A corpus file's order is, so positions are kept.
     show_ids = show_ids or scoped.from_store
+    shown = reporter(format)  # one registry of formats: the table's, and json, xml, lcov
     if format == "text":
         out.print(retriever_line(scoped.meta.k, scoped.meta.retriever, summary.depth), markup=False)
-    out.print(render_table(summary, format, show_missing, skip_covered, sort, precision,
-                           show_ids), markup=False)
-    if format != "total":
+    out.print(shown.render(scoped, {"show_missing": show_missing, "skip_covered": skip_covered,
+                                    "sort": sort, "precision": precision, "show_ids": show_ids}
+                           ).rstrip("\n"), markup=False)
+    if format in ("text", "markdown"):
         lines = [excluded_line(scoped.excluded), generated_line(scoped.generated_left_out),
                  duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
                  approximate_note(scoped)]
@@ -108,14 +123,19 @@ def report(
         if redundant:
             lines += ["", *redundant_lines(redundant_tests(scoped.matrix),
                                            scoped.matrix.n_queries)]
-        drifted = api.drift_summary(data_file)
-        if drifted is not None:
-            lines += drift_lines(drifted)
+        if scoped.drift is not None:  # a drift run recorded in the file (ragcov drift)
+            lines += drift_lines(scoped.drift)
         for line in lines:
             if line is not None:
                 out.print(line, markup=False)
-    gate(summary.coverage, fail_under, gate_precision,
-         shown_precision=precision if format != "total" else None)
+    _gates(summary.coverage, fail_under, gate_precision,
+           precision if format != "total" else None, right, min_hit_rate)
+
+
+def _gates(coverage: float, fail_under: float | None, gate_precision: int | None,
+           shown_precision: int | None, right: Any, min_hit_rate: float | None) -> None:
+    """The total's ``--fail-under`` and ``--min-hit-rate``, after whichever table was printed."""
+    gate(coverage, fail_under, gate_precision, shown_precision=shown_precision)
     if min_hit_rate is not None and right.hit_rate * 100 < min_hit_rate:
         fail(f"Correctness failure: hit rate of {right.hit_rate * 100:.2f}% is less than "
              f"min-hit-rate={min_hit_rate:g}")
@@ -134,13 +154,8 @@ def json_cmd(
     precision: GatePrecision = None,
 ) -> None:
     """Write the versioned JSON report."""
-    def render(scoped) -> str:  # type: ignore[no-untyped-def]
-        doc = json_report(scoped.matrix, entropy_support, gini_over, scoped=scoped)  # type: ignore[arg-type]
-        drifted = api.drift_summary(data_file)
-        if drifted is not None:  # a drift run recorded in the file (ragcov drift)
-            doc["drift"] = drift_json(drifted)
-        return json_text(doc, indent=2 if pretty else None)
-
-    write_scoped(data_file, scope, output, fail_under, render, "JSON report", precision)
+    options = {"entropy_support": entropy_support, "gini_over": gini_over, "pretty": pretty}
+    write_scoped(data_file, scope, output, fail_under,
+                 lambda scoped: REPORTERS["json"].render(scoped, options), "JSON report", precision)
 
 

@@ -12,6 +12,7 @@ from ragcov.cli.console import err
 from ragcov.cli.console import out as _out
 from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, ShowIds, to_stdout, write_output
 from ragcov.errors import RagcovError
+from ragcov.files import json_text, jsonl_text
 
 
 def _list_strategies(value: bool) -> None:
@@ -55,7 +56,6 @@ def select_cmd(
     show_ids: ShowIds = False,
 ) -> None:
     """Order the recorded queries by a selection strategy; write the order and its curve."""
-    import json
 
     # The pool's own query files too: a cut suite written over them would lose the rest.
     if output is None:
@@ -70,9 +70,9 @@ def select_cmd(
         raise RagcovError(f"--pytest-args: {data_file} holds no pytest node ids (record the suite "
                           "with pytest --ragcov to select tests by node id)")
     written = [output] if write_output(
-        json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n", output) else []
+        json_text(doc), output) else []
     if suite_out is not None and write_output(
-            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in suite), suite_out):
+            jsonl_text(suite), suite_out):
         written.append(suite_out)
     if pytest_args is not None and write_output("".join(f"{t}\n" for t in doc["tests"]),
                                                 pytest_args):

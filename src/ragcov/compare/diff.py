@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -22,9 +23,10 @@ from ragcov.errors import RagcovError
 MATCHES = ("id", "text")
 
 
-@dataclass(frozen=True)
-class DocumentChange:
-    doc_id: str
+class TwoSides:
+    """Coverage of one group of chunks (a document, a topic) in BASE and HEAD, from the
+    ``base_chunks``, ``base_covered``, ``head_chunks`` and ``head_covered`` it holds."""
+
     base_chunks: int
     base_covered: int
     head_chunks: int
@@ -32,7 +34,7 @@ class DocumentChange:
 
     @property
     def base(self) -> float | None:
-        """Coverage in BASE (None: the document is not in BASE's corpus)."""
+        """Coverage in BASE (None: the group has no chunk in BASE's corpus)."""
         return self.base_covered / self.base_chunks if self.base_chunks else None
 
     @property
@@ -42,6 +44,15 @@ class DocumentChange:
     @property
     def change(self) -> float:
         return (self.head or 0.0) - (self.base or 0.0)
+
+
+@dataclass(frozen=True)
+class DocumentChange(TwoSides):
+    doc_id: str
+    base_chunks: int
+    base_covered: int
+    head_chunks: int
+    head_covered: int
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,9 @@ class CoverageDiff:
     rescued: list[str] | None = None
     became_unreachable_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
     rescued_rows: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, int))
+    # Per-topic coverage change when either file holds topics of its own corpus (else
+    # None): ragcov.topics.coverage.TopicDiff, set by the api's coverage_diff.
+    topics: Any = None
     # The relations' violation rates when either file holds a drift run (else None).
     drift: list[DriftChange] | None = None
 

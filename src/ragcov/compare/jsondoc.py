@@ -28,6 +28,14 @@ def _doc(d: DocumentChange) -> dict[str, Any]:
             "head_covered": d.head_covered}
 
 
+def _topics(td: Any) -> dict[str, Any]:
+    """Per-topic change (ragcov.topics.coverage.TopicDiff): the side whose topics they are."""
+    return {"side": td.side, "unmatched": td.unmatched, "changes": [
+        {"topic": c.topic, "label": c.label, "base": c.base, "head": c.head, "change": c.change,
+         "base_chunks": c.base_chunks, "base_covered": c.base_covered,
+         "head_chunks": c.head_chunks, "head_covered": c.head_covered} for c in td.changes]}
+
+
 def diff_document(d: CoverageDiff) -> dict[str, Any]:
     from ragcov.version import __version__
 
@@ -50,6 +58,8 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
                             for b, _h, j in changed],
         # Both files probed: the change's blast radius on reachability (else null).
         "became_unreachable": d.became_unreachable, "rescued": d.rescued,
+        # Either file holds topics of its own corpus: each topic's change (else absent).
+        **({"topics": _topics(d.topics)} if d.topics is not None else {}),
     }
     if d.drift is not None:  # either file holds a drift run: each relation's violation rate
         doc["drift"] = [{"relation": x.relation, "base_rate": x.base, "head_rate": x.head,

@@ -92,6 +92,24 @@ def _doc_row(x: DocumentChange, precision: int) -> list[str]:
             points(x.change, precision)]
 
 
+def _topic_rows(d: CoverageDiff, precision: int, top: int | None) -> list[list[str]]:
+    """Each topic's CC in BASE and HEAD, most changed first (``ragcov topics`` made them)."""
+    changes = d.topics.changes if top is None else d.topics.changes[:top]
+    return [[f"{c.topic} {c.label}", _pc(c.base, precision), _pc(c.head, precision),
+             points(c.change, precision)] for c in changes]
+
+
+def _topic_notes(d: CoverageDiff, shown: int) -> list[str]:
+    notes = []
+    if shown < len(d.topics.changes):
+        notes.append(f"({len(d.topics.changes) - shown} more topics)")
+    if d.topics.unmatched:
+        other = "BASE" if d.topics.side == "head" else "HEAD"
+        notes.append(f"{d.topics.unmatched} chunk(s) of {other} have no topic (not in the corpus "
+                     "the topics were made from)")
+    return notes
+
+
 def diff_text(d: CoverageDiff, precision: int = 1, top: int | None = 20) -> str:
     lines = diff_totals(d, precision)
     changed = [x for x in d.documents if x.change != 0]
@@ -101,6 +119,10 @@ def diff_text(d: CoverageDiff, precision: int = 1, top: int | None = 20) -> str:
                               [_doc_row(x, precision) for x in shown])]
         if len(shown) < len(changed):
             lines.append(f"({len(changed) - len(shown)} more changed documents)")
+    if d.topics is not None:
+        rows = _topic_rows(d, precision, top)
+        lines += ["", f"By topic (the topics of {d.topics.side.upper()}):",
+                  *_table(["Topic", "Base", "Head", "Change"], rows), *_topic_notes(d, len(rows))]
     queries = d.changed_queries(TOP if top is not None else None)
     if queries:
         lines += ["", *_table(["Query", "Jaccard", "Lost", "Gained"], [
@@ -155,6 +177,11 @@ def diff_markdown(d: CoverageDiff, precision: int = 1, show_ids: bool = False) -
                   f"{len(changed)})", "",
                   *_md_rows(["Document", "Base", "Head", "Change"],
                             [_doc_row(x, precision) for x in changed[:TOP]])]
+    if d.topics is not None:
+        rows = _topic_rows(d, precision, TOP)
+        lines += ["", f"**Topics whose coverage changed most** (the topics of "
+                  f"{d.topics.side.upper()})", "",
+                  *_md_rows(["Topic", "Base", "Head", "Change"], rows), *_topic_notes(d, len(rows))]
     queries = d.changed_queries(TOP)
     if queries:
         lines += ["", "**Queries whose retrieved set changed most**", "",

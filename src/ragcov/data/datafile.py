@@ -41,6 +41,7 @@ from ragcov.data.schema import (
     read_meta,
     sqlite_errors,
 )
+from ragcov.data.topics import carry_topics
 from ragcov.destinations import unwritable_reason, written_path
 from ragcov.errors import RagcovError
 from ragcov.files import TargetExists, atomic_path
@@ -307,6 +308,9 @@ class CoverageData:
             _insert_chunks(con, corpus)
             added = _insert_queries(con, corpus, run, {}, 0, context)
             _mark_generated(con, marks)
+            # Topics describe the corpus, not the run: a new recording keeps the old one's
+            # (stale, and said to be, when the corpus changed).
+            carry_topics(self.path, con)
             return added
 
     def _append(self, corpus: Corpus, run: Run, context: dict[str, str],

@@ -28,7 +28,6 @@ from ragcov.data import DEFAULT_DATA_FILE
 from ragcov.pytest_plugin.fixtures import ragcov_recorder, ragcov_retriever
 from ragcov.pytest_plugin.options import (
     DEFAULT_HTML_DIR,
-    DEFAULT_JSON_FILE,
     DEFAULT_K,
     REPORT_KINDS,
     RETRIEVER_KINDS,
@@ -38,6 +37,7 @@ from ragcov.pytest_plugin.options import (
 from ragcov.pytest_plugin.recorder import Recorder, RecordingRetriever
 from ragcov.pytest_plugin.session import pytest_configure, pytest_unconfigure
 from ragcov.pytest_plugin.wrapping import RecordingLangChain, RecordingLlamaIndex, record
+from ragcov.reporters import DEFAULT_JSON_FILE
 
 __all__ = [
     "DEFAULT_DATA_FILE", "DEFAULT_HTML_DIR", "DEFAULT_JSON_FILE", "DEFAULT_K", "REPORT_KINDS",

@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 
 from ragcov.data import DEFAULT_DATA_FILE
-from ragcov.reporters import DEFAULT_HTML_DIR, DEFAULT_JSON_FILE
+from ragcov.reporters import DEFAULT_HTML_DIR
+from ragcov.reporters.registry import REPORTERS
 from ragcov.stores.urls import URL
 
-REPORT_KINDS = ("term", "term-missing", "html", "json")
+# The terminal tables, the site, and every file reporter of the one registry (json, xml, lcov).
+REPORT_KINDS = ("term", "term-missing", "html",
+                *(name for name, r in REPORTERS.items() if r.default_file))
 RETRIEVER_KINDS = ("dense", "bm25", "store")
 DEFAULT_K = 5
 
@@ -150,8 +153,9 @@ def _reports(config: pytest.Config, root: Path) -> list[tuple[str, Path | None]]
         if kind not in REPORT_KINDS:
             raise pytest.UsageError(f"--ragcov-report must be one of "
                                     f"{', '.join(REPORT_KINDS)}, got {spec!r}")
-        if dest and kind not in ("html", "json"):
+        if dest and kind in ("term", "term-missing"):
             raise pytest.UsageError(f"--ragcov-report {kind} takes no destination: {spec!r}")
-        default = {"html": DEFAULT_HTML_DIR, "json": DEFAULT_JSON_FILE}.get(kind)
+        default = DEFAULT_HTML_DIR if kind == "html" else (
+            REPORTERS[kind].default_file if kind in REPORTERS else None)
         reports.append((kind, root / (dest or default) if default else None))
     return reports

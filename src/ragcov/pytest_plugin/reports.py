@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ragcov import api
-from ragcov.files import write_json_atomic
+from ragcov.files import write_text_atomic
+from ragcov.reporters.registry import REPORTERS as FORMATS
 from ragcov.reporters.table import render_headline, render_table
 from ragcov.summary import GATE_PRECISION, CoverageSummary, display_percent
 
@@ -34,12 +35,14 @@ def _html(scoped: Any, dest: Path | None) -> str:
     return f"ragcov HTML report written to {api.write_html(scoped, dest)}"
 
 
-def _json(scoped: Any, dest: Path | None) -> str:
-    from ragcov.reporters.jsonreport import json_report
+def _file(name: str) -> Reporter:
+    """A file reporter of the one registry (json, xml, lcov): what ``ragcov NAME`` writes."""
+    def write(scoped: Any, dest: Path | None) -> str:
+        assert dest is not None
+        write_text_atomic(dest, FORMATS[name].render(scoped, {}))
+        return f"ragcov {name} report written to {dest}"
 
-    assert dest is not None
-    write_json_atomic(dest, json_report(scoped.matrix, scoped=scoped))
-    return f"ragcov JSON report written to {dest}"
+    return write
 
 
 REPORTERS: dict[str, Reporter] = {
@@ -47,13 +50,14 @@ REPORTERS: dict[str, Reporter] = {
     # pytest-cov's suffix: leave out fully covered documents.
     "term:skip-covered": _table(show_missing=False, skip_covered=True),
     "term-missing:skip-covered": _table(show_missing=True, skip_covered=True),
-    "html": _html, "json": _json,
+    "html": _html,
+    **{name: _file(name) for name, r in FORMATS.items() if r.default_file},
 }
 
 
 def _command(kind: str) -> str:
     """The ragcov command whose config table a report kind reads."""
-    return kind if kind in ("html", "json") else "report"
+    return kind if kind in ("html", "json", "xml", "lcov") else "report"
 
 
 def write_reports(data_file: Path, reports: Sequence[tuple[str, Path | None]],

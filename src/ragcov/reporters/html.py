@@ -39,6 +39,7 @@ from ragcov.reporters.html_actions import add_next_actions
 from ragcov.reporters.html_context import document_filename, site_context
 from ragcov.reporters.html_extras import add_extras
 from ragcov.reporters.html_reachability import add_reachability
+from ragcov.reporters.html_topics import add_topics
 from ragcov.scope import ReportScope, Scoped, apply_scope
 
 __all__ = ["MARKER", "STATIC_FILES", "Curve", "curve_from_order", "curve_from_order_file",
@@ -47,13 +48,13 @@ __all__ = ["MARKER", "STATIC_FILES", "Curve", "curve_from_order", "curve_from_or
 # A file in every report directory: a directory holding it may be replaced wholesale;
 # any other non-empty directory is left alone.
 MARKER = ".ragcov-html"
-STATIC_FILES = ("style.css", "ragcov.js")
+STATIC_FILES = ("style.css", "ragcov.js", "topics.css", "topics.js")
 
 
 def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
                 directory: str | os.PathLike[str], curves: Sequence[Curve] = (),
                 precision: int = 0, title: str = "Chunk coverage report",
-                scoped: Scoped | None = None) -> Path:
+                scoped: Scoped | None = None, topics: Any = None) -> Path:
     """Write the site into ``directory`` and return the path of its index page.
 
     The site is built in a temporary directory beside the target and swapped in only
@@ -75,6 +76,7 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
     add_extras(ctx, scoped)
     add_reachability(ctx, scoped)
     add_next_actions(ctx, scoped)
+    add_topics(ctx, scoped, topics, precision)  # a topics page when ``topics`` is given
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(target)  # a build killed earlier: its half site, or the old one aside
@@ -134,6 +136,8 @@ def _render(site: Path, ctx: dict[str, Any]) -> None:
     env = environment()
     _write(site / "index.html", env.get_template("index.html").render(page="index", **ctx))
     _write(site / "queries.html", env.get_template("queries.html").render(page="queries", **ctx))
+    if ctx.get("topics"):
+        _write(site / "topics.html", env.get_template("topics.html").render(page="topics", **ctx))
     doc_tpl = env.get_template("document.html")
     for p in ctx["pages"]:
         _write(site / p["doc"]["file"], doc_tpl.render(page="document", p=p, **ctx))

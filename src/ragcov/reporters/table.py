@@ -87,6 +87,13 @@ def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool
     return table
 
 
+def rows_table(header: list[str], body: list[list[str]], total: list[str], numeric: int,
+               fmt: str = "text") -> str:
+    """Any table laid out as the document table is: a name column, ``numeric`` right-aligned
+    columns, an optional free-text last column, and a TOTAL row (text or markdown)."""
+    return (_markdown if fmt == "markdown" else _text)(header, body, total, numeric)
+
+
 def _text(header: list[str], body: list[list[str]], total: list[str], numeric: int) -> str:
     """Columns measured in terminal cells (a CJK character or an emoji takes two)."""
     from rich.cells import cell_len

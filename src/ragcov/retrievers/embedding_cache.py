@@ -37,8 +37,16 @@ _BLOCK = 1 << 24
 def embedding_cache_key(corpus: Corpus, model_key: str, variant: str = "") -> str:
     """What a cache entry holds: this corpus (content and chunking) under this model
     (:attr:`ModelIdentity.cache_key`, its content digest) and encoder variant."""
-    return json.dumps({"corpus": corpus.hash, "model": model_key, "variant": variant,
-                       "chunking": corpus.chunking, "normalized": True, "dtype": "float32"},
+    return recorded_cache_key(corpus.hash, corpus.chunking, model_key, variant)
+
+
+def recorded_cache_key(corpus_hash: str, chunking: dict[str, Any], model_key: str,
+                       variant: str = "") -> str:
+    """The same key from what a data file records (its corpus hash, the run's chunking and
+    model digest): ``ragcov topics`` finds a dense run's vectors without the corpus or the
+    model."""
+    return json.dumps({"corpus": corpus_hash, "model": model_key, "variant": variant,
+                       "chunking": chunking, "normalized": True, "dtype": "float32"},
                       sort_keys=True)
 
 

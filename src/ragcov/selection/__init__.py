@@ -29,6 +29,8 @@ retriever was unsure of) and, as research options, ``coverage-lowconf``,
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -40,18 +42,35 @@ from ragcov.selection.fault import fault_order
 from ragcov.selection.greedy import (
     AFTER_SATURATION,
     DEFAULT_AFTER_SATURATION,
-    STRATEGIES,
     Selection,
     coverage_order,
     overlap_order,
     tests_to,
     tie_ranks,
 )
+from ragcov.selection.greedy import (
+    STRATEGIES as STRATEGIES,
+)
 
 # Orders that move likely failures forward (ragcov.selection.fault): the recommended one first,
 # then the research options docs/selection.md compares it with.
 FAULT_STRATEGIES = ("confmargin-gain5", "coverage-lowconf", "interleave", "lowconf")
-ALL_STRATEGIES = STRATEGIES + FAULT_STRATEGIES
+
+def _fault(name: str, m: CoverageMatrix, rank: np.ndarray, seed: int, after: str) -> np.ndarray:
+    return fault_order(m, name, seed)
+
+
+# The one registry of orders: name -> (matrix, seeded tie ranks, seed, after saturation) ->
+# the order of the pool. A strategy added here is a `ragcov select --strategy` at once
+# (docs/extending.md).
+Order = Callable[[CoverageMatrix, np.ndarray, int, str], np.ndarray]
+ORDERS: dict[str, Order] = {
+    "coverage": lambda m, rank, seed, after: coverage_order(m, rank, after),
+    "random": lambda m, rank, seed, after: np.argsort(rank, kind="stable").astype(np.int64),
+    "overlap": lambda m, rank, seed, after: overlap_order(m, rank),
+    **{name: functools.partial(_fault, name) for name in FAULT_STRATEGIES},
+}
+ALL_STRATEGIES = tuple(ORDERS)
 TARGETS = (50, 80, 90, 100)
 
 
@@ -64,15 +83,7 @@ def select(m: CoverageMatrix, strategy: str, seed: int = 0,
         raise RagcovError(f"--after-saturation must be random or reset, got {after_saturation!r}")
     if m.n_chunks == 0:
         raise RagcovError("chunk coverage is undefined for an empty corpus")
-    rank = tie_ranks(m.n_queries, seed)
-    if strategy == "coverage":
-        order = coverage_order(m, rank, after_saturation)
-    elif strategy == "overlap":
-        order = overlap_order(m, rank)
-    elif strategy in FAULT_STRATEGIES:
-        order = fault_order(m, strategy, seed)
-    else:
-        order = np.argsort(rank, kind="stable").astype(np.int64)
+    order = ORDERS[strategy](m, tie_ranks(m.n_queries, seed), seed, after_saturation)
     curve = coverage_curve(m, order)
     pool = float(np.count_nonzero(np.diff(m.hits.tocsc().indptr))) / m.n_chunks
     sat = tests_to(curve, pool, 100) if m.n_queries else 0

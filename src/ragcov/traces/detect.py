@@ -20,8 +20,6 @@ from ragcov.errors import RagcovError
 from ragcov.traces.jsonl import CONTEXT_TEXT_KEYS, RETRIEVED_KEYS
 from ragcov.traces.jsontext import iter_json_values
 
-DETECTABLE = ("phoenix", "langfuse", "openinference", "otel", "jsonl", "trec", "ranx")
-
 
 def require_trace_file(path: str | os.PathLike[str]) -> None:
     """Refuse what is not one trace file (a folder of shards is read by the importer as
@@ -46,8 +44,10 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "phoenix"
     found = _from_text(head) or _from_json(path)
     if found is None:
+        from ragcov.traces.formats import FORMATS  # the one table of formats
+
         raise RagcovError(f"{path}: cannot tell the trace format; pass --format "
-                          f"({', '.join(DETECTABLE)})")
+                          f"({', '.join(FORMATS)})")
     return found
 
 
