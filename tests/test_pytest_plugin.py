@@ -239,6 +239,8 @@ def test_stale_index():
     (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-fail-under", "120"],
      "*must be a percentage*"),
     (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-k", "0"], "*at least 1*"),
+    (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-device", "gpu"],
+     "*unknown --device 'gpu': expected auto, cpu, cuda, cuda:N or mps*"),
 ])
 def test_bad_options_are_usage_errors(toy: pytest.Pytester, args: list[str], message: str):
     result = toy.runpytest("-p", "no:cacheprovider", *args)

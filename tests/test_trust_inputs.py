@@ -295,7 +295,7 @@ def test_an_entry_copied_over_another_corpus_entry_is_rebuilt(tmp_path: Path) ->
     save_embeddings(path_a, np.eye(3, 4, dtype=np.float32), key_a)
     path_b.write_bytes(path_a.read_bytes())  # the other corpus's entry, copied over this one
     assert load_cached_embeddings(path_a, 3, 4, key=key_a) is not None
-    with pytest.warns(UserWarning, match="written for another corpus, model or chunking"):
+    with pytest.warns(UserWarning, match="written for another corpus, model, chunking or precision"):
         assert load_cached_embeddings(path_b, 3, 4, key=key_b) is None
     # another model's entry for the same corpus: the model digest is part of the key
     assert embedding_cache_key(a, "sha256:m") != embedding_cache_key(a, "sha256:n")

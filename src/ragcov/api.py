@@ -26,10 +26,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragcov.compare.diff import CoverageDiff
-from ragcov.compare.diff import coverage_diff as diff
-from ragcov.compare.gap import TrafficGap
-from ragcov.compare.gap import traffic_gap as gap
 from ragcov.config import scope_settings
 from ragcov.corpus import Corpus, load_corpus
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
@@ -73,6 +69,8 @@ from ragcov.summary import fail_under_failure
 from ragcov.summary import summarize as summarize
 
 if TYPE_CHECKING:
+    from ragcov.compare.diff import CoverageDiff
+    from ragcov.compare.gap import TrafficGap
     from ragcov.failures import Failures
     from ragcov.faults import FaultReport
     from ragcov.generation.loop_types import GenerationSummary, LoopConfig
@@ -113,6 +111,10 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
         data.write(corpus, run, append=append, accept=[q.id for q in suite])
 
     record_matching(data, resolver_counts(retriever), append)
+    if getattr(retriever, "placement", None) is not None:  # where it embedded (x:hardware)
+        from ragcov.retrievers.hardware import record_hardware
+
+        record_hardware(data, retriever.placement, append)
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
         data.annotate(INDEX_RECALL, retriever.measure_recall(suite.texts, k=k))
     return data.matrix()
@@ -397,6 +399,8 @@ def coverage_diff(base: str | os.PathLike[str], head: str | os.PathLike[str],
                   allow_different_retriever: bool = False, match: str = "id") -> CoverageDiff:
     """What changed between two recordings (``ragcov diff``); queries paired by ``match``."""
 
+    from ragcov.compare.diff import coverage_diff as diff  # only diff pays for its import
+
     d = diff(base, head, allow_different_k, allow_different_retriever, match)
     d.topics = _topic_diff(d)
     return d
@@ -428,6 +432,8 @@ def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],
 
         return gap_dask(tests, traffic, top, allow_different_k, allow_different_retriever,
                         scheduler, workers)
+
+    from ragcov.compare.gap import traffic_gap as gap  # only gap pays for its import
 
     return gap(tests, traffic, top, allow_different_k, allow_different_retriever)
 
@@ -566,7 +572,8 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
         append: bool = False, chunk_size: int = 1000, chunk_overlap: int = 100,
         split: bool = False, doc_key: str | None = None, engine: str = "local",
         scheduler: str | None = None, partitions: int | None = None, progress: bool = True,
-        parallel_mode: bool = False, notify: Any = None) -> RunResult:
+        parallel_mode: bool = False, notify: Any = None, device: str | None = "auto",
+        dtype: str | None = "auto") -> RunResult:
     """``ragcov run``: load the corpus and suite, build the retriever by name, record the run.
 
     Every setting is checked before the corpus is read or a model loaded. ``notify``
@@ -588,6 +595,16 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
         raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
     check_backend(backend)
     kind = default_retriever(retriever, corpus)
+    # Device and precision (ragcov.retrievers.hardware): refused now, before anything is read
+    # or written. Dask workers each resolve their own device: only the spelling is checked here.
+    if engine == "local":
+        from ragcov.retrievers.dense import check_hardware
+
+        check_hardware(kind, device, dtype, backend, model)
+    else:
+        from ragcov.retrievers.hardware import check_settings
+
+        check_settings(kind, device, dtype)
     if engine == "dask" and kind == "store":
         raise RagcovError("--retriever store (the default for a store URL) searches the store from "
                           "this process: use --engine local, or name another --retriever")
@@ -606,17 +623,24 @@ def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
             model = settle_model(corpus_obj, model).model
         m = measure_dask(corpus_obj, suite, retriever=kind, model=model, index=index, k=k,
                          data_file=path, append=append, scheduler=scheduler,
-                         partitions=partitions, progress=progress, backend=backend)
+                         partitions=partitions, progress=progress, backend=backend,
+                         device=device, dtype=dtype)
         return RunResult(m, path, len(corpus_obj))
     # dense and bm25 draw their own bars, a URL builds nothing (and may hold a secret);
     # a module:attr factory shows a spinner while it builds its store.
     factory = kind not in ("dense", "bm25") and "://" not in kind
     with status(f"Building retriever {kind} ...", enabled=progress and factory):
         r = make_retriever(kind, corpus_obj, model=model, index=index, progress=progress,
-                           backend=backend)
+                           backend=backend, device=device, dtype=dtype)
     if line := store_run_line(corpus_obj, kind, r, k):
         say(line)
+    from ragcov.retrievers.hardware import encoder_line, precision_recall_line
+
+    if progress and (line := encoder_line(r)):
+        say(line)
     m = measure(corpus_obj, suite, r, k=k, data_file=path, append=append, progress=progress)
+    if line := precision_recall_line(r, suite, k, CoverageData(path), append):
+        say(line)
     twins = resolver_counts(r)
     if twins is not None and twins.line():
         say(twins.line())
@@ -632,22 +656,28 @@ class Indexed:
     model: str
     backend: str
     cache: Path
+    placement: Any = None  # where it was embedded (ragcov.retrievers.hardware.Placement)
 
 
 def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str | None = None,
-          chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False) -> Indexed:
+          chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False,
+          device: str | None = "auto", dtype: str | None = "auto") -> Indexed:
     """``ragcov index``: embed the corpus for the dense retriever into the cache."""
     from ragcov.retrievers import make_retriever
+    from ragcov.retrievers.dense import check_hardware
     from ragcov.retrievers.onnx_encoder import check_backend
 
     check_backend(backend)  # before the corpus is read
+    check_hardware("dense", device, dtype, backend, model)
     corpus_obj = load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
                              split=split)
     # The dense retriever's own door: over a store URL the store's model is settled first
     # (checked against its vectors), as ``run --retriever dense`` does, so the cache
     # ``index`` fills is the one that run will read.
-    r = make_retriever("dense", corpus_obj, model=model, backend=backend)
-    return Indexed(len(corpus_obj), bool(r.chunks_embedded), r.model_name, r.backend, cache_dir())
+    r = make_retriever("dense", corpus_obj, model=model, backend=backend, device=device,
+                       dtype=dtype)
+    return Indexed(len(corpus_obj), bool(r.chunks_embedded), r.model_name, r.backend, cache_dir(),
+                   r.placement)
 
 
 # --- drift: retrieval under corpus change (``ragcov drift``) -------------------------------
@@ -933,6 +963,15 @@ def correctness(m: Any, qrels: str | os.PathLike[str] | None = None,
     return outcome_correctness((m.meta or {}).get(OUTCOMES) or {})
 
 
+def probe_dtype(data_file: str | os.PathLike[str], dtype: str | None) -> str | None:
+    """``--dtype`` for ``ragcov probe``: as given, else the recorded run's precision (its
+    fingerprint names fp16 or bf16), so probes embed as the run did."""
+    if dtype not in (None, "auto"):
+        return dtype
+    fp = recorded_retriever(data_file) or {}
+    return fp.get("precision") or dtype
+
+
 def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
                       queries: dict[str, str], results: dict[str, Any],
                       data_file: str | os.PathLike[str], context: dict[str, str] | None = None,
@@ -966,6 +1005,15 @@ def default_retriever(retriever: str | None, corpus: str | os.PathLike[str]) -> 
     from ragcov.retrievers import default_retriever as default
 
     return default(retriever, corpus)
+
+
+def check_hardware(kind: str, device: str | None, dtype: str | None, backend: str | None,
+                   model: str | None) -> Any:
+    """Every ``--device``/``--dtype`` error of a command embedding with retriever ``kind``,
+    raised before the corpus is read; the placement it will take (None: embeds nothing)."""
+    from ragcov.retrievers.dense import check_hardware as check
+
+    return check(kind, device, dtype, backend, model)
 
 
 def store_run_line(corpus: Corpus, kind: str, retriever: Any, k: int) -> str | None:
@@ -1094,6 +1142,8 @@ def topic_coverage(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope:
     hits = None
     if traffic is not None:
         import numpy as np
+
+        from ragcov.compare.gap import traffic_gap as gap
 
         g = gap(data_file, traffic, top=0, allow_different_k=allow_different_k,
                 allow_different_retriever=allow_different_retriever)

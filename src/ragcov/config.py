@@ -334,11 +334,12 @@ def scope_settings(command: str, start: Path | None = None) -> dict[str, Any]:
 #: What ``pytest --ragcov`` reads from the config file besides the scope, and from which
 #: command's table (over the flat keys): it records as ``run`` does and gates as
 #: ``report`` does, so one file configures both doors alike.
-PLUGIN_KEYS = {"k": "run", "data_file": "run", "fail_under": "report", "precision": "report"}
+PLUGIN_KEYS = {"k": "run", "data_file": "run", "fail_under": "report", "precision": "report",
+               "device": "run"}
 
 
 def plugin_settings(start: Path | None = None) -> tuple[Path | None, dict[str, Any]]:
-    """The config file's ``k``, ``data_file``, ``fail_under`` and ``precision`` for the
+    """The config file's ``k``, ``data_file``, ``fail_under``, ``precision`` and ``device`` for the
     pytest plugin (the file :func:`reader_config` finds), checked, with the file."""
     found = reader_config(start)
     if found is None:
@@ -364,6 +365,7 @@ def plugin_settings(start: Path | None = None) -> tuple[Path | None, dict[str, A
             else f"not a whole number from 0 to {MAX_PRECISION}",
             "fail_under": None if number and 0 <= value <= 100 else "not a percentage from 0 to 100",
             "data_file": None if isinstance(value, str) and value else "not a file name",
+            "device": None if isinstance(value, str) and value else "not a device name",
         }[key]
         if problem:
             raise RagcovError(f"{shown_path(source)}: {where} = {value!r}: {problem}")

@@ -17,6 +17,8 @@ from ragcov.cli.options import (
     ChunkSize,
     CorpusPath,
     DataFile,
+    Device,
+    Dtype,
     Index,
     K,
     RetrieverName,
@@ -95,6 +97,8 @@ def generate(
         "reaches (skipped by default: their questions always fail the retrieval check).")]
     = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary.")] = False,
+    device: Device = "auto",
+    dtype: Dtype = "auto",
 ) -> None:
     """Generate questions aimed at uncovered chunks; each is checked against the retriever."""
     api.validate_k(k)  # every setting checked before the corpus is read or a model started
@@ -107,6 +111,8 @@ def generate(
     if str(output) == "-":
         raise RagcovError("-o -: generate resumes from its output file, so it needs a file path")
     check_outputs([output, ragas, deepeval], [corpus, prompt, targets, data_file], extends=output)
+    api.check_hardware(api.default_retriever(retriever, corpus), device, dtype, backend,
+                       embedding_model)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
     if targets is not None and topic is not None:
         raise RagcovError("--targets and --topic both choose the chunks to aim at: give one")
@@ -121,7 +127,7 @@ def generate(
                          retries=retries)
     retriever = api.default_retriever(retriever, corpus)
     r = api.make_retriever(retriever, corpus_obj, model=embedding_model, index=index,
-                       progress=not quiet, backend=backend)
+                       progress=not quiet, backend=backend, device=device, dtype=dtype)
     if line := api.store_run_line(corpus_obj, retriever, r, k):
         err.print(line, markup=False, highlight=False)
 

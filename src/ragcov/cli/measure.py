@@ -17,7 +17,9 @@ from ragcov.cli.options import (
     ChunkSize,
     CorpusPath,
     DataFile,
+    Device,
     DocKey,
+    Dtype,
     Index,
     K,
     Model,
@@ -53,6 +55,8 @@ def run(
     parallel_mode: Annotated[bool, typer.Option(
         "--parallel-mode", "-p", help="Write DATA_FILE.HOST.PID.RANDOM, for `ragcov combine`."
     )] = False,
+    device: Device = "auto",
+    dtype: Dtype = "auto",
 ) -> None:
     """Run a suite through a retriever and record what it retrieved."""
     done = api.run(corpus, queries, retriever=retriever, model=model, backend=backend, k=k,
@@ -60,7 +64,8 @@ def run(
                    chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, engine=engine,
                    scheduler=scheduler, partitions=partitions, progress=not quiet,
                    parallel_mode=parallel_mode,
-                   notify=lambda line: err.print(line, markup=False, highlight=False))
+                   notify=lambda line: err.print(line, markup=False, highlight=False),
+                   device=device, dtype=dtype)
     if not quiet:
         m = done.matrix
         out.print(f"Wrote {done.data_file}: {m.n_queries} queries, k={k}, {done.chunks} chunks")
@@ -74,9 +79,13 @@ def index(
     chunk_size: ChunkSize = 1000,
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
+    device: Device = "auto",
+    dtype: Dtype = "auto",
 ) -> None:
     """Embed the corpus for the dense retriever and cache the embeddings (runs reuse them)."""
     done = api.index(corpus, model=model, backend=backend, chunk_size=chunk_size,
-                     chunk_overlap=chunk_overlap, split=split)
+                     chunk_overlap=chunk_overlap, split=split, device=device, dtype=dtype)
     state = "embedded" if done.embedded else "already cached"
-    out.print(f"{done.chunks} chunks {state} with {done.model} ({done.backend}) in {done.cache}")
+    how = done.backend if done.placement.dtype == "fp32" else f"{done.backend}, {done.placement.dtype}"
+    out.print(f"{done.chunks} chunks {state} with {done.model} ({how}) on {done.placement.device} "
+              f"in {done.cache}")

@@ -51,6 +51,16 @@ Backend = Annotated[str | None, typer.Option(
     "faster; exported once into the cache) or onnx-int8 (faster again; other embeddings, "
     "recorded in the data file). Default: onnx where ONNX Runtime can serve the model, else torch.")]
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
+Device = Annotated[str, typer.Option(
+    help="Where the dense retriever and a store's query encoder embed: auto (a CUDA GPU when "
+    "PyTorch sees one, then Apple's MPS, then the CPU), cpu, cuda (every visible GPU for a "
+    "large corpus), cuda:N or mps. Retrievers that embed nothing ignore it.")]
+# Not --precision: that is the report commands' digits, and a config file's flat
+# `precision` reaches every command with an option of that name.
+Dtype = Annotated[str, typer.Option(
+    help="Precision of the dense retriever on a GPU: auto (fp32), fp32, fp16 or bf16. fp16 "
+    "and bf16 need CUDA; their vectors differ from fp32's, so they are cached apart and "
+    "recorded in the data file.")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
 ShowIds = Annotated[bool, typer.Option(
     "--show-ids", help="List chunks by their ids instead of DOC#N ranges (N counts from 1, as "

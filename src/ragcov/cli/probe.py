@@ -17,7 +17,9 @@ from ragcov.cli.options import (
     ChunkSize,
     CorpusPath,
     DataFile,
+    Device,
     DocKey,
+    Dtype,
     Index,
     Model,
     RetrieverName,
@@ -80,6 +82,8 @@ def probe(
         "--drafts-out", help="Write a draft test for each untested chunk (the probe question "
         "that reached it, with the chunk it should retrieve) as a JSONL suite to review and "
         "add; - for stdout.")] = None,
+    device: Device = "auto",
+    dtype: Dtype = "auto",
     ctx: typer.Context = None,  # type: ignore[assignment]
 ) -> None:
     """Probe every chunk with its own words and say which uncovered chunks no test could reach.
@@ -101,9 +105,11 @@ def probe(
         named = f"{retriever} ({model})" if model else retriever
         err.print(f"ragcov: probing through the retriever {data_file} was recorded with: {named}",
                   markup=False)
+    dtype = api.probe_dtype(data_file, dtype)
+    api.check_hardware(retriever, device, dtype, backend, model)  # before the corpus is read
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
     r = api.make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
-                       backend=backend)
+                       backend=backend, device=device, dtype=dtype)
     gen = None
     if generator is not None:
         gen = api.make_generator(generator, corpus_obj.texts, model=generator_model,

@@ -39,9 +39,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "store URL, else dense).")
     group.addoption("--ragcov-data-file", metavar="FILE", default=None,
                     help=f"The coverage data file (default {DEFAULT_DATA_FILE}).")
+    group.addoption("--ragcov-device", metavar="DEVICE", default=None,
+                    help="Where the ragcov_retriever fixture's dense retriever (or a store's "
+                         "query encoder) embeds: auto (default), cpu, cuda, cuda:N or mps.")
     parser.addini("ragcov_corpus", "Corpus for --ragcov (as --ragcov-corpus).", default=None)
     parser.addini("ragcov_k", "Chunks recorded per query (as --ragcov-k).", default=None)
     parser.addini("ragcov_retriever", "dense, bm25 or store (as --ragcov-retriever).",
+                  default=None)
+    parser.addini("ragcov_device", "auto, cpu, cuda, cuda:N or mps (as --ragcov-device).",
                   default=None)
 
 
@@ -72,6 +77,7 @@ class Settings:
                                  or os.environ.get("RAGCOV_FILE") or conf.get("data_file")
                                  or DEFAULT_DATA_FILE)
         self.reports = _reports(config, root)
+        self.device = _device(config, conf.get("device"))
 
 
 def _ragcov_config(root: Path) -> dict:
@@ -110,6 +116,20 @@ def _retriever(config: pytest.Config, corpus: Path | str | None) -> str:
         raise pytest.UsageError(f"--ragcov-retriever must be one of "
                                 f"{', '.join(RETRIEVER_KINDS)}, got {kind!r}")
     return kind
+
+
+def _device(config: pytest.Config, configured: str | None = None) -> str:
+    """As ``ragcov run --device``: the option, the ini value, the config file, else auto;
+    a misspelt device is a usage error before any test runs."""
+    from ragcov.errors import RagcovError
+    from ragcov.retrievers.hardware import check_device
+
+    device = (config.getoption("ragcov_device") or config.getini("ragcov_device") or configured
+              or "auto")
+    try:
+        return check_device(device)
+    except RagcovError as exc:
+        raise pytest.UsageError(f"ragcov: {exc}") from None
 
 
 def _fail_under(config: pytest.Config, configured: float | None = None) -> float | None:
