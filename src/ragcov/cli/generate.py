@@ -12,7 +12,9 @@ from ragcov.api import check_outputs
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
+    ApiKeyEnv,
     Backend,
+    BaseURL,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
@@ -21,10 +23,14 @@ from ragcov.cli.options import (
     Dtype,
     Index,
     K,
+    LLMModel,
+    LLMTimeout,
+    OldLLMModel,
     RetrieverName,
     Split,
     load_corpus_opts,
 )
+from ragcov.cli.options import llm_model as llm_model_of
 from ragcov.errors import RagcovError
 
 
@@ -40,13 +46,10 @@ def generate(
     output: Annotated[Path, typer.Option(
         "-o", "--output", help="The generated suite with provenance (JSON lines); rerun the "
         "same command to resume.")] = Path("generated.jsonl"),
-    model: Annotated[str | None, typer.Option(
-        help="openai: the served model's name; llama-cpp: a GGUF file (default: Gemma 3 270M).")]
-    = None,
-    base_url: Annotated[str | None, typer.Option(
-        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")] = None,
-    api_key_env: Annotated[str, typer.Option(
-        help="Name of the environment variable holding the API key.")] = "OPENAI_API_KEY",
+    llm_model: LLMModel = None,
+    model: OldLLMModel = None,
+    base_url: BaseURL = None,
+    api_key_env: ApiKeyEnv = "OPENAI_API_KEY",
     mode: Annotated[str | None, typer.Option(
         help="chat or completion (default: chat for openai, completion for llama-cpp).")] = None,
     prompt: Annotated[Path | None, typer.Option(
@@ -84,8 +87,7 @@ def generate(
     seed: Annotated[int, typer.Option(help="Seed for target draws and LLM sampling.")] = 0,
     temperature: Annotated[float, typer.Option(help="LLM sampling temperature.")] = 0.7,
     max_tokens: Annotated[int, typer.Option(help="Tokens per LLM answer at most.")] = 48,
-    timeout: Annotated[float, typer.Option(
-        help="Seconds each HTTP request may take in all (a deadline).")] = 60.0,
+    timeout: LLMTimeout = 60.0,
     retries: Annotated[int, typer.Option(
         help="Retries of a failed HTTP request (timeouts, 429, 5xx, malformed replies).")] = 4,
     ragas: Annotated[Path | None, typer.Option(
@@ -102,6 +104,7 @@ def generate(
 ) -> None:
     """Generate questions aimed at uncovered chunks; each is checked against the retriever."""
     api.validate_k(k)  # every setting checked before the corpus is read or a model started
+    llm = llm_model_of(llm_model, model, "--model")
     config = api.loop_config(budget=budget, strategy=strategy, policy=policy,
                         target_cc=None if target is None else target / 100.0,
                         targets_per_call=targets_per_call, patience=patience,
@@ -121,7 +124,7 @@ def generate(
     if topic is not None:
         config.priority = _topic_priority(data_file, topic, corpus_obj, quiet)
     seed_suite = api.load_suite(queries) if queries is not None else None
-    gen = api.make_generator(generator, corpus_obj.texts, model=model, base_url=base_url,
+    gen = api.make_generator(generator, corpus_obj.texts, model=llm, base_url=base_url,
                          api_key_env=api_key_env, mode=mode, prompt=prompt,
                          max_tokens=max_tokens, temperature=temperature, timeout=timeout,
                          retries=retries)

@@ -24,6 +24,7 @@ from ragcov.cli.options import (
     K,
     Model,
     RetrieverName,
+    Scheduler,
     Split,
 )
 from ragcov.reporters.table import render_headline
@@ -47,8 +48,7 @@ def run(
     engine: Annotated[str, typer.Option(
         help="local (this process) or dask (shard embedding and retrieval over a Dask cluster)."
     )] = "local",
-    scheduler: Annotated[str | None, typer.Option(
-        help="Dask scheduler address; default: a LocalCluster on 127.0.0.1.")] = None,
+    scheduler: Scheduler = None,
     partitions: Annotated[int | None, typer.Option(
         help="Shards for --engine dask (default: one per worker).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,

@@ -12,7 +12,9 @@ from ragcov.api import check_outputs
 from ragcov.cli.console import err
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
+    ApiKeyEnv,
     Backend,
+    BaseURL,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
@@ -21,7 +23,10 @@ from ragcov.cli.options import (
     DocKey,
     Dtype,
     Index,
+    LLMModel,
+    LLMTimeout,
     Model,
+    OldGeneratorModel,
     RetrieverName,
     ShowIds,
     Split,
@@ -30,6 +35,7 @@ from ragcov.cli.options import (
     to_stdout,
     write_output,
 )
+from ragcov.cli.options import llm_model as llm_model_of
 from ragcov.errors import RagcovError
 from ragcov.files import json_text, jsonl_text
 from ragcov.reporters.reachability import (
@@ -57,13 +63,11 @@ def probe(
     generator: Annotated[str | None, typer.Option(
         help="Also ask an LLM for one question per chunk: openai, llama-cpp or extractive "
         "(as `ragcov generate`).")] = None,
-    generator_model: Annotated[str | None, typer.Option(
-        help="openai: the served model's name; llama-cpp: a GGUF file.")] = None,
-    base_url: Annotated[str | None, typer.Option(
-        help="OpenAI-compatible endpoint for --generator openai.")] = None,
-    api_key_env: Annotated[str, typer.Option(
-        help="Name of the environment variable holding the API key.")] = "OPENAI_API_KEY",
-    timeout: Annotated[float, typer.Option(help="Seconds per LLM request.")] = 60.0,
+    llm_model: LLMModel = None,
+    generator_model: OldGeneratorModel = None,
+    base_url: BaseURL = None,
+    api_key_env: ApiKeyEnv = "OPENAI_API_KEY",
+    timeout: LLMTimeout = 60.0,
     qrels: Annotated[Path | None, typer.Option(
         help="Relevance labels: list the relevant chunks no test retrieves (lost gold), "
         "and those no probe retrieves either.")] = None,
@@ -112,7 +116,8 @@ def probe(
                        backend=backend, device=device, dtype=dtype)
     gen = None
     if generator is not None:
-        gen = api.make_generator(generator, corpus_obj.texts, model=generator_model,
+        gen = api.make_generator(generator, corpus_obj.texts,
+                                 model=llm_model_of(llm_model, generator_model, "--generator-model"),
                              base_url=base_url, api_key_env=api_key_env, timeout=timeout)
     done = api.probe(corpus_obj, r, data_file, sample=sample, include=include or (),
                      omit=omit or (), seed=seed, progress=not quiet, generator=gen)
