@@ -566,85 +566,132 @@ class RunResult:
     chunks: int
 
 
-def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
-        retriever: str | None = None, model: str | None = None, backend: str | None = None,
-        k: int = 5, index: str = "flat", data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE,
-        append: bool = False, chunk_size: int = 1000, chunk_overlap: int = 100,
-        split: bool = False, doc_key: str | None = None, engine: str = "local",
-        scheduler: str | None = None, partitions: int | None = None, progress: bool = True,
-        parallel_mode: bool = False, notify: Any = None, device: str | None = "auto",
-        dtype: str | None = "auto") -> RunResult:
+@dataclass(frozen=True)
+class RunSettings:
+    """The settings of one recording, checked once where the command enters.
+
+    ``ragcov run`` used to hand 18 loose values down through the calls, and k, the
+    destination and "is the corpus a store" were each checked several times on the way.
+    :meth:`checked` checks everything a run can be refused for, before the corpus is read
+    or a model loaded (as scikit-learn validates an estimator's parameters once), and the
+    run reads its settings from here. ``kind`` is the retriever resolved (a store URL is
+    searched by the store unless another is named); ``destination`` the data file the run
+    writes (a new shard's name in parallel mode).
+    """
+
+    corpus: str | os.PathLike[str]
+    queries: str | os.PathLike[str]
+    kind: str
+    destination: Path
+    model: str | None = None
+    backend: str | None = None
+    k: int = 5
+    index: str = "flat"
+    append: bool = False
+    chunk_size: int = 1000
+    chunk_overlap: int = 100
+    split: bool = False
+    doc_key: str | None = None
+    engine: str = "local"
+    scheduler: str | None = None
+    partitions: int | None = None
+    device: str | None = "auto"
+    dtype: str | None = "auto"
+
+    @classmethod
+    def checked(cls, corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
+                retriever: str | None = None, data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE,
+                parallel_mode: bool = False, **options: Any) -> RunSettings:
+        """Every setting checked, once; a run that cannot be made is refused here."""
+        from ragcov.retrievers import default_retriever
+        from ragcov.retrievers.onnx_encoder import check_backend
+
+        validate_k(options.get("k", 5))
+        path = Path(data_file)
+        if parallel_mode:
+            if options.get("append"):
+                raise RagcovError("--append and --parallel-mode do not go together: a shard is new")
+            path = shard_path(path)
+        engine = options.get("engine", "local")
+        if engine not in ("local", "dask"):
+            raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+        check_backend(options.get("backend"))
+        kind = default_retriever(retriever, corpus)
+        device, dtype = options.get("device", "auto"), options.get("dtype", "auto")
+        # Device and precision (ragcov.retrievers.hardware): refused now, before anything is
+        # read or written. Dask workers each resolve their own device: the spelling only here.
+        if engine == "local":
+            from ragcov.retrievers.dense import check_hardware
+
+            check_hardware(kind, device, dtype, options.get("backend"), options.get("model"))
+        else:
+            from ragcov.retrievers.hardware import check_settings
+
+            check_settings(kind, device, dtype)
+        if engine == "dask" and kind == "store":
+            raise RagcovError("--retriever store (the default for a store URL) searches the store "
+                              "from this process: use --engine local, or name another --retriever")
+        # Before the corpus is embedded: a destination that cannot take the run fails now.
+        CoverageData(path).check_destination()
+        return cls(corpus=corpus, queries=queries, kind=kind, destination=path, **options)
+
+
+def run(corpus: str | os.PathLike[str] | RunSettings, queries: str | os.PathLike[str] = "",
+        retriever: str | None = None, progress: bool = True, notify: Any = None,
+        **options: Any) -> RunResult:
     """``ragcov run``: load the corpus and suite, build the retriever by name, record the run.
 
-    Every setting is checked before the corpus is read or a model loaded. ``notify``
-    receives the lines a user should see while it runs (which store and model answer,
-    how hits without ids were matched).
+    ``corpus`` is a :class:`RunSettings` already checked (what the CLI passes), or the
+    corpus with the queries and the other settings as keywords (``k``, ``model``,
+    ``data_file`` ...), checked here. ``notify`` receives the lines a user should see
+    while it runs (which store and model answer, how hits without ids were matched).
     """
-    from ragcov.retrievers import default_retriever, make_retriever
-    from ragcov.retrievers.onnx_encoder import check_backend
+    settings = corpus if isinstance(corpus, RunSettings) else RunSettings.checked(
+        corpus, queries, retriever, **options)
+    return _run(settings, progress, notify or (lambda line: None))
+
+
+def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
+    from ragcov.retrievers import make_retriever
     from ragcov.retrievers.store import store_run_line
 
-    say = notify or (lambda line: None)
-    validate_k(k)
-    path = Path(data_file)
-    if parallel_mode:
-        if append:
-            raise RagcovError("--append and --parallel-mode do not go together: a shard is new")
-        path = shard_path(path)
-    if engine not in ("local", "dask"):
-        raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
-    check_backend(backend)
-    kind = default_retriever(retriever, corpus)
-    # Device and precision (ragcov.retrievers.hardware): refused now, before anything is read
-    # or written. Dask workers each resolve their own device: only the spelling is checked here.
-    if engine == "local":
-        from ragcov.retrievers.dense import check_hardware
-
-        check_hardware(kind, device, dtype, backend, model)
-    else:
-        from ragcov.retrievers.hardware import check_settings
-
-        check_settings(kind, device, dtype)
-    if engine == "dask" and kind == "store":
-        raise RagcovError("--retriever store (the default for a store URL) searches the store from "
-                          "this process: use --engine local, or name another --retriever")
-    # Before the corpus is embedded: a destination that cannot take the run fails now.
-    CoverageData(path).check_destination()
-    corpus_obj = load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-                             split=split, doc_key=doc_key)
-    suite = load_suite(queries)
-    if engine == "dask":
+    corpus_obj = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
+                             split=s.split, doc_key=s.doc_key)
+    suite = load_suite(s.queries)
+    model = s.model
+    if s.engine == "dask":
         from ragcov.distributed import measure_dask
 
-        if kind == "dense" and corpus_obj.store is not None:
+        if s.kind == "dense" and corpus_obj.store is not None:
             # The workers build their own retrievers; the store's model is checked here, once.
             from ragcov.retrievers.store import settle_model
 
             model = settle_model(corpus_obj, model).model
-        m = measure_dask(corpus_obj, suite, retriever=kind, model=model, index=index, k=k,
-                         data_file=path, append=append, scheduler=scheduler,
-                         partitions=partitions, progress=progress, backend=backend,
-                         device=device, dtype=dtype)
-        return RunResult(m, path, len(corpus_obj))
+        m = measure_dask(corpus_obj, suite, retriever=s.kind, model=model, index=s.index, k=s.k,
+                         data_file=s.destination, append=s.append, scheduler=s.scheduler,
+                         partitions=s.partitions, progress=progress, backend=s.backend,
+                         device=s.device, dtype=s.dtype)
+        return RunResult(m, s.destination, len(corpus_obj))
     # dense and bm25 draw their own bars, a URL builds nothing (and may hold a secret);
     # a module:attr factory shows a spinner while it builds its store.
-    factory = kind not in ("dense", "bm25") and "://" not in kind
-    with status(f"Building retriever {kind} ...", enabled=progress and factory):
-        r = make_retriever(kind, corpus_obj, model=model, index=index, progress=progress,
-                           backend=backend, device=device, dtype=dtype)
-    if line := store_run_line(corpus_obj, kind, r, k):
+    factory = s.kind not in ("dense", "bm25") and "://" not in s.kind
+    with status(f"Building retriever {s.kind} ...", enabled=progress and factory):
+        r = make_retriever(s.kind, corpus_obj, model=model, index=s.index, progress=progress,
+                           backend=s.backend, device=s.device, dtype=s.dtype)
+    if line := store_run_line(corpus_obj, s.kind, r, s.k):
         say(line)
     from ragcov.retrievers.hardware import encoder_line, precision_recall_line
 
     if progress and (line := encoder_line(r)):
         say(line)
-    m = measure(corpus_obj, suite, r, k=k, data_file=path, append=append, progress=progress)
-    if line := precision_recall_line(r, suite, k, CoverageData(path), append):
+    m = measure(corpus_obj, suite, r, k=s.k, data_file=s.destination, append=s.append,
+                progress=progress)
+    if line := precision_recall_line(r, suite, s.k, CoverageData(s.destination), s.append):
         say(line)
     twins = resolver_counts(r)
     if twins is not None and twins.line():
         say(twins.line())
-    return RunResult(m, path, len(corpus_obj))
+    return RunResult(m, s.destination, len(corpus_obj))
 
 
 @dataclass

@@ -59,13 +59,14 @@ def run(
     dtype: Dtype = "auto",
 ) -> None:
     """Run a suite through a retriever and record what it retrieved."""
-    done = api.run(corpus, queries, retriever=retriever, model=model, backend=backend, k=k,
-                   index=index, data_file=data_file, append=append, chunk_size=chunk_size,
-                   chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, engine=engine,
-                   scheduler=scheduler, partitions=partitions, progress=not quiet,
-                   parallel_mode=parallel_mode,
-                   notify=lambda line: err.print(line, markup=False, highlight=False),
-                   device=device, dtype=dtype)
+    # The settings of the run, checked once here and carried whole (api.RunSettings).
+    settings = api.RunSettings.checked(
+        corpus, queries, retriever, data_file=data_file, parallel_mode=parallel_mode,
+        model=model, backend=backend, k=k, index=index, append=append, chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, engine=engine,
+        scheduler=scheduler, partitions=partitions, device=device, dtype=dtype)
+    done = api.run(settings, progress=not quiet,
+                   notify=lambda line: err.print(line, markup=False, highlight=False))
     if not quiet:
         m = done.matrix
         out.print(f"Wrote {done.data_file}: {m.n_queries} queries, k={k}, {done.chunks} chunks")
