@@ -369,6 +369,64 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
     return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings)
 
 
+def generate_questions(corpus: str | os.PathLike[str], output: str | os.PathLike[str],
+                       data_file: str | os.PathLike[str], k: int = 5,
+                       queries: str | os.PathLike[str] | None = None,
+                       targets: str | os.PathLike[str] | None = None, topic: str | None = None,
+                       chunking: dict[str, Any] | None = None,
+                       retriever: dict[str, Any] | None = None,
+                       generator: dict[str, Any] | None = None, loop: dict[str, Any] | None = None,
+                       ragas: str | os.PathLike[str] | None = None,
+                       deepeval: str | os.PathLike[str] | None = None, progress: bool = True,
+                       on_step: Any = None, notify: Any = None, warn: Any = None
+                       ) -> GenerationSummary:
+    """``ragcov generate`` from paths and names: every setting checked before the corpus is
+    read or a model started, then the corpus, the chunks to aim at (``targets``: a ``gap``
+    report; ``topic``: a topic's untested chunks), the generator and the retriever built,
+    and :func:`generate` run. ``notify`` gets the lines a run always shows, ``warn`` the
+    warnings (None: quiet)."""
+    say, caution = notify or (lambda line: None), warn or (lambda line: None)
+    validate_k(k)
+    chosen = dict(retriever or {})
+    llm = dict(generator or {})
+    config = loop_config(**(loop or {}))
+    config.check()
+    if targets is not None and topic is not None:
+        raise RagcovError("--targets and --topic both choose the chunks to aim at: give one")
+    prompt = llm.get("prompt")
+    check_outputs([output, ragas, deepeval], [corpus, prompt, targets, data_file], extends=output)
+    kind = default_retriever(chosen.get("retriever"), corpus)
+    from ragcov.retrievers.dense import check_hardware
+
+    check_hardware(kind, chosen.get("device", "auto"), chosen.get("dtype", "auto"),
+                   chosen.get("backend"), chosen.get("model"))
+    corpus_obj = load_corpus(corpus, **(chunking or {}))
+    if targets is not None:
+        ids, unknown = gap_targets(targets, corpus_obj)
+        if unknown:
+            caution(f"ragcov: warning: {len(unknown)} chunk(s) of {targets} are not in this corpus "
+                    f"(first: {unknown[0]}); left out")
+        if not ids:
+            raise RagcovError(f"{targets}: no untested chunk of this corpus to aim at")
+        config.priority = ids
+    if topic is not None:
+        number, label, ids = topic_targets(data_file, topic, corpus_obj)
+        if not ids:
+            raise RagcovError(f"topic {number} ({label}) has no chunk left that no test retrieves "
+                              f"in {data_file}; nothing to aim at")
+        caution(f"Aiming at topic {number} ({label}): {len(ids)} untested chunk(s)")
+        config.priority = ids
+    seed_suite = load_suite(queries) if queries is not None else None
+    gen = make_generator(llm.pop("kind", "extractive"), corpus_obj.texts, **llm)
+    r = make_retriever(kind, corpus_obj, model=chosen.get("model"), index=chosen.get("index", "flat"),
+                       progress=progress, backend=chosen.get("backend"),
+                       device=chosen.get("device", "auto"), dtype=chosen.get("dtype", "auto"))
+    if line := store_run_line(corpus_obj, kind, r, k):
+        say(line)
+    return generate(corpus_obj, r, gen, k, output, data_file, config, seed_suite=seed_suite,
+                    on_step=on_step, ragas=ragas, deepeval=deepeval)
+
+
 def generate(corpus: Corpus, retriever: Any, generator: Any, k: int,
              output: str | os.PathLike[str], data_file: str | os.PathLike[str],
              config: LoopConfig, seed_suite: Suite | None = None,

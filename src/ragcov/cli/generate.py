@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from ragcov import api
-from ragcov.api import check_outputs
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -28,7 +27,6 @@ from ragcov.cli.options import (
     OldLLMModel,
     RetrieverName,
     Split,
-    load_corpus_opts,
 )
 from ragcov.cli.options import llm_model as llm_model_of
 from ragcov.errors import RagcovError
@@ -103,36 +101,8 @@ def generate(
     dtype: Dtype = "auto",
 ) -> None:
     """Generate questions aimed at uncovered chunks; each is checked against the retriever."""
-    api.validate_k(k)  # every setting checked before the corpus is read or a model started
-    llm = llm_model_of(llm_model, model, "--model")
-    config = api.loop_config(budget=budget, strategy=strategy, policy=policy,
-                        target_cc=None if target is None else target / 100.0,
-                        targets_per_call=targets_per_call, patience=patience,
-                        max_attempts=max_attempts, seed=seed, max_calls=max_calls,
-                        include_unreachable=include_unreachable)
-    config.check()
     if str(output) == "-":
         raise RagcovError("-o -: generate resumes from its output file, so it needs a file path")
-    check_outputs([output, ragas, deepeval], [corpus, prompt, targets, data_file], extends=output)
-    api.check_hardware(api.default_retriever(retriever, corpus), device, dtype, backend,
-                       embedding_model)
-    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
-    if targets is not None and topic is not None:
-        raise RagcovError("--targets and --topic both choose the chunks to aim at: give one")
-    if targets is not None:
-        config.priority = _gap_priority(targets, corpus_obj, quiet)
-    if topic is not None:
-        config.priority = _topic_priority(data_file, topic, corpus_obj, quiet)
-    seed_suite = api.load_suite(queries) if queries is not None else None
-    gen = api.make_generator(generator, corpus_obj.texts, model=llm, base_url=base_url,
-                         api_key_env=api_key_env, mode=mode, prompt=prompt,
-                         max_tokens=max_tokens, temperature=temperature, timeout=timeout,
-                         retries=retries)
-    retriever = api.default_retriever(retriever, corpus)
-    r = api.make_retriever(retriever, corpus_obj, model=embedding_model, index=index,
-                       progress=not quiet, backend=backend, device=device, dtype=dtype)
-    if line := api.store_run_line(corpus_obj, retriever, r, k):
-        err.print(line, markup=False, highlight=False)
 
     def show(rec: dict[str, Any]) -> None:
         if "reason" in rec:
@@ -142,35 +112,28 @@ def generate(
             out.print(f"  #{rec['seq']:>4} {mark} +{rec['gain']} CC {rec['cc_after'] * 100:5.1f}%"
                       f"  {rec['text']}", markup=False)
 
-    summary = api.generate(corpus_obj, r, gen, k, output, data_file, config,
-                             seed_suite=seed_suite, on_step=None if quiet else show,
-                             ragas=ragas, deepeval=deepeval)
+    summary = api.generate_questions(
+        corpus, output, data_file, k=k, queries=queries, targets=targets, topic=topic,
+        chunking={"chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "split": split},
+        retriever={"retriever": retriever, "model": embedding_model, "index": index,
+                   "backend": backend, "device": device, "dtype": dtype},
+        generator={"kind": generator, "model": llm_model_of(llm_model, model, "--model"),
+                   "base_url": base_url, "api_key_env": api_key_env, "mode": mode,
+                   "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature,
+                   "timeout": timeout, "retries": retries},
+        loop={"budget": budget, "strategy": strategy, "policy": policy,
+              "target_cc": None if target is None else target / 100.0,
+              "targets_per_call": targets_per_call, "patience": patience,
+              "max_attempts": max_attempts, "seed": seed, "max_calls": max_calls,
+              "include_unreachable": include_unreachable},
+        ragas=ragas, deepeval=deepeval, progress=not quiet, on_step=None if quiet else show,
+        notify=lambda line: err.print(line, markup=False, highlight=False),
+        warn=None if quiet else (lambda line: err.print(line, markup=False)))
     _print_summary(summary)
     if targets is not None and summary.new == 0 and summary.stop_reason == "exhausted":
         err.print(f"ragcov: warning: every chunk {targets} aims at is already covered in "
                   f"{summary.data_file}; give --data-file the tests' data file that "
                   f"`ragcov gap --tests` read", markup=False)
-
-
-def _gap_priority(path: Path, corpus: Any, quiet: bool) -> list[str]:
-    ids, unknown = api.gap_targets(path, corpus)
-    if unknown and not quiet:
-        err.print(f"ragcov: warning: {len(unknown)} chunk(s) of {path} are not in this corpus "
-                  f"(first: {unknown[0]}); left out", markup=False)
-    if not ids:
-        raise RagcovError(f"{path}: no untested chunk of this corpus to aim at")
-    return ids
-
-
-def _topic_priority(data_file: Path, topic: str, corpus: Any, quiet: bool) -> list[str]:
-    number, label, ids = api.topic_targets(data_file, topic, corpus)
-    if not ids:
-        raise RagcovError(f"topic {number} ({label}) has no chunk left that no test retrieves in "
-                          f"{data_file}; nothing to aim at")
-    if not quiet:
-        err.print(f"Aiming at topic {number} ({label}): {len(ids)} untested chunk(s)",
-                  markup=False)
-    return ids
 
 
 def _print_summary(s: Any) -> None:
