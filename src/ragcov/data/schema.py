@@ -128,8 +128,11 @@ def read_meta(con: sqlite3.Connection, path: Path) -> Meta:
             raise ValueError(f"k {rows['k']!r} is not a whole number")
         if k < 1:
             raise ValueError(f"k = {k}, below 1")
+        retriever = json.loads(rows["retriever"])
+        if not isinstance(retriever, dict):
+            raise ValueError(f"retriever is {type(retriever).__name__}, not an object")
         return Meta(format=fmt, ragcov_version=rows["ragcov_version"],
-                    k=k, retriever=json.loads(rows["retriever"]),
+                    k=k, retriever=retriever,
                     corpus_hash=corpus_hash, created=rows["created"])
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise RagcovError(f"{path}: damaged meta table ({exc})") from exc

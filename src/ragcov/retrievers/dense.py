@@ -126,7 +126,7 @@ def _load_encoder(source: str, placement: Placement, content: str) -> Any:
         pass
     try:
         model = SentenceTransformer(source, device=placement.device)
-    except OSError as exc:
+    except (OSError, ValueError, KeyError) as exc:  # an empty folder, a config of {} ...
         raise RagcovError(f"cannot load embedding model {source!r}: {exc}") from exc
     if placement.accelerated:
         import torch
