@@ -235,3 +235,16 @@ def test_the_llm_is_llm_model_and_its_old_spellings_still_work(capsys, tmp_path:
                        "--data-file", str(tmp_path / "d.ragcov"), "-o", str(tmp_path / "g.jsonl"),
                        "-q")
     assert "--model is deprecated for the LLM" in err
+
+
+@pytest.mark.parametrize("target", ["ragcov.toml", "pyproject.toml", "conftest.py"])
+def test_no_report_is_written_over_the_config_or_a_source_file(project: Path, capsys,
+                                                               target: str) -> None:
+    """`json -o pyproject.toml` and `probe --drafts-out ragcov.toml` replaced the settings the
+    command had just read (the next command: invalid TOML)."""
+    text = '[tool.ragcov]\nk = 1\n' if target == "pyproject.toml" else (
+        "k = 1\n" if target == "ragcov.toml" else "import os\n")
+    (project / target).write_text(text)
+    code, _, err = cli(capsys, "json", "-o", target)
+    assert code == 1 and "refusing to overwrite it" in err, err
+    assert (project / target).read_text() == text

@@ -558,3 +558,18 @@ def test_outcomes_stand_beside_coverage(pytester: pytest.Pytester):
     assert ragcov("html", "-d", str(pytester.path / "site")) == 0
     page = (pytester.path / "site" / "queries.html").read_text()
     assert page.count('class="outcome-failed"') == 1 and '<span class="outcome failed">failed' in page
+
+
+@pytest.mark.parametrize("spec", ["xml:corpus.jsonl", "json:.ragcov", "xml:test_toy.py",
+                                  "lcov:ragcov.toml", "xml:skip-covered"])
+def test_a_report_is_never_written_over_what_the_session_reads(toy: pytest.Pytester, spec: str):
+    """--ragcov-report FMT:PATH wrote Cobertura over the corpus, JSON over the data file and
+    over test modules; the CLI refused the same. Refused before any test runs now."""
+    (toy.path / "ragcov.toml").write_text("k = 1\n")
+    assert toy.runpytest(*ragcov_args()).ret == pytest.ExitCode.OK  # a data file to protect
+    before = {p.name: p.read_bytes() for p in toy.path.iterdir() if p.is_file()}
+    result = toy.runpytest(*ragcov_args("--ragcov-report", spec))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ragcov-report*"])
+    after = {p.name: p.read_bytes() for p in toy.path.iterdir() if p.is_file()}
+    assert after == before

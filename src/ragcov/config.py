@@ -47,6 +47,23 @@ def find_config(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None
     return None
 
 
+def config_files(start: Path | None = None) -> list[Path]:
+    """The files that may configure this command (``RAGCOV_RCFILE``, and the nearest
+    ragcov.toml and pyproject.toml upward), without reading them: no report may be
+    written over the settings it was made with."""
+    found = [Path(os.environ["RAGCOV_RCFILE"])] if os.environ.get("RAGCOV_RCFILE") else []
+    here = (start or Path.cwd()).resolve()
+    for name in ("ragcov.toml", "pyproject.toml"):
+        for folder in [here, *here.parents]:
+            try:
+                if (folder / name).is_file():
+                    found.append(folder / name)
+                    break
+            except PermissionError:
+                continue
+    return found
+
+
 def _ragcov_section(pyproject: Path) -> dict[str, Any] | None:
     """A pyproject.toml's ``[tool.ragcov]`` table, or None when it has none."""
     tool = _load(pyproject).get("tool")

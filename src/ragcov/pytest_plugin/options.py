@@ -77,6 +77,7 @@ class Settings:
                                  or os.environ.get("RAGCOV_FILE") or conf.get("data_file")
                                  or DEFAULT_DATA_FILE)
         self.reports = _reports(config, root)
+        check_report_files(self.reports, self.data_file, self.corpus)
         self.device = _device(config, conf.get("device"))
 
 
@@ -155,7 +156,27 @@ def _reports(config: pytest.Config, root: Path) -> list[tuple[str, Path | None]]
                                     f"{', '.join(REPORT_KINDS)}, got {spec!r}")
         if dest and kind in ("term", "term-missing"):
             raise pytest.UsageError(f"--ragcov-report {kind} takes no destination: {spec!r}")
+        if dest == "skip-covered":
+            raise pytest.UsageError(f"--ragcov-report {spec}: skip-covered is for the term "
+                                    "reports; a file report takes a file name after the colon")
         default = DEFAULT_HTML_DIR if kind == "html" else (
             REPORTERS[kind].default_file if kind in REPORTERS else None)
         reports.append((kind, root / (dest or default) if default else None))
     return reports
+
+
+def check_report_files(reports: list[tuple[str, Path | None]], data_file: Path,
+                       corpus: Path | str | None) -> None:
+    """The CLI's refusal, before any test runs: no report over the corpus, the data file,
+    a config file, a test module or another report of the session."""
+    from ragcov import api
+    from ragcov.errors import RagcovError
+
+    files = [dest for kind, dest in reports if dest is not None and kind != "html"]
+    try:
+        api.check_outputs(files, [data_file, corpus])
+        for kind, dest in reports:
+            if kind == "html" and dest is not None and dest.is_file():
+                raise RagcovError(f"{dest}: is a file; --ragcov-report html takes a folder")
+    except RagcovError as exc:
+        raise pytest.UsageError(f"--ragcov-report: {exc}") from None
