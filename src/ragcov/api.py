@@ -117,7 +117,7 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
         record_hardware(data, retriever.placement, append)
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
         data.annotate(INDEX_RECALL, retriever.measure_recall(suite.texts, k=k))
-    return data.matrix()
+    return data.suite_matrix()
 
 
 # Queries an ``--append`` retrieves between two commits.
@@ -230,7 +230,7 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
     if target is not None and not 0 < target <= 100:
         raise RagcovError(f"--target must be a percentage in (0, 100], got {target:g}")
     # The readers' own refusals: "no data file", "an empty file, no data recorded yet".
-    m = CoverageData(data_file).matrix()
+    m = CoverageData(data_file).suite_matrix()
     if m.n_queries == 0:
         raise RagcovError(f"{data_file}: no queries recorded")
     doc = order_document(m, strategy, budget, target, seed, repeats,
@@ -346,7 +346,7 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
         # NaN compares false with every value (no query would fail: the gate is off), and
         # an infinite threshold cannot be written into the report's JSON.
         raise RagcovError(f"--fail-below must be a finite number, got {fail_below}")
-    m = CoverageData(data_file).matrix()
+    m = CoverageData(data_file).suite_matrix()
     warnings: list[str] = []
     if qrels is not None:
         labels = load_qrels(qrels, qrels_level)  # type: ignore[arg-type]
@@ -579,7 +579,7 @@ def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> 
     if scope is not None:
         return load_scoped(data_file, scope).reachability
     data = CoverageData(data_file)
-    tests = data.matrix()
+    tests = data.suite_matrix()
     probes = read_probes(data, tests.n_chunks)
     return audit(tests, probes, details=lambda positions: chunk_details(data, positions),
                  probe_texts=lambda ids: probe_texts(data, ids)).with_candidates(
