@@ -152,14 +152,16 @@ def probe(
 
 
 def _as_the_report_counts(ctx: typer.Context | None, data_file: Path, whole: object) -> object:
-    """The reachability totals over the chunks ``ragcov report`` counts: the config file's
-    exclusions (``exclude``, ``exclude_docs``, ``min_chunk_chars``) leave the same chunks
-    out of both, so probe and report never print two numbers under one name."""
+    """The reachability totals over the chunks ``ragcov report`` counts under the config
+    file: its include, omit and exclusions leave the same chunks out of both, so probe and
+    report never print two numbers under one name (probe's own --include/--omit choose
+    what to probe, not what a report counts)."""
     settings = ((ctx.find_root().default_map or {}) if ctx is not None else {}).get("report", {})
-    given = {key: settings[key] for key in ("exclude", "exclude_docs", "min_chunk_chars")
-             if settings.get(key)}
+    keys = ("include", "omit", "exclude", "exclude_docs", "min_chunk_chars", "reachable")
+    given = {key: settings[key] for key in keys if settings.get(key)}
     if not given:
         return whole
-    lists = {k: tuple(v) for k, v in given.items() if k != "min_chunk_chars"}
-    scope = api.ReportScope(**lists, min_chunk_chars=given.get("min_chunk_chars", 0))
+    lists = {k: tuple(v) for k, v in given.items() if k not in ("min_chunk_chars", "reachable")}
+    scope = api.ReportScope(**lists, min_chunk_chars=given.get("min_chunk_chars", 0),
+                            reachable=bool(given.get("reachable", False)))
     return api.audit_reachability(data_file, scope)
