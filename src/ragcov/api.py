@@ -363,7 +363,8 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
         if not outcomes:
             raise RagcovError(f"{data_file} holds no test outcomes: give --qrels or --scores (with "
                               "--metric), or record the suite with pytest --ragcov")
-        failures = outcome_failures(m, outcomes)
+        failures = outcome_failures(m, outcomes, (m.meta or {}).get(QUERY_TESTS) or {},
+                                    fail_below)
     paths = list(orders)
     named = {name: load_order(p, m) for name, p in zip(order_names(paths), paths)}
     return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings)
@@ -1050,11 +1051,18 @@ def probe_settings(data_file: str | os.PathLike[str], corpus: str, retriever: st
 OUTCOMES = "outcomes"
 
 
-def record_outcomes(data_file: str | os.PathLike[str], outcomes: dict[str, str]) -> None:
+QUERY_TESTS = "query_tests"
+
+
+def record_outcomes(data_file: str | os.PathLike[str], outcomes: dict[str, str],
+                    askers: dict[str, list[str]] | None = None) -> None:
     """Keep each test's outcome (pytest node id -> passed, failed, skipped) with the data
-    file, beside the outcomes of earlier sessions' other tests."""
+    file, beside the outcomes of earlier sessions' other tests, and every test that asked
+    each question (a question two tests ask fails with either)."""
     data = CoverageData(data_file)
     data.annotate(OUTCOMES, {**(data.annotation(OUTCOMES) or {}), **outcomes})
+    if askers:
+        data.annotate(QUERY_TESTS, {**(data.annotation(QUERY_TESTS) or {}), **askers})
 
 
 def correctness(m: Any, qrels: str | os.PathLike[str] | None = None,
