@@ -66,9 +66,12 @@ def _api(tmp: Path, corpus_path: Path, suite_path: Path, more_path: Path) -> tup
     from ragcov.corpus import load_corpus
     from ragcov.data import CoverageData
     from ragcov.retrievers.dense import DenseRetriever, load_encoder, resolve_model
+    from ragcov.retrievers.hardware import resolve_placement
     from ragcov.suite import load_suite
 
-    load_encoder(resolve_model(None)[1])  # loaded once, outside both timings
+    source = resolve_model(None)[1]
+    # Loaded once, outside both timings, where the retriever will run (--device auto).
+    load_encoder(source, placement=resolve_placement("auto", "auto", None, source))
     data = tmp / "api.ragcov"
     t = time.perf_counter()
     corpus = load_corpus(corpus_path, split=True)

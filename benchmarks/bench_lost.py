@@ -175,7 +175,8 @@ def main(mode: str = "full") -> list[dict]:
             f"stand-in encoder's {passes['encode']:.1f} s included in both"),
         row(f"lost: exact check's share of a probe run with MiniLM's embedding, {label}",
             added, whole_off=whole_off,
-            note=f"the check's added seconds over a {whole_off:.0f} s run; MiniLM {per_probe * 1000:.2f} ms a probe (measured on {EMBED_SAMPLE[mode]:,} "
+            note=f"the check's added seconds over a {whole_off:.0f} s run; MiniLM "
+            f"{per_probe * 1000:.2f} ms a probe (measured on {EMBED_SAMPLE[mode]:,} "
             f"real probe texts, scaled to {p:,}); exact check adds {share * 100:.1f}% to "
             f"{whole_off:.0f} s", aim="exact check adds <= 25% on 2 cores at 100,000 chunks",
             met=(share <= 0.25) if n >= 100_000 else None, share=share),

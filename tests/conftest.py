@@ -48,3 +48,23 @@ def pg():
         yield server
     finally:
         pg_server.stop(server)
+
+
+@pytest.hookimpl(trylast=True)  # after -m has deselected: torch is imported only for gpu tests kept
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``gpu`` tests are skipped, with the reason, where PyTorch sees no CUDA device."""
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu:
+        return
+    try:
+        import torch
+    except ImportError:
+        why = "needs a CUDA device: PyTorch is not installed"
+    else:
+        from ragcov.retrievers.hardware import _why_no_cuda
+
+        why = "" if torch.cuda.is_available() else (
+            f"needs a CUDA device: torch.cuda.is_available() is false ({_why_no_cuda(torch)})")
+    if why:
+        for item in gpu:
+            item.add_marker(pytest.mark.skip(reason=why))

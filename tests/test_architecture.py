@@ -27,9 +27,10 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # parts before it, never those after it.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # The floor: the version, errors, field rules, files and their destinations, retrying,
-    # warnings, Ctrl-C and threads, progress, URL redaction, settings.
+    # warnings, Ctrl-C and threads, progress, URL redaction, settings,
+    # the paused cycle collector.
     ("version", "errors", "user_warnings", "sigint", "progress", "retry", "redaction", "fields",
-     "destinations", "files", "controls", "config"),
+     "destinations", "files", "controls", "config", "collector"),
     # What is recorded and measured. ``stores`` reads a vector store's chunks (a corpus
     # may be a store URL), so it sits below ``corpus``; searching a store is a
     # retriever (``retrievers/store.py``). ``data`` records a corpus and a run and reads

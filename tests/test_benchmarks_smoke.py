@@ -74,3 +74,30 @@ def test_topics_benchmark_runs_at_a_small_size(tmp_path):
     for r in rows:
         hits, topics = r["note"].rsplit(" in ", 1)[1].split(" ")[0].split("/")
         assert int(topics) > 0 and int(hits) >= int(topics) // 2
+
+
+@pytest.mark.slow  # builds a model and starts ragcov once: half a minute on a quiet 2-core machine
+def test_the_gpu_benchmark_at_its_smallest_size(tmp_path):
+    out = tmp_path / "rows.json"
+    proc = subprocess.run([sys.executable, str(RUN), "--tiny", "--only", "gpu", "--json", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(out.read_text())
+    names = [r["name"] for r in rows]
+    assert names[0].startswith("CPU: bare SentenceTransformer fp32, batch 64, 48 chunks")
+    assert names[1].startswith("CPU: ragcov run --device cpu as typed")
+    assert all(r["chunks_per_s"] > 0 and r["seconds"] > 0 for r in rows if "chunks_per_s" in r)
+    import torch
+
+    if torch.cuda.is_available():
+        assert any(n.startswith("GPU (") and "ragcov run as typed" in n for n in names)
+    else:  # one line says why the GPU rows are not there
+        assert names[-1] == "GPU rows skipped"
+        assert rows[-1]["note"].startswith("torch.cuda.is_available() is false")
+
+
+def test_the_gpu_benchmark_checks_its_sizes_first():
+    script = RUN.parent / "gpu.py"
+    proc = subprocess.run([sys.executable, str(script), "--chunks", "0"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and "--chunks and --cpu-chunks must be at least 1" in proc.stderr

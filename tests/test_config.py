@@ -213,3 +213,38 @@ def test_rcfile_that_is_not_a_file_says_what_it_is(tmp_path: Path, capsys) -> No
                        (tmp_path / "nope.toml", "no such config file")):
         code, _, err = cli(capsys, "--rcfile", str(path), "report")
         assert code == 1 and err.strip().startswith(f"ragcov: error: {path}: {what}"), err
+
+
+def test_the_llm_is_llm_model_and_its_old_spellings_still_work(capsys, tmp_path: Path) -> None:
+    """--model is the embedding model everywhere; generate's LLM was --model and probe's
+    --generator-model: both read as --llm-model for one release, with a deprecation line."""
+    from ragcov.cli.options import llm_model
+    from ragcov.errors import RagcovError
+
+    assert llm_model("g", None, "--model") == "g"
+    assert llm_model(None, "g", "--model") == "g"
+    assert "--model is deprecated for the LLM" in capsys.readouterr().err
+    with pytest.raises(RagcovError, match="name two LLMs"):
+        llm_model("a", "b", "--generator-model")
+    code, out, _ = cli(capsys, "generate", "--help")
+    assert "--llm-model" in out and "--embedding-model" in out
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "doc_id": "d", "text": "Paris is in France."}) + "\n")
+    code, _, err = cli(capsys, "generate", "--corpus", str(corpus), "--generator", "extractive",
+                       "--retriever", "bm25", "-k", "1", "--budget", "1", "--model", "x",
+                       "--data-file", str(tmp_path / "d.ragcov"), "-o", str(tmp_path / "g.jsonl"),
+                       "-q")
+    assert "--model is deprecated for the LLM" in err
+
+
+@pytest.mark.parametrize("target", ["ragcov.toml", "pyproject.toml", "conftest.py"])
+def test_no_report_is_written_over_the_config_or_a_source_file(project: Path, capsys,
+                                                               target: str) -> None:
+    """`json -o pyproject.toml` and `probe --drafts-out ragcov.toml` replaced the settings the
+    command had just read (the next command: invalid TOML)."""
+    text = '[tool.ragcov]\nk = 1\n' if target == "pyproject.toml" else (
+        "k = 1\n" if target == "ragcov.toml" else "import os\n")
+    (project / target).write_text(text)
+    code, _, err = cli(capsys, "json", "-o", target)
+    assert code == 1 and "refusing to overwrite it" in err, err
+    assert (project / target).read_text() == text

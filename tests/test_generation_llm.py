@@ -118,7 +118,7 @@ def test_cli_generate_against_the_server(llama_server: str, city_corpus_file: Pa
                                          tmp_path: Path) -> None:
     res = subprocess.run(
         [*RAGCOV, "generate", "--corpus", str(city_corpus_file), "--generator", "openai",
-         "--base-url", llama_server, "--model", "gemma-3-270m", "--mode", "completion",
+         "--base-url", llama_server, "--llm-model", "gemma-3-270m", "--mode", "completion",
          "--retriever", "bm25", "-k", "2", "--budget", "2", "--max-tokens", "32",
          "-o", "g.jsonl", "--data-file", "d.ragcov", "--deepeval", "goldens.json"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600)
@@ -165,7 +165,7 @@ def _wait_group_gone(pgid: int, seconds: float = 60) -> list[int]:
 def test_sigkill_with_the_real_llm_then_rerun(gguf: Path, city_corpus_file: Path,
                                               tmp_path: Path) -> None:
     args = [*RAGCOV, "generate", "--corpus", str(city_corpus_file), "--generator", "llama-cpp",
-            "--model", str(gguf), "--retriever", "bm25", "-k", "1", "--budget", "6",
+            "--llm-model", str(gguf), "--retriever", "bm25", "-k", "1", "--budget", "6",
             "--patience", "0", "--max-tokens", "32", "--strategy", "random",
             "-o", "g.jsonl", "--data-file", "d.ragcov", "-q"]
     out = tmp_path / "g.jsonl"
@@ -284,7 +284,7 @@ def test_cli_llm_crash_is_one_line_then_rerun_resumes(gguf: Path, city_corpus_fi
                                                       tmp_path: Path) -> None:
     """A SIGILL on the 3rd question: exit 1 and one line on stderr; the rerun carries on."""
     args = [*RAGCOV, "generate", "--corpus", str(city_corpus_file), "--generator", "llama-cpp",
-            "--model", str(gguf), "--retriever", "bm25", "-k", "1", "--budget", "4",
+            "--llm-model", str(gguf), "--retriever", "bm25", "-k", "1", "--budget", "4",
             "--patience", "0", "--max-tokens", "32", "--strategy", "random",
             "-o", "g.jsonl", "--data-file", "d.ragcov", "-q"]
     out = tmp_path / "g.jsonl"
@@ -332,3 +332,5 @@ def test_interrupting_ragcov_ends_the_llm_process(gguf: Path, city_corpus_file: 
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr[-2000:]   # typer's exit status for Ctrl-C
     assert _wait_group_gone(proc.pid, 10) == []
+    # the LLM's old spelling in generate still works, with one deprecation line
+    assert stderr.count("--model is deprecated for the LLM") == 1 and "--llm-model" in stderr

@@ -261,6 +261,11 @@ def test_api_key_from_env_is_sent_and_never_leaks(server, city_corpus, tmp_path,
 def test_redact_url_hides_credentials():
     assert redact_url("https://user:pw@host:8443/s?api_key=abc&index=v2") == \
         "https://host:8443/s?api_key=%2A%2A%2A&index=v2"
+    # credentials by other names (Azure Functions' code, a session id, presigned S3 URLs)
+    assert redact_url("https://h/api?code=abc&sessionid=s1&sid=9&X-Amz-Credential=z&mode=code"
+                      "&credential=c") == ("https://h/api?code=%2A%2A%2A&sessionid=%2A%2A%2A&"
+                                           "sid=%2A%2A%2A&X-Amz-Credential=%2A%2A%2A&mode=code&"
+                                           "credential=%2A%2A%2A")
 
 
 def test_paths():

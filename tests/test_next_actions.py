@@ -243,6 +243,12 @@ def test_generated_questions_are_kept_apart_until_accepted(probed: Path, capsys,
     code, text, _ = cli(capsys, "report", "--data-file", str(data))
     assert (f"Generated: {len(records)} questions from ragcov generate ({hits} reached their "
             "target) are not counted until accepted") in text
+    # select, diff, gap and probe count the suite as the reports do (they counted them).
+    order = tmp_path / "order.json"
+    assert cli(capsys, "select", "--data-file", str(data), "-o", str(order))[0] == 0
+    assert json.loads(order.read_text())["pool_size"] == before["queries"]
+    code, out, _ = cli(capsys, "diff", str(probed), str(data), "--format", "json")
+    assert code == 0 and json.loads(out)["delta"] == 0
     gate = f"{with_generated['chunk_coverage'] * 100:.2f}"
     assert cli(capsys, "report", "--data-file", str(data), "--fail-under", gate)[0] == 2
     assert cli(capsys, "report", "--data-file", str(data), "--fail-under", gate,

@@ -149,7 +149,7 @@ def test_encode_advances_once_per_encoder_batch(minilm_path: str, monkeypatch) -
     told: list[int] = []
 
     @contextlib.contextmanager
-    def recording_bar(label: str, total: int, enabled: bool = True):
+    def recording_bar(label: str, total: int, enabled: bool = True, unit: str | None = None):
         yield told.append
 
     monkeypatch.setattr(dense, "progress_bar", recording_bar)

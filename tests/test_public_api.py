@@ -67,3 +67,27 @@ def test_audit_reachability_through_the_package(tmp_path, capsys):
                    "--data-file", str(data), "-q")[0] == 0
     r = ragcov.audit_reachability(data)
     assert len(r.chunk_ids) == len(CITY_CHUNKS) and "covered" in set(r.status)
+
+
+def test_a_run_travels_as_one_checked_settings_object(tmp_path, city_corpus_file) -> None:
+    """The CLI checks the settings once (RunSettings.checked) and hands them whole to the
+    api; every refusal comes before the corpus is read."""
+    import json
+
+    import pytest
+
+    from ragcov import api
+    from ragcov.errors import RagcovError
+
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q", "query": "capital of Japan"}) + "\n")
+    for bad, message in (({"k": 0}, "k must be"), ({"engine": "spark"}, "unknown engine"),
+                         ({"append": True, "parallel_mode": True}, "do not go together")):
+        with pytest.raises(RagcovError, match=message):
+            api.RunSettings.checked(tmp_path / "no-such-corpus.jsonl", queries, "bm25",
+                                    data_file=tmp_path / "d.ragcov", **bad)
+    settings = api.RunSettings.checked(city_corpus_file, queries, "bm25", k=2,
+                                       data_file=tmp_path / "d.ragcov")
+    assert settings.kind == "bm25" and settings.destination == tmp_path / "d.ragcov"
+    done = api.run(settings, progress=False)
+    assert done.matrix.n_queries == 1 and done.data_file == tmp_path / "d.ragcov"

@@ -239,6 +239,8 @@ def test_stale_index():
     (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-fail-under", "120"],
      "*must be a percentage*"),
     (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-k", "0"], "*at least 1*"),
+    (["--ragcov", "--ragcov-corpus", "corpus.jsonl", "--ragcov-device", "gpu"],
+     "*unknown --device 'gpu': expected auto, cpu, cuda, cuda:N or mps*"),
 ])
 def test_bad_options_are_usage_errors(toy: pytest.Pytester, args: list[str], message: str):
     result = toy.runpytest("-p", "no:cacheprovider", *args)
@@ -515,6 +517,11 @@ FAILING_TESTS = TOY_TESTS + '''
 def test_a_question_that_misses(ragcov_retriever):
     # Retrieves the dividends chunk; the test expects the Tokyo one: a retrieval failure.
     assert ragcov_retriever("What quarterly dividends did the board declare for Tokyo?")[0][0] == "tokyo"
+
+
+def test_the_same_question_fails_here(ragcov_retriever):
+    # asked first by test_same_question_again, which passes: the question fails with this test
+    assert ragcov_retriever("Which capital sits on the river Seine, Paris?")[0][0] == "tokyo"
 '''
 
 
@@ -527,7 +534,7 @@ def test_outcomes_stand_beside_coverage(pytester: pytest.Pytester):
     pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
     pytester.makepyfile(test_toy=FAILING_TESTS)
     result = pytester.runpytest(*ragcov_args())
-    result.assert_outcomes(passed=4, failed=1)
+    result.assert_outcomes(passed=4, failed=2)
     data = pytester.path / ".ragcov"
 
     def ragcov(*args: str) -> int:
@@ -543,16 +550,38 @@ def test_outcomes_stand_beside_coverage(pytester: pytest.Pytester):
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         assert ragcov("report", "--min-hit-rate", "90") == 2
-    assert ("Correctness (test outcomes): 4 of 5 recorded tests passed (hit rate 80.0%); "
+    assert ("Correctness (test outcomes): 4 of 6 recorded tests passed (hit rate 66.7%); "
             "failing: test_toy.py::test_a_question_that_misses") in buffer.getvalue()
-    assert ragcov("report", "--min-hit-rate", "80") == 0
+    assert ragcov("report", "--min-hit-rate", "66") == 0
     assert ragcov("json", "-o", str(report)) == 0
     doc = json.loads(report.read_text())
     missing = next(q for q in doc["queries"].values() if q["test"].endswith("question_that_misses"))
-    assert missing["outcome"] == "failed" and doc["correctness"]["hit_rate"] == 0.8
+    seine = next(q for q in doc["queries"].values() if "Seine" in q["text"])
+    assert missing["outcome"] == "failed" and seine["outcome"] == "failed"
+    assert doc["correctness"]["hit_rate"] == pytest.approx(4 / 6)
     assert ragcov("faults", "-o", str(pytester.path / "f.json")) == 0
     faults = json.loads((pytester.path / "f.json").read_text())
-    assert faults["failures"] == [next(q for q, v in doc["queries"].items() if v is missing)]
+    failed = sorted(q for q, v in doc["queries"].items() if v is missing or v is seine)
+    assert sorted(faults["failures"]) == failed
+    # --fail-below applies to the outcome values (passed 1, failed 0) as to any metric
+    assert ragcov("faults", "--fail-below", "2", "-o", str(pytester.path / "f.json")) == 0
+    everything = json.loads((pytester.path / "f.json").read_text())["failures"]
+    assert len(everything) == len([q for q in doc["queries"].values() if q.get("outcome")])
     assert ragcov("html", "-d", str(pytester.path / "site")) == 0
     page = (pytester.path / "site" / "queries.html").read_text()
-    assert page.count('class="outcome-failed"') == 1 and '<span class="outcome failed">failed' in page
+    assert page.count('class="outcome-failed"') == 2 and '<span class="outcome failed">failed' in page
+
+
+@pytest.mark.parametrize("spec", ["xml:corpus.jsonl", "json:.ragcov", "xml:test_toy.py",
+                                  "lcov:ragcov.toml", "xml:skip-covered"])
+def test_a_report_is_never_written_over_what_the_session_reads(toy: pytest.Pytester, spec: str):
+    """--ragcov-report FMT:PATH wrote Cobertura over the corpus, JSON over the data file and
+    over test modules; the CLI refused the same. Refused before any test runs now."""
+    (toy.path / "ragcov.toml").write_text("k = 1\n")
+    assert toy.runpytest(*ragcov_args()).ret == pytest.ExitCode.OK  # a data file to protect
+    before = {p.name: p.read_bytes() for p in toy.path.iterdir() if p.is_file()}
+    result = toy.runpytest(*ragcov_args("--ragcov-report", spec))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ragcov-report*"])
+    after = {p.name: p.read_bytes() for p in toy.path.iterdir() if p.is_file()}
+    assert after == before

@@ -388,6 +388,51 @@ def test_stale_temps_of_dead_writers_are_removed(tmp_path: Path) -> None:
     assert target.read_bytes() == b"new"
 
 
+def test_an_interrupted_append_keeps_the_parts_it_committed(tmp_path: Path) -> None:
+    """An --append interrupted after 600 of 700 answered requests kept none of them (one
+    transaction), though the message said the file keeps what was committed. It commits
+    every 256 queries now: the rerun asks only for what is missing."""
+    from ragcov.api import CHECKPOINT
+    from ragcov.data import CoverageData
+
+    asked = tmp_path / "asked.txt"
+    (tmp_path / "slow.py").write_text(textwrap.dedent(f"""
+        import time
+        def retriever(text, k):
+            with open({str(asked)!r}, "a") as f:
+                f.write(text + "\\n")
+            time.sleep(0.002)
+            return ["a"]
+    """))
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": "x"}) + "\n")
+    queries = tmp_path / "q.jsonl"
+    n = 2 * CHECKPOINT + 100
+    queries.write_text("".join(json.dumps({"id": f"q{i}", "text": f"t{i}"}) + "\n"
+                               for i in range(n)))
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    command = [sys.executable, "-m", "ragcov", "run", "--corpus", str(corpus), "--queries",
+               str(queries), "--retriever", "slow:retriever", "-k", "1", "--append", "-q"]
+    p = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_default_sigint)
+    deadline = time.monotonic() + 180
+    while p.poll() is None and time.monotonic() < deadline:
+        if asked.exists() and len(asked.read_text().splitlines()) >= 2 * CHECKPOINT + 50:
+            break
+        time.sleep(0.02)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "interrupted" in err, err
+    kept = CoverageData(tmp_path / ".ragcov").matrix().n_queries
+    assert kept == 2 * CHECKPOINT  # two parts committed, the third cut short
+    before = len(asked.read_text().splitlines())
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert len(asked.read_text().splitlines()) - before == n - kept  # only what was missing
+    assert CoverageData(tmp_path / ".ragcov").matrix().n_queries == n
+
+
 def test_an_old_site_set_aside_by_a_killed_swap_is_restored(tmp_path: Path) -> None:
     target = tmp_path / "site"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

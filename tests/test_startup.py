@@ -25,6 +25,8 @@ HEAVY = (
     "faiss", "onnxruntime", "sklearn", "chromadb", "lancedb", "qdrant_client", "pymilvus",
     "psycopg", "psycopg2", "pgvector", "pyarrow", "pandas", "polars", "bm25s", "numba", "dask",
     "distributed", "openai", "httpx", "requests", "aiohttp", "grpc",
+    # typer coerces options through pydantic; ragcov's plain options skip it (cli/coercion.py).
+    "pydantic",
     # ssl and urllib.request: what an HTTP client costs even from the standard library.
     "ssl",
 )

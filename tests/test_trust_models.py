@@ -180,3 +180,45 @@ def test_a_model_saved_again_at_the_same_path_gives_the_fresh_cache_number(
                        "-o", str(tmp_path / "all.ragcov"))
     assert code == 1 and "differs in content" in err, err
     assert shards.exists() and not (tmp_path / "all.ragcov").exists()
+
+
+def test_one_model_spelled_two_ways_is_one_retriever() -> None:
+    """./m, m/, $PWD/m, a link to m: one content, one retriever (CI's absolute path and a
+    laptop's ./m combine); the spelling stays in the file to say which was used."""
+    a = {"kind": "dense", "model": "./m", "model_digest": "sha256:aa", "model_path": "/x/m"}
+    b = {"kind": "dense", "model": "/ci/m", "model_digest": "sha256:aa", "model_path": "/ci/m"}
+    assert same_retriever(a, b)
+    assert not same_retriever(a, {**b, "model_digest": "sha256:bb"})
+
+
+def test_a_linked_module_folder_and_a_file_rewritten_with_its_old_time_are_seen(
+        minilm_path: str, tmp_path: Path) -> None:
+    """A symlinked 1_Pooling switched to another pooling, and a config rewritten in place with
+    its size and mtime put back, each change the digest (rglob did not follow links, and the
+    stamp had no ctime)."""
+    import os
+
+    from ragcov.retrievers.model_identity import identify_model
+
+    model = _copy_model(minilm_path, tmp_path / "m")
+    pooling = tmp_path / "pool_mean"
+    shutil.move(str(model / "1_Pooling"), pooling)
+    shutil.copytree(pooling, tmp_path / "pool_cls")
+    config = json.loads((pooling / "config.json").read_text())
+    cls = {**config, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}
+    (tmp_path / "pool_cls" / "config.json").write_text(json.dumps(cls))
+    (model / "1_Pooling").symlink_to(pooling)
+    mean = identify_model("m", str(model)).digest
+    (model / "1_Pooling").unlink()
+    (model / "1_Pooling").symlink_to(tmp_path / "pool_cls")
+    assert identify_model("m", str(model)).digest != mean
+    # in place, same size, the old mtime restored
+    target = tmp_path / "pool_cls" / "config.json"
+    before = target.stat()
+    text = target.read_text()
+    swapped = text.replace("384", "385")  # same size, another model
+    assert len(swapped) == len(text) and swapped != text
+    digest = identify_model("m", str(model)).digest
+    target.write_text(swapped)
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert identify_model("m", str(model)).digest != digest

@@ -290,7 +290,8 @@ def test_show_ids_reaches_probe_and_select(probed: Path, capsys, tmp_path: Path)
     code, out, _ = cli(capsys, *probe)
     assert code == 0 and "Documents with the most untested chunks" in out
     code, out, _ = cli(capsys, *probe, "--show-ids", "--format", "text")
-    untested = [c for c, e in _json(capsys, probed)["chunks"].items() if e.get("status") == "untested"]
+    untested = [c for c, e in _json(capsys, probed)["chunks"].items()
+                if e.get("status") == "untested" and "exclusion_candidate" not in e]  # junk: no test
     line = next(x for x in out.splitlines() if x.startswith("Untested chunks ("))
     assert line.startswith(f"Untested chunks ({len(untested)})") and untested[0] in line
     # select: what a cut loses, as DOC#N ranges, or by id
@@ -301,3 +302,18 @@ def test_show_ids_reaches_probe_and_select(probed: Path, capsys, tmp_path: Path)
     code, out, _ = cli(capsys, "select", "--data-file", str(probed), "--budget", "5", "-o", str(order),
                        "--show-ids")
     assert f"covers: {', '.join(lost[:3])}" in out
+
+
+def test_probe_counts_the_configs_include_omit_and_reachable_as_report_does(probed: Path, capsys,
+                                                                           tmp_path: Path) -> None:
+    rc = tmp_path / "ragcov.toml"
+    rc.write_text('exclude_docs = ["planted"]\nreachable = true\n', encoding="utf-8")
+    code, out, err = cli(capsys, "--rcfile", str(rc), "probe", "--corpus",
+                         str(probed.parent / "chunks.jsonl"), "--retriever", "bm25",
+                         "--data-file", str(probed), "--include", "planted", "--format", "json")
+    assert code == 0, err
+    report_totals = _json(capsys, probed, "--rcfile", str(rc))["totals"]
+    probe_totals = json.loads(out)["totals"]
+    for key in ("reachable_chunks", "unreachable_chunks", "coverage_of_reachable"):
+        assert probe_totals[key] == report_totals[key], key
+    assert report_totals["reachable_chunks"] == report_totals["chunks"]  # --reachable's table

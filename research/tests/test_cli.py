@@ -31,7 +31,7 @@ def test_python_dash_m_research_lists_the_four_experiments() -> None:
 def test_every_experiment_takes_the_shared_options() -> None:
     group = typer.main.get_command(app)
     shared = [name for name, _, _ in SHARED_FIRST + SHARED_LAST]
-    assert sorted(group.commands) == ["generation", "rq1", "rq2", "rq3", "rq3-verdict"]
+    assert sorted(group.commands) == ["generation", "rq1", "rq2", "rq3", "rq3-verdict", "topics"]
     for name, command in group.commands.items():
         if name == "rq3-verdict":       # reads the runs' outputs: no experiment of its own
             continue

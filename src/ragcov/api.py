@@ -26,10 +26,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragcov.compare.diff import CoverageDiff, gate_failures
-from ragcov.compare.diff import coverage_diff as diff
-from ragcov.compare.gap import TrafficGap
-from ragcov.compare.gap import traffic_gap as gap
 from ragcov.config import scope_settings
 from ragcov.corpus import Corpus, load_corpus
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
@@ -73,6 +69,8 @@ from ragcov.summary import fail_under_failure
 from ragcov.summary import summarize as summarize
 
 if TYPE_CHECKING:
+    from ragcov.compare.diff import CoverageDiff
+    from ragcov.compare.gap import TrafficGap
     from ragcov.failures import Failures
     from ragcov.faults import FaultReport
     from ragcov.generation.loop_types import GenerationSummary, LoopConfig
@@ -100,20 +98,55 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
         data.check_destination()
     run = Run(k=k, retriever=retriever.fingerprint(), source=getattr(suite, "source", None))
     staged = _first_stage_recorder(retriever, corpus, k) if data is not None else None
-    if todo:
-        run_retriever(staged or retriever, todo, k, batch_size=batch_size, progress=progress,
-                      run=run, corpus=corpus)
-    if data is None:
-        return CoverageMatrix.from_run(run, corpus)
-    # The suite's own questions: any that ``ragcov generate`` wrote are accepted now.
-    data.write(corpus, run, append=append, accept=[q.id for q in suite])
+    if data is not None and append and len(todo) > CHECKPOINT:
+        # An append commits as it goes: an hour of a slow retriever interrupted at its last
+        # query keeps every part before it, and the rerun retrieves only what is missing.
+        _append_in_parts(data, corpus, suite, staged or retriever, todo, k, batch_size, progress,
+                         run)
+    else:
+        if todo:
+            run_retriever(staged or retriever, todo, k, batch_size=batch_size, progress=progress,
+                          run=run, corpus=corpus)
+        if data is None:
+            return CoverageMatrix.from_run(run, corpus)
+        # The suite's own questions: any that ``ragcov generate`` wrote are accepted now.
+        data.write(corpus, run, append=append, accept=[q.id for q in suite])
     if staged is not None:
         _record_first_stage(data, staged, [qid for qid, _ in todo], corpus, k, run.retriever)
 
     record_matching(data, resolver_counts(retriever), append)
+    if getattr(retriever, "placement", None) is not None:  # where it embedded (x:hardware)
+        from ragcov.retrievers.hardware import record_hardware
+
+        record_hardware(data, retriever.placement, append)
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
         data.annotate(INDEX_RECALL, retriever.measure_recall(suite.texts, k=k))
-    return data.matrix()
+    return data.suite_matrix()
+
+
+# Queries an ``--append`` retrieves between two commits.
+CHECKPOINT = 256
+
+
+def _append_in_parts(data: CoverageData, corpus: Corpus, suite: Suite, retriever: Any,
+                     todo: list[tuple[str, str]], k: int, batch_size: int, progress: bool,
+                     run: Run) -> None:
+    """Retrieve and commit ``todo`` in parts of :data:`CHECKPOINT` queries (one transaction
+    each), under one progress bar; ``run`` collects every part (the depth warning's)."""
+    from ragcov.retrieval import warn_if_short
+
+    with progress_bar("Retrieving", total=len(todo), enabled=progress) as advance:
+        for start in range(0, len(todo), CHECKPOINT):
+            part = todo[start:start + CHECKPOINT]
+            piece = Run(k=k, retriever=run.retriever, source=run.source)
+            run_retriever(retriever, part, k, batch_size=batch_size, progress=False, run=piece,
+                          corpus=corpus, warn_short=False)
+            data.write(corpus, piece, append=True,
+                       accept=[q.id for q in suite] if start == 0 else ())
+            for qid in piece.queries:
+                run.add(qid, piece.queries[qid], piece.results.get(qid, []))
+            advance(len(part))
+    warn_if_short(run, [qid for qid, _ in todo], len(corpus))
 
 
 def _first_stage_recorder(retriever: Any, corpus: Corpus, k: int) -> Any:
@@ -254,7 +287,7 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
     if target is not None and not 0 < target <= 100:
         raise RagcovError(f"--target must be a percentage in (0, 100], got {target:g}")
     # The readers' own refusals: "no data file", "an empty file, no data recorded yet".
-    m = CoverageData(data_file).matrix()
+    m = CoverageData(data_file).suite_matrix()
     if m.n_queries == 0:
         raise RagcovError(f"{data_file}: no queries recorded")
     doc = order_document(m, strategy, budget, target, seed, repeats,
@@ -370,7 +403,7 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
         # NaN compares false with every value (no query would fail: the gate is off), and
         # an infinite threshold cannot be written into the report's JSON.
         raise RagcovError(f"--fail-below must be a finite number, got {fail_below}")
-    m = CoverageData(data_file).matrix()
+    m = CoverageData(data_file).suite_matrix()
     warnings: list[str] = []
     if qrels is not None:
         labels = load_qrels(qrels, qrels_level)  # type: ignore[arg-type]
@@ -387,10 +420,69 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
         if not outcomes:
             raise RagcovError(f"{data_file} holds no test outcomes: give --qrels or --scores (with "
                               "--metric), or record the suite with pytest --ragcov")
-        failures = outcome_failures(m, outcomes)
+        failures = outcome_failures(m, outcomes, (m.meta or {}).get(QUERY_TESTS) or {},
+                                    fail_below)
     paths = list(orders)
     named = {name: load_order(p, m) for name, p in zip(order_names(paths), paths)}
     return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings)
+
+
+def generate_questions(corpus: str | os.PathLike[str], output: str | os.PathLike[str],
+                       data_file: str | os.PathLike[str], k: int = 5,
+                       queries: str | os.PathLike[str] | None = None,
+                       targets: str | os.PathLike[str] | None = None, topic: str | None = None,
+                       chunking: dict[str, Any] | None = None,
+                       retriever: dict[str, Any] | None = None,
+                       generator: dict[str, Any] | None = None, loop: dict[str, Any] | None = None,
+                       ragas: str | os.PathLike[str] | None = None,
+                       deepeval: str | os.PathLike[str] | None = None, progress: bool = True,
+                       on_step: Any = None, notify: Any = None, warn: Any = None
+                       ) -> GenerationSummary:
+    """``ragcov generate`` from paths and names: every setting checked before the corpus is
+    read or a model started, then the corpus, the chunks to aim at (``targets``: a ``gap``
+    report; ``topic``: a topic's untested chunks), the generator and the retriever built,
+    and :func:`generate` run. ``notify`` gets the lines a run always shows, ``warn`` the
+    warnings (None: quiet)."""
+    say, caution = notify or (lambda line: None), warn or (lambda line: None)
+    validate_k(k)
+    chosen = dict(retriever or {})
+    llm = dict(generator or {})
+    config = loop_config(**(loop or {}))
+    config.check()
+    if targets is not None and topic is not None:
+        raise RagcovError("--targets and --topic both choose the chunks to aim at: give one")
+    prompt = llm.get("prompt")
+    check_outputs([output, ragas, deepeval], [corpus, prompt, targets, data_file], extends=output)
+    kind = default_retriever(chosen.get("retriever"), corpus)
+    from ragcov.retrievers.dense import check_hardware
+
+    check_hardware(kind, chosen.get("device", "auto"), chosen.get("dtype", "auto"),
+                   chosen.get("backend"), chosen.get("model"))
+    corpus_obj = load_corpus(corpus, **(chunking or {}))
+    if targets is not None:
+        ids, unknown = gap_targets(targets, corpus_obj)
+        if unknown:
+            caution(f"ragcov: warning: {len(unknown)} chunk(s) of {targets} are not in this corpus "
+                    f"(first: {unknown[0]}); left out")
+        if not ids:
+            raise RagcovError(f"{targets}: no untested chunk of this corpus to aim at")
+        config.priority = ids
+    if topic is not None:
+        number, label, ids = topic_targets(data_file, topic, corpus_obj)
+        if not ids:
+            raise RagcovError(f"topic {number} ({label}) has no chunk left that no test retrieves "
+                              f"in {data_file}; nothing to aim at")
+        caution(f"Aiming at topic {number} ({label}): {len(ids)} untested chunk(s)")
+        config.priority = ids
+    seed_suite = load_suite(queries) if queries is not None else None
+    gen = make_generator(llm.pop("kind", "extractive"), corpus_obj.texts, **llm)
+    r = make_retriever(kind, corpus_obj, model=chosen.get("model"), index=chosen.get("index", "flat"),
+                       progress=progress, backend=chosen.get("backend"),
+                       device=chosen.get("device", "auto"), dtype=chosen.get("dtype", "auto"))
+    if line := store_run_line(corpus_obj, kind, r, k):
+        say(line)
+    return generate(corpus_obj, r, gen, k, output, data_file, config, seed_suite=seed_suite,
+                    on_step=on_step, ragas=ragas, deepeval=deepeval)
 
 
 def generate(corpus: Corpus, retriever: Any, generator: Any, k: int,
@@ -423,6 +515,8 @@ def coverage_diff(base: str | os.PathLike[str], head: str | os.PathLike[str],
                   allow_different_retriever: bool = False, match: str = "id") -> CoverageDiff:
     """What changed between two recordings (``ragcov diff``); queries paired by ``match``."""
 
+    from ragcov.compare.diff import coverage_diff as diff  # only diff pays for its import
+
     d = diff(base, head, allow_different_k, allow_different_retriever, match)
     d.topics = _topic_diff(d)
     return d
@@ -454,6 +548,8 @@ def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],
 
         return gap_dask(tests, traffic, top, allow_different_k, allow_different_retriever,
                         scheduler, workers)
+
+    from ragcov.compare.gap import traffic_gap as gap  # only gap pays for its import
 
     return gap(tests, traffic, top, allow_different_k, allow_different_retriever)
 
@@ -593,7 +689,7 @@ def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> 
     from ragcov.data.stages import read_stages_of
 
     data = CoverageData(data_file)
-    tests = data.matrix()
+    tests = data.suite_matrix()
     probes = read_probes(data, tests.n_chunks)
     return audit(tests, probes, details=lambda positions: chunk_details(data, positions),
                  probe_texts=lambda ids: probe_texts(data, ids),
@@ -639,77 +735,145 @@ class RunResult:
     chunks: int
 
 
-def run(corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
-        retriever: str | None = None, model: str | None = None, backend: str | None = None,
-        k: int = 5, index: str = "flat", data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE,
-        append: bool = False, chunk_size: int = 1000, chunk_overlap: int = 100,
-        split: bool = False, doc_key: str | None = None, engine: str = "local",
-        scheduler: str | None = None, partitions: int | None = None, progress: bool = True,
-        parallel_mode: bool = False, notify: Any = None, rerank: str | None = None,
-        rerank_depth: int | None = None, hnsw_m: int | None = None,
-        hnsw_ef_search: int | None = None) -> RunResult:
+@dataclass(frozen=True)
+class RunSettings:
+    """The settings of one recording, checked once where the command enters.
+
+    ``ragcov run`` used to hand 18 loose values down through the calls, and k, the
+    destination and "is the corpus a store" were each checked several times on the way.
+    :meth:`checked` checks everything a run can be refused for, before the corpus is read
+    or a model loaded (as scikit-learn validates an estimator's parameters once), and the
+    run reads its settings from here. ``kind`` is the retriever resolved (a store URL is
+    searched by the store unless another is named); ``destination`` the data file the run
+    writes (a new shard's name in parallel mode).
+    """
+
+    corpus: str | os.PathLike[str]
+    queries: str | os.PathLike[str]
+    kind: str
+    destination: Path
+    model: str | None = None
+    backend: str | None = None
+    k: int = 5
+    index: str = "flat"
+    append: bool = False
+    chunk_size: int = 1000
+    chunk_overlap: int = 100
+    split: bool = False
+    doc_key: str | None = None
+    engine: str = "local"
+    scheduler: str | None = None
+    partitions: int | None = None
+    device: str | None = "auto"
+    dtype: str | None = "auto"
+    # A reranking stage (--rerank, --rerank-depth) and the built-in HNSW's graph settings.
+    rerank: str | None = None
+    rerank_depth: int | None = None
+    hnsw_m: int | None = None
+    hnsw_ef_search: int | None = None
+
+    @classmethod
+    def checked(cls, corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
+                retriever: str | None = None, data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE,
+                parallel_mode: bool = False, **options: Any) -> RunSettings:
+        """Every setting checked, once; a run that cannot be made is refused here."""
+        from ragcov.retrievers import default_retriever
+        from ragcov.retrievers.onnx_encoder import check_backend
+
+        validate_k(options.get("k", 5))
+        path = Path(data_file)
+        if parallel_mode:
+            if options.get("append"):
+                raise RagcovError("--append and --parallel-mode do not go together: a shard is new")
+            path = shard_path(path)
+        engine = options.get("engine", "local")
+        if engine not in ("local", "dask"):
+            raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+        check_backend(options.get("backend"))
+        kind = default_retriever(retriever, corpus)
+        device, dtype = options.get("device", "auto"), options.get("dtype", "auto")
+        # Device and precision (ragcov.retrievers.hardware): refused now, before anything is
+        # read or written. Dask workers each resolve their own device: the spelling only here.
+        if engine == "local":
+            from ragcov.retrievers.dense import check_hardware
+
+            check_hardware(kind, device, dtype, options.get("backend"), options.get("model"))
+        else:
+            from ragcov.retrievers.hardware import check_settings
+
+            check_settings(kind, device, dtype)
+        if engine == "dask" and kind == "store":
+            raise RagcovError("--retriever store (the default for a store URL) searches the store "
+                              "from this process: use --engine local, or name another --retriever")
+        index_options(kind, options.get("index", "flat"), options.get("hnsw_m"),
+                      options.get("hnsw_ef_search"))
+        check_rerank(options.get("rerank"), options.get("rerank_depth"), options.get("k", 5))
+        if engine == "dask" and options.get("rerank") is not None:
+            raise RagcovError("--rerank runs the reranker in this process: use --engine local")
+        # Before the corpus is embedded: a destination that cannot take the run fails now.
+        CoverageData(path).check_destination()
+        return cls(corpus=corpus, queries=queries, kind=kind, destination=path, **options)
+
+
+def run(corpus: str | os.PathLike[str] | RunSettings, queries: str | os.PathLike[str] = "",
+        retriever: str | None = None, progress: bool = True, notify: Any = None,
+        **options: Any) -> RunResult:
     """``ragcov run``: load the corpus and suite, build the retriever by name, record the run.
 
-    Every setting is checked before the corpus is read or a model loaded. ``notify``
-    receives the lines a user should see while it runs (which store and model answer,
-    how hits without ids were matched). ``rerank`` (a CrossEncoder name or path, or
-    ``module:attr``) reorders the first ``rerank_depth`` candidates; ``hnsw_m`` and
-    ``hnsw_ef_search`` shape the dense retriever's ``--index hnsw`` graph.
+    ``corpus`` is a :class:`RunSettings` already checked (what the CLI passes), or the
+    corpus with the queries and the other settings as keywords (``k``, ``model``,
+    ``data_file`` ...), checked here. ``notify`` receives the lines a user should see
+    while it runs (which store and model answer, how hits without ids were matched).
     """
-    from ragcov.retrievers import default_retriever, make_retriever
-    from ragcov.retrievers.onnx_encoder import check_backend
+    settings = corpus if isinstance(corpus, RunSettings) else RunSettings.checked(
+        corpus, queries, retriever, **options)
+    return _run(settings, progress, notify or (lambda line: None))
+
+
+def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
+    from ragcov.retrievers import make_retriever
     from ragcov.retrievers.store import store_run_line
 
-    say = notify or (lambda line: None)
-    validate_k(k)
-    path = Path(data_file)
-    if parallel_mode:
-        if append:
-            raise RagcovError("--append and --parallel-mode do not go together: a shard is new")
-        path = shard_path(path)
-    if engine not in ("local", "dask"):
-        raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
-    check_backend(backend)
-    kind = default_retriever(retriever, corpus)
-    options = index_options(kind, index, hnsw_m, hnsw_ef_search)
-    check_rerank(rerank, rerank_depth, k)
-    if engine == "dask" and rerank is not None:
-        raise RagcovError("--rerank runs the reranker in this process: use --engine local")
-    if engine == "dask" and kind == "store":
-        raise RagcovError("--retriever store (the default for a store URL) searches the store from "
-                          "this process: use --engine local, or name another --retriever")
-    # Before the corpus is embedded: a destination that cannot take the run fails now.
-    CoverageData(path).check_destination()
-    corpus_obj = load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-                             split=split, doc_key=doc_key)
-    suite = load_suite(queries)
-    if engine == "dask":
+    corpus_obj = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
+                             split=s.split, doc_key=s.doc_key)
+    suite = load_suite(s.queries)
+    model = s.model
+    if s.engine == "dask":
         from ragcov.distributed import measure_dask
 
-        if kind == "dense" and corpus_obj.store is not None:
+        if s.kind == "dense" and corpus_obj.store is not None:
             # The workers build their own retrievers; the store's model is checked here, once.
             from ragcov.retrievers.store import settle_model
 
             model = settle_model(corpus_obj, model).model
-        m = measure_dask(corpus_obj, suite, retriever=kind, model=model, index=index, k=k,
-                         data_file=path, append=append, scheduler=scheduler,
-                         partitions=partitions, progress=progress, backend=backend)
-        return RunResult(m, path, len(corpus_obj))
+        m = measure_dask(corpus_obj, suite, retriever=s.kind, model=model, index=s.index, k=s.k,
+                         data_file=s.destination, append=s.append, scheduler=s.scheduler,
+                         partitions=s.partitions, progress=progress, backend=s.backend,
+                         device=s.device, dtype=s.dtype)
+        return RunResult(m, s.destination, len(corpus_obj))
     # dense and bm25 draw their own bars, a URL builds nothing (and may hold a secret);
     # a module:attr factory shows a spinner while it builds its store.
-    factory = kind not in ("dense", "bm25") and "://" not in kind
-    with status(f"Building retriever {kind} ...", enabled=progress and factory):
-        r = make_retriever(kind, corpus_obj, model=model, index=index, progress=progress,
-                           backend=backend, **options)
-    if rerank is not None:
-        r = with_reranker(r, corpus_obj, rerank, rerank_depth, k, notify=say)
-    if line := store_run_line(corpus_obj, kind, r, k):
+    factory = s.kind not in ("dense", "bm25") and "://" not in s.kind
+    with status(f"Building retriever {s.kind} ...", enabled=progress and factory):
+        r = make_retriever(s.kind, corpus_obj, model=model, index=s.index, progress=progress,
+                           backend=s.backend, device=s.device, dtype=s.dtype,
+                           **index_options(s.kind, s.index, s.hnsw_m, s.hnsw_ef_search))
+    if s.rerank is not None:
+        r = with_reranker(r, corpus_obj, s.rerank, s.rerank_depth, s.k, notify=say)
+    if line := store_run_line(corpus_obj, s.kind, r, s.k):
         say(line)
-    m = measure(corpus_obj, suite, r, k=k, data_file=path, append=append, progress=progress)
+    from ragcov.retrievers.hardware import encoder_line, precision_recall_line
+
+    if progress and (line := encoder_line(r)):
+        say(line)
+    m = measure(corpus_obj, suite, r, k=s.k, data_file=s.destination, append=s.append,
+                progress=progress)
+    if line := precision_recall_line(r, suite, s.k, CoverageData(s.destination), s.append):
+        say(line)
     twins = resolver_counts(r)
     if twins is not None and twins.line():
         say(twins.line())
-    return RunResult(m, path, len(corpus_obj))
+    return RunResult(m, s.destination, len(corpus_obj))
 
 
 def index_options(kind: str, index: str, hnsw_m: int | None, hnsw_ef_search: int | None
@@ -774,22 +938,28 @@ class Indexed:
     model: str
     backend: str
     cache: Path
+    placement: Any = None  # where it was embedded (ragcov.retrievers.hardware.Placement)
 
 
 def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str | None = None,
-          chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False) -> Indexed:
+          chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False,
+          device: str | None = "auto", dtype: str | None = "auto") -> Indexed:
     """``ragcov index``: embed the corpus for the dense retriever into the cache."""
     from ragcov.retrievers import make_retriever
+    from ragcov.retrievers.dense import check_hardware
     from ragcov.retrievers.onnx_encoder import check_backend
 
     check_backend(backend)  # before the corpus is read
+    check_hardware("dense", device, dtype, backend, model)
     corpus_obj = load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
                              split=split)
     # The dense retriever's own door: over a store URL the store's model is settled first
     # (checked against its vectors), as ``run --retriever dense`` does, so the cache
     # ``index`` fills is the one that run will read.
-    r = make_retriever("dense", corpus_obj, model=model, backend=backend)
-    return Indexed(len(corpus_obj), bool(r.chunks_embedded), r.model_name, r.backend, cache_dir())
+    r = make_retriever("dense", corpus_obj, model=model, backend=backend, device=device,
+                       dtype=dtype)
+    return Indexed(len(corpus_obj), bool(r.chunks_embedded), r.model_name, r.backend, cache_dir(),
+                   r.placement)
 
 
 # --- drift: retrieval under corpus change (``ragcov drift``) -------------------------------
@@ -995,6 +1165,8 @@ def diff_gate_failures(d: CoverageDiff, max_gini_rise: float | None,
                        min_query_overlap: float | None) -> list[str]:
     """``ragcov diff``'s ``--max-gini-rise`` and ``--min-query-overlap``: the messages of
     those that fail (retrieval-fairness's two diff gates)."""
+    from ragcov.compare.diff import gate_failures
+
     return gate_failures(d, max_gini_rise, min_query_overlap)
 
 
@@ -1080,11 +1252,18 @@ def probe_settings(data_file: str | os.PathLike[str], corpus: str, retriever: st
 OUTCOMES = "outcomes"
 
 
-def record_outcomes(data_file: str | os.PathLike[str], outcomes: dict[str, str]) -> None:
+QUERY_TESTS = "query_tests"
+
+
+def record_outcomes(data_file: str | os.PathLike[str], outcomes: dict[str, str],
+                    askers: dict[str, list[str]] | None = None) -> None:
     """Keep each test's outcome (pytest node id -> passed, failed, skipped) with the data
-    file, beside the outcomes of earlier sessions' other tests."""
+    file, beside the outcomes of earlier sessions' other tests, and every test that asked
+    each question (a question two tests ask fails with either)."""
     data = CoverageData(data_file)
     data.annotate(OUTCOMES, {**(data.annotation(OUTCOMES) or {}), **outcomes})
+    if askers:
+        data.annotate(QUERY_TESTS, {**(data.annotation(QUERY_TESTS) or {}), **askers})
 
 
 def correctness(m: Any, qrels: str | os.PathLike[str] | None = None,
@@ -1096,6 +1275,15 @@ def correctness(m: Any, qrels: str | os.PathLike[str] | None = None,
     if qrels is not None:
         return label_correctness(m, read_qrels(qrels, level))
     return outcome_correctness((m.meta or {}).get(OUTCOMES) or {})
+
+
+def probe_dtype(data_file: str | os.PathLike[str], dtype: str | None) -> str | None:
+    """``--dtype`` for ``ragcov probe``: as given, else the recorded run's precision (its
+    fingerprint names fp16 or bf16), so probes embed as the run did."""
+    if dtype not in (None, "auto"):
+        return dtype
+    fp = recorded_retriever(data_file) or {}
+    return fp.get("precision") or dtype
 
 
 def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
@@ -1131,6 +1319,15 @@ def default_retriever(retriever: str | None, corpus: str | os.PathLike[str]) -> 
     from ragcov.retrievers import default_retriever as default
 
     return default(retriever, corpus)
+
+
+def check_hardware(kind: str, device: str | None, dtype: str | None, backend: str | None,
+                   model: str | None) -> Any:
+    """Every ``--device``/``--dtype`` error of a command embedding with retriever ``kind``,
+    raised before the corpus is read; the placement it will take (None: embeds nothing)."""
+    from ragcov.retrievers.dense import check_hardware as check
+
+    return check(kind, device, dtype, backend, model)
 
 
 def store_run_line(corpus: Corpus, kind: str, retriever: Any, k: int) -> str | None:
@@ -1259,6 +1456,8 @@ def topic_coverage(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope:
     hits = None
     if traffic is not None:
         import numpy as np
+
+        from ragcov.compare.gap import traffic_gap as gap
 
         g = gap(data_file, traffic, top=0, allow_different_k=allow_different_k,
                 allow_different_retriever=allow_different_retriever)

@@ -47,6 +47,23 @@ def find_config(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None
     return None
 
 
+def config_files(start: Path | None = None) -> list[Path]:
+    """The files that may configure this command (``RAGCOV_RCFILE``, and the nearest
+    ragcov.toml and pyproject.toml upward), without reading them: no report may be
+    written over the settings it was made with."""
+    found = [Path(os.environ["RAGCOV_RCFILE"])] if os.environ.get("RAGCOV_RCFILE") else []
+    here = (start or Path.cwd()).resolve()
+    for name in ("ragcov.toml", "pyproject.toml"):
+        for folder in [here, *here.parents]:
+            try:
+                if (folder / name).is_file():
+                    found.append(folder / name)
+                    break
+            except PermissionError:
+                continue
+    return found
+
+
 def _ragcov_section(pyproject: Path) -> dict[str, Any] | None:
     """A pyproject.toml's ``[tool.ragcov]`` table, or None when it has none."""
     tool = _load(pyproject).get("tool")
@@ -334,11 +351,12 @@ def scope_settings(command: str, start: Path | None = None) -> dict[str, Any]:
 #: What ``pytest --ragcov`` reads from the config file besides the scope, and from which
 #: command's table (over the flat keys): it records as ``run`` does and gates as
 #: ``report`` does, so one file configures both doors alike.
-PLUGIN_KEYS = {"k": "run", "data_file": "run", "fail_under": "report", "precision": "report"}
+PLUGIN_KEYS = {"k": "run", "data_file": "run", "fail_under": "report", "precision": "report",
+               "device": "run"}
 
 
 def plugin_settings(start: Path | None = None) -> tuple[Path | None, dict[str, Any]]:
-    """The config file's ``k``, ``data_file``, ``fail_under`` and ``precision`` for the
+    """The config file's ``k``, ``data_file``, ``fail_under``, ``precision`` and ``device`` for the
     pytest plugin (the file :func:`reader_config` finds), checked, with the file."""
     found = reader_config(start)
     if found is None:
@@ -364,6 +382,7 @@ def plugin_settings(start: Path | None = None) -> tuple[Path | None, dict[str, A
             else f"not a whole number from 0 to {MAX_PRECISION}",
             "fail_under": None if number and 0 <= value <= 100 else "not a percentage from 0 to 100",
             "data_file": None if isinstance(value, str) and value else "not a file name",
+            "device": None if isinstance(value, str) and value else "not a device name",
         }[key]
         if problem:
             raise RagcovError(f"{shown_path(source)}: {where} = {value!r}: {problem}")

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ragcov import fields
+from ragcov.collector import cyclic_gc_paused
 from ragcov.errors import InputFormatError, RagcovError
 from ragcov.fields import (
     CHUNK_DOC_KEYS,
@@ -285,8 +286,9 @@ def read_store(source: str | os.PathLike[str], doc_key: str | None = None) -> Co
     store = open_store(source)
     doc_key = doc_key or getattr(store, "doc_key", None)  # a store URL may name it (pgvector's ?doc=)
     try:
-        corpus = Corpus((Chunk(**row) for row in chunk_fields(store, doc_key)),
-                        chunking={"method": "store", **store.describe()}, source=store.url)
+        with cyclic_gc_paused():  # a chunk, a dict and a hash per row: no cycles to look for
+            corpus = Corpus((Chunk(**row) for row in chunk_fields(store, doc_key)),
+                            chunking={"method": "store", **store.describe()}, source=store.url)
     except FieldError as exc:  # a stored value that cannot be what it names
         raise RagcovError(f"{store.url}: {exc}") from None
     corpus.store = store

@@ -74,12 +74,35 @@ def aligned_slices(n: int, parts: int, unit: int) -> list[tuple[int, int]]:
 
 
 # --------------------------------------------------------------- worker tasks
+def _worker_placement(spec: dict[str, Any], source: str) -> Any:
+    """Where this worker embeds: its own device, as ``--device`` resolves here (a GPU
+    worker on its GPU, a CPU worker on its cores); on a CPU, the backend the driver chose
+    (so a sharded run encodes as a local one does)."""
+    import dataclasses
+
+    from ragcov.retrievers.hardware import resolve_placement
+
+    placement = resolve_placement(spec.get("device"), spec.get("dtype"), spec.get("asked_backend"),
+                                  source)
+    if not placement.accelerated and spec.get("backend"):
+        placement = dataclasses.replace(placement, backend=spec["backend"])
+    return placement
+
+
 def _embed_slice(source: str, texts: list[str], batch_size: int, threads: int,
-                 backend: str | None = None) -> np.ndarray:
+                 backend: str | None = None, spec: dict[str, Any] | None = None) -> np.ndarray:
+    return _embed_where(source, texts, batch_size, threads,
+                        {**(spec or {}), **({"backend": backend} if backend else {})})[0]
+
+
+def _embed_where(source: str, texts: list[str], batch_size: int, threads: int,
+                 spec: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
+    """A slice's embeddings on this worker's own device, and where that was."""
     from ragcov.retrievers.dense import encode, load_encoder
 
-    return encode(load_encoder(source, backend=backend), texts, batch_size, progress=False,
-                  threads=threads)
+    placement = _worker_placement(spec, source)
+    return (encode(load_encoder(source, placement=placement), texts, batch_size, progress=False,
+                   threads=threads), placement.record())
 
 
 def _worker_retriever(token: str, spec: dict[str, Any], corpus: Corpus,
@@ -101,10 +124,13 @@ def _build_retriever(spec: dict[str, Any], corpus: Corpus, shared: dict[str, Any
             import faiss
 
             prebuilt = faiss.deserialize_index(shared["index_bytes"])
+        from ragcov.retrievers.dense import resolve_model
+
+        place = _worker_placement(spec, resolve_model(spec["model"])[1])
         r = DenseRetriever(corpus, model=spec["model"], index=spec["index"], progress=False,
                            batch_size=spec["batch_size"], embeddings=shared["embeddings"],
                            prebuilt_index=prebuilt, threads=spec["threads"],
-                           backend=spec.get("backend"))
+                           backend=place.backend, device=place.device, dtype=place.dtype)
         if prebuilt is not None:
             prebuilt.hnsw.efSearch = r.ef_search
         return r
@@ -146,13 +172,14 @@ def _warn_caught(caught: Caught, shown: set[str]) -> None:
 
 def _retrieve_shard(token: str, spec: dict[str, Any], corpus: Corpus,
                     shared: dict[str, Any] | None, queries: list[tuple[str, str]],
-                    k: int) -> tuple[Run, Caught]:
+                    k: int) -> tuple[Run, Caught, dict[str, Any] | None]:
     with _catching() as caught:
         r = _worker_retriever(token, spec, corpus, shared)
         # The corpus check stops a shard whose ids the corpus lacks after its first queries.
         run = run_retriever(r, queries, k, batch_size=spec["batch_size"], progress=False,
                             corpus=corpus)
-    return run, caught
+    placement = getattr(r, "placement", None)
+    return run, caught, placement.record() if placement is not None else None
 
 
 def _worker_fingerprint(token: str, spec: dict[str, Any], corpus: Corpus,
@@ -240,8 +267,9 @@ def n_workers(client: Any) -> int:
 # ------------------------------------------------------------------------ dense
 def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int,
                       batch_size: int, threads: int, progress: bool,
-                      backend: str | None = None) -> np.ndarray:
-    """The corpus embeddings: from the cache if a run made them, else embedded in shards."""
+                      spec: dict[str, Any], places: list[dict[str, Any]]) -> np.ndarray:
+    """The corpus embeddings: from the cache if a run made them, else embedded in shards
+    (``places`` gets where each shard was embedded)."""
     from ragcov.retrievers.dense import (
         ENCODE_CHUNK,
         embedding_cache_key,
@@ -251,9 +279,13 @@ def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int
         resolve_model,
         save_embeddings,
     )
+    from ragcov.retrievers.hardware import cache_variant
 
     name, source = resolve_model(model)
-    key = embedding_cache_key(corpus, identify_model(name, source).cache_key)
+    # fp16/bf16 vectors have an entry of their own, as in a local run (fp32's is "").
+    dtype = "fp32" if spec.get("dtype") in (None, "auto") else spec["dtype"]
+    key = embedding_cache_key(corpus, identify_model(name, source).cache_key,
+                              cache_variant("torch", dtype))
     path = embedding_cache_path(key)
     cached = load_cached_embeddings(path, len(corpus), key=key)
     if cached is not None:
@@ -261,17 +293,20 @@ def _dense_embeddings(client: Any, corpus: Corpus, model: str | None, parts: int
     # Several slices per worker so a slow worker does not hold the others up.
     slices = aligned_slices(len(corpus), parts * 4, ENCODE_CHUNK)
     texts = corpus.texts
-    futures = [client.submit(_embed_slice, source, texts[a:b], batch_size, threads, backend,
+    futures = [client.submit(_embed_where, source, texts[a:b], batch_size, threads, spec,
                              pure=False)
                for a, b in slices]
     pieces: list[np.ndarray | None] = [None] * len(slices)
     where = {f.key: i for i, f in enumerate(futures)}
     from dask.distributed import as_completed
 
-    with progress_bar("Embedding corpus (dask)", total=len(corpus), enabled=progress) as advance:
+    with progress_bar("Embedding corpus (dask, each worker on its own device)", total=len(corpus),
+                      enabled=progress, unit="chunks") as advance:
         for fut in as_completed(futures):
             i = where[fut.key]
-            pieces[i] = fut.result()
+            pieces[i], place = fut.result()
+            if place not in places:
+                places.append(place)
             advance(slices[i][1] - slices[i][0])
     emb = np.concatenate([p for p in pieces if p is not None], axis=0)
     save_embeddings(path, emb, key)
@@ -285,7 +320,8 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
                  scheduler: str | None = None, partitions: int | None = None,
                  progress: bool = True, batch_size: int = 64,
                  recall_sample: int = 200, encode_threads: int | None = None,
-                 backend: str | None = None) -> CoverageMatrix:
+                 backend: str | None = None, device: str | None = "auto",
+                 dtype: str | None = "auto") -> CoverageMatrix:
     """Like :func:`ragcov.api.measure`, with embedding and retrieval sharded on Dask.
 
     ``partitions`` is the number of query shards (default: one per worker); each
@@ -293,8 +329,13 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
     ``data_file``. With an HNSW index, recall@k against exact search is measured
     on ``recall_sample`` queries of the suite and recorded in the data file.
     ``encode_threads`` is the torch thread count of every encode, on the workers
-    and in the driver (default: :func:`dask_encode_threads`).
+    and in the driver (default: :func:`dask_encode_threads`). Each worker resolves
+    ``device`` itself (:func:`_worker_placement`): with ``auto`` a GPU worker embeds on its
+    GPU and a CPU worker on its cores; the data file records where (``x:hardware``).
     """
+    from ragcov.retrievers.hardware import check_settings, record_places
+
+    check_settings(retriever, device, dtype)
     validate_k(k)
     if len(suite) == 0:
         raise RagcovError("the suite is empty (no queries)")
@@ -311,6 +352,7 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
     todo = [(q.id, q.text) for q in suite]
     # Resolved before a LocalCluster starts (see dask_encode_threads) and sent to workers.
     threads = 1
+    asked_backend = backend  # each worker resolves it with its device; ``backend``: a CPU's
     if backend == "onnx-int8":  # its embeddings would share the fp32 cache entry here
         raise RagcovError("--backend onnx-int8 is not available with --engine dask: use "
                           "--engine local, or --backend onnx")
@@ -319,12 +361,21 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
         from ragcov.retrievers.onnx_encoder import resolve_backend
 
         source = resolve_model(model)[1]
+        if asked_backend in ("onnx", "onnx-int8") or dtype not in (None, "auto", "fp32"):
+            # Refused before a cluster starts: ONNX with a GPU named, fp16 with none. Reduced
+            # precision needs a GPU here too: the fingerprint and HNSW's recall are this
+            # machine's encoder's.
+            from ragcov.retrievers.hardware import resolve_placement
+
+            resolve_placement(device, dtype, asked_backend, source)
         backend = resolve_backend(backend, source)
         if backend != "torch":  # exported once here, not by every worker at once
             load_encoder(source, backend=backend)
         threads = dask_encode_threads(encode_threads, scheduler, backend)
     spec = {"kind": retriever, "model": model, "index": index, "batch_size": batch_size,
-            "threads": threads, "backend": backend}
+            "threads": threads, "backend": backend, "asked_backend": asked_backend,
+            "device": device, "dtype": dtype}
+    places: list[dict[str, Any]] = []
     token = uuid.uuid4().hex
     shown: set[str] = set()
     recall: dict[str, Any] | None = None
@@ -335,9 +386,11 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
             from ragcov.retrievers.dense import DenseRetriever
 
             emb = _dense_embeddings(client, corpus, model, parts, batch_size, threads, progress,
-                                    backend)
+                                    spec, places)
+            # Here for the fingerprint (and HNSW's recall): on this machine's own device.
             local = DenseRetriever(corpus, model=model, index=index, batch_size=batch_size,
-                                   embeddings=emb, progress=False, threads=threads, backend=backend)
+                                   embeddings=emb, progress=False, threads=threads, backend=backend,
+                                   device="cpu" if device == "cpu" else "auto", dtype=dtype)
             fingerprint = local.fingerprint()
             shared: dict[str, Any] = {"embeddings": emb, "index_bytes": None}
             if index == "hnsw":
@@ -358,19 +411,21 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
             todo = data.pending(todo, k, corpus.hash, fingerprint)
         try:
             runs = _retrieve(client, token, spec, corpus_f, shared_f, todo, k, parts, progress,
-                             shown)
+                             shown, places)
         finally:
             with contextlib.suppress(Exception):
                 client.run(_forget, token)
     _record(data, corpus, runs, Run(k=k, retriever=fingerprint), append)
     if recall is not None:
         data.annotate(INDEX_RECALL, recall)
+    if places:
+        record_places(data, places, append)
     return data.matrix()
 
 
 def _retrieve(client: Any, token: str, spec: dict[str, Any], corpus_f: Any, shared_f: Any,
               todo: list[tuple[str, str]], k: int, parts: int, progress: bool,
-              shown: set[str]) -> list[Run]:
+              shown: set[str], places: list[dict[str, Any]]) -> list[Run]:
     from dask.distributed import as_completed
 
     # One task per retrieval batch (still aligned on batch boundaries, so the result
@@ -384,8 +439,10 @@ def _retrieve(client: Any, token: str, spec: dict[str, Any], corpus_f: Any, shar
     with progress_bar("Retrieving (dask)", total=len(todo), enabled=progress) as advance:
         for fut in as_completed(futures):
             i = where[fut.key]
-            runs[i], caught = fut.result()
+            runs[i], caught, place = fut.result()
             _warn_caught(caught, shown)
+            if place is not None and place not in places:
+                places.append(place)
             advance(slices[i][1] - slices[i][0])
     return [r for r in runs if r is not None]
 

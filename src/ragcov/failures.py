@@ -124,11 +124,25 @@ def label_correctness(m: CoverageMatrix, qrels: Qrels) -> Correctness:
                        float(np.nanmean(label_metric(m, qrels, "recall"))))
 
 
-def outcome_values(m: CoverageMatrix, outcomes: dict[str, str]) -> np.ndarray:
-    """Per query: 1 when the test that asked it passed, 0 when it failed, NaN otherwise."""
+def query_outcome(qid: str, first: str | None, outcomes: dict[str, str],
+                  askers: dict[str, list[str]] | None = None) -> str | None:
+    """A question's outcome: failed when any test that asked it failed, passed when the
+    tests that asked it passed, else that of the one that asked first (skipped) or None."""
+    seen = [outcomes.get(t) for t in ((askers or {}).get(qid) or [first or ""])]
+    for outcome in ("failed", "passed"):
+        if outcome in seen:
+            return outcome
+    return next((o for o in seen if o), None)
+
+
+def outcome_values(m: CoverageMatrix, outcomes: dict[str, str],
+                   askers: dict[str, list[str]] | None = None) -> np.ndarray:
+    """Per query: 0 when a test that asked it failed, 1 when those that asked it passed,
+    NaN otherwise (``askers``: every test of each question; else the one that asked first)."""
     values = np.full(m.n_queries, np.nan)
-    for row, test in enumerate(m.query_context or []):
-        outcome = outcomes.get(test or "")
+    contexts = m.query_context or [None] * m.n_queries
+    for row, (qid, first) in enumerate(zip(m.query_ids, contexts)):
+        outcome = query_outcome(qid, first, outcomes, askers)
         if outcome in ("passed", "failed"):
             values[row] = 1.0 if outcome == "passed" else 0.0
     return values
@@ -142,9 +156,12 @@ def outcome_correctness(outcomes: dict[str, str]) -> Correctness | None:
     return Correctness("outcomes", len(counted), 1 - len(failed) / len(counted), None, failed)
 
 
-def outcome_failures(m: CoverageMatrix, outcomes: dict[str, str]) -> Failures:
-    """The questions of failed tests (``faults`` without labels or scores)."""
-    return find_failures(m, outcome_values(m, outcomes), OUTCOME_METRIC, None, 0)
+def outcome_failures(m: CoverageMatrix, outcomes: dict[str, str],
+                     askers: dict[str, list[str]] | None = None,
+                     fail_below: float | None = None) -> Failures:
+    """The questions of failed tests (``faults`` without labels or scores): a passed test
+    is 1, a failed one 0, and ``fail_below`` applies to those values as to any metric."""
+    return find_failures(m, outcome_values(m, outcomes, askers), OUTCOME_METRIC, fail_below, 0)
 
 
 # ---------------------------------------------------------------------- scores

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from ragcov.config import config_files
 from ragcov.data import CoverageData
 from ragcov.data.datafile import CORPUS_SOURCE, QUERY_SOURCES
 from ragcov.destinations import is_special_file, unwritable_reason, written_path
@@ -48,7 +49,8 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | 
     may replace it. ``extends`` names the one output that may be such a file:
     ``generate`` extends a recorded suite file, resuming from its output.
     """
-    protected: list[tuple[Path, str, bool]] = []  # (path, what it is, a recorded query file)
+    protected: list[tuple[Path, str, bool]] = [  # (path, what it is, a recorded query file)
+        (written_path(p), "a ragcov config file", False) for p in config_files()]
     for given in inputs:
         if given is None or str(given) in ("", "-") or "://" in str(given):
             continue
@@ -85,6 +87,9 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | 
                 whose = f"a file of {what} ({path})" if inside and real != path else what
                 raise RagcovError(f"{output}: is {whose}; refusing to overwrite it (choose "
                                   "another output path)")
+        if real.suffix == ".py" and real.is_file():  # a test module, the app: never a report
+            raise RagcovError(f"{output}: is a Python source file; refusing to overwrite it "
+                              "(choose another output path)")
         if real in taken:
             raise RagcovError(f"{output}: given for two outputs (also as {taken[real]})")
         taken[real] = output

@@ -42,9 +42,26 @@ def _eta_column() -> Any:
     return EtaColumn()
 
 
+def _rate_column(unit: str) -> Any:
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        """Items a second at the average rate so far (how fast the hardware goes)."""
+
+        def render(self, task: Any) -> Text:
+            if not task.completed or not task.elapsed:
+                return Text(f"- {unit}/s", style="progress.data.speed")
+            return Text(f"{task.completed / task.elapsed:,.0f} {unit}/s", style="progress.data.speed")
+
+    return RateColumn()
+
+
 @contextlib.contextmanager
-def progress_bar(label: str, total: int, enabled: bool = True) -> Iterator[Callable[[int], None]]:
-    """Yield an ``advance(n)`` callable; draws a rich bar on a terminal only."""
+def progress_bar(label: str, total: int, enabled: bool = True,
+                 unit: str | None = None) -> Iterator[Callable[[int], None]]:
+    """Yield an ``advance(n)`` callable; draws a rich bar on a terminal only, with the
+    rate in ``unit``s a second when ``unit`` is given."""
     if not enabled or total <= 0 or not _on_terminal():
         yield lambda n: None
         return
@@ -52,11 +69,12 @@ def progress_bar(label: str, total: int, enabled: bool = True) -> Iterator[Calla
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     console = Console(stderr=True)
+    rate = [_rate_column(unit)] if unit else []
     with contextlib.ExitStack() as stack:
         with threads_leave_sigint():  # rich's refresh thread starts here
             bar = stack.enter_context(Progress(
                 "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), _eta_column(), console=console, transient=True))
+                *rate, TimeElapsedColumn(), _eta_column(), console=console, transient=True))
         task = bar.add_task(label, total=total)
         yield lambda n: bar.advance(task, n)
 

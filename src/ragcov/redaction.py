@@ -12,7 +12,11 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-SECRET_PARAM = re.compile(r"key|token|secret|pass|auth|sig", re.IGNORECASE)
+# Names a query parameter carrying a credential goes by: keys and tokens, and the ones
+# without either word (Azure Functions' ``code``, a ``sessionid`` or ``sid``, a
+# ``credential``, an ``apikey``, a ``jwt``, a presigned URL's ``signature`` or ``X-Amz-...``).
+SECRET_PARAM = re.compile(r"key|token|secret|pass|auth|sig|^code$|session|^sid$|credential|jwt|"
+                          r"cookie|bearer|^x-amz-", re.IGNORECASE)
 
 
 def redact_url(url: str) -> str:

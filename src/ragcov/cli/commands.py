@@ -3,32 +3,29 @@
 Command modules are plain functions with typer annotations and know nothing of the
 app; this module is the only place that wires them in, so there is no registration
 by import side effect and no module imports the app back.
+
+A command's module is imported when its command is built. ``ragcov COMMAND`` with no
+config file to read builds that one command (:func:`app_for`): its options, help and
+errors are the whole app's (``tests/test_cli_startup.py``), and it skips importing and
+building the others, a good part of a reading command's start-up. With a
+config file the whole app is built, since its keys are checked against every
+command's options.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
-from ragcov.cli.ci_formats import badge, lcov, xml
-from ragcov.cli.combine import combine
-from ragcov.cli.demo import demo
-from ragcov.cli.diff import diff
-from ragcov.cli.drift import drift
-from ragcov.cli.erase import erase
-from ragcov.cli.faults import faults
-from ragcov.cli.gap import gap
-from ragcov.cli.generate import generate
-from ragcov.cli.html import html
-from ragcov.cli.imports import import_cmd
-from ragcov.cli.measure import index, run
-from ragcov.cli.probe import probe
-from ragcov.cli.report import json_cmd, report
-from ragcov.cli.select import select_cmd
-from ragcov.cli.topics import topics
+from ragcov.cli.coercion import install as plain_coercion
+
+plain_coercion()  # option values without pydantic where they are plain (cli/coercion.py)
 
 
 class _Flag(TyperOption):
@@ -65,16 +62,6 @@ class _Group(_PlainFlags, TyperGroup):
     pass
 
 
-app = typer.Typer(
-    name="ragcov",
-    cls=_Group,
-    help="Chunk Coverage for RAG retrievers: how much of the corpus does your test suite retrieve?",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-
-
 def _show_version(value: bool) -> None:
     if value:
         from ragcov.version import __version__
@@ -103,7 +90,6 @@ def blame_config(message: str, args: list[str]) -> str:
     return f"{setting}: {rest}"
 
 
-@app.callback()
 def _settings(ctx: typer.Context, version: Annotated[bool, typer.Option(
         "--version", callback=_show_version, is_eager=True,
         help="Show the version and exit.")] = False,
@@ -145,28 +131,84 @@ def _settings(ctx: typer.Context, version: Annotated[bool, typer.Option(
                 CONFIGURED[flag] = (setting_where(path, table, key, value), opts)
 
 
-# (name, function): the order is the order of `ragcov --help`.
-COMMANDS = [
-    ("run", run),
-    ("report", report),
-    ("json", json_cmd),
-    ("combine", combine),
-    ("erase", erase),
-    ("index", index),
-    ("demo", demo),
-    ("faults", faults),
-    ("generate", generate),
-    ("html", html),
-    ("xml", xml),
-    ("lcov", lcov),
-    ("badge", badge),
-    ("import", import_cmd),
-    ("select", select_cmd),
-    ("diff", diff),
-    ("gap", gap),
-    ("probe", probe),
-    ("drift", drift),
-    ("topics", topics),
+# (name, module, function): the order is the order of `ragcov --help`.
+SOURCES = [
+    ("run", "ragcov.cli.measure", "run"),
+    ("report", "ragcov.cli.report", "report"),
+    ("json", "ragcov.cli.report", "json_cmd"),
+    ("combine", "ragcov.cli.combine", "combine"),
+    ("erase", "ragcov.cli.erase", "erase"),
+    ("index", "ragcov.cli.measure", "index"),
+    ("demo", "ragcov.cli.demo", "demo"),
+    ("faults", "ragcov.cli.faults", "faults"),
+    ("generate", "ragcov.cli.generate", "generate"),
+    ("html", "ragcov.cli.html", "html"),
+    ("xml", "ragcov.cli.ci_formats", "xml"),
+    ("lcov", "ragcov.cli.ci_formats", "lcov"),
+    ("badge", "ragcov.cli.ci_formats", "badge"),
+    ("import", "ragcov.cli.imports", "import_cmd"),
+    ("select", "ragcov.cli.select", "select_cmd"),
+    ("diff", "ragcov.cli.diff", "diff"),
+    ("gap", "ragcov.cli.gap", "gap"),
+    ("probe", "ragcov.cli.probe", "probe"),
+    ("drift", "ragcov.cli.drift", "drift"),
+    ("topics", "ragcov.cli.topics", "topics"),
 ]
-for _name, _fn in COMMANDS:
-    app.command(_name, cls=_Command)(_fn)
+NAMES = frozenset(name for name, _, _ in SOURCES)
+
+
+def _function(module: str, function: str) -> Any:
+    return getattr(importlib.import_module(module), function)
+
+
+def build(names: Iterable[str] | None = None) -> typer.Typer:
+    """The app with every command, or with only ``names``."""
+    wanted = None if names is None else set(names)
+    built = typer.Typer(
+        name="ragcov",
+        cls=_Group,
+        help="Chunk Coverage for RAG retrievers: how much of the corpus does your test suite retrieve?",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+    built.callback()(_settings)
+    for name, module, function in SOURCES:
+        if wanted is None or name in wanted:
+            built.command(name, cls=_Command)(_function(module, function))
+    return built
+
+
+_WHOLE: list[typer.Typer] = []
+
+
+def whole_app() -> typer.Typer:
+    if not _WHOLE:
+        _WHOLE.append(build())
+    return _WHOLE[0]
+
+
+def app_for(args: list[str]) -> typer.Typer:
+    """The app to run ``args`` with: the invoked command alone when nothing but its own
+    options can matter (it comes first, and no config file will be read), else the whole
+    app (help, the version, a mistyped command, ``--rcfile``, a config file found)."""
+    if not args or args[0] not in NAMES or os.environ.get("RAGCOV_RCFILE"):
+        return whole_app()
+    from ragcov.config import find_config
+    from ragcov.errors import RagcovError
+
+    try:
+        if find_config() is not None:
+            return whole_app()
+    except RagcovError:  # the whole app's callback says what is wrong with the file
+        return whole_app()
+    return build([args[0]])
+
+
+def __getattr__(name: str) -> Any:
+    """``app`` (every command) and ``COMMANDS`` (name, function), built on first use."""
+    if name == "app":
+        return whole_app()
+    if name == "COMMANDS":
+        return [(command, _function(module, function)) for command, module, function in SOURCES]
+    raise AttributeError(f"module 'ragcov.cli.commands' has no attribute {name!r}")

@@ -18,10 +18,11 @@ except ImportError:  # pragma: no cover
     from click import exceptions as click
     from click.globals import get_current_context
 
-from ragcov.cli.commands import app, blame_config
+from ragcov.cli.commands import app_for, blame_config
 from ragcov.cli.console import err
 from ragcov.controls import escape_controls
 from ragcov.errors import RagcovError
+from ragcov.sigint import threads_leave_sigint
 
 
 def _os_error(exc: OSError) -> str:
@@ -31,7 +32,9 @@ def _os_error(exc: OSError) -> str:
     return f"{where}: {what}" if where is not None else what
 
 
-INTERRUPTED = "ragcov: interrupted (the data file keeps what was committed; rerun to resume)"
+INTERRUPTED = ("ragcov: interrupted (the data file keeps what was committed: run --append, "
+               "import --append, probe and generate commit as they go; rerun the same command to "
+               "resume)")
 
 
 def _usage_line(exc: click.ClickException) -> str:
@@ -160,6 +163,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         # Not standalone: click's errors come here, to be printed as one line.
         args = _rcfile_first(sys.argv[1:] if argv is None else list(argv))
+        # Building the command imports its modules, numpy among them, whose BLAS starts
+        # threads that must not take the Ctrl-C meant for this one (ragcov.sigint).
+        with threads_leave_sigint():
+            app = app_for(args)
         code = app(args=args, prog_name="ragcov", standalone_mode=False)
     except click.NoArgsIsHelpError:
         sys.exit(1)  # the help is already printed

@@ -17,7 +17,7 @@ from ragcov.cli.compare_options import (
     check_format,
     write_comparison,
 )
-from ragcov.cli.options import ShowIds, check_fail_under, fail
+from ragcov.cli.options import Scheduler, ShowIds, check_fail_under, fail
 from ragcov.errors import RagcovError
 
 
@@ -40,8 +40,7 @@ def gap(
     engine: Annotated[str, typer.Option(
         help="local (this process) or dask (the traffic's hits counted on a Dask cluster; "
         "the data files on storage its workers see).")] = "local",
-    scheduler: Annotated[str | None, typer.Option(
-        help="Dask scheduler address; default: a LocalCluster on 127.0.0.1.")] = None,
+    scheduler: Scheduler = None,
 ) -> None:
     """Traffic-weighted coverage and the untested chunks production retrieves most."""
     check_format(format, precision)

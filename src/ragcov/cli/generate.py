@@ -8,21 +8,27 @@ from typing import Annotated, Any
 import typer
 
 from ragcov import api
-from ragcov.api import check_outputs
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
+    ApiKeyEnv,
     Backend,
+    BaseURL,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
     DataFile,
+    Device,
+    Dtype,
     Index,
     K,
+    LLMModel,
+    LLMTimeout,
+    OldLLMModel,
     RetrieverName,
     Split,
-    load_corpus_opts,
 )
+from ragcov.cli.options import llm_model as llm_model_of
 from ragcov.errors import RagcovError
 
 
@@ -38,13 +44,10 @@ def generate(
     output: Annotated[Path, typer.Option(
         "-o", "--output", help="The generated suite with provenance (JSON lines); rerun the "
         "same command to resume.")] = Path("generated.jsonl"),
-    model: Annotated[str | None, typer.Option(
-        help="openai: the served model's name; llama-cpp: a GGUF file (default: Gemma 3 270M).")]
-    = None,
-    base_url: Annotated[str | None, typer.Option(
-        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")] = None,
-    api_key_env: Annotated[str, typer.Option(
-        help="Name of the environment variable holding the API key.")] = "OPENAI_API_KEY",
+    llm_model: LLMModel = None,
+    model: OldLLMModel = None,
+    base_url: BaseURL = None,
+    api_key_env: ApiKeyEnv = "OPENAI_API_KEY",
     mode: Annotated[str | None, typer.Option(
         help="chat or completion (default: chat for openai, completion for llama-cpp).")] = None,
     prompt: Annotated[Path | None, typer.Option(
@@ -82,8 +85,7 @@ def generate(
     seed: Annotated[int, typer.Option(help="Seed for target draws and LLM sampling.")] = 0,
     temperature: Annotated[float, typer.Option(help="LLM sampling temperature.")] = 0.7,
     max_tokens: Annotated[int, typer.Option(help="Tokens per LLM answer at most.")] = 48,
-    timeout: Annotated[float, typer.Option(
-        help="Seconds each HTTP request may take in all (a deadline).")] = 60.0,
+    timeout: LLMTimeout = 60.0,
     retries: Annotated[int, typer.Option(
         help="Retries of a failed HTTP request (timeouts, 429, 5xx, malformed replies).")] = 4,
     ragas: Annotated[Path | None, typer.Option(
@@ -95,35 +97,12 @@ def generate(
         "reaches (skipped by default: their questions always fail the retrieval check).")]
     = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary.")] = False,
+    device: Device = "auto",
+    dtype: Dtype = "auto",
 ) -> None:
     """Generate questions aimed at uncovered chunks; each is checked against the retriever."""
-    api.validate_k(k)  # every setting checked before the corpus is read or a model started
-    config = api.loop_config(budget=budget, strategy=strategy, policy=policy,
-                        target_cc=None if target is None else target / 100.0,
-                        targets_per_call=targets_per_call, patience=patience,
-                        max_attempts=max_attempts, seed=seed, max_calls=max_calls,
-                        include_unreachable=include_unreachable)
-    config.check()
     if str(output) == "-":
         raise RagcovError("-o -: generate resumes from its output file, so it needs a file path")
-    check_outputs([output, ragas, deepeval], [corpus, prompt, targets, data_file], extends=output)
-    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
-    if targets is not None and topic is not None:
-        raise RagcovError("--targets and --topic both choose the chunks to aim at: give one")
-    if targets is not None:
-        config.priority = _gap_priority(targets, corpus_obj, quiet)
-    if topic is not None:
-        config.priority = _topic_priority(data_file, topic, corpus_obj, quiet)
-    seed_suite = api.load_suite(queries) if queries is not None else None
-    gen = api.make_generator(generator, corpus_obj.texts, model=model, base_url=base_url,
-                         api_key_env=api_key_env, mode=mode, prompt=prompt,
-                         max_tokens=max_tokens, temperature=temperature, timeout=timeout,
-                         retries=retries)
-    retriever = api.default_retriever(retriever, corpus)
-    r = api.make_retriever(retriever, corpus_obj, model=embedding_model, index=index,
-                       progress=not quiet, backend=backend)
-    if line := api.store_run_line(corpus_obj, retriever, r, k):
-        err.print(line, markup=False, highlight=False)
 
     def show(rec: dict[str, Any]) -> None:
         if "reason" in rec:
@@ -133,35 +112,28 @@ def generate(
             out.print(f"  #{rec['seq']:>4} {mark} +{rec['gain']} CC {rec['cc_after'] * 100:5.1f}%"
                       f"  {rec['text']}", markup=False)
 
-    summary = api.generate(corpus_obj, r, gen, k, output, data_file, config,
-                             seed_suite=seed_suite, on_step=None if quiet else show,
-                             ragas=ragas, deepeval=deepeval)
+    summary = api.generate_questions(
+        corpus, output, data_file, k=k, queries=queries, targets=targets, topic=topic,
+        chunking={"chunk_size": chunk_size, "chunk_overlap": chunk_overlap, "split": split},
+        retriever={"retriever": retriever, "model": embedding_model, "index": index,
+                   "backend": backend, "device": device, "dtype": dtype},
+        generator={"kind": generator, "model": llm_model_of(llm_model, model, "--model"),
+                   "base_url": base_url, "api_key_env": api_key_env, "mode": mode,
+                   "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature,
+                   "timeout": timeout, "retries": retries},
+        loop={"budget": budget, "strategy": strategy, "policy": policy,
+              "target_cc": None if target is None else target / 100.0,
+              "targets_per_call": targets_per_call, "patience": patience,
+              "max_attempts": max_attempts, "seed": seed, "max_calls": max_calls,
+              "include_unreachable": include_unreachable},
+        ragas=ragas, deepeval=deepeval, progress=not quiet, on_step=None if quiet else show,
+        notify=lambda line: err.print(line, markup=False, highlight=False),
+        warn=None if quiet else (lambda line: err.print(line, markup=False)))
     _print_summary(summary)
     if targets is not None and summary.new == 0 and summary.stop_reason == "exhausted":
         err.print(f"ragcov: warning: every chunk {targets} aims at is already covered in "
                   f"{summary.data_file}; give --data-file the tests' data file that "
                   f"`ragcov gap --tests` read", markup=False)
-
-
-def _gap_priority(path: Path, corpus: Any, quiet: bool) -> list[str]:
-    ids, unknown = api.gap_targets(path, corpus)
-    if unknown and not quiet:
-        err.print(f"ragcov: warning: {len(unknown)} chunk(s) of {path} are not in this corpus "
-                  f"(first: {unknown[0]}); left out", markup=False)
-    if not ids:
-        raise RagcovError(f"{path}: no untested chunk of this corpus to aim at")
-    return ids
-
-
-def _topic_priority(data_file: Path, topic: str, corpus: Any, quiet: bool) -> list[str]:
-    number, label, ids = api.topic_targets(data_file, topic, corpus)
-    if not ids:
-        raise RagcovError(f"topic {number} ({label}) has no chunk left that no test retrieves in "
-                          f"{data_file}; nothing to aim at")
-    if not quiet:
-        err.print(f"Aiming at topic {number} ({label}): {len(ids)} untested chunk(s)",
-                  markup=False)
-    return ids
 
 
 def _print_summary(s: Any) -> None:

@@ -55,10 +55,13 @@ def html(
     check_precision(precision or 0)
     check_fail_under(fail_under)
     check_by(by)
-    # One read: the gate judges the numbers the site shows.
-    site = report_data(data_file, scope)
+    # One read (one snapshot of the file): the gate judges the numbers the site shows, and
+    # the topics are those of the recording the site shows.
+    with api.one_read(data_file):
+        site = report_data(data_file, scope)
+        topics = _topics(data_file, site, by)
     index = write_html(site, directory, order or [], greedy=greedy, title=title,
-                       precision=precision or 0, topics=_topics(data_file, site, by))
+                       precision=precision or 0, topics=topics)
     out.print(f"Wrote HTML report to {index}")
     drift_page = api.write_drift_html(site, directory)
     if drift_page is not None:  # a drift run recorded in the file (ragcov drift)

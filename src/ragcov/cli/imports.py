@@ -14,6 +14,7 @@ from ragcov.cli.options import (
     ChunkSize,
     CorpusPath,
     DataFile,
+    Scheduler,
     Split,
     load_corpus_opts,
 )
@@ -45,8 +46,7 @@ def import_cmd(
     engine: Annotated[str, typer.Option(
         help="local (this machine; a large JSON-lines span file is read by several "
         "processes) or dask (the shards read on a Dask cluster).")] = "local",
-    scheduler: Annotated[str | None, typer.Option(
-        help="Dask scheduler address; default: a LocalCluster on 127.0.0.1.")] = None,
+    scheduler: Scheduler = None,
     workers: Annotated[int | None, typer.Option(
         help="Processes that read spans (local) or LocalCluster workers (dask); "
         "default: one per core.")] = None,

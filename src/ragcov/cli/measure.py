@@ -17,7 +17,9 @@ from ragcov.cli.options import (
     ChunkSize,
     CorpusPath,
     DataFile,
+    Device,
     DocKey,
+    Dtype,
     HnswEfSearch,
     HnswM,
     Index,
@@ -26,6 +28,7 @@ from ragcov.cli.options import (
     Rerank,
     RerankDepth,
     RetrieverName,
+    Scheduler,
     Split,
 )
 from ragcov.reporters.table import render_headline
@@ -49,28 +52,30 @@ def run(
     engine: Annotated[str, typer.Option(
         help="local (this process) or dask (shard embedding and retrieval over a Dask cluster)."
     )] = "local",
-    scheduler: Annotated[str | None, typer.Option(
-        help="Dask scheduler address; default: a LocalCluster on 127.0.0.1.")] = None,
+    scheduler: Scheduler = None,
     partitions: Annotated[int | None, typer.Option(
         help="Shards for --engine dask (default: one per worker).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
     parallel_mode: Annotated[bool, typer.Option(
         "--parallel-mode", "-p", help="Write DATA_FILE.HOST.PID.RANDOM, for `ragcov combine`."
     )] = False,
+    device: Device = "auto",
+    dtype: Dtype = "auto",
     rerank: Rerank = None,
     rerank_depth: RerankDepth = None,
     hnsw_m: HnswM = None,
     hnsw_ef_search: HnswEfSearch = None,
 ) -> None:
     """Run a suite through a retriever and record what it retrieved."""
-    done = api.run(corpus, queries, retriever=retriever, model=model, backend=backend, k=k,
-                   index=index, data_file=data_file, append=append, chunk_size=chunk_size,
-                   chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, engine=engine,
-                   scheduler=scheduler, partitions=partitions, progress=not quiet,
-                   parallel_mode=parallel_mode,
-                   notify=lambda line: err.print(line, markup=False, highlight=False),
-                   rerank=rerank, rerank_depth=rerank_depth, hnsw_m=hnsw_m,
-                   hnsw_ef_search=hnsw_ef_search)
+    # The settings of the run, checked once here and carried whole (api.RunSettings).
+    settings = api.RunSettings.checked(
+        corpus, queries, retriever, data_file=data_file, parallel_mode=parallel_mode,
+        model=model, backend=backend, k=k, index=index, append=append, chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, engine=engine,
+        scheduler=scheduler, partitions=partitions, device=device, dtype=dtype, rerank=rerank,
+        rerank_depth=rerank_depth, hnsw_m=hnsw_m, hnsw_ef_search=hnsw_ef_search)
+    done = api.run(settings, progress=not quiet,
+                   notify=lambda line: err.print(line, markup=False, highlight=False))
     if not quiet:
         m = done.matrix
         out.print(f"Wrote {done.data_file}: {m.n_queries} queries, k={k}, {done.chunks} chunks")
@@ -84,9 +89,13 @@ def index(
     chunk_size: ChunkSize = 1000,
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
+    device: Device = "auto",
+    dtype: Dtype = "auto",
 ) -> None:
     """Embed the corpus for the dense retriever and cache the embeddings (runs reuse them)."""
     done = api.index(corpus, model=model, backend=backend, chunk_size=chunk_size,
-                     chunk_overlap=chunk_overlap, split=split)
+                     chunk_overlap=chunk_overlap, split=split, device=device, dtype=dtype)
     state = "embedded" if done.embedded else "already cached"
-    out.print(f"{done.chunks} chunks {state} with {done.model} ({done.backend}) in {done.cache}")
+    how = done.backend if done.placement.dtype == "fp32" else f"{done.backend}, {done.placement.dtype}"
+    out.print(f"{done.chunks} chunks {state} with {done.model} ({how}) on {done.placement.device} "
+              f"in {done.cache}")

@@ -51,6 +51,16 @@ Backend = Annotated[str | None, typer.Option(
     "faster; exported once into the cache) or onnx-int8 (faster again; other embeddings, "
     "recorded in the data file). Default: onnx where ONNX Runtime can serve the model, else torch.")]
 Index = Annotated[str, typer.Option(help="Dense index: flat (exact) or hnsw (approximate).")]
+Device = Annotated[str, typer.Option(
+    help="Where the dense retriever and a store's query encoder embed: auto (a CUDA GPU when "
+    "PyTorch sees one, then Apple's MPS, then the CPU), cpu, cuda (every visible GPU for a "
+    "large corpus), cuda:N or mps. Retrievers that embed nothing ignore it.")]
+# Not --precision: that is the report commands' digits, and a config file's flat
+# `precision` reaches every command with an option of that name.
+Dtype = Annotated[str, typer.Option(
+    help="Precision of the dense retriever on a GPU: auto (fp32), fp32, fp16 or bf16. fp16 "
+    "and bf16 need CUDA; their vectors differ from fp32's, so they are cached apart and "
+    "recorded in the data file.")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
 HnswM = Annotated[int | None, typer.Option(
     "--hnsw-m", help="With --index hnsw: neighbours per node of the graph (default 32; the graph "
@@ -72,6 +82,40 @@ MaxIndexHidden = Annotated[int | None, typer.Option(
 ShowIds = Annotated[bool, typer.Option(
     "--show-ids", help="List chunks by their ids instead of DOC#N ranges (N counts from 1, as "
     "Cobertura and lcov lines do). A single chunk is always named by its id.")]
+# Declared once, for every command that takes them.
+Scheduler = Annotated[str | None, typer.Option(
+    help="Dask scheduler address; default: a LocalCluster on 127.0.0.1.")]
+LLMModel = Annotated[str | None, typer.Option(
+    "--llm-model", help="The LLM: openai, the served model's name; llama-cpp, a GGUF file "
+    "(default: Gemma 3 270M).")]
+# generate's --model meant its LLM; everywhere else --model is the embedding model.
+OldLLMModel = Annotated[str | None, typer.Option(
+    "--model", hidden=True, help="The LLM's old spelling in generate: use --llm-model.")]
+OldGeneratorModel = Annotated[str | None, typer.Option(
+    "--generator-model", hidden=True, help="The LLM's old spelling in probe: use --llm-model.")]
+BaseURL = Annotated[str | None, typer.Option(
+    help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")]
+ApiKeyEnv = Annotated[str, typer.Option(
+    help="Name of the environment variable holding the API key.")]
+LLMTimeout = Annotated[float, typer.Option(
+    help="Seconds each HTTP request to the LLM may take in all (a deadline).")]
+
+
+def llm_model(given: str | None, old: str | None, old_flag: str) -> str | None:
+    """The LLM named by --llm-model, or by its old spelling with one deprecation line."""
+    if old is None:
+        return given
+    if given is not None and given != old:
+        raise RagcovError(f"--llm-model {given!r} and {old_flag} {old!r} name two LLMs; give "
+                          "--llm-model only")
+    from ragcov.cli.console import err
+
+    err.print(f"ragcov: warning: {old_flag} is deprecated for the LLM and goes in the next "
+              "release: use --llm-model (--model is the embedding model, as in run and probe)",
+              markup=False)
+    return old
+
+
 FailUnder = Annotated[float | None, typer.Option(
     "--fail-under", help="Exit with status 2 when total chunk coverage (percent), rounded as "
     "`ragcov report --format total` prints it, is below this.")]

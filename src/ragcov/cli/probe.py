@@ -12,18 +12,25 @@ from ragcov.api import check_outputs
 from ragcov.cli.console import err
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
+    ApiKeyEnv,
     Backend,
+    BaseURL,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
     DataFile,
+    Device,
     DocKey,
+    Dtype,
     HnswEfSearch,
     HnswM,
     Index,
+    LLMModel,
+    LLMTimeout,
     MaxIndexHidden,
     MinIndexRecall,
     Model,
+    OldGeneratorModel,
     Rerank,
     RerankDepth,
     RetrieverName,
@@ -35,6 +42,7 @@ from ragcov.cli.options import (
     to_stdout,
     write_output,
 )
+from ragcov.cli.options import llm_model as llm_model_of
 from ragcov.errors import RagcovError
 from ragcov.files import json_text, jsonl_text
 from ragcov.reporters.reachability import (
@@ -62,13 +70,11 @@ def probe(
     generator: Annotated[str | None, typer.Option(
         help="Also ask an LLM for one question per chunk: openai, llama-cpp or extractive "
         "(as `ragcov generate`).")] = None,
-    generator_model: Annotated[str | None, typer.Option(
-        help="openai: the served model's name; llama-cpp: a GGUF file.")] = None,
-    base_url: Annotated[str | None, typer.Option(
-        help="OpenAI-compatible endpoint for --generator openai.")] = None,
-    api_key_env: Annotated[str, typer.Option(
-        help="Name of the environment variable holding the API key.")] = "OPENAI_API_KEY",
-    timeout: Annotated[float, typer.Option(help="Seconds per LLM request.")] = 60.0,
+    llm_model: LLMModel = None,
+    generator_model: OldGeneratorModel = None,
+    base_url: BaseURL = None,
+    api_key_env: ApiKeyEnv = "OPENAI_API_KEY",
+    timeout: LLMTimeout = 60.0,
     qrels: Annotated[Path | None, typer.Option(
         help="Relevance labels: list the relevant chunks no test retrieves (lost gold), "
         "and those no probe retrieves either.")] = None,
@@ -87,6 +93,8 @@ def probe(
         "--drafts-out", help="Write a draft test for each untested chunk (the probe question "
         "that reached it, with the chunk it should retrieve) as a JSONL suite to review and "
         "add; - for stdout.")] = None,
+    device: Device = "auto",
+    dtype: Dtype = "auto",
     rerank: Rerank = None,
     rerank_depth: RerankDepth = None,
     hnsw_m: HnswM = None,
@@ -119,17 +127,20 @@ def probe(
         named = f"{retriever} ({model})" if model else retriever
         err.print(f"ragcov: probing through the retriever {data_file} was recorded with: {named}",
                   markup=False)
+    dtype = api.probe_dtype(data_file, dtype)
+    api.check_hardware(retriever, device, dtype, backend, model)  # before the corpus is read
     options = api.index_options(retriever, index, hnsw_m, hnsw_ef_search)
     rerank, rerank_depth = api.probe_rerank(data_file, rerank, rerank_depth)
     api.check_rerank(rerank, rerank_depth, 1)
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
     r = api.make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
-                       backend=backend, **options)
+                       backend=backend, device=device, dtype=dtype, **options)
     if rerank is not None:
         r = api.with_reranker(r, corpus_obj, rerank, rerank_depth, 1, notify=_say(quiet))
     gen = None
     if generator is not None:
-        gen = api.make_generator(generator, corpus_obj.texts, model=generator_model,
+        gen = api.make_generator(generator, corpus_obj.texts,
+                                 model=llm_model_of(llm_model, generator_model, "--generator-model"),
                              base_url=base_url, api_key_env=api_key_env, timeout=timeout)
     done = api.probe(corpus_obj, r, data_file, sample=sample, include=include or (),
                      omit=omit or (), seed=seed, progress=not quiet, generator=gen, exact=exact,
@@ -173,14 +184,16 @@ def _say(quiet: bool):  # type: ignore[no-untyped-def]
 
 
 def _as_the_report_counts(ctx: typer.Context | None, data_file: Path, whole: object) -> object:
-    """The reachability totals over the chunks ``ragcov report`` counts: the config file's
-    exclusions (``exclude``, ``exclude_docs``, ``min_chunk_chars``) leave the same chunks
-    out of both, so probe and report never print two numbers under one name."""
+    """The reachability totals over the chunks ``ragcov report`` counts under the config
+    file: its include, omit and exclusions leave the same chunks out of both, so probe and
+    report never print two numbers under one name (probe's own --include/--omit choose
+    what to probe, not what a report counts)."""
     settings = ((ctx.find_root().default_map or {}) if ctx is not None else {}).get("report", {})
-    given = {key: settings[key] for key in ("exclude", "exclude_docs", "min_chunk_chars")
-             if settings.get(key)}
+    keys = ("include", "omit", "exclude", "exclude_docs", "min_chunk_chars", "reachable")
+    given = {key: settings[key] for key in keys if settings.get(key)}
     if not given:
         return whole
-    lists = {k: tuple(v) for k, v in given.items() if k != "min_chunk_chars"}
-    scope = api.ReportScope(**lists, min_chunk_chars=given.get("min_chunk_chars", 0))
+    lists = {k: tuple(v) for k, v in given.items() if k not in ("min_chunk_chars", "reachable")}
+    scope = api.ReportScope(**lists, min_chunk_chars=given.get("min_chunk_chars", 0),
+                            reachable=bool(given.get("reachable", False)))
     return api.audit_reachability(data_file, scope)

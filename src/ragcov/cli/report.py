@@ -94,14 +94,15 @@ def report(
         raise RagcovError(f"--min-hit-rate must be a percentage from 0 to 100, got {min_hit_rate:g}")
     check_by(by, format, min_topic_coverage)
     api.check_index_gates(min_index_recall, max_index_hidden)
-    scoped = report_data(data_file, scope)
+    with api.one_read(data_file):  # the report, and its topics: one snapshot of the file
+        scoped = report_data(data_file, scope)
+        topics = api.topic_coverage(data_file, scoped=scoped) if by == "topic" else None
     right = api.correctness(scoped.matrix, qrels, qrels_level)
     if min_hit_rate is not None and right is None:
         raise RagcovError("--min-hit-rate needs --qrels, or test outcomes recorded by "
                           "pytest --ragcov")
     summary = scoped.summary(jaccard=False)
-    if by == "topic":
-        topics = api.topic_coverage(data_file, scoped=scoped)
+    if topics is not None:
         out.print(render_topics(topics, format, precision), markup=False)
         _gates(summary.coverage, fail_under, gate_precision, precision, right, min_hit_rate)
         fail(api.min_topic_failure(topics, min_topic_coverage, gate_precision))

@@ -57,6 +57,10 @@ def read_columns(path: str | os.PathLike[str], queries: bool = True,
     data = CoverageData(path)
     with data.reading() as con:
         meta = read_meta(con, data.path)
+        row = con.execute("SELECT value FROM meta WHERE key = 'x:generated'").fetchone()
+        generated = set(json.loads(row[0])) if row else set()
+        if generated:  # which queries made which hits is needed to leave them out
+            queries = True
         n_chunks, c_max = con.execute("SELECT COUNT(*), MAX(idx) FROM chunks").fetchone()
         n_queries, q_max = con.execute("SELECT COUNT(*), MAX(idx) FROM queries").fetchone()
         c_ids, c_docs = (con.execute(
@@ -77,11 +81,25 @@ def read_columns(path: str | os.PathLike[str], queries: bool = True,
         if isinstance(deepest, int) and deepest > meta.k:
             check_rows(con, data.path)
     hq, hc = _ints(hq_text), _ints(hc_text)
-    return Columns(
+    columns = Columns(
         path=data.path, meta=meta, n_chunks=n_chunks, n_queries=n_queries,
         chunk_ids=_strings(c_ids), doc_ids=_strings(c_docs), query_ids=_strings(q_ids),
         hit_query=_positions(q_idx, n_queries, hq, data.path, "query"),
         hit_chunk=_positions(c_idx, n_chunks, hc, data.path, "chunk"))
+    return _without_generated(columns, generated) if generated else columns
+
+
+def _without_generated(c: Columns, generated: set[str]) -> Columns:
+    """The columns less the questions ``ragcov generate`` wrote and no suite accepted yet:
+    what ``diff``, ``gap`` and every report count (``report --include-generated`` aside)."""
+    keep = np.fromiter((q not in generated for q in c.query_ids), dtype=bool, count=len(c.query_ids))
+    new_position = np.cumsum(keep) - 1
+    hits = keep[c.hit_query] if c.hit_query.size else np.zeros(0, dtype=bool)
+    return Columns(path=c.path, meta=c.meta, n_chunks=c.n_chunks, n_queries=int(keep.sum()),
+                   chunk_ids=c.chunk_ids, doc_ids=c.doc_ids,
+                   query_ids=[q for q, k in zip(c.query_ids, keep) if k],
+                   hit_query=new_position[c.hit_query[hits]].astype(np.int64),
+                   hit_chunk=c.hit_chunk[hits])
 
 
 def chunk_hashes(path: str | os.PathLike[str]) -> list[str]:

@@ -233,6 +233,16 @@ class CoverageData:
         with self.reading() as con:
             return {cid: text or "" for cid, text in con.execute("SELECT id, text FROM chunks")}
 
+    def suite_matrix(self) -> CoverageMatrix:
+        """The hit matrix of the suite: everything recorded less the questions ``ragcov
+        generate`` wrote that no suite has accepted yet (what select, probe and a run's
+        summary count, as every report does)."""
+        m = self.matrix()
+        generated = (m.meta or {}).get(GENERATED) or {}
+        if not generated:
+            return m
+        return m.select_rows([i for i, q in enumerate(m.query_ids) if q not in generated])
+
     def matrix(self) -> CoverageMatrix:
         """The sparse hit matrix of everything recorded."""
         import numpy as np

@@ -76,8 +76,11 @@ def retriever_key(fp: dict[str, Any]) -> str:
 
 def compared(fp: dict[str, Any]) -> dict[str, Any]:
     """A fingerprint as recordings are compared: where a model's folder was (``model_path``)
-    is not what the model is (``model_digest``, its content)."""
-    return {key: value for key, value in fp.items() if key != "model_path"}
+    and how it was spelled (``./m``, ``$PWD/m``, a link to it) are not what the model is
+    (``model_digest``, its content); a model known only by name is compared by name."""
+    digest = "model_digest" in fp
+    return {key: value for key, value in fp.items()
+            if key != "model_path" and not (digest and key == "model")}
 
 
 def known_by_name_only(fp: dict[str, Any]) -> bool:
@@ -89,13 +92,13 @@ def known_by_name_only(fp: dict[str, Any]) -> bool:
 def same_retriever(a: dict[str, Any], b: dict[str, Any], where: str = "", other: str = "") -> bool:
     """Whether two fingerprints are one retriever; a file written before model digests
     compares by the model's name, and says so once (it cannot be checked further)."""
-    ca, cb = compared(a), compared(b)
-    if ca == cb:
+    if compared(a) == compared(b):
         return True
     old_a, old_b = known_by_name_only(a), known_by_name_only(b)
     if old_a != old_b and a.get("model") and b.get("model"):
-        ca.pop("model_digest", None)
-        cb.pop("model_digest", None)
+        strip = ("model_path", "model_digest")
+        ca = {k: v for k, v in a.items() if k not in strip}
+        cb = {k: v for k, v in b.items() if k not in strip}
         if ca == cb:
             old = (where if old_a else other) or "a recording"
             warn(f"{old}: its model {a.get('model')!r} is known only by name (recorded before "
@@ -125,8 +128,11 @@ def read_meta(con: sqlite3.Connection, path: Path) -> Meta:
             raise ValueError(f"k {rows['k']!r} is not a whole number")
         if k < 1:
             raise ValueError(f"k = {k}, below 1")
+        retriever = json.loads(rows["retriever"])
+        if not isinstance(retriever, dict):
+            raise ValueError(f"retriever is {type(retriever).__name__}, not an object")
         return Meta(format=fmt, ragcov_version=rows["ragcov_version"],
-                    k=k, retriever=json.loads(rows["retriever"]),
+                    k=k, retriever=retriever,
                     corpus_hash=corpus_hash, created=rows["created"])
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise RagcovError(f"{path}: damaged meta table ({exc})") from exc

@@ -26,7 +26,7 @@ def ragcov_retriever(pytestconfig: pytest.Config) -> Any:
     rec = active()
     if rec is not None:
         return RecordingRetriever(api.make_retriever(rec.settings.retriever, rec.corpus(),
-                                                 progress=False), rec)
+                                                 progress=False, device=rec.settings.device), rec)
     settings = Settings(pytestconfig)
     if settings.corpus is None:
         pytest.skip("ragcov_retriever needs a corpus: --ragcov-corpus PATH "
@@ -38,5 +38,5 @@ def ragcov_retriever(pytestconfig: pytest.Config) -> Any:
     except (RagcovError, OSError) as exc:
         # Once for the session, not an error (and a traceback) for every test using it.
         pytest.exit(f"ragcov: --ragcov-corpus: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-    return RecordingRetriever(api.make_retriever(settings.retriever, corpus, progress=False),
-                              None, settings.k)
+    return RecordingRetriever(api.make_retriever(settings.retriever, corpus, progress=False,
+                                                 device=settings.device), None, settings.k)

@@ -39,9 +39,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "store URL, else dense).")
     group.addoption("--ragcov-data-file", metavar="FILE", default=None,
                     help=f"The coverage data file (default {DEFAULT_DATA_FILE}).")
+    group.addoption("--ragcov-device", metavar="DEVICE", default=None,
+                    help="Where the ragcov_retriever fixture's dense retriever (or a store's "
+                         "query encoder) embeds: auto (default), cpu, cuda, cuda:N or mps.")
     parser.addini("ragcov_corpus", "Corpus for --ragcov (as --ragcov-corpus).", default=None)
     parser.addini("ragcov_k", "Chunks recorded per query (as --ragcov-k).", default=None)
     parser.addini("ragcov_retriever", "dense, bm25 or store (as --ragcov-retriever).",
+                  default=None)
+    parser.addini("ragcov_device", "auto, cpu, cuda, cuda:N or mps (as --ragcov-device).",
                   default=None)
 
 
@@ -72,6 +77,8 @@ class Settings:
                                  or os.environ.get("RAGCOV_FILE") or conf.get("data_file")
                                  or DEFAULT_DATA_FILE)
         self.reports = _reports(config, root)
+        check_report_files(self.reports, self.data_file, self.corpus)
+        self.device = _device(config, conf.get("device"))
 
 
 def _ragcov_config(root: Path) -> dict:
@@ -112,6 +119,20 @@ def _retriever(config: pytest.Config, corpus: Path | str | None) -> str:
     return kind
 
 
+def _device(config: pytest.Config, configured: str | None = None) -> str:
+    """As ``ragcov run --device``: the option, the ini value, the config file, else auto;
+    a misspelt device is a usage error before any test runs."""
+    from ragcov.errors import RagcovError
+    from ragcov.retrievers.hardware import check_device
+
+    device = (config.getoption("ragcov_device") or config.getini("ragcov_device") or configured
+              or "auto")
+    try:
+        return check_device(device)
+    except RagcovError as exc:
+        raise pytest.UsageError(f"ragcov: {exc}") from None
+
+
 def _fail_under(config: pytest.Config, configured: float | None = None) -> float | None:
     fail_under: float | None = config.getoption("ragcov_fail_under")
     if fail_under is None:
@@ -135,7 +156,27 @@ def _reports(config: pytest.Config, root: Path) -> list[tuple[str, Path | None]]
                                     f"{', '.join(REPORT_KINDS)}, got {spec!r}")
         if dest and kind in ("term", "term-missing"):
             raise pytest.UsageError(f"--ragcov-report {kind} takes no destination: {spec!r}")
+        if dest == "skip-covered":
+            raise pytest.UsageError(f"--ragcov-report {spec}: skip-covered is for the term "
+                                    "reports; a file report takes a file name after the colon")
         default = DEFAULT_HTML_DIR if kind == "html" else (
             REPORTERS[kind].default_file if kind in REPORTERS else None)
         reports.append((kind, root / (dest or default) if default else None))
     return reports
+
+
+def check_report_files(reports: list[tuple[str, Path | None]], data_file: Path,
+                       corpus: Path | str | None) -> None:
+    """The CLI's refusal, before any test runs: no report over the corpus, the data file,
+    a config file, a test module or another report of the session."""
+    from ragcov import api
+    from ragcov.errors import RagcovError
+
+    files = [dest for kind, dest in reports if dest is not None and kind != "html"]
+    try:
+        api.check_outputs(files, [data_file, corpus])
+        for kind, dest in reports:
+            if kind == "html" and dest is not None and dest.is_file():
+                raise RagcovError(f"{dest}: is a file; --ragcov-report html takes a folder")
+    except RagcovError as exc:
+        raise pytest.UsageError(f"--ragcov-report: {exc}") from None

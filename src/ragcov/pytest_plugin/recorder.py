@@ -64,6 +64,9 @@ class Recorder:
         self.queries: dict[str, str] = {}
         self.results: dict[str, Ranked] = {}
         self.context: dict[str, str] = {}
+        # Every test that asked each question (the context keeps the first): a question two
+        # tests ask fails with either.
+        self.askers: dict[str, list[str]] = {}
         self.nodeid: str | None = None
         self._corpus: Corpus | None = None
         self._known: set[str] | None = None
@@ -107,6 +110,8 @@ class Recorder:
                 self.results[qid] = ranked
                 if self.nodeid is not None:
                     self.context[qid] = self.nodeid
+            if self.nodeid is not None and self.nodeid not in self.askers.setdefault(qid, []):
+                self.askers[qid].append(self.nodeid)
 
     def write(self, path: Path) -> bool:
         """Write what was recorded; False (and nothing written) when nothing was."""

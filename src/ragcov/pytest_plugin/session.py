@@ -130,7 +130,7 @@ class _Session:
             self._nothing_recorded()
             return
         if self.outcomes:
-            api.record_outcomes(s.data_file, self.outcomes)
+            api.record_outcomes(s.data_file, self.outcomes, self.recorder.askers)
         self.summary, lines = write_reports(s.data_file, s.reports, s.root)
         self.lines += lines
         twins = self.recorder.matching().line()

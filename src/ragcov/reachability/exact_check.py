@@ -70,8 +70,10 @@ def check_settings(retriever: Any, corpus: Any, k: int, device: str | None = Non
 
 
 def device_of(retriever: Any) -> str:
-    """Where the retriever computes (its encoder's device): the exact search runs there too."""
-    device = getattr(retriever, "device", None) or getattr(
+    """Where the retriever embeds (its resolved ``--device``): the exact search runs there too."""
+    placement = getattr(retriever, "placement", None) or getattr(
+        getattr(retriever, "encoder", None), "placement", None)
+    device = getattr(placement, "device", None) or getattr(
         getattr(retriever, "encoder", None), "device", None)
     return str(device) if device is not None else "cpu"
 

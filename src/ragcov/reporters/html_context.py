@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ragcov.failures import query_outcome
 from ragcov.matrix import CoverageMatrix
 from ragcov.reporters.curves import Curve, chart
 from ragcov.summary import CoverageSummary, DocumentNumbers, display_percent
@@ -98,6 +99,7 @@ def _queries(m: CoverageMatrix, doc_file: Mapping[str, str],
     """Each query with what it retrieved, linked to the chunk on its document's page."""
     anchor = [f"{doc_file[str(doc)]}#c{j}" for j, doc in enumerate(m.doc_ids)]
     outcomes = (m.meta or {}).get("outcomes") or {}  # pytest --ragcov: each test's outcome
+    askers = (m.meta or {}).get("query_tests") or {}
     queries = []
     for i, qid in enumerate(m.query_ids):
         retrieved = [{"id": m.chunk_ids[j], "href": anchor[j], "rank": r,
@@ -105,7 +107,8 @@ def _queries(m: CoverageMatrix, doc_file: Mapping[str, str],
                      for r, (j, s) in enumerate(zip(m.retrieved(i), m.retrieved_scores(i)),
                                                 start=1)]
         queries.append({"row": i, "id": qid, "text": m.query_texts[i], "context": context[i],
-                        "retrieved": retrieved, "outcome": outcomes.get(context[i], "")})
+                        "retrieved": retrieved,
+                        "outcome": query_outcome(qid, context[i], outcomes, askers) or ""})
     return queries
 
 

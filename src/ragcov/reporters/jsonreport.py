@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from ragcov.failures import outcome_correctness
+from ragcov.failures import outcome_correctness, query_outcome
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import Support, duplicate_groups, redundant_tests
 from ragcov.reporters.stages import STAGE_TOTALS, chunk_entry, stages_json
@@ -73,6 +73,7 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         meta_out["ragcov_version"] = __version__
     by_chunk = m.queries_for_chunk()
     outcomes = meta.get("outcomes") or {}  # pytest --ragcov: each test's outcome
+    askers = meta.get("query_tests") or {}  # and every test that asked each question
     # each list's length as retrieved (the scope may hide some of its chunks)
     depth_of = (scoped.full if scoped.full is not None else m).depths()
     doc = {
@@ -106,8 +107,8 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
                   "retrieved": [m.chunk_ids[j] for j in m.retrieved(i)],
                   "scores": m.retrieved_scores(i),
                   **({"test": m.query_context[i]} if m.query_context[i] else {}),
-                  **({"outcome": outcomes[m.query_context[i]]}
-                     if m.query_context[i] in outcomes else {})}
+                  **({"outcome": query_outcome(qid, m.query_context[i], outcomes, askers)}
+                     if query_outcome(qid, m.query_context[i], outcomes, askers) else {})}
             for i, qid in enumerate(m.query_ids)
         },
         "redundant": {

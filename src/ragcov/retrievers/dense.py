@@ -17,6 +17,7 @@ the same bits on the same machine. Score ties are broken by corpus order.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 from collections.abc import Iterator, Sequence
@@ -34,6 +35,16 @@ from ragcov.retrievers.embedding_cache import (
     embedding_cache_path,
     load_cached_embeddings,
     save_embeddings,
+)
+from ragcov.retrievers.hardware import (
+    Batches,
+    Placement,
+    batch_size_for,
+    cache_variant,
+    check_settings,
+    encoder_pool,
+    resolve_placement,
+    slice_size,
 )
 from ragcov.retrievers.model_identity import identify_model
 
@@ -61,10 +72,24 @@ def resolve_model(model: str | None) -> tuple[str, str]:
     return name, name
 
 
+def check_hardware(kind: str, device: str | None, dtype: str | None, backend: str | None,
+                   model: str | None) -> Placement | None:
+    """Every ``--device``/``--dtype`` error of a run with retriever ``kind``, raised before
+    the corpus is read; the placement the dense retriever (or a store's query encoder)
+    will take. Retrievers that embed nothing ignore ``--device``; ``--dtype`` is the
+    dense retriever's alone (a store's query encoder runs in fp32, as its vectors were
+    made), so asking it of another is refused rather than ignored."""
+    if not check_settings(kind, device, dtype):
+        return None
+    return resolve_placement(device, dtype, backend, resolve_model(model)[1])
+
+
 def load_encoder(source: str, device: str = "cpu", backend: str | None = None,
-                 content: str | None = None) -> Any:
+                 content: str | None = None, placement: Placement | None = None) -> Any:
     """The encoder for ``source`` on ``backend`` (torch, onnx, onnx-int8; default: onnx where
     ONNX Runtime can serve the model, else torch): see :mod:`ragcov.retrievers.onnx_encoder`.
+    With ``placement`` (:func:`ragcov.retrievers.hardware.resolve_placement`) its device,
+    precision and backend decide, and ``device`` and ``backend`` are not read.
 
     Loaded encoders are kept per process by ``content`` too (the model's digest): a model
     saved again at the same path is loaded again, never served from the old one."""
@@ -72,15 +97,18 @@ def load_encoder(source: str, device: str = "cpu", backend: str | None = None,
 
     if content is None:
         content = identify_model(source, source).cache_key
-    return _load_encoder(source, device, resolve_backend(backend, source), content)
+    if placement is None:
+        placement = Placement(device, "fp32", resolve_backend(backend, source), device)
+    # One encoder per place it runs, however the place was asked for (auto or by name).
+    return _load_encoder(source, dataclasses.replace(placement, asked=""), content)
 
 
 @functools.lru_cache(maxsize=4)
-def _load_encoder(source: str, device: str, backend: str, content: str) -> Any:
-    if backend != "torch":
+def _load_encoder(source: str, placement: Placement, content: str) -> Any:
+    if placement.backend != "torch":
         from ragcov.retrievers.onnx_encoder import OnnxEncoder
 
-        return OnnxEncoder(source, int8=backend == "onnx-int8")
+        return OnnxEncoder(source, int8=placement.backend == "onnx-int8")
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
@@ -97,9 +125,18 @@ def _load_encoder(source: str, device: str, backend: str, content: str) -> Any:
     except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
         pass
     try:
-        return SentenceTransformer(source, device=device)
-    except OSError as exc:
+        model = SentenceTransformer(source, device=placement.device)
+    except (OSError, ValueError, KeyError) as exc:  # an empty folder, a config of {} ...
         raise RagcovError(f"cannot load embedding model {source!r}: {exc}") from exc
+    if placement.accelerated:
+        import torch
+
+        if placement.dtype != "fp32":
+            model.to({"fp16": torch.float16, "bf16": torch.bfloat16}[placement.dtype])
+        # What encode() reads: the GPU path, and the batch it may halve on the way.
+        model.ragcov_placement = placement
+        model.ragcov_batches = Batches(batch_size_for(placement), placement.device)
+    return model
 
 
 def encode_threads(threads: int | None = None, backend: str = "torch") -> int:
@@ -164,12 +201,16 @@ def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str 
     Texts go to the encoder in slices of ``ENCODE_CHUNK`` counted from the first
     text, with torch pinned to ``encode_threads(threads)`` threads: the two things,
     besides the model and the machine, that decide an embedding's bits.
+    An encoder on a GPU takes another road (:func:`encode_on_accelerator`).
     """
+    placement = getattr(encoder, "ragcov_placement", None)
+    if placement is not None and placement.accelerated:
+        return encode_on_accelerator(encoder, texts, placement, label, progress)
     dim = encoder_dimension(encoder)
     out = np.empty((len(texts), dim), dtype=np.float32)
     pin = getattr(encoder, "pinned_threads", None) or torch_threads
     with pin(encode_threads(threads, getattr(encoder, "backend", "torch"))), \
-            progress_bar(label, total=len(texts), enabled=progress) as advance, \
+            progress_bar(label, total=len(texts), enabled=progress, unit="chunks") as advance, \
             per_batch(encoder, advance) as settle:
         for start in range(0, len(texts), ENCODE_CHUNK):
             part = list(texts[start:start + ENCODE_CHUNK])
@@ -181,13 +222,51 @@ def encode(encoder: Any, texts: Sequence[str], batch_size: int = 64, label: str 
     return out
 
 
+def encode_on_accelerator(encoder: Any, texts: Sequence[str], placement: Placement,
+                          label: str = "Embedding", progress: bool = True) -> np.ndarray:
+    """Normalised float32 embeddings from an encoder on a GPU.
+
+    The texts are taken longest first, so every batch holds texts of like length (little
+    padding) and the largest batch, the one that may not fit, comes first; they stream
+    to the encoder a slice at a time, so a million-chunk corpus is never tokenised at
+    once. The batch is sized for the device and halved on an out-of-memory error
+    (:class:`ragcov.retrievers.hardware.Batches`). Vectors computed in fp16 or bf16 are
+    normalised in float32, so they are unit vectors as fp32's are. With several GPUs, a
+    large encode runs one process per GPU (sentence-transformers' pool).
+    """
+    dim = encoder_dimension(encoder)
+    out = np.empty((len(texts), dim), dtype=np.float32)
+    batches: Batches = getattr(encoder, "ragcov_batches", None) or Batches(
+        batch_size_for(placement), placement.device)
+    order = np.argsort(np.fromiter((-len(t) for t in texts), dtype=np.int64, count=len(texts)),
+                       kind="stable")
+    step = slice_size(placement, batches.size, ENCODE_CHUNK)
+    with encoder_pool(encoder, placement, len(texts)) as pool, \
+            progress_bar(label, total=len(texts), enabled=progress, unit="chunks") as advance, \
+            per_batch(encoder, advance) as settle:
+        extra = {"pool": pool} if pool is not None else {}
+        for start in range(0, len(texts), step):
+            pick = order[start:start + step]
+            part = [texts[int(i)] for i in pick]
+
+            def run(size: int, part: list[str] = part) -> Any:
+                return encoder.encode(part, batch_size=size, normalize_embeddings=False,
+                                      convert_to_numpy=True, show_progress_bar=False, **extra)
+
+            vectors = np.asarray(batches.run(run), dtype=np.float32)
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            out[pick] = vectors / np.clip(norms, 1e-12, None)
+            settle(len(part))
+    return out
+
 
 class DenseRetriever:
     def __init__(self, corpus: Corpus, model: str | None = None, index: str = "flat",
-                 batch_size: int = 64, use_cache: bool = True, device: str = "cpu",
+                 batch_size: int = 64, use_cache: bool = True, device: str | None = "auto",
                  hnsw_m: int = 32, ef_search: int = 128, progress: bool = True,
                  embeddings: np.ndarray | None = None, prebuilt_index: Any = None,
-                 threads: int | None = None, backend: str | None = None) -> None:
+                 threads: int | None = None, backend: str | None = None,
+                 dtype: str | None = "auto") -> None:
         if index not in INDEX_KINDS:
             raise RagcovError(f"unknown index {index!r}: expected one of {', '.join(INDEX_KINDS)}")
         try:
@@ -202,12 +281,13 @@ class DenseRetriever:
         self.batch_size = batch_size
         self.progress = progress
         self.hnsw_m, self.ef_search = hnsw_m, ef_search
-        from ragcov.retrievers.onnx_encoder import resolve_backend
-
-        self.backend = resolve_backend(backend, self._source)
+        # Device, precision and backend (ragcov.retrievers.hardware): every error raised here.
+        self.placement = resolve_placement(device, dtype, backend, self._source)
+        self.backend = self.placement.backend
         # Fixed once, so the corpus and every query batch are encoded under one thread count.
         self.threads = encode_threads(threads, self.backend)
-        self.encoder = load_encoder(self._source, device, self.backend, self.model.cache_key)
+        self.encoder = load_encoder(self._source, content=self.model.cache_key,
+                                    placement=self.placement)
         if self.model.digest is None:  # a hub name fetched by the load: its revision is known now
             self.model = identify_model(self.model_name, self._source)
         self.chunks_embedded = 0
@@ -232,17 +312,19 @@ class DenseRetriever:
                                             key=key)
             if cached is not None:
                 return cached
-        emb = encode(self.encoder, self.corpus.texts, self.batch_size, "Embedding corpus",
-                     self.progress, threads=self.threads)
+        emb = encode(self.encoder, self.corpus.texts, self.batch_size,
+                     f"Embedding corpus on {self.placement.describe()}", self.progress,
+                     threads=self.threads)
         self.chunks_embedded += len(emb)
         if use_cache:
             save_embeddings(path, emb, key)
         return emb
 
     def cache_key(self) -> str:
-        """The embedding cache entry of this corpus under this model's content. int8
-        embeddings are not fp32's: cached apart. fp32 ONNX and torch share an entry."""
-        variant = "onnx-int8" if self.backend == "onnx-int8" else ""
+        """The embedding cache entry of this corpus under this model's content. int8, fp16
+        and bf16 embeddings are not fp32's: each cached apart. fp32 ONNX and torch, on any
+        device, share an entry (:func:`ragcov.retrievers.hardware.cache_variant`)."""
+        variant = cache_variant(self.backend, self.placement.dtype)
         return embedding_cache_key(self.corpus, self.model.cache_key, variant)
 
     def _build_index(self, emb: np.ndarray, use_cache: bool = False) -> Any:
@@ -264,6 +346,8 @@ class DenseRetriever:
             fp["approximate"] = True
         if self.backend == "onnx-int8":  # other embeddings, other top-k: not another run's twin
             fp["backend"] = self.backend
+        if self.placement.dtype != "fp32":  # the same: fp16/bf16 vectors are not fp32's
+            fp["precision"] = self.placement.dtype
         fp.update(getattr(self, "store_fingerprint", {}))  # over a store URL: the model check
         return fp
 
@@ -322,6 +406,46 @@ class DenseRetriever:
             value = float(np.sum(found) / (kk * len(q)))
         self.recall = {"recall_at_k": value, "k": kk, "sample": int(len(q)), "source": source}
         return self.recall
+
+
+    def measure_precision_recall(self, texts: Sequence[str], k: int = 10, sample: int = 200,
+                                 seed: int = 0) -> dict[str, Any] | None:
+        """Recall@k of this retriever's vectors against fp32's, where they are not fp32's
+        (``--backend onnx-int8``, ``--dtype fp16|bf16``); None for fp32.
+
+        Faster vectors are opt-in and their cost in recall is measured, not assumed: a
+        seeded sample of the queries is searched exactly (flat, inner product) among this
+        retriever's corpus vectors and among fp32's, and recall@k is the share of fp32's
+        top k found in this top k. fp32's corpus vectors come from the cache when a run
+        made them, else they are embedded once, here, and cached for every later run.
+        """
+        if cache_variant(self.backend, self.placement.dtype) == "" or not len(texts):
+            return None
+        reference = dataclasses.replace(self.placement, dtype="fp32",
+                                        backend="onnx" if self.backend == "onnx-int8" else self.backend)
+        encoder = load_encoder(self._source, content=self.model.cache_key, placement=reference)
+        key = embedding_cache_key(self.corpus, self.model.cache_key, "")
+        path = embedding_cache_path(key)
+        fp32 = load_cached_embeddings(path, len(self.corpus), self.embeddings.shape[1], key=key)
+        if fp32 is None:
+            fp32 = encode(encoder, self.corpus.texts, self.batch_size,
+                          f"Embedding corpus in fp32 (the recall of {self.variant_name()})",
+                          self.progress, threads=self.threads)
+            save_embeddings(path, fp32, key)
+        rng = np.random.default_rng(seed)
+        pick = np.sort(rng.choice(len(texts), size=min(sample, len(texts)), replace=False))
+        chosen = [texts[int(i)] for i in pick]
+        kk = max(1, min(k, len(self._ids)))
+        _, mine = exact_search(self.embeddings, encode(self.encoder, chosen, self.batch_size,
+                                                      progress=False, threads=self.threads), kk)
+        _, theirs = exact_search(fp32, encode(encoder, chosen, self.batch_size, progress=False,
+                                              threads=self.threads), kk)
+        found = sum(len(set(a.tolist()) & set(b.tolist())) for a, b in zip(mine, theirs))
+        return {"recall_at_k": found / (kk * len(chosen)), "k": kk, "sample": len(chosen),
+                "vectors": self.variant_name(), "against": "fp32"}
+
+    def variant_name(self) -> str:
+        return self.backend if self.backend == "onnx-int8" else self.placement.dtype
 
 
 def exact_search(embeddings: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

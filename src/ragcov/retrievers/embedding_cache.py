@@ -87,7 +87,7 @@ def load_cached_embeddings(path: Path, n: int, dim: int | None = None,
     except (OSError, ValueError, EOFError, KeyError, TypeError, zipfile.BadZipFile) as exc:
         return _damaged(path, f"unreadable ({exc})")
     if key is not None and stored.get("key") != key:
-        return _damaged(path, "it was written for another corpus, model or chunking "
+        return _damaged(path, "it was written for another corpus, model, chunking or precision "
                               "(copied over this entry?)")
     problem = cache_problem(emb, n, dim)
     if problem:

@@ -54,7 +54,7 @@ def _store(corpus: Corpus, model: str | None, index: str, progress: bool, backen
     """The vector store the corpus was read from (``--corpus URL``), searched by itself."""
     from ragcov.retrievers.store import StoreRetriever
 
-    return StoreRetriever(corpus, model=model, backend=backend)
+    return StoreRetriever(corpus, model=model, backend=backend, device=options.get("device", "auto"))
 
 
 RETRIEVERS: dict[str, Factory] = {"dense": _dense, "bm25": _bm25, "store": _store}
@@ -64,6 +64,12 @@ def make_retriever(kind: str, corpus: Corpus, model: str | None = None,
                    index: str = "flat", progress: bool = True, **options: Any) -> Retriever:
     """Build a retriever from its CLI name: a key of :data:`RETRIEVERS`, ``module:attr`` or a URL."""
     backend = options.pop("backend", None)  # the encoder of dense and store: torch, onnx, onnx-int8
+    # Where dense and store embed (ragcov.retrievers.hardware): no other retriever takes them.
+    hardware = {key: options.pop(key) for key in ("device", "dtype") if key in options}
+    if kind == "dense":
+        options.update(hardware)
+    elif kind == "store" and "device" in hardware:
+        options["device"] = hardware["device"]  # the query encoder's; the store's vectors are made
     if kind in RETRIEVERS:
         return RETRIEVERS[kind](corpus, model, index, progress, backend, options)
     if kind.startswith(("http://", "https://")):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,16 +108,26 @@ def _hub_revision(folder: Path) -> str | None:
 
 
 def model_files(folder: Path) -> list[Path]:
-    """The files whose content decides the model's vectors, in a stable order."""
+    """The files whose content decides the model's vectors, in a stable order.
+
+    Symlinked folders are followed (a model assembled from linked modules, ``1_Pooling``
+    pointing elsewhere, is the model it loads), each real folder once."""
     if folder.is_file():
         return [folder]
     files = []
-    for path in folder.rglob("*"):
-        rel = path.relative_to(folder)
-        if any(part.startswith(".") for part in rel.parts):
-            continue  # .git, .cache, editors' files: not the model
-        if path.suffix.lower() in _MODEL_SUFFIXES and path.name.lower() not in _IGNORED_NAMES \
-                and path.is_file():
+    seen: set[str] = set()
+    for root, dirs, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:  # a link back up the tree
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # .git, .cache: not the model
+        for name in names:
+            path = Path(root) / name
+            if name.startswith(".") or path.suffix.lower() not in _MODEL_SUFFIXES \
+                    or name.lower() in _IGNORED_NAMES or not path.is_file():
+                continue
             files.append(path)
     return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
 
@@ -129,7 +140,8 @@ def folder_digest(folder: Path) -> str:
     for path in model_files(folder):
         st = path.stat()
         where = str(path.resolve())
-        stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+        # ctime too: a file rewritten in place with its old size and mtime put back is new
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
         entry = known.get(where)
         if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("sha256"), str):
             content = entry["sha256"]

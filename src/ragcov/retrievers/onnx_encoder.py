@@ -78,11 +78,24 @@ def resolve_backend(backend: str | None, source: str) -> str:
         return "onnx"
     if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("torch") is None:
         return "torch"  # cannot export, and nothing exported yet
+    if not _export_folder_writable():
+        return "torch"  # an export could not be kept: the run goes on without one
     try:
         read_layout(source)
     except (RagcovError, OSError, ValueError):
         return "torch"
     return "onnx"
+
+
+def _export_folder_writable() -> bool:
+    """Whether an export can be written into the cache folder (a read-only or immutable
+    folder, or a file where the folder should be, must cost the export, not the run)."""
+    folder = cache_dir() / "onnx"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
 
 
 # ------------------------------------------------------------------------------ the export

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ragcov.errors import RagcovError
 from ragcov.retrievers.dense import encode, load_encoder, resolve_model
+from ragcov.retrievers.hardware import resolve_placement
 from ragcov.retrievers.model_identity import ModelIdentity, identify_model
-from ragcov.retrievers.onnx_encoder import resolve_backend
 from ragcov.stores.model_check import (
     MIN_MEAN_COSINE,
     ModelCheck,
@@ -40,10 +40,12 @@ class QueryEncoder:
     every case it is checked against the stored vectors first (:func:`settle_model`).
     """
 
-    def __init__(self, model: str | None, normalize: bool = False, backend: str | None = None) -> None:
+    def __init__(self, model: str | None, normalize: bool = False, backend: str | None = None,
+                 device: str | None = "auto") -> None:
         self.model_name, self._source = resolve_model(model)
         self.normalize = normalize
-        self.backend = resolve_backend(backend, self._source)
+        self.placement = resolve_placement(device, "fp32", backend, self._source)
+        self.backend = self.placement.backend
         self._encoder: Any = None
 
     def identity(self) -> ModelIdentity:
@@ -52,7 +54,7 @@ class QueryEncoder:
 
     def encode(self, texts: Sequence[str]) -> list[list[float]]:
         if self._encoder is None:
-            self._encoder = load_encoder(self._source, backend=self.backend)
+            self._encoder = load_encoder(self._source, placement=self.placement)
         vectors = self._encoder.encode(list(texts), batch_size=64, convert_to_numpy=True,
                                        normalize_embeddings=self.normalize,
                                        show_progress_bar=False)
@@ -133,7 +135,8 @@ class StoreRetriever:
     query is embedded: a store whose vectors another model made is refused, not searched.
     """
 
-    def __init__(self, corpus: Corpus, model: str | None = None, backend: str | None = None) -> None:
+    def __init__(self, corpus: Corpus, model: str | None = None, backend: str | None = None,
+                 device: str | None = "auto") -> None:
         store = getattr(corpus, "store", None)
         if store is None:
             raise RagcovError("--retriever store needs --corpus to be a store URL "
@@ -144,7 +147,7 @@ class StoreRetriever:
         normalizes = getattr(store, "normalizes", None)
         self.encoder = QueryEncoder(self.store_model.model,
                                     normalize=bool(normalizes()) if callable(normalizes) else False,
-                                    backend=backend)
+                                    backend=backend, device=device)
 
     def retrieve(self, texts: Sequence[str], k: int) -> list[Ranked]:
         if not texts:

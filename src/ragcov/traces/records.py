@@ -9,12 +9,10 @@ here add the file and line, which only the reader knows.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ragcov.collector import cyclic_gc_paused as cyclic_gc_paused  # where the importers find it
 from ragcov.errors import InputFormatError
 from ragcov.fields import FieldError, parse_id, parse_score
 from ragcov.retrieval import Run
@@ -118,19 +116,3 @@ class SpanStats:
     empty: int = 0
 
 
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cycle collector while an import builds its records.
-
-    An import creates millions of small objects that hold no reference cycles;
-    the collector would walk all of them again at every full collection (about a
-    third of the import's time at a million spans, measured). Reference counting
-    still frees everything as usual; the collector is restored afterwards.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
