@@ -29,10 +29,10 @@ from ragcov.reachability.selfquery import sentences
 pytestmark = pytest.mark.slow
 
 SAMPLE = Path(ragcov.__file__).parent / "data_sample"
-N_CHUNKS = 600
+N_CHUNKS = 400
 N_QUERIES = 15
 K = 5
-PROBED = 120     # --sample: chunks whose own probes are run
+PROBED = 80      # --sample: chunks whose own probes are run
 MARGIN = 1e-4    # scores this close to the top-k boundary may go either way between encoders
 
 
@@ -138,7 +138,7 @@ def check_against_recount(doc: dict, data: Path, lost: dict, expect_hidden: bool
 def test_builtin_hnsw_tiny_hides_and_generous_does_not(capsys, lost: dict) -> None:
     folder = lost["folder"]
     docs = {}
-    for name, m, ef in (("tiny", "2", "1"), ("generous", "32", "600")):
+    for name, m, ef in (("tiny", "2", "1"), ("generous", "32", "400")):
         data = folder / f"hnsw-{name}.ragcov"
         docs[name], err = run_and_probe(capsys, str(lost["chunks"]), data, lost, "--retriever", "dense",
                                         "--model", lost["model"], "--index", "hnsw",
@@ -200,7 +200,7 @@ def _chroma(path: Path, name: str, lost: dict, hnsw: dict) -> str:
 def test_chroma_tiny_graph_hides_and_generous_does_not(capsys, lost: dict, tmp_path: Path) -> None:
     for name, hnsw, expect in (
             ("tiny", {"max_neighbors": 2, "ef_construction": 4, "ef_search": 1}, True),
-            ("generous", {"max_neighbors": 32, "ef_construction": 200, "ef_search": 600}, False)):
+            ("generous", {"max_neighbors": 32, "ef_construction": 200, "ef_search": 400}, False)):
         url = _chroma(tmp_path / name, f"lost-{name}", lost, hnsw)
         data = tmp_path / f"{name}.ragcov"
         doc, err = run_and_probe(capsys, url, data, lost, "--retriever", "store", "--model", lost["model"])
