@@ -584,7 +584,7 @@ def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> 
     probes = read_probes(data, tests.n_chunks)
     return audit(tests, probes, details=lambda positions: chunk_details(data, positions),
                  probe_texts=lambda ids: probe_texts(data, ids)).with_candidates(
-        lambda positions: chunk_details(data, positions), chunk_hashes(data.path))
+        data.chunk_texts(), dict(zip(tests.chunk_ids, chunk_hashes(data.path))))
 
 
 def read_qrels(qrels: str | os.PathLike[str], level: str | None = None) -> Any:

@@ -203,10 +203,21 @@ def _load_scoped(data: Any, data_file: str | os.PathLike[str], scope: ReportScop
         from ragcov.reachability.audit import audit
 
         reachability = audit(m, probes, details=lambda rows: chunk_details(data, rows),
-                             probe_texts=lambda ids: probe_texts(data, ids)).with_candidates(
-            lambda rows: chunk_details(data, rows), chunk_hashes(data.path),
-            scope.min_chunk_chars)
-    scoped = apply_scope(m, data.chunk_texts(), chunk_positions(data_file), scope, reachability)
+                             probe_texts=lambda ids: probe_texts(data, ids))
+    texts = data.chunk_texts()
+    scoped = apply_scope(m, texts, chunk_positions(data_file), scope, reachability)
+    if reachability is not None:
+        # Junk is looked for once the scope is known: the lines it suggests are checked
+        # against the chunks this report counts, so they exclude the candidates and nothing
+        # the suite covers.
+        reachability.with_candidates(texts, dict(zip(m.chunk_ids, chunk_hashes(data.path))),
+                                     scoped.matrix.chunk_ids, scope.min_chunk_chars)
+        view = scoped.reachability
+        if view is not reachability:  # the report's view was cut before junk was known
+            at = {cid: j for j, cid in enumerate(reachability.chunk_ids)}
+            view.junk = {i: reachability.junk[at[cid]] for i, cid in enumerate(view.chunk_ids)
+                         if at[cid] in reachability.junk}
+            view.junk_config = reachability.junk_config
     scoped.generated_left_out = left_out
     scoped.meta = data.meta()
     scoped.from_store = data.annotation(CORPUS_KIND) == "store"
