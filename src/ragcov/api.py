@@ -1210,6 +1210,7 @@ def configured_scope(command: str = "report", start: str | os.PathLike[str] | No
              if k in values}
     return ReportScope(**lists, min_chunk_chars=values.get("min_chunk_chars", 0),
                        reachable=values.get("reachable", False),
+                       reachable_if_probed=bool(values.get("reachable", False)),
                        include_generated=values.get("include_generated", False))
 
 
