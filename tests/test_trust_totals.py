@@ -285,6 +285,10 @@ def test_a_retriever_returning_fewer_than_k_is_recorded_at_its_depth(tmp_path: P
     said = err + "".join(str(w.message) for w in caught)
     assert code == 0, err
     assert "recorded at k=5 but to different depths (5 in" in said and "3 in" in said
+    # diff of one retriever's two suites: lists shorter in one come from its queries, and
+    # are compared as they are.
+    code, out, err = cli(capsys, "diff", str(tmp_path / "full.ragcov"), str(shallow))
+    assert code == 0 and "effective depth" not in err, err
 
 
 def test_show_ids_reaches_probe_and_select(probed: Path, capsys, tmp_path: Path) -> None:
