@@ -277,6 +277,11 @@ def test_report_shows_hit_rate_and_recall_from_labels_and_gates(probed: Path, ca
     assert code == 0
     assert (f"Correctness (labels): hit rate {rate * 100:.1f}% of {len(questions)} labelled queries "
             f"retrieve a relevant chunk; mean recall@3 {rate:.3f}") in out
+    code, out, _ = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels),
+                       "--format", "json")
+    assert code == 0 and json.loads(out)["correctness"] == {
+        "source": "labels", "labelled": len(questions), "hit_rate": pytest.approx(rate),
+        "recall_at_k": pytest.approx(rate), "failed_tests": []}
     above = f"{rate * 100 + 1:.1f}"
     code, _, err = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels),
                        "--min-hit-rate", above)
