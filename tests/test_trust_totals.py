@@ -302,7 +302,7 @@ def test_show_ids_reaches_probe_and_select(probed: Path, capsys, tmp_path: Path)
                 if e.get("status") == "untested" and "exclusion_candidate" not in e]  # junk: no test
     line = next(x for x in out.splitlines() if x.startswith("Untested chunks ("))
     assert line.startswith(f"Untested chunks ({len(untested)})") and untested[0] in line
-    # select: what a cut loses, as DOC#N ranges, or by id
+    # select: what a cut loses, as DOC:N ranges, or by id
     order = tmp_path / "order.json"
     code, out, _ = cli(capsys, "select", "--data-file", str(probed), "--budget", "5", "-o", str(order))
     lost = json.loads(order.read_text())["cut"]["lost_chunks"]

@@ -220,7 +220,7 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
 
     Besides the order file's keys, ``"suite"`` holds the selected queries as the files
     they were recorded from hold them (:func:`selected_records`) and, after a cut,
-    ``"lost_ranges"`` the chunks it loses as ``DOC#N`` ranges (both dropped before the
+    ``"lost_ranges"`` the chunks it loses as ``DOC:N`` ranges (both dropped before the
     order file is written); ``"tests"`` (kept) the pytest node ids that asked them.
     """
 
@@ -241,7 +241,7 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
         # The pytest node id each selected question was asked by (``pytest --ragcov``).
         doc["tests"] = list(dict.fromkeys(tests[q] for q in doc["order"] if q in tests))
     if doc["cut"] is not None:
-        # What the cut costs, as ``report -m`` lists missing chunks (``DOC#3-5``); popped by
+        # What the cut costs, as ``report -m`` lists missing chunks (``DOC:3-5``); popped by
         # the CLI before the order file is written (it keeps the ids).
         from ragcov.reporters.names import chunk_ranges
         from ragcov.summary import document_positions

@@ -63,7 +63,7 @@ Dtype = Annotated[str, typer.Option(
     "recorded in the data file.")]
 Support = Annotated[str, typer.Option(help="retrieved or corpus.")]
 ShowIds = Annotated[bool, typer.Option(
-    "--show-ids", help="List chunks by their ids instead of DOC#N ranges (N counts from 1, as "
+    "--show-ids", help="List chunks by their ids instead of DOC:N ranges (N counts from 1, as "
     "Cobertura and lcov lines do). A single chunk is always named by its id.")]
 # Declared once, for every command that takes them.
 Scheduler = Annotated[str | None, typer.Option(
