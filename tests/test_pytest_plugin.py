@@ -213,6 +213,26 @@ def test_function():
     result.stdout.fnmatch_lines(["Chunk coverage: 25.0% (2 of 8 chunks, 1 queries)"])
 
 
+def test_a_retriever_shorter_than_k_is_said_beside_the_total(pytester: pytest.Pytester):
+    """A reranker that keeps 2 at k=3: the session's summary says the depth, as report does."""
+    pytest.importorskip("ragcov.retrievers.loader")
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
+    pytester.makepyfile(test_fn='''
+from ragcov.pytest_plugin import record
+
+def search(query, k):
+    return ["tokyo", "madrid"]
+
+def test_function():
+    assert len(record(search)("far east", 3)) == 2
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+                                           "corpus.jsonl", "--ragcov-k", "3")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["ragcov: 1 of 1 queries retrieved fewer than 3 chunks (effective "
+                                 "depth 2): coverage is measured at that depth"])
+
+
 def test_ids_outside_the_corpus_fail_the_test_that_retrieved_them(pytester: pytest.Pytester):
     pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
     pytester.makepyfile(test_bad='''

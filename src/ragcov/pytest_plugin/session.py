@@ -133,6 +133,9 @@ class _Session:
             api.record_outcomes(s.data_file, self.outcomes, self.recorder.askers)
         self.summary, lines = write_reports(s.data_file, s.reports, s.root)
         self.lines += lines
+        depth = self.summary.depth.note() if self.summary.depth is not None else None
+        if depth:  # a k = 5 number measured at depth 3 says so, as `ragcov report` does
+            self.lines.append(f"ragcov: {depth}: coverage is measured at that depth")
         twins = self.recorder.matching().line()
         if twins:
             self.lines.append(f"ragcov: {twins}")
