@@ -97,6 +97,16 @@ def test_fails_below_the_threshold(toy: pytest.Pytester):
         ["FAIL Required chunk coverage of 40% not reached. Total chunk coverage: 37.50%"])
 
 
+def test_a_session_that_records_nothing_says_the_data_file_is_an_earlier_ones(toy: pytest.Pytester):
+    assert toy.runpytest(*ragcov_args()).ret == pytest.ExitCode.OK
+    before = (toy.path / ".ragcov").read_bytes()
+    result = toy.runpytest(*ragcov_args("-k", "no_such_test"))
+    result.stdout.fnmatch_lines(["ragcov: no retrievals were recorded*",
+                                 "ragcov: *.ragcov is left as an earlier session wrote it; it "
+                                 "does not measure this one"])
+    assert (toy.path / ".ragcov").read_bytes() == before  # nothing is lost either
+
+
 def test_records_at_the_session_k_and_returns_what_the_test_asked(toy: pytest.Pytester):
     # At k=2 each question reaches a second chunk, though the tests still see top 1.
     result = toy.runpytest(*ragcov_args("--ragcov-report", "term-missing", k="2"))
