@@ -142,7 +142,7 @@ UUIDS = [f"{i:08x}-7c1e-4b5a-9f00-{i:012x}" for i in range(8)]
 
 @pytest.fixture
 def uuid_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A store-like corpus (UUID ids): BASE retrieves manual#1-2, HEAD manual#1-5."""
+    """A store-like corpus (UUID ids): BASE retrieves manual:1-2, HEAD manual:1-5."""
     from ragcov.corpus import load_corpus
     from ragcov.data import CoverageData
     from ragcov.retrieval import Run
@@ -199,7 +199,7 @@ def test_a_store_recordings_missing_chunks_are_listed_by_id(uuid_runs: Path, cap
 
 def test_diff_lists_gained_chunks_as_ranges(uuid_runs: Path, capsys) -> None:
     code, out, _ = cli(capsys, "diff", "base.ragcov", "head.ragcov", "--format", "markdown")
-    assert code == 0 and "Gained chunks (3): `manual#3-5`" in out
+    assert code == 0 and "Gained chunks (3): `manual:3-5`" in out
     assert UUIDS[3] not in out
     _, out, _ = cli(capsys, "diff", "base.ragcov", "head.ragcov", "--format", "markdown",
                     "--show-ids")
@@ -218,11 +218,11 @@ def test_gap_names_each_untested_chunk_by_its_id(uuid_runs: Path, capsys) -> Non
     rows = {line.split()[0]: line.split()[1] for line in out.splitlines()
             if line.split() and line.split()[0] in UUIDS}
     assert rows == {UUIDS[i]: "manual" for i in (2, 3, 4)}
-    assert "manual#3" not in out
+    assert "manual:3" not in out
     _, out, _ = cli(capsys, *args, "--format", "json")
     untested = json.loads(out)["untested"]
     assert {(u["chunk_id"], u["name"]) for u in untested} == {
-        (UUIDS[i], f"manual#{i + 1}") for i in (2, 3, 4)}
+        (UUIDS[i], f"manual:{i + 1}") for i in (2, 3, 4)}
 
 
 # 4. Usage errors, help, pytest-cov's suffix, gap --top, RAGCOV_FILE and --rcfile ----------

@@ -248,3 +248,21 @@ def test_no_report_is_written_over_the_config_or_a_source_file(project: Path, ca
     code, _, err = cli(capsys, "json", "-o", target)
     assert code == 1 and "refusing to overwrite it" in err, err
     assert (project / target).read_text() == text
+
+
+def test_a_team_wide_reachable_and_topic_gate_do_not_break_a_plain_report(project: Path,
+                                                                          capsys) -> None:
+    """Flat ``reachable = true`` and ``min_topic_coverage = 50`` set for the whole team: a
+    data file not probed yet is reported whole with a warning (asked for with the flag, it
+    is an error), and the topic gate belongs to ``ragcov topics``, not to ``report``."""
+    (project / "ragcov.toml").write_text("reachable = true\nmin_topic_coverage = 50\n")
+    code, out, err = cli(capsys, "report")
+    assert code == 0, err
+    assert "TOTAL" in out and "has no probes: every chunk is counted" in err
+    code, _, err = cli(capsys, "report", "--reachable")
+    assert code == 1 and "--reachable needs probes" in err
+    from ragcov.config import default_map
+
+    got = default_map({"min_topic_coverage": 50}, {"report": ["min_topic_coverage"],
+                                                    "topics": ["min_topic_coverage"]})
+    assert got == {"topics": {"min_topic_coverage": 50}}

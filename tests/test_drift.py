@@ -437,7 +437,7 @@ def test_the_corpus_own_versions_give_the_blast_radius(tmp_path: Path, capsys) -
     assert "stale (own versions)" in out and "1 superseded chunks in 1 documents" in out
     # The blast radius: every test retrieving the superseded chunk, at its rank and the
     # current version's (- where it is not retrieved).
-    assert "refunds#1 (current: refunds#2): old r1/2, new r2/1, ship r2/-" in out
+    assert "refund-v1 (current: refund-v2): old r1/2, new r2/1, ship r2/-" in out
     r = api.drift_summary(tmp_path / ".ragcov").relation("stale:versions")
     verdicts = {t.query_id: (t.violated, t.value) for t in r.tests}
     # "old" ranks the superseded version first: violated; "new" ranks the current first.

@@ -105,13 +105,10 @@ def test_junk_is_an_exclusion_candidate_and_its_config_lines_exclude_it(tmp_path
     after = _json(capsys, tmp_path / ".ragcov")
     excluded = set(after["excluded"])
     assert candidates <= excluded
-    texts = {r["id"]: r["text"] for r in map(json.loads, corpus.read_text().splitlines())}
-    limit = next((int(x.split("=")[1]) for x in lines if x.startswith("min_chunk_chars")), 0)
-    # besides the candidates: only the covered copies of the disclaimer and (with a
-    # min_chunk_chars line) covered chunks under that length
-    assert excluded - candidates <= covered_legal | {c for c, t in texts.items()
-                                                     if len(t.strip()) < limit}
-    assert excluded - candidates - covered_legal == set() or limit
+    # Besides the candidates they leave out only the covered copies of the disclaimer (the
+    # same text), and a comment beside the lines says so.
+    assert excluded - candidates == covered_legal
+    assert bool(covered_legal) == any(x.startswith("# these also leave out") for x in lines)
     assert after["totals"]["exclusion_candidates"] == 0
 
 
@@ -280,9 +277,43 @@ def test_report_shows_hit_rate_and_recall_from_labels_and_gates(probed: Path, ca
     assert code == 0
     assert (f"Correctness (labels): hit rate {rate * 100:.1f}% of {len(questions)} labelled queries "
             f"retrieve a relevant chunk; mean recall@3 {rate:.3f}") in out
+    code, out, _ = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels),
+                       "--format", "json")
+    assert code == 0 and json.loads(out)["correctness"] == {
+        "source": "labels", "labelled": len(questions), "hit_rate": pytest.approx(rate),
+        "recall_at_k": pytest.approx(rate), "failed_tests": []}
     above = f"{rate * 100 + 1:.1f}"
     code, _, err = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels),
                        "--min-hit-rate", above)
     assert code == 2 and f"Correctness failure: hit rate of {rate * 100:.2f}% is less than" in err
     code, _, err = cli(capsys, "report", "--data-file", str(probed), "--min-hit-rate", "50")
     assert code == 1 and "--min-hit-rate needs --qrels" in err
+
+
+def test_junk_lines_take_a_general_rule_only_where_it_leaves_out_nothing_else() -> None:
+    """Hand-worked: "[1]" is uncovered, "[2]" covered. "No words at all" would leave out
+    the covered "[2]" too, so the line names "[1]" alone; with "[2]" gone the rule is
+    general. Three copies of a footer are boilerplate; the covered copy is named."""
+    from collections import Counter
+
+    from ragcov.reachability.junk import NO_WORDS, exclusion_candidates
+
+    footer = "Page footer: printed by the press office of the hospital group"
+    texts = {"a": "[1]", "b": "[2]", "c": footer, "d": footer, "e": footer,
+             "f": "Aspirin lowers the risk of a second heart attack in adults"}
+    hashes = Counter({"h1": 1, "h2": 1, "foot": 3, "h3": 1})
+    uncovered = {"a": ("[1]", "h1"), "c": (footer, "foot"), "d": (footer, "foot")}
+    found = exclusion_candidates(uncovered, hashes, texts)
+    assert set(found.reasons) == {"a", "c", "d"}
+    assert found.reasons["c"].startswith("boilerplate: the same text in 3")
+    exclude = json.loads(found.config_lines[0].split("=", 1)[1])
+    assert NO_WORDS not in exclude and len(exclude) == 2
+    assert any(x.startswith("# these also leave out 1 chunk(s)") and x.endswith(": e")
+               for x in found.config_lines)
+    general = exclusion_candidates(uncovered, hashes, {k: v for k, v in texts.items() if k != "b"})
+    assert NO_WORDS in json.loads(general.config_lines[0].split("=", 1)[1])
+    # A chunk "f" (content) is never a candidate; a text of its own below 40 characters is.
+    short = exclusion_candidates({"g": ("Aspirin dose", "h4")}, Counter({"h4": 1}),
+                                 {"g": "Aspirin dose", "f": texts["f"]})
+    assert short.reasons == {"g": "short: under 40 characters"}
+    assert short.config_lines == ["min_chunk_chars = 40"]

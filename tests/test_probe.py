@@ -316,7 +316,13 @@ def test_reachable_changes_only_the_denominator(capsys, tmp_path: Path, planted:
     assert code == 0 and f'lines-valid="{len(status) - unreachable}"' in xml
     # The text report splits the uncovered chunks and names the unreachable ones.
     code, out, _ = cli(capsys, "report", "-m", "--data-file", str(data))
-    assert f"{unreachable} unreachable" in out and f"planted#{K + 1}" in out
+    assert f"{unreachable} unreachable" in out and f"planted:{K + 1}" in out
+    shown = next(x for x in out.splitlines() if x.startswith("Unreachable (no probe"))
+    # Under --include the list names the same chunks (its rows were the file's rows before).
+    code, out, _ = cli(capsys, "report", "-m", "--data-file", str(data), "--include", "planted")
+    only = next(x for x in out.splitlines() if x.startswith("Unreachable (no probe"))
+    assert only == "Unreachable (no probe retrieves them): " + ", ".join(
+        x for x in shown.split(": ", 1)[1].split(", ") if x.startswith("planted:"))
 
 
 def test_json_report_says_why_each_chunk_is_uncovered(capsys, tmp_path: Path, planted: Path) -> None:
@@ -362,7 +368,7 @@ def test_diff_of_probed_runs_gives_the_blast_radius(capsys, tmp_path: Path, plan
     assert sorted(json.loads(out)["rescued"]) == became
     code, out, _ = cli(capsys, "diff", str(files[K]), str(files[K + 1]), "--allow-different-k")
     assert f"0 chunks became unreachable, {len(became)} rescued" in out
-    assert f"planted#{K + 1}" in out  # named as a person reads it: DOC#N from 1
+    assert f"planted:{K + 1}" in out  # named as a person reads it: DOC:N from 1
 
 
 @pytest.fixture

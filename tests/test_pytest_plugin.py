@@ -97,6 +97,16 @@ def test_fails_below_the_threshold(toy: pytest.Pytester):
         ["FAIL Required chunk coverage of 40% not reached. Total chunk coverage: 37.50%"])
 
 
+def test_a_session_that_records_nothing_says_the_data_file_is_an_earlier_ones(toy: pytest.Pytester):
+    assert toy.runpytest(*ragcov_args()).ret == pytest.ExitCode.OK
+    before = (toy.path / ".ragcov").read_bytes()
+    result = toy.runpytest(*ragcov_args("-k", "no_such_test"))
+    result.stdout.fnmatch_lines(["ragcov: no retrievals were recorded*",
+                                 "ragcov: *.ragcov is left as an earlier session wrote it; it "
+                                 "does not measure this one"])
+    assert (toy.path / ".ragcov").read_bytes() == before  # nothing is lost either
+
+
 def test_records_at_the_session_k_and_returns_what_the_test_asked(toy: pytest.Pytester):
     # At k=2 each question reaches a second chunk, though the tests still see top 1.
     result = toy.runpytest(*ragcov_args("--ragcov-report", "term-missing", k="2"))
@@ -211,6 +221,26 @@ def test_function():
                                 "corpus.jsonl", "--ragcov-k", "2")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["Chunk coverage: 25.0% (2 of 8 chunks, 1 queries)"])
+
+
+def test_a_retriever_shorter_than_k_is_said_beside_the_total(pytester: pytest.Pytester):
+    """A reranker that keeps 2 at k=3: the session's summary says the depth, as report does."""
+    pytest.importorskip("ragcov.retrievers.loader")
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CHUNKS))
+    pytester.makepyfile(test_fn='''
+from ragcov.pytest_plugin import record
+
+def search(query, k):
+    return ["tokyo", "madrid"]
+
+def test_function():
+    assert len(record(search)("far east", 3)) == 2
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+                                           "corpus.jsonl", "--ragcov-k", "3")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["ragcov: 1 of 1 queries retrieved fewer than 3 chunks (effective "
+                                 "depth 2): coverage is measured at that depth"])
 
 
 def test_ids_outside_the_corpus_fail_the_test_that_retrieved_them(pytester: pytest.Pytester):

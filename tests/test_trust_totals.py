@@ -150,7 +150,9 @@ def test_probe_prints_the_totals_the_report_prints_under_a_config(probed: Path, 
 # ------------------------------------------------------------- bidi and control characters
 ODD = {"doc\u202etxt.exe": "Invoices of the year with totals per quarter and region.",
        "line\u2028break": "A manual page on valves, pumps and their\x00 maintenance.",
-       "plain": "Plain text about quarterly revenue and its growth."}
+       "plain": "Plain text about quarterly revenue and its growth.",
+       # prints as "plain" though it is another document
+       "pl\u200bain": "Notes on warehouse stock and shipping times."}
 
 
 @pytest.fixture
@@ -172,6 +174,7 @@ def test_rows_with_bidi_and_separator_ids_stay_aligned(odd_ids: Path, capsys) ->
     rows = [line for line in out.splitlines()[1:] if line and not line.startswith("-")]
     assert "doc\\u202etxt.exe" in out and "line\\u2028break" in out
     assert "\u202e" not in out and "\u2028" not in out
+    assert "pl\\u200bain" in out and "\u200b" not in out
     # Every row's Cover column ends at one place (it was padded by the raw id's length).
     covers = {line.index("%") for line in rows if "%" in line}
     assert len(covers) == 1, out
@@ -183,7 +186,8 @@ def test_html_shows_bidi_and_nul_escaped_as_the_terminal_does(odd_ids: Path, cap
     pages = {p.name: p.read_text(encoding="utf-8") for p in site.glob("*.html")}
     everything = "".join(pages.values())
     assert "\u202e" not in everything and "\x00" not in everything and "\u2028" not in everything
-    assert "doc\\u202etxt.exe" in pages["index.html"]
+    assert "doc\\u202etxt.exe" in pages["index.html"] and "pl\\u200bain" in pages["index.html"]
+    assert "\u200b" not in everything
     assert any("their\\x00 maintenance" in text for text in pages.values())
 
 
@@ -281,6 +285,10 @@ def test_a_retriever_returning_fewer_than_k_is_recorded_at_its_depth(tmp_path: P
     said = err + "".join(str(w.message) for w in caught)
     assert code == 0, err
     assert "recorded at k=5 but to different depths (5 in" in said and "3 in" in said
+    # diff of one retriever's two suites: lists shorter in one come from its queries, and
+    # are compared as they are.
+    code, out, err = cli(capsys, "diff", str(tmp_path / "full.ragcov"), str(shallow))
+    assert code == 0 and "effective depth" not in err, err
 
 
 def test_show_ids_reaches_probe_and_select(probed: Path, capsys, tmp_path: Path) -> None:
@@ -294,7 +302,7 @@ def test_show_ids_reaches_probe_and_select(probed: Path, capsys, tmp_path: Path)
                 if e.get("status") == "untested" and "exclusion_candidate" not in e]  # junk: no test
     line = next(x for x in out.splitlines() if x.startswith("Untested chunks ("))
     assert line.startswith(f"Untested chunks ({len(untested)})") and untested[0] in line
-    # select: what a cut loses, as DOC#N ranges, or by id
+    # select: what a cut loses, as DOC:N ranges, or by id
     order = tmp_path / "order.json"
     code, out, _ = cli(capsys, "select", "--data-file", str(probed), "--budget", "5", "-o", str(order))
     lost = json.loads(order.read_text())["cut"]["lost_chunks"]

@@ -277,7 +277,7 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
 
     Besides the order file's keys, ``"suite"`` holds the selected queries as the files
     they were recorded from hold them (:func:`selected_records`) and, after a cut,
-    ``"lost_ranges"`` the chunks it loses as ``DOC#N`` ranges (both dropped before the
+    ``"lost_ranges"`` the chunks it loses as ``DOC:N`` ranges (both dropped before the
     order file is written); ``"tests"`` (kept) the pytest node ids that asked them.
     """
 
@@ -298,7 +298,7 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
         # The pytest node id each selected question was asked by (``pytest --ragcov``).
         doc["tests"] = list(dict.fromkeys(tests[q] for q in doc["order"] if q in tests))
     if doc["cut"] is not None:
-        # What the cut costs, as ``report -m`` lists missing chunks (``DOC#3-5``); popped by
+        # What the cut costs, as ``report -m`` lists missing chunks (``DOC:3-5``); popped by
         # the CLI before the order file is written (it keeps the ids).
         from ragcov.reporters.names import chunk_ranges
         from ragcov.summary import document_positions
@@ -694,7 +694,7 @@ def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> 
     return audit(tests, probes, details=lambda positions: chunk_details(data, positions),
                  probe_texts=lambda ids: probe_texts(data, ids),
                  stages=read_stages_of(data, tests, probes)).with_candidates(
-        lambda positions: chunk_details(data, positions), chunk_hashes(data.path))
+        data.chunk_texts(), dict(zip(tests.chunk_ids, chunk_hashes(data.path))))
 
 
 def read_qrels(qrels: str | os.PathLike[str], level: str | None = None) -> Any:
@@ -1411,6 +1411,7 @@ def configured_scope(command: str = "report", start: str | os.PathLike[str] | No
              if k in values}
     return ReportScope(**lists, min_chunk_chars=values.get("min_chunk_chars", 0),
                        reachable=values.get("reachable", False),
+                       reachable_if_probed=bool(values.get("reachable", False)),
                        include_generated=values.get("include_generated", False))
 
 

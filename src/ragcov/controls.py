@@ -19,6 +19,11 @@ from ragcov.errors import RagcovError
 # surrogates, which no UTF-8 stream can carry; U+FFFE and U+FFFF, which XML refuses.
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
                      "\ud800-\udfff\ufffe\uffff]")
+# What a terminal shows as nothing, though it is in the id: zero-width spaces and joiners,
+# the directional marks, the word joiner and the byte-order mark. "a\u200bb" prints as
+# "ab" and is another id; escaped, the difference shows. Files carry them as they are.
+INVISIBLE = re.compile("[\u061c\u200b-\u200f\u2060\ufeff]")
+SHOWN = re.compile(CONTROL.pattern[:-1] + INVISIBLE.pattern[1:-1] + "]")
 
 
 def _escaped(char: str) -> str:
@@ -27,11 +32,11 @@ def _escaped(char: str) -> str:
 
 
 def escape_controls(text: str, keep: str = "") -> str:
-    """``text`` with each control character written as ``\\x1b`` or ``\\u2028``; those in
+    """``text`` with each control or invisible character written as ``\\x1b`` or ``\\u200b``; those in
     ``keep`` (the line breaks of a multi-line report) stay."""
-    if CONTROL.search(text) is None:
+    if SHOWN.search(text) is None:
         return text
-    return CONTROL.sub(lambda m: m.group() if m.group() in keep else _escaped(m.group()), text)
+    return SHOWN.sub(lambda m: m.group() if m.group() in keep else _escaped(m.group()), text)
 
 
 def refuse_controls(text: str, what: str, fmt: str) -> str:

@@ -44,6 +44,10 @@ class ReportScope:
     exclude_docs: tuple[str, ...] = ()
     min_chunk_chars: int = 0
     reachable: bool = False
+    # ``reachable = true`` from a config file: a team sets it for every report, and a data
+    # file not probed yet (a first run, a PR's job) is reported whole, with a warning, not
+    # refused. Asked for on the command line, it needs probes.
+    reachable_if_probed: bool = False
     # Questions ``ragcov generate`` wrote count only once accepted (recorded from the suite)
     # unless this is set: a vague generated question must not raise a gated total unseen.
     include_generated: bool = False
@@ -135,7 +139,7 @@ def exclusion_reason(doc_id: str, text: str, scope: ReportScope,
 
 def apply_scope(m: CoverageMatrix, texts: Mapping[str, str], positions: Mapping[str, int],
                 scope: ReportScope, reachability: Any = None) -> Scoped:
-    unreachable = _unreachable(m, reachability) if scope.reachable else {}
+    unreachable = _unreachable(m, reachability, scope) if scope.reachable else {}
     compiled = [re.compile(p, re.MULTILINE) for p in scope.exclude]
     keep: list[int] = []
     excluded: list[ExcludedChunk] = []
@@ -164,8 +168,14 @@ def apply_scope(m: CoverageMatrix, texts: Mapping[str, str], positions: Mapping[
                   reachability=reachability)
 
 
-def _unreachable(m: CoverageMatrix, reachability: Any) -> dict[int, str]:
+def _unreachable(m: CoverageMatrix, reachability: Any, scope: ReportScope) -> dict[int, str]:
     """Column -> why, for the chunks a probe run found unreachable (``--reachable``)."""
+    if reachability is None and scope.reachable_if_probed:
+        from ragcov.user_warnings import RetrievalWarning, warn
+
+        warn("reachable = true (config) but the data file has no probes: every chunk is "
+             "counted; run `ragcov probe` to leave out the unreachable ones", RetrievalWarning)
+        return {}
     if reachability is None:
         raise RagcovError("--reachable needs probes in the data file: run `ragcov probe` "
                           "with the same corpus and retriever first")
@@ -212,10 +222,21 @@ def _load_scoped(data: Any, data_file: str | os.PathLike[str], scope: ReportScop
 
         reachability = audit(m, probes, details=lambda rows: chunk_details(data, rows),
                              probe_texts=lambda ids: probe_texts(data, ids),
-                             stages=record).with_candidates(
-            lambda rows: chunk_details(data, rows), chunk_hashes(data.path),
-            scope.min_chunk_chars)
-    scoped = apply_scope(m, data.chunk_texts(), chunk_positions(data_file), scope, reachability)
+                             stages=record)
+    texts = data.chunk_texts()
+    scoped = apply_scope(m, texts, chunk_positions(data_file), scope, reachability)
+    if reachability is not None:
+        # Junk is looked for once the scope is known: the lines it suggests are checked
+        # against the chunks this report counts, so they exclude the candidates and nothing
+        # the suite covers.
+        reachability.with_candidates(texts, dict(zip(m.chunk_ids, chunk_hashes(data.path))),
+                                     scoped.matrix.chunk_ids, scope.min_chunk_chars)
+        view = scoped.reachability
+        if view is not reachability:  # the report's view was cut before junk was known
+            at = {cid: j for j, cid in enumerate(reachability.chunk_ids)}
+            view.junk = {i: reachability.junk[at[cid]] for i, cid in enumerate(view.chunk_ids)
+                         if at[cid] in reachability.junk}
+            view.junk_config = reachability.junk_config
     if scoped.reachability is not None:
         scoped.stages = scoped.reachability.stages
     elif record is not None:

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.segment import Segment
 
-from ragcov.controls import CONTROL, escape_controls
+from ragcov.controls import SHOWN, escape_controls
 
 
 class Terminal(Console):
@@ -25,7 +25,7 @@ class Terminal(Console):
 
     def render(self, renderable: Any, options: Any = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
-            if segment.control is None and CONTROL.search(segment.text) is not None:
+            if segment.control is None and SHOWN.search(segment.text) is not None:
                 segment = Segment(escape_controls(segment.text, keep="\n\t"), segment.style)
             yield segment
 

@@ -80,7 +80,7 @@ MaxIndexHidden = Annotated[int | None, typer.Option(
     "--max-index-hidden", help="Exit with status 2 when more chunks than this are hidden by the "
     "index (exact search reaches them, the index does not).")]
 ShowIds = Annotated[bool, typer.Option(
-    "--show-ids", help="List chunks by their ids instead of DOC#N ranges (N counts from 1, as "
+    "--show-ids", help="List chunks by their ids instead of DOC:N ranges (N counts from 1, as "
     "Cobertura and lcov lines do). A single chunk is always named by its id.")]
 # Declared once, for every command that takes them.
 Scheduler = Annotated[str | None, typer.Option(

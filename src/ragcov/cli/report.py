@@ -114,7 +114,8 @@ def report(
     if format == "text":
         out.print(retriever_line(scoped.meta.k, scoped.meta.retriever, summary.depth), markup=False)
     out.print(shown.render(scoped, {"show_missing": show_missing, "skip_covered": skip_covered,
-                                    "sort": sort, "precision": precision, "show_ids": show_ids}
+                                    "sort": sort, "precision": precision, "show_ids": show_ids,
+                                    "correctness": right}
                            ).rstrip("\n"), markup=False)
     if format in ("text", "markdown"):
         lines = [excluded_line(scoped.excluded), generated_line(scoped.generated_left_out),

@@ -69,7 +69,7 @@ def scoped(command: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(command)
     def wrapper(**options: Any) -> None:
         values = {name: options.pop(name) for name, _, _ in _SCOPE_OPTIONS}
-        command(**options, scope=scope_of(**values))
+        command(**options, scope=scope_of(**values, reachable_from_config=_from_config("reachable")))
 
     wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
@@ -80,11 +80,24 @@ def scoped(command: Callable[..., None]) -> Callable[..., None]:
 def scope_of(include: list[str] | None = None, omit: list[str] | None = None,
              exclude: list[str] | None = None, exclude_docs: list[str] | None = None,
              min_chunk_chars: int = 0, reachable: bool = False,
-             include_generated: bool = False) -> ReportScope:
+             include_generated: bool = False, reachable_from_config: bool = False) -> ReportScope:
     return ReportScope(include=tuple(include or ()), omit=tuple(omit or ()),
                        exclude=tuple(exclude or ()), exclude_docs=tuple(exclude_docs or ()),
                        min_chunk_chars=min_chunk_chars, reachable=reachable,
+                       reachable_if_probed=reachable and reachable_from_config,
                        include_generated=include_generated)
+
+
+def _from_config(name: str) -> bool:
+    """Whether the option ``name`` of the running command came from a config file."""
+    try:  # typer's own copy of click runs the commands (see ragcov.cli.entry)
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover
+        from click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    return getattr(source, "name", None) == "DEFAULT_MAP"
 
 
 def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: float | None,

@@ -92,7 +92,7 @@ def select_cmd(
         lost = doc["cut"]["lost_chunks"]
         if lost:
             shown = lost if show_ids else lost_ranges
-            more = f", ... ({len(shown) - 12} more in the order file)" if len(shown) > 12 else ""
+            more = (f", ... (the order file lists all {len(lost)})" if len(shown) > 12 else "")
             out.print(f"The cut loses {len(lost)} chunk{'s' if len(lost) != 1 else ''} the pool "
                       f"covers: {', '.join(shown[:12])}{more}", markup=False)
     if written:

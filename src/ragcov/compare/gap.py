@@ -37,7 +37,7 @@ class UntestedChunk:
     doc_id: str
     traffic_hits: int
     example_queries: list[ExampleQuery]
-    name: str = ""  # DOC#N, N from 1: the chunk as a person reads it
+    name: str = ""  # DOC:N, N from 1: the chunk as a person reads it
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,9 @@ def check_comparable(base: Recording, head: Recording, allow_k: bool = False,
                      allow_retriever: bool = False, allow_corpus: bool = False) -> None:
     """Refuse, as ``combine`` does, two recordings that differ in what was not allowed to."""
     m, other = base.meta, head.meta
-    if not allow_k and m.k == other.k:
+    # Only across retrievers: with one retriever and k a shorter list comes from the query
+    # (nothing more matched it), which is what a suite change is, not a second depth.
+    if not allow_k and m.k == other.k and not same_retriever(m.retriever, other.retriever):
         deep, deep_other = base.effective_depth(), head.effective_depth()
         if deep is not None and deep_other is not None and deep != deep_other:
             # The same k on paper, two depths in fact: a k = 3 number beside a k = 5 one.

@@ -184,7 +184,7 @@ def _fit(lines: list[str], budget: int) -> list[str]:
 
 
 def _chunk_list(d: CoverageDiff, gained: bool, show_ids: bool) -> str:
-    """Gained or lost chunks as ``DOC#3-5`` runs (their ids with ``show_ids``)."""
+    """Gained or lost chunks as ``DOC:3-5`` runs (their ids with ``show_ids``)."""
     if show_ids:
         return ", ".join(f"`{c}`" for c in (d.gained if gained else d.lost))
     side, rows = (d.head, d.gained_rows) if gained else (d.base, d.lost_rows)

@@ -26,7 +26,6 @@ from ragcov.data.drift import DriftRecord
 from ragcov.drift.relations import KINDS, RELATION_NAMES, kind_of
 from ragcov.drift.transforms import FORMATS
 from ragcov.errors import RagcovError
-from ragcov.summary import positions_in_documents
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_CONFIDENCE = 0.95
@@ -63,7 +62,7 @@ class ChunkBreaks:
     chunk_idx: int
     chunk_id: str
     doc_id: str
-    name: str                   # DOC#N
+    name: str                   # its id, as a person finds it
     seen: int                   # the (test, copy) pairs that looked at it
     broke: int
 
@@ -135,7 +134,7 @@ class DriftSummary:
     settings: dict[str, Any]
     finished: bool
     relations: list[RelationResult]
-    names: dict[int, str]                 # chunk idx -> DOC#N, for the chunks shown
+    names: dict[int, str]                 # chunk idx -> its id, for the chunks shown
     texts: dict[int, str]                 # chunk idx -> text, for the chunks that broke
 
     def relation(self, name: str) -> RelationResult | None:
@@ -156,8 +155,9 @@ def summarize_drift(record: DriftRecord) -> DriftSummary:
     resamples = int(settings.get("resamples", DEFAULT_RESAMPLES))
     confidence = float(settings.get("confidence", DEFAULT_CONFIDENCE))
     seed = int(settings.get("seed", 0))
-    in_doc = positions_in_documents(record.doc_ids, record.chunk_ids, record.positions)
-    names = {j: f"{record.doc_ids[j]}#{int(in_doc[j]) + 1}" for j in range(len(record.chunk_ids))}
+    # Single chunks are named by id, as everywhere (a position names another chunk's id
+    # in a corpus of doc#0, doc#1 ..., and a corpus change is what drift is about).
+    names = dict(enumerate(record.chunk_ids))
     by_relation: dict[str, list[Any]] = {}
     for copy in record.copies:
         by_relation.setdefault(copy.relation, []).append(copy)

@@ -133,6 +133,9 @@ class _Session:
             api.record_outcomes(s.data_file, self.outcomes, self.recorder.askers)
         self.summary, lines = write_reports(s.data_file, s.reports, s.root)
         self.lines += lines
+        depth = self.summary.depth.note() if self.summary.depth is not None else None
+        if depth:  # a k = 5 number measured at depth 3 says so, as `ragcov report` does
+            self.lines.append(f"ragcov: {depth}: coverage is measured at that depth")
         twins = self.recorder.matching().line()
         if twins:
             self.lines.append(f"ragcov: {twins}")
@@ -145,6 +148,9 @@ class _Session:
     def _nothing_recorded(self) -> None:
         s = self.settings
         self.lines.append(NOTHING_RECORDED)
+        if s.data_file.exists():  # a report read later must not pass it off as this session's
+            self.lines.append(f"ragcov: {s.data_file} is left as an earlier session wrote it; "
+                              "it does not measure this one")
         if s.fail_under is not None and s.fail_under > 0:
             self.failed_under = True
             self.lines.append(f"FAIL Required chunk coverage of {s.fail_under:g}% not "

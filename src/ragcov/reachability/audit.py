@@ -23,7 +23,7 @@ sparse matrix, so a million chunks and a million probe lists take about a second
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,17 +164,28 @@ class Reachability:
         exclusion candidate: junk wants an exclusion, not a test)."""
         return None if j in self.junk else self.drafts.get(j)
 
-    def with_candidates(self, details: ChunkDetails, hashes: Sequence[str],
+    def with_candidates(self, texts: Mapping[str, str], hashes: Mapping[str, str],
+                        counted: Sequence[str] | None = None,
                         min_chunk_chars: int = 0) -> Reachability:
         """This view with its uncovered junk chunks found (see :mod:`ragcov.reachability.junk`):
-        ``details`` gives the texts of positions, ``hashes`` every chunk's content hash."""
+        ``texts`` and ``hashes`` by chunk id, ``counted`` the chunks a report counts (the
+        lines are checked against them; default: every chunk of this view)."""
         from collections import Counter
 
         from ragcov.reachability.junk import exclusion_candidates
 
-        uncovered = [int(j) for j in np.flatnonzero(self.status != COVERED)]
-        found = exclusion_candidates(details(uncovered), Counter(hashes), min_chunk_chars)
-        self.junk, self.junk_config = found.reasons, found.config_lines
+        counted_ids = list(counted) if counted is not None else list(self.chunk_ids)
+        keep = set(counted_ids)
+        uncovered = {self.chunk_ids[j]: (texts.get(self.chunk_ids[j], ""),
+                                         hashes.get(self.chunk_ids[j], ""))
+                     for j in np.flatnonzero(self.status != COVERED)
+                     if self.chunk_ids[j] in keep}
+        found = exclusion_candidates(uncovered, Counter(hashes.values()),
+                                     {cid: texts.get(cid, "") for cid in counted_ids},
+                                     min_chunk_chars)
+        position = {cid: j for j, cid in enumerate(self.chunk_ids)}
+        self.junk = {position[cid]: reason for cid, reason in found.reasons.items()}
+        self.junk_config = found.config_lines
         return self
 
     def cause(self, j: int) -> str | None:

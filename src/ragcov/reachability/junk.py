@@ -7,10 +7,13 @@ they ask a team to write tests nobody should write (7 of 8 copies of one disclai
 were). Here each such uncovered chunk is an *exclusion candidate*, with the reason, and
 the config lines that would exclude it, as coverage.py users add ``exclude_lines``.
 
-The lines are regular expressions for ``exclude`` (searched in chunk text, ``\\A`` for
-the start of the chunk whatever the line) and ``min_chunk_chars``: what
-:mod:`ragcov.scope` applies, so pasting them into ragcov.toml leaves exactly these
-chunks out of the next report.
+The lines are regular expressions for ``exclude`` (searched in chunk text, ``\\A`` and
+``\\Z`` for the whole chunk whatever its lines) and ``min_chunk_chars``: what
+:mod:`ragcov.scope` applies. They are checked against every chunk of the corpus before
+they are offered: a general rule (no letters at all, a length) only where it leaves out
+the candidates and nothing else, else the candidates' own texts. What they leave out
+besides the candidates (the covered copies of a boilerplate text: the same text) is said
+in a comment line beside them, never left for the user to find.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ _LETTERS = re.compile(r"[^\W\d_]{3}")
 SHORT_CHARS = 40
 # Copies of one text in at least this many chunks are boilerplate, not content.
 BOILERPLATE_COPIES = 3
-# The start of a boilerplate text that its exclude pattern matches.
-PREFIX_CHARS = 60
+# More candidates of one kind than this are excluded by a general rule or not at all.
+MAX_EXACT = 25
 
 NO_WORDS_REASON = "no words: nothing a question could ask about"
 SHORT_REASON = "short: under {n} characters"
@@ -38,42 +41,82 @@ BOILERPLATE_REASON = "boilerplate: the same text in {n} chunks"
 
 @dataclass(frozen=True)
 class Candidates:
-    """Uncovered chunks to exclude (position -> reason), and the config lines that do it."""
+    """Uncovered chunks to exclude (id -> reason), and the config lines that do it."""
 
-    reasons: dict[int, str]
+    reasons: dict[str, str]
     config_lines: list[str]
 
     def __len__(self) -> int:
         return len(self.reasons)
 
 
-def exclusion_candidates(texts: Mapping[int, tuple[str, str]], hash_counts: Counter[str],
-                         min_chunk_chars: int = 0) -> Candidates:
-    """The candidates among ``texts`` (position -> (text, content hash)) of uncovered chunks.
+def _exact(text: str) -> str:
+    return r"\A\s*" + re.escape(text.strip()) + r"\s*\Z"
+
+
+def exclusion_candidates(uncovered: Mapping[str, tuple[str, str]], hash_counts: Counter[str],
+                         every_text: Mapping[str, str], min_chunk_chars: int = 0) -> Candidates:
+    """The candidates among ``uncovered`` (chunk id -> (text, content hash)) and the lines.
 
     ``hash_counts`` counts each content hash over the whole corpus (a disclaimer with one
-    covered copy is still boilerplate). ``min_chunk_chars`` is the scope's own setting:
-    chunks under it are already excluded, so the short rule only adds to it.
+    covered copy is still boilerplate); ``every_text`` is every chunk the report counts,
+    to check what a line would leave out; ``min_chunk_chars`` the setting in effect.
     """
-    reasons: dict[int, str] = {}
-    prefixes: dict[str, None] = {}
+    reasons: dict[str, str] = {}
+    kinds: dict[str, list[str]] = {"no-words": [], "boilerplate": [], "short": []}
     shortest = max(SHORT_CHARS, min_chunk_chars)
-    any_short = any_no_words = False
-    for j, (text, digest) in texts.items():
+    for cid, (text, digest) in uncovered.items():
         trimmed = text.strip()
+        if min_chunk_chars and len(trimmed) < min_chunk_chars:
+            continue  # already out of the report
         if not _LETTERS.search(text):
-            reasons[j] = NO_WORDS_REASON
-            any_no_words = True
+            reasons[cid], kind = NO_WORDS_REASON, "no-words"
         elif hash_counts.get(digest, 0) >= BOILERPLATE_COPIES:
-            reasons[j] = BOILERPLATE_REASON.format(n=hash_counts[digest])
-            prefixes[trimmed[:PREFIX_CHARS]] = None
+            reasons[cid], kind = BOILERPLATE_REASON.format(n=hash_counts[digest]), "boilerplate"
         elif len(trimmed) < shortest:
-            reasons[j] = SHORT_REASON.format(n=shortest)
-            any_short = True
-    lines = []
-    patterns = ([NO_WORDS] if any_no_words else []) + [r"\A\s*" + re.escape(p) for p in prefixes]
-    if patterns:
-        lines.append("exclude = [" + ", ".join(json.dumps(p) for p in patterns) + "]")
-    if any_short:
-        lines.append(f"min_chunk_chars = {shortest}")
+            reasons[cid], kind = SHORT_REASON.format(n=shortest), "short"
+        else:
+            continue
+        kinds[kind].append(cid)
+    patterns: list[str] = []
+    settings: list[str] = []
+    candidates = set(reasons)
+    others = {cid: t for cid, t in every_text.items() if cid not in candidates}
+    if kinds["no-words"]:
+        if not any(not _LETTERS.search(t) for t in others.values()):
+            patterns.append(NO_WORDS)
+        else:
+            patterns += _exacts(uncovered, kinds["no-words"])
+    patterns += dict.fromkeys(_exacts(uncovered, kinds["boilerplate"]))
+    if kinds["short"]:
+        if not any(len(t.strip()) < shortest for t in others.values()):
+            settings.append(f"min_chunk_chars = {shortest}")
+        else:
+            patterns += _exacts(uncovered, kinds["short"])
+    lines = ["exclude = [" + ", ".join(json.dumps(p) for p in patterns) + "]"] if patterns else []
+    lines += settings
+    missed = {cid for cid in candidates
+              if not _also_left_out(patterns, settings, shortest, {cid: uncovered[cid][0]})}
+    if missed:
+        lines.append(f"# {len(missed)} more candidate(s) have texts of their own beyond these "
+                     f"lines (ragcov json lists every candidate): {', '.join(sorted(missed)[:5])}"
+                     + (" ..." if len(missed) > 5 else ""))
+    also = _also_left_out(patterns, settings, shortest, others)
+    if also:
+        lines.append(f"# these also leave out {len(also)} chunk(s) that are not candidates (the "
+                     f"other copies of the same texts): {', '.join(sorted(also)[:5])}"
+                     + (" ..." if len(also) > 5 else ""))
     return Candidates(reasons, lines)
+
+
+def _exacts(uncovered: Mapping[str, tuple[str, str]], ids: list[str]) -> list[str]:
+    """Each candidate's own text as a pattern (one per distinct text), at most MAX_EXACT."""
+    return list(dict.fromkeys(_exact(uncovered[cid][0]) for cid in ids))[:MAX_EXACT]
+
+
+def _also_left_out(patterns: list[str], settings: list[str], shortest: int,
+                   others: Mapping[str, str]) -> set[str]:
+    compiled = [re.compile(p, re.MULTILINE) for p in patterns]
+    short = bool(settings)
+    return {cid for cid, text in others.items()
+            if any(rx.search(text) for rx in compiled) or (short and len(text.strip()) < shortest)}

@@ -5,7 +5,7 @@ rate with its bootstrap interval and the relation's own measure (mean Jaccard of
 top-k before and after, slots displaced, stale pairs). Text and Markdown follow with
 what a team acts on: the worst tests, the chunks that break most and their documents.
 JSON is whole (every test's value and verdict per relation), as machine outputs are.
-Chunks are named ``DOC#N`` as every ragcov table names them; their text in HTML goes
+Single chunks are named by id, as everywhere in ragcov; their text in HTML goes
 through Jinja's autoescaping.
 """
 

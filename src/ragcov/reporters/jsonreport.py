@@ -79,7 +79,7 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
     doc = {
         "meta": meta_out,
         "scope": {**{k: list(v) if isinstance(v, tuple) else v
-                     for k, v in asdict(scoped.scope).items()},
+                     for k, v in asdict(scoped.scope).items() if k != "reachable_if_probed"},
                   "omitted_documents": scoped.omitted_documents},
         "totals": {
             "chunks": s.chunks, "covered_chunks": s.covered, "chunk_coverage": s.coverage,

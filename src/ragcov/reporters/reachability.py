@@ -182,7 +182,9 @@ def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool =
             from ragcov.summary import document_positions
 
             pos = document_positions(full, scoped.positions)
-            shown = ", ".join(chunk_ranges((full.doc_ids[i], pos[i]) for i in lost))
+            at = {cid: j for j, cid in enumerate(full.chunk_ids)}  # this view's rows -> the file's
+            shown = ", ".join(chunk_ranges((full.doc_ids[at[r.chunk_ids[i]]],
+                                            pos[at[r.chunk_ids[i]]]) for i in lost))
         lines.append(f"Unreachable (no probe retrieves them): {shown}")
     return lines
 

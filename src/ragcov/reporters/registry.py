@@ -55,6 +55,8 @@ def _json(scoped: Any, options: dict[str, Any]) -> str:
         from ragcov.reporters.drift import drift_json
 
         doc["drift"] = drift_json(scoped.drift)
+    if options.get("correctness") is not None:  # report --qrels: the labels' hit rate
+        doc["correctness"] = options["correctness"].as_dict()
     return json_text(doc, indent=2 if options.get("pretty", True) else None)
 
 
@@ -81,7 +83,7 @@ REPORTERS: dict[str, Reporter] = {r.name: r for r in (
     Reporter("total", "the total alone, for scripts and ratchets", _table("total"),
              options=("precision",)),
     Reporter("json", "the versioned JSON report", _json, ".json", "ragcov.json",
-             options=("entropy_support", "gini_over", "pretty")),
+             options=("entropy_support", "gini_over", "pretty", "correctness")),
     Reporter("xml", "Cobertura XML (documents as files, chunks as lines)", _cobertura, ".xml",
              "ragcov.xml"),
     Reporter("lcov", "an lcov tracefile (documents as SF records, chunks as DA lines)", _lcov,
