@@ -131,14 +131,20 @@ def test_hubs_and_unreachable_chunks_are_named_by_id(probed: Path, capsys) -> No
     assert "hub Gini (k-occurrence over all" in out
 
 
-def test_probe_prints_the_totals_the_report_prints_under_a_config(probed: Path, capsys,
-                                                                    tmp_path: Path) -> None:
-    rc = tmp_path / "ragcov.toml"
-    rc.write_text('exclude = ["million"]\nmin_chunk_chars = 400\n', encoding="utf-8")
+def _probe_json(capsys, rc: Path, probed: Path) -> str:
+    """``ragcov probe --include planted --format json`` of the probed file under ``rc``."""
     code, out, err = cli(capsys, "--rcfile", str(rc), "probe", "--corpus",
                          str(probed.parent / "chunks.jsonl"), "--retriever", "bm25",
                          "--data-file", str(probed), "--include", "planted", "--format", "json")
     assert code == 0, err
+    return out
+
+
+def test_probe_prints_the_totals_the_report_prints_under_a_config(probed: Path, capsys,
+                                                                    tmp_path: Path) -> None:
+    rc = tmp_path / "ragcov.toml"
+    rc.write_text('exclude = ["million"]\nmin_chunk_chars = 400\n', encoding="utf-8")
+    out = _probe_json(capsys, rc, probed)
     probe_totals = json.loads(out)["totals"]
     report_totals = _json(capsys, probed, "--rcfile", str(rc))["totals"]
     for key in ("chunks", "untested_chunks", "unreachable_chunks", "reachable_chunks",
@@ -316,10 +322,7 @@ def test_probe_counts_the_configs_include_omit_and_reachable_as_report_does(prob
                                                                            tmp_path: Path) -> None:
     rc = tmp_path / "ragcov.toml"
     rc.write_text('exclude_docs = ["planted"]\nreachable = true\n', encoding="utf-8")
-    code, out, err = cli(capsys, "--rcfile", str(rc), "probe", "--corpus",
-                         str(probed.parent / "chunks.jsonl"), "--retriever", "bm25",
-                         "--data-file", str(probed), "--include", "planted", "--format", "json")
-    assert code == 0, err
+    out = _probe_json(capsys, rc, probed)
     report_totals = _json(capsys, probed, "--rcfile", str(rc))["totals"]
     probe_totals = json.loads(out)["totals"]
     for key in ("reachable_chunks", "unreachable_chunks", "coverage_of_reachable"):

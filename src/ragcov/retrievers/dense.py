@@ -112,9 +112,12 @@ def _load_encoder(source: str, placement: Placement, content: str) -> Any:
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
-        raise RagcovError(
-            "the dense retriever needs sentence-transformers: pip install 'ragcov[dense]'"
-        ) from exc
+        if exc.name == "sentence_transformers":
+            raise RagcovError(
+                "the dense retriever needs sentence-transformers: pip install 'ragcov[dense]'"
+            ) from exc
+        # Installed, but something beneath it does not import: say what, not "install it".
+        raise RagcovError(f"sentence-transformers is installed but does not import: {exc}") from exc
     if Path(source).exists():
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
