@@ -91,3 +91,40 @@ def test_a_run_travels_as_one_checked_settings_object(tmp_path, city_corpus_file
     assert settings.kind == "bm25" and settings.destination == tmp_path / "d.ragcov"
     done = api.run(settings, progress=False)
     assert done.matrix.n_queries == 1 and done.data_file == tmp_path / "d.ragcov"
+
+
+def test_a_probe_travels_as_one_checked_settings_object(tmp_path, city_corpus_file,
+                                                         capsys) -> None:
+    """``ragcov probe`` checks its settings once (ProbeSettings.checked: refusals before the
+    corpus is read, the retriever taken from the recorded run) and hands them whole to
+    ``api.probe_corpus``, which gives what the command prints."""
+    import pytest
+
+    from helpers import cli
+    from ragcov import api
+    from ragcov.errors import RagcovError
+
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q", "query": "capital of Japan"}) + "\n")
+    data = tmp_path / "d.ragcov"
+    api.run(city_corpus_file, queries, "bm25", k=2, data_file=data, progress=False)
+    missing = tmp_path / "no-such-corpus.jsonl"
+    for bad, message in (({"seed": -1}, "--seed must be"),
+                         ({"min_index_recall": 150.0}, "index-recall"),
+                         ({"retriever": "dense"}, "recorded with the bm25 retriever"),
+                         ({"qrels": tmp_path / "none.jsonl"}, "none.jsonl")):
+        with pytest.raises(RagcovError, match=message):
+            api.ProbeSettings.checked(missing, data, **bad)
+    settings = api.ProbeSettings.checked(city_corpus_file, data)
+    assert settings.retriever == "bm25" and settings.from_data_file
+    probed = api.probe_corpus(settings, progress=False)
+    assert probed.run.added > 0 and probed.lost_gold is None
+    statuses = dict(zip(probed.run.reachability.chunk_ids, probed.run.reachability.status))
+    # The command, run again, has nothing left to probe and prints the same statuses.
+    code, out, err = cli(capsys, "probe", "--corpus", str(city_corpus_file), "--data-file",
+                         str(data), "--format", "json")
+    assert code == 0 and "0 new probe(s)" in err, err
+    assert "probing through the retriever" in err and "bm25" in err
+    printed = json.loads(out)["totals"]
+    assert printed["unreachable_chunks"] == list(statuses.values()).count("unreachable")
+    assert printed["untested_chunks"] == list(statuses.values()).count("untested")

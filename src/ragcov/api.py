@@ -4,15 +4,15 @@ One verb per command: ``run`` (``ragcov run``, from paths and names) over ``meas
 (objects), ``index``, ``record_traces`` (import), ``report`` (the scoped data file
 every reporter reads: report, json, xml, lcov, badge, html), ``combine``, ``erase``,
 ``select_tests`` (select), ``find_faults`` (faults), ``write_html`` (html),
-``generate``, ``probe``, ``coverage_diff`` (diff) and ``traffic_gap`` (gap). The CLI
-parses options, calls one of these and prints what it returns; ``import ragcov``
-offers the same verbs.
+``generate_questions`` (generate) over ``generate``, ``probe_corpus`` (probe) over
+``probe``, ``coverage_diff`` (diff) and ``traffic_gap`` (gap). The CLI parses options,
+calls one of these and prints what it returns; ``import ragcov`` offers the same verbs.
 
 The loaders and factories a caller needs to build the verbs' arguments
 (``load_corpus``, ``make_retriever``, ``make_generator`` ...) are reached through
-this module too, imported on first use (``_FORWARDED``): the one documented place
-where the CLI's light commands (``report``, the CI formats) avoid loading a
-retriever's, a store's or a generator's stack.
+this module too, as plain functions that import their stack on first use: the one
+documented place where the CLI's light commands (``report``, the CI formats) avoid
+loading a retriever's, a store's or a generator's stack.
 """
 
 from __future__ import annotations
@@ -658,6 +658,105 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     return ProbeRun(built=len(probes) + len(asks), added=added,
                     already=len(probes) - len(todo), wordless=wordless,
                     reachability=audit_reachability(data_file), checked=late)
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """The settings of one ``ragcov probe``, checked once where the command enters.
+
+    As :class:`RunSettings` does for a run: the retriever, model, backend, precision and
+    reranker not given are taken from the recorded run (probes must go through the
+    suite's own pipeline), and everything a probe can be refused for (seed, gates,
+    hardware, index and reranker settings, the labels file) is refused here, before the
+    corpus is read or a model loaded. ``from_data_file`` says the retriever was taken
+    from the data file, so the caller can name it.
+    """
+
+    corpus: str | os.PathLike[str]
+    data_file: Path
+    retriever: str
+    from_data_file: bool = False
+    model: str | None = None
+    backend: str | None = None
+    index: str = "flat"
+    index_options: tuple[tuple[str, Any], ...] = ()
+    device: str | None = "auto"
+    dtype: str | None = "auto"
+    rerank: str | None = None
+    rerank_depth: int | None = None
+    chunk_size: int = 1000
+    chunk_overlap: int = 100
+    split: bool = False
+    doc_key: str | None = None
+    sample: int | None = None
+    include: tuple[str, ...] = ()
+    omit: tuple[str, ...] = ()
+    seed: int = 0
+    exact: bool = True
+    generator: str | None = None
+    generator_options: tuple[tuple[str, Any], ...] = ()
+    labels: Any = None  # the --qrels file's labels, read (and refused if malformed) here
+
+    @classmethod
+    def checked(cls, corpus: str | os.PathLike[str],
+                data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE,
+                retriever: str | None = None, model: str | None = None,
+                backend: str | None = None, index: str = "flat", hnsw_m: int | None = None,
+                hnsw_ef_search: int | None = None, device: str | None = "auto",
+                dtype: str | None = "auto", rerank: str | None = None,
+                rerank_depth: int | None = None, qrels: str | os.PathLike[str] | None = None,
+                qrels_level: str | None = None, min_index_recall: float | None = None,
+                max_index_hidden: int | None = None, generator: str | None = None,
+                generator_options: dict[str, Any] | None = None, include: Sequence[str] = (),
+                omit: Sequence[str] = (), seed: int = 0, **options: Any) -> ProbeSettings:
+        """Every setting checked and resolved against the recorded run, once."""
+        check_seed(seed)
+        check_index_gates(min_index_recall, max_index_hidden)
+        # The labels are read first: a malformed line stops the command before any probe.
+        labels = read_qrels(qrels, qrels_level) if qrels is not None else None
+        kind, model, backend = probe_settings(data_file, str(corpus), retriever, model, backend)
+        dtype = probe_dtype(data_file, dtype)
+        check_hardware(kind, device, dtype, backend, model)
+        extra = index_options(kind, index, hnsw_m, hnsw_ef_search)
+        rerank, rerank_depth = probe_rerank(data_file, rerank, rerank_depth)
+        check_rerank(rerank, rerank_depth, 1)
+        return cls(corpus=corpus, data_file=Path(data_file), retriever=kind,
+                   from_data_file=retriever is None, model=model, backend=backend, index=index,
+                   index_options=tuple(extra.items()), device=device, dtype=dtype,
+                   rerank=rerank, rerank_depth=rerank_depth, include=tuple(include),
+                   omit=tuple(omit), seed=seed, generator=generator,
+                   generator_options=tuple((generator_options or {}).items()), labels=labels,
+                   **options)
+
+
+@dataclass
+class CorpusProbed:
+    """What :func:`probe_corpus` did: the probe run, and lost gold where labels were given."""
+
+    run: ProbeRun
+    lost_gold: dict[str, Any] | None
+
+
+def probe_corpus(settings: ProbeSettings, progress: bool = True,
+                 notify: Any = None) -> CorpusProbed:
+    """``ragcov probe`` from paths and names: load the corpus, build the recorded run's
+    retriever (and reranker, and the LLM of ``--generator``), and :func:`probe` it."""
+    s = settings
+    corpus = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
+                         split=s.split, doc_key=s.doc_key)
+    retriever = make_retriever(s.retriever, corpus, model=s.model, index=s.index,
+                               progress=progress, backend=s.backend, device=s.device,
+                               dtype=s.dtype, **dict(s.index_options))
+    if s.rerank is not None:
+        retriever = with_reranker(retriever, corpus, s.rerank, s.rerank_depth, 1, notify=notify)
+    generator = None
+    if s.generator is not None:
+        generator = make_generator(s.generator, corpus.texts, **dict(s.generator_options))
+    done = probe(corpus, retriever, s.data_file, sample=s.sample, include=s.include,
+                 omit=s.omit, seed=s.seed, progress=progress, generator=generator,
+                 exact=s.exact, notify=notify)
+    gold = lost_gold_of(done.reachability, s.labels) if s.labels is not None else None
+    return CorpusProbed(done, gold)
 
 
 def _record_rerank(data: CoverageData, fingerprint: dict[str, Any]) -> None:

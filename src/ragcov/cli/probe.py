@@ -38,7 +38,6 @@ from ragcov.cli.options import (
     Split,
     emit,
     fail,
-    load_corpus_opts,
     to_stdout,
     write_output,
 )
@@ -115,41 +114,30 @@ def probe(
     """
     if format not in ("text", "json"):
         raise RagcovError(f"unknown --format {format!r}: expected text or json")
-    api.check_seed(seed)
-    api.check_index_gates(min_index_recall, max_index_hidden)
     check_outputs([output, drafts_out], [data_file, qrels, corpus])
-    labels = api.read_qrels(qrels, qrels_level) if qrels is not None else None
-    given = retriever
-    retriever, model, backend = api.probe_settings(data_file, corpus, retriever, model, backend)
-    if given is None and not quiet:
+    settings = api.ProbeSettings.checked(
+        corpus, data_file, retriever=retriever, model=model, backend=backend, index=index,
+        hnsw_m=hnsw_m, hnsw_ef_search=hnsw_ef_search, device=device, dtype=dtype,
+        rerank=rerank, rerank_depth=rerank_depth, qrels=qrels, qrels_level=qrels_level,
+        min_index_recall=min_index_recall, max_index_hidden=max_index_hidden,
+        generator=generator, generator_options=dict(
+            model=llm_model_of(llm_model, generator_model, "--generator-model"),
+            base_url=base_url, api_key_env=api_key_env, timeout=timeout),
+        include=include or (), omit=omit or (), seed=seed, sample=sample, exact=exact,
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key)
+    if settings.from_data_file and not quiet:
         # Said, not assumed: a probe through another retriever than the suite's measures
         # another thing, so the one taken from the data file is named.
-        named = f"{retriever} ({model})" if model else retriever
+        named = (f"{settings.retriever} ({settings.model})" if settings.model
+                 else settings.retriever)
         err.print(f"ragcov: probing through the retriever {data_file} was recorded with: {named}",
                   markup=False)
-    dtype = api.probe_dtype(data_file, dtype)
-    api.check_hardware(retriever, device, dtype, backend, model)  # before the corpus is read
-    options = api.index_options(retriever, index, hnsw_m, hnsw_ef_search)
-    rerank, rerank_depth = api.probe_rerank(data_file, rerank, rerank_depth)
-    api.check_rerank(rerank, rerank_depth, 1)
-    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key)
-    r = api.make_retriever(retriever, corpus_obj, model=model, index=index, progress=not quiet,
-                       backend=backend, device=device, dtype=dtype, **options)
-    if rerank is not None:
-        r = api.with_reranker(r, corpus_obj, rerank, rerank_depth, 1, notify=_say(quiet))
-    gen = None
-    if generator is not None:
-        gen = api.make_generator(generator, corpus_obj.texts,
-                                 model=llm_model_of(llm_model, generator_model, "--generator-model"),
-                             base_url=base_url, api_key_env=api_key_env, timeout=timeout)
-    done = api.probe(corpus_obj, r, data_file, sample=sample, include=include or (),
-                     omit=omit or (), seed=seed, progress=not quiet, generator=gen, exact=exact,
-                     notify=_say(quiet))
+    probed = api.probe_corpus(settings, progress=not quiet, notify=_say(quiet))
+    done, gold = probed.run, probed.lost_gold
     if done.wordless and not quiet:
         err.print(f"ragcov: warning: {len(done.wordless)} chunk(s) have no word to build a probe "
                   f"from (first: {done.wordless[0]}); unreachable unless another probe reaches "
                   "them", markup=False)
-    gold = api.lost_gold_of(done.reachability, labels) if labels is not None else None
     view = _as_the_report_counts(ctx, data_file, done.reachability)
     if drafts_out is not None:
         drafts = draft_suite(view)
