@@ -294,3 +294,13 @@ def test_suite_out_keeps_every_field_and_orders_are_named_by_strategy(tmp_path: 
     res = _cli(["select", "--strategy", "random"])
     assert "Replaced the existing order-random.json" in res.output
     assert json.loads(Path("order-coverage.json").read_text())["strategy"] == "coverage"
+    # The suite's file gone: the cut is still written, with id and text, and it is said.
+    queries.rename(tmp_path / "moved.jsonl")
+    res = _cli(["select", "--budget", "5", "--suite-out", "five-again.jsonl"])
+    assert res.exit_code == 0, res.output
+    assert "cannot be read now" in res.output and str(queries) in res.output
+    again = [json.loads(x) for x in Path("five-again.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in again] == [r["id"] for r in written]
+    assert all(set(r) == {"id", "text"} for r in again)
+    res = _cli(["select", "--budget", "5"])  # nothing written from the suite: nothing said
+    assert "cannot be read now" not in res.output

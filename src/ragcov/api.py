@@ -276,9 +276,11 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
     """Order the recorded queries (``ragcov select``): the order document, as JSON-ready dict.
 
     Besides the order file's keys, ``"suite"`` holds the selected queries as the files
-    they were recorded from hold them (:func:`selected_records`) and, after a cut,
-    ``"lost_ranges"`` the chunks it loses as ``DOC:N`` ranges (both dropped before the
-    order file is written); ``"tests"`` (kept) the pytest node ids that asked them.
+    they were recorded from hold them (:func:`selected_records`), ``"unread_sources"``
+    the recorded query files that could not be read again (their questions keep only id
+    and text) and, after a cut, ``"lost_ranges"`` the chunks it loses as ``DOC:N`` ranges
+    (all three dropped before the order file is written); ``"tests"`` (kept) the pytest
+    node ids that asked them.
     """
 
     check_seed(seed)
@@ -292,7 +294,9 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
         raise RagcovError(f"{data_file}: no queries recorded")
     doc = order_document(m, strategy, budget, target, seed, repeats,
                          after_saturation or DEFAULT_AFTER_SATURATION)
-    doc["suite"] = selected_records(data_file, m, doc["order"])
+    unread: list[str] = []
+    doc["suite"] = selected_records(data_file, m, doc["order"], unread)
+    doc["unread_sources"] = unread
     tests = {qid: t for qid, t in zip(m.query_ids, m.query_context) if t}
     if tests:
         # The pytest node id each selected question was asked by (``pytest --ragcov``).
@@ -310,13 +314,14 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
     return doc
 
 
-def selected_records(data_file: str | os.PathLike[str], m: Any, order: Sequence[str]
-                     ) -> list[dict[str, Any]]:
+def selected_records(data_file: str | os.PathLike[str], m: Any, order: Sequence[str],
+                     unread: list[str] | None = None) -> list[dict[str, Any]]:
     """The selected questions as the files they were recorded from hold them: every field
     (gold labels such as ``doc_id``, the file's own key names). A question no recorded
     file still holds with the same text (recorded by the pytest plugin, generated, a file
     moved or edited since) is written as ``{"id", "text"}``, with ``test`` when a pytest
-    test asked it."""
+    test asked it. Recorded files that cannot be read again are added to ``unread``, so
+    the caller can say whose fields were not kept."""
     from ragcov.data.datafile import QUERY_SOURCES
 
     texts = dict(zip(m.query_ids, m.query_texts))
@@ -326,7 +331,10 @@ def selected_records(data_file: str | os.PathLike[str], m: Any, order: Sequence[
         try:
             suite = load_suite(source)
         except (RagcovError, OSError):
-            continue  # moved or broken since: its questions fall back to id and text
+            # Moved or broken since: its questions fall back to id and text, said by the caller.
+            if unread is not None:
+                unread.append(str(source))
+            continue
         for q in suite:
             if q.record is not None and texts.get(q.id) == q.text:
                 originals.setdefault(q.id, q.record)

@@ -71,6 +71,11 @@ def select_cmd(
                           "with pytest --ragcov to select tests by node id)")
     written = [output] if write_output(
         json_text(doc), output) else []
+    unread = doc.pop("unread_sources", [])
+    if suite_out is not None and unread:
+        err.print(f"ragcov: warning: {', '.join(unread)}, recorded as the suite's source, "
+                  "cannot be read now (moved or changed): its questions are written with id and "
+                  "text only, without their other fields", markup=False)
     if suite_out is not None and write_output(
             jsonl_text(suite), suite_out):
         written.append(suite_out)
