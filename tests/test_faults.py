@@ -490,3 +490,21 @@ def test_faults_output_file_is_written_when_stdout_closes_early(tmp_path: Path,
     subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, timeout=120)
     doc = json.loads((tmp_path / "f.json").read_text())
     assert len(doc["failures"]) == 4
+
+
+def test_a_folder_is_exchanged_in_one_step(tmp_path) -> None:
+    """The HTML report replaces its folder with one exchange where the system offers it: no
+    instant in which the folder is missing (a kill between two renames left none)."""
+    from ragcov.files import exchange
+
+    old, new = tmp_path / "site", tmp_path / ".site.tmp"
+    old.mkdir()
+    (old / "index.html").write_text("old")
+    new.mkdir()
+    (new / "index.html").write_text("new")
+    if not exchange(new, old):
+        pytest.skip("renameat2(RENAME_EXCHANGE) is not offered here: two renames are used")
+    assert (old / "index.html").read_text() == "new"
+    assert (new / "index.html").read_text() == "old"
+    assert not exchange(tmp_path / "missing", old)  # refused, nothing moved
+    assert (old / "index.html").read_text() == "new"

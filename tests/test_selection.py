@@ -302,5 +302,6 @@ def test_suite_out_keeps_every_field_and_orders_are_named_by_strategy(tmp_path: 
     again = [json.loads(x) for x in Path("five-again.jsonl").read_text().splitlines()]
     assert [r["id"] for r in again] == [r["id"] for r in written]
     assert all(set(r) == {"id", "text"} for r in again)
+    assert "unread_sources" not in json.loads(Path("order-coverage.json").read_text())
     res = _cli(["select", "--budget", "5"])  # nothing written from the suite: nothing said
     assert "cannot be read now" not in res.output

@@ -216,6 +216,32 @@ def remove_stale_temps(target: Path) -> int:
     return removed
 
 
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two existing paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``).
+
+    Replacing a folder takes two renames (the old one aside, the new one in), and a kill
+    between them leaves no folder at the target until the next writer puts the old one
+    back: a browser or a CI upload reading then finds nothing. The exchange has no such
+    instant. False where the call or the file system does not offer it (not Linux, an old
+    glibc, a file system without the flag): the caller then renames twice.
+    """
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                          ctypes.c_uint)
+    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    return done == 0
+
+
 def glob_escape(name: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in name)
 

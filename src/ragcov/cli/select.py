@@ -66,12 +66,12 @@ def select_cmd(
     doc = select_tests(data_file, strategy, budget, target, seed, repeats, after_saturation)
     suite = doc.pop("suite")
     lost_ranges = doc.pop("lost_ranges", [])
+    unread = doc.pop("unread_sources", [])
     if pytest_args is not None and not doc.get("tests"):
         raise RagcovError(f"--pytest-args: {data_file} holds no pytest node ids (record the suite "
                           "with pytest --ragcov to select tests by node id)")
     written = [output] if write_output(
         json_text(doc), output) else []
-    unread = doc.pop("unread_sources", [])
     if suite_out is not None and unread:
         err.print(f"ragcov: warning: {', '.join(unread)}, recorded as the suite's source, "
                   "cannot be read now (moved or changed): its questions are written with id and "

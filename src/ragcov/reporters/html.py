@@ -26,7 +26,7 @@ from ragcov.config import MAX_PRECISION
 from ragcov.controls import escape_controls
 from ragcov.destinations import written_path
 from ragcov.errors import RagcovError
-from ragcov.files import remove_stale_temps, temp_prefix
+from ragcov.files import exchange, remove_stale_temps, temp_prefix
 from ragcov.matrix import CoverageMatrix
 from ragcov.reporters.curves import (
     Curve,
@@ -153,7 +153,13 @@ def _write(path: Path, text: str) -> None:
 
 
 def _swap(new: Path, target: Path) -> None:
-    """Put ``new`` in place of ``target``: rename the old one aside first, then delete it."""
+    """Put ``new`` in place of ``target`` in one step where the system can (the old site
+    then sits at ``new``'s name and is deleted), else rename the old one aside first, then
+    the new one in, then delete the old (a kill between the renames leaves the old one
+    aside, put back by the next writer)."""
+    if target.is_dir() and not target.is_symlink() and exchange(new, target):
+        shutil.rmtree(new, ignore_errors=True)
+        return
     old = None
     if target.exists():
         old = Path(tempfile.mkdtemp(prefix=temp_prefix(target), suffix=".old", dir=target.parent))
