@@ -115,6 +115,8 @@ def test_a_probe_travels_as_one_checked_settings_object(tmp_path, city_corpus_fi
                          ({"qrels": tmp_path / "none.jsonl"}, "none.jsonl")):
         with pytest.raises(RagcovError, match=message):
             api.ProbeSettings.checked(missing, data, **bad)
+    with pytest.raises(RagcovError, match="no coverage data"):
+        api.ProbeSettings.checked(missing, tmp_path / "never-run.ragcov")
     settings = api.ProbeSettings.checked(city_corpus_file, data)
     assert settings.retriever == "bm25" and settings.from_data_file
     probed = api.probe_corpus(settings, progress=False)

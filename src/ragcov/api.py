@@ -607,9 +607,7 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
 
     check_seed(seed)
     data = CoverageData(data_file)
-    if not data.exists():
-        raise RagcovError(f"{data_file}: no coverage data; probes are measured against a "
-                          "recorded run (run `ragcov run` first, with the same retriever)")
+    _require_recorded_run(data)
     meta = data.meta()
     fingerprint = retriever.fingerprint()
     check_compatible(meta, meta.k, corpus.hash, fingerprint, str(data.path), "this probe run")
@@ -720,6 +718,8 @@ class ProbeSettings:
         """Every setting checked and resolved against the recorded run, once."""
         check_seed(seed)
         check_index_gates(min_index_recall, max_index_hidden)
+        # No recorded run, no probe: said before a dense corpus is embedded for nothing.
+        _require_recorded_run(CoverageData(data_file))
         # The labels are read first: a malformed line stops the command before any probe.
         labels = read_qrels(qrels, qrels_level) if qrels is not None else None
         kind, model, backend = probe_settings(data_file, str(corpus), retriever, model, backend)
@@ -765,6 +765,12 @@ def probe_corpus(settings: ProbeSettings, progress: bool = True,
                  exact=s.exact, notify=notify)
     gold = lost_gold_of(done.reachability, s.labels) if s.labels is not None else None
     return CorpusProbed(done, gold)
+
+
+def _require_recorded_run(data: CoverageData) -> None:
+    if not data.exists():
+        raise RagcovError(f"{data.path}: no coverage data; probes are measured against a "
+                          "recorded run (run `ragcov run` first, with the same retriever)")
 
 
 def _record_rerank(data: CoverageData, fingerprint: dict[str, Any]) -> None:
