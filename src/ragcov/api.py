@@ -718,8 +718,6 @@ class ProbeSettings:
         """Every setting checked and resolved against the recorded run, once."""
         check_seed(seed)
         check_index_gates(min_index_recall, max_index_hidden)
-        # No recorded run, no probe: said before a dense corpus is embedded for nothing.
-        _require_recorded_run(CoverageData(data_file))
         # The labels are read first: a malformed line stops the command before any probe.
         labels = read_qrels(qrels, qrels_level) if qrels is not None else None
         kind, model, backend = probe_settings(data_file, str(corpus), retriever, model, backend)
@@ -728,6 +726,8 @@ class ProbeSettings:
         extra = index_options(kind, index, hnsw_m, hnsw_ef_search)
         rerank, rerank_depth = probe_rerank(data_file, rerank, rerank_depth)
         check_rerank(rerank, rerank_depth, 1)
+        # No recorded run, no probe: said before a dense corpus is embedded for nothing.
+        _require_recorded_run(CoverageData(data_file))
         return cls(corpus=corpus, data_file=Path(data_file), retriever=kind,
                    from_data_file=retriever is None, model=model, backend=backend, index=index,
                    index_options=tuple(extra.items()), device=device, dtype=dtype,
