@@ -508,3 +508,27 @@ def test_a_folder_is_exchanged_in_one_step(tmp_path) -> None:
     assert (new / "index.html").read_text() == "old"
     assert not exchange(tmp_path / "missing", old)  # refused, nothing moved
     assert (old / "index.html").read_text() == "new"
+
+
+def test_a_data_file_erased_while_it_is_opened_leaves_the_path_free(tmp_path, monkeypatch) -> None:
+    """An erase between the destination's stat and SQLite's open: SQLite says "unable to open
+    database file", and the path is free, not "not a readable ragcov data file" (seen in the
+    race trial). A labelled fake: the erase is done inside the open, the instant a real race
+    hits only now and then."""
+    from ragcov.data import CoverageData
+    from ragcov.errors import RagcovError
+
+    path = tmp_path / ".ragcov"
+    path.write_bytes(b"x" * 100)  # not empty: the destination check opens it
+
+    def erased_while_opening(self):
+        path.unlink()
+        raise RagcovError(f"{path}: unable to open database file (cannot use the data file)")
+
+    monkeypatch.setattr(CoverageData, "meta", erased_while_opening)
+    CoverageData(path).check_destination()  # free: no error
+    path.write_bytes(b"x" * 100)
+    monkeypatch.setattr(CoverageData, "meta", lambda self: (_ for _ in ()).throw(
+        RagcovError("file is not a database")))
+    with pytest.raises(RagcovError, match="exists and is not a readable ragcov data file"):
+        CoverageData(path).check_destination()  # still there: still refused

@@ -160,9 +160,14 @@ class CoverageData:
             except DataFileLocked:
                 raise  # a valid file another process is writing: never advise removing it
             except RagcovError as exc:
-                raise RagcovError(
-                    f"{self.path}: exists and is not a readable ragcov data file; refusing to "
-                    f"replace it (remove it or choose another --data-file): {exc}") from exc
+                vanished = not os.path.lexists(self.path)
+                # Erased while SQLite opened it ("unable to open database file"): the path
+                # is free, as when the erase came before the open.
+                if not vanished:
+                    raise RagcovError(
+                        f"{self.path}: exists and is not a readable ragcov data file; "
+                        "refusing to replace it (remove it or choose another --data-file): "
+                        f"{exc}") from exc
         reason = unwritable_reason(self.path)
         if reason is not None:
             raise RagcovError(f"{self.path}: {reason}; refusing to change it (make it writable "
