@@ -517,7 +517,10 @@ def test_probe_takes_the_recorded_dense_model_and_int8_backend(tmp_path: Path, p
     first = corpus.ids[0]
     ragcov.api.record_retrievals(corpus, 1, fingerprint, {"q": "question"}, {"q": [(first, 1.0)]},
                                  data)
-    settings = ragcov.api.probe_settings
+    def settings(path, *given):
+        # As ProbeSettings.checked calls it: the file's fingerprint read once, beside it.
+        return ragcov.api.probe_settings(path, ragcov.api.recorded_retriever(path), *given)
+
     assert settings(data, str(planted), None, None, None) == ("dense", "some/model", "onnx-int8")
     # What the user gives wins; another built-in retriever or another model is refused
     # before any work (not after the corpus is embedded with it).

@@ -720,11 +720,13 @@ class ProbeSettings:
         check_index_gates(min_index_recall, max_index_hidden)
         # The labels are read first: a malformed line stops the command before any probe.
         labels = read_qrels(qrels, qrels_level) if qrels is not None else None
-        kind, model, backend = probe_settings(data_file, str(corpus), retriever, model, backend)
-        dtype = probe_dtype(data_file, dtype)
+        fp = recorded_retriever(data_file)  # read once: retriever, precision and reranker
+        kind, model, backend = probe_settings(data_file, fp, str(corpus), retriever, model,
+                                              backend)
+        dtype = probe_dtype(fp, dtype)
         check_hardware(kind, device, dtype, backend, model)
         extra = index_options(kind, index, hnsw_m, hnsw_ef_search)
-        rerank, rerank_depth = probe_rerank(data_file, rerank, rerank_depth)
+        rerank, rerank_depth = probe_rerank(fp, rerank, rerank_depth)
         check_rerank(rerank, rerank_depth, 1)
         # No recorded run, no probe: said before a dense corpus is embedded for nothing.
         _require_recorded_run(CoverageData(data_file))
@@ -1028,14 +1030,14 @@ def with_reranker(retriever: Any, corpus: Corpus, rerank: str, depth: int | None
     return RerankedRetriever(retriever, reranker, depth, corpus)
 
 
-def probe_rerank(data_file: str | os.PathLike[str], rerank: str | None, depth: int | None
+def probe_rerank(fp: dict[str, Any] | None, rerank: str | None, depth: int | None
                  ) -> tuple[str | None, int | None]:
     """The reranking stage for ``ragcov probe``: what was given, else the recorded run's
-    (a CrossEncoder's name or path, a function's ``module:attr``, and the depth)."""
+    (``fp``, its retriever fingerprint: a CrossEncoder's name or path, a function's
+    ``module:attr``, and the depth)."""
     if rerank is not None or depth is not None:
         return rerank, depth
-    fp = recorded_retriever(data_file) or {}
-    recorded = fp.get("rerank") or {}
+    recorded = (fp or {}).get("rerank") or {}
     name = recorded.get("name") or recorded.get("source") or recorded.get("model")
     if not recorded or not name:
         return None, None
@@ -1328,13 +1330,14 @@ def recorded_retriever(data_file: str | os.PathLike[str]) -> dict[str, Any] | No
     return data.meta().retriever if data.exists() else None
 
 
-def probe_settings(data_file: str | os.PathLike[str], corpus: str, retriever: str | None,
-                   model: str | None, backend: str | None) -> tuple[str, str | None, str | None]:
+def probe_settings(data_file: str | os.PathLike[str], fp: dict[str, Any] | None, corpus: str,
+                   retriever: str | None, model: str | None, backend: str | None
+                   ) -> tuple[str, str | None, str | None]:
     """Retriever, model and backend for ``ragcov probe``: what was given, else what the
     recorded run used. Probes must go through the run's own retriever (the check in
     :func:`probe` says so if they would not); an int8 dense run's backend is recorded,
-    so its probes use int8 embeddings too."""
-    fp = recorded_retriever(data_file)
+    so its probes use int8 embeddings too. ``fp``: the retriever fingerprint
+    ``data_file`` recorded (None: no data file)."""
     if fp is None:
         from ragcov.retrievers import default_retriever
 
@@ -1390,13 +1393,12 @@ def correctness(m: Any, qrels: str | os.PathLike[str] | None = None,
     return outcome_correctness((m.meta or {}).get(OUTCOMES) or {})
 
 
-def probe_dtype(data_file: str | os.PathLike[str], dtype: str | None) -> str | None:
+def probe_dtype(fp: dict[str, Any] | None, dtype: str | None) -> str | None:
     """``--dtype`` for ``ragcov probe``: as given, else the recorded run's precision (its
-    fingerprint names fp16 or bf16), so probes embed as the run did."""
+    fingerprint ``fp`` names fp16 or bf16), so probes embed as the run did."""
     if dtype not in (None, "auto"):
         return dtype
-    fp = recorded_retriever(data_file) or {}
-    return fp.get("precision") or dtype
+    return (fp or {}).get("precision") or dtype
 
 
 def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
