@@ -1,0 +1,212 @@
+"""One text rule for every place that cuts text into words.
+
+BM25, the self-query probes, junk detection, TF-IDF topics and their labels, drift's
+transforms, the extractive generator and the answerability check all ask this module,
+so a chunk that one of them can read is never "wordless" to another. The rule is what a
+search engine's analyzer does, in any script:
+
+- **fold**: NFKC (full-width ``ＡＢＣ`` is ``ABC``, ligatures open up, a base letter
+  and its combining accent become one character) then casefold (``Straße`` matches
+  ``STRASSE``), then NFKC again so folding is idempotent;
+- **words** are maximal runs of letters, combining marks, digits and connector
+  punctuation in any script (``\\p{L}\\p{M}\\p{N}\\p{Pc}``): Python's ``\\w`` misses
+  combining marks, which cut every Hindi, Bengali or Thai word at its first vowel sign;
+  zero-width (non-)joiners inside a word are dropped, so a word matches whether or not
+  the writer used one;
+- **scripts written without spaces** are cut as Lucene's CJK analyzer cuts them:
+  overlapping bigrams of characters for Han, Hiragana and Katakana (a lone character is
+  a unigram), and overlapping bigrams of grapheme clusters for Thai, Lao, Khmer and
+  Myanmar (a cluster keeps a consonant with its vowel signs and tone marks). A run that
+  mixes scripts (``iPhone手机``, ``2019年``) is cut at each change of script.
+
+Hangul is written with spaces and keeps its words. Stopwords are removed only by the
+caller that wants them, and only where a list for the language exists (English for the
+TF-IDF statistics, bm25s's lists for BM25). docs/languages.md says which script gets
+which treatment and what each measured.
+
+Text that is pure ASCII takes a fast path with the standard ``re`` module and gives
+exactly what the general rule gives (``tests/test_analyzer.py`` checks the two agree):
+a million-chunk English corpus pays nothing for the other scripts.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+import regex
+
+# Scripts written without spaces between words, and how they are cut.
+_CJK = r"\p{Han}\p{scx=Hiragana}\p{scx=Katakana}"
+_SEA = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
+# Scripts whose characters are syllables or ideographs: a word of one or two of them is
+# a real word (서울, 水), so the length floors for alphabetic words do not apply.
+_DENSE = regex.compile(rf"[{_CJK}{_SEA}\p{{Hangul}}\p{{Yi}}]")
+
+_WORD_CHARS = r"\p{L}\p{M}\p{N}\p{Pc}\u200c\u200d"
+_WORD = regex.compile(rf"[{_WORD_CHARS}]+")
+# The TF-IDF form of a word: it starts with a letter and may hold hyphens (year-end, q4).
+_TERM = regex.compile(r"\p{L}[\p{L}\p{M}\p{N}\u200c\u200d-]*")
+_SEGMENT = regex.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<sea>[{_SEA}]+)|[^{_CJK}{_SEA}]+")
+_JOINERS = str.maketrans("", "", "\u200c\u200d")
+_LETTER_OR_DIGIT = regex.compile(r"[\p{L}\p{N}]")
+
+# The ASCII fast path: the same rules where every character is ASCII.
+_ASCII_WORD = re.compile(r"\w+", re.ASCII)
+_ASCII_TERM = re.compile(r"[A-Za-z][A-Za-z0-9\-]*")
+
+
+def fold(text: str) -> str:
+    """Case and width folded: NFKC, casefold, NFKC (idempotent)."""
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+def _bigrams(units: Sequence[str]) -> list[str]:
+    if len(units) < 2:
+        return ["".join(units)] if units else []
+    return [units[i] + units[i + 1] for i in range(len(units) - 1)]
+
+
+def _cut(run: str) -> list[str]:
+    """A word run cut at its changes of script; spaceless scripts into bigrams."""
+    if not _SPACELESS.search(run):
+        return [run]
+    out: list[str] = []
+    for m in _SEGMENT.finditer(run):
+        if m.group("cjk"):
+            out.extend(_bigrams(m.group()))
+        elif m.group("sea"):
+            out.extend(_bigrams(regex.findall(r"\X", m.group())))
+        else:
+            out.append(m.group())
+    return out
+
+
+_SPACELESS = regex.compile(rf"[{_CJK}{_SEA}]")
+
+
+def _words(folded: str, pattern: regex.Pattern[str]) -> list[str]:
+    out: list[str] = []
+    for run in pattern.findall(folded):
+        run = run.translate(_JOINERS)
+        if run:
+            out.extend(_cut(run))
+    return out
+
+
+def tokens(text: str) -> list[str]:
+    """Every word of ``text``, folded, in order: no letter, mark or digit is dropped.
+
+    The retrieval form (BM25's): digits and underscores count as word characters, as
+    in ``\\w``; the caller drops short words and stopwords.
+    """
+    if text.isascii():
+        return _ASCII_WORD.findall(text.lower())
+    return _words(fold(text), _WORD)
+
+
+def term_tokens(text: str) -> list[str]:
+    """The TF-IDF form: words that start with a letter, hyphens kept inside them."""
+    if text.isascii():
+        return _ASCII_TERM.findall(text.lower())
+    return [t for t in _words(fold(text), _TERM) if t]
+
+
+def is_dense(token: str) -> bool:
+    """A token of ideographs or syllables (Han, kana, Hangul, Thai...): never too short."""
+    return not token.isascii() and _DENSE.search(token) is not None
+
+
+def long_enough(token: str, min_chars: int) -> bool:
+    return len(token) >= min_chars or (min_chars > 1 and is_dense(token))
+
+
+def terms(text: str, stopwords: frozenset[str] = frozenset(), min_chars: int = 2) -> list[str]:
+    """Retrieval words without stopwords and alphabetic words under ``min_chars``."""
+    return [t for t in tokens(text) if t not in stopwords and long_enough(t, min_chars)]
+
+
+def has_words(text: str) -> bool:
+    """A letter or a digit in any script: something a query could match."""
+    if text.isascii():
+        return any(c.isalnum() for c in text)
+    return _LETTER_OR_DIGIT.search(text) is not None
+
+
+# --- What a corpus is written in -------------------------------------------------------
+
+# Unicode character names begin with their script for most letters; the few that do not
+# are named here. Only letters are counted: digits and punctuation belong to every script.
+_NAME_SCRIPT = {
+    "CJK": "Han", "HIRAGANA": "Hiragana", "KATAKANA": "Katakana", "HANGUL": "Hangul",
+    "LATIN": "Latin", "CYRILLIC": "Cyrillic", "GREEK": "Greek", "ARABIC": "Arabic",
+    "HEBREW": "Hebrew", "DEVANAGARI": "Devanagari", "BENGALI": "Bengali", "THAI": "Thai",
+    "LAO": "Lao", "KHMER": "Khmer", "MYANMAR": "Myanmar", "TAMIL": "Tamil", "TELUGU": "Telugu",
+    "GUJARATI": "Gujarati", "GURMUKHI": "Gurmukhi", "KANNADA": "Kannada",
+    "MALAYALAM": "Malayalam", "GEORGIAN": "Georgian", "ARMENIAN": "Armenian",
+    "ETHIOPIC": "Ethiopic", "SINHALA": "Sinhala", "TIBETAN": "Tibetan",
+    "FULLWIDTH": "Latin", "HALFWIDTH": "Katakana",
+}
+# Characters read per corpus to name its scripts: enough for a share to the percent.
+SCRIPT_SAMPLE_CHARS = 200_000
+# A script named in the header holds at least this share of the corpus's letters.
+MAIN_SCRIPT_SHARE = 0.05
+
+
+@lru_cache(maxsize=65536)
+def script_of(ch: str) -> str:
+    """The script of a letter, from its Unicode name ("Other" when the name says none)."""
+    if ch.isascii():
+        return "Latin"
+    try:
+        first = unicodedata.name(ch).split(" ", 1)[0]
+    except ValueError:
+        return "Other"
+    return _NAME_SCRIPT.get(first.split("-", 1)[0], first.title() if first.isalpha() else "Other")
+
+
+def _sample(texts: Sequence[str], limit: int) -> Iterable[str]:
+    """Evenly spaced texts up to ``limit`` characters: a corpus sorted by language still
+    shows each of its languages."""
+    n = len(texts)
+    if n == 0:
+        return
+    total = 0
+    step = max(1, n // max(1, min(n, 2000)))
+    for i in range(0, n, step):
+        t = texts[i][:4000]
+        yield t
+        total += len(t)
+        if total >= limit:
+            return
+
+
+def script_shares(texts: Sequence[str], limit: int = SCRIPT_SAMPLE_CHARS) -> dict[str, float]:
+    """Each script's share of the letters in a sample of ``texts``, largest first."""
+    counts: Counter[str] = Counter()
+    for t in _sample(texts, limit):
+        if t.isascii():
+            counts["Latin"] += sum(c.isalpha() for c in t)
+            continue
+        counts.update(script_of(c) for c in t if c.isalpha())
+    total = sum(counts.values())
+    if not total:
+        return {}
+    return {s: c / total for s, c in counts.most_common()}
+
+
+def main_scripts(shares: dict[str, float]) -> list[str]:
+    """Scripts named in a run's header: those holding at least 5% of the letters.
+    Japanese counts Han, Hiragana and Katakana apart, as the text does."""
+    return [s for s, share in shares.items() if share >= MAIN_SCRIPT_SHARE]
+
+
+def describe_scripts(shares: dict[str, float]) -> str:
+    """``Han 91%, Latin 9%``: the main scripts and their shares, for a header."""
+    shown = [f"{s} {round(100 * shares[s])}%" for s in main_scripts(shares)]
+    return ", ".join(shown) if shown else "no letters"
