@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # The floor: the version, errors, field rules, files and their destinations, retrying,
     # warnings, Ctrl-C and threads, progress, URL redaction, settings,
     # the paused cycle collector.
-    ("version", "errors", "user_warnings", "sigint", "progress", "retry", "redaction", "fields",
+    ("version", "analyzer", "errors", "user_warnings", "sigint", "progress", "retry", "redaction", "fields",
      "destinations", "files", "controls", "config", "collector"),
     # What is recorded and measured. ``stores`` reads a vector store's chunks (a corpus
     # may be a store URL), so it sits below ``corpus``; searching a store is a

@@ -37,26 +37,40 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-import regex
-
 # Scripts written without spaces between words, and how they are cut.
 _CJK = r"\p{Han}\p{scx=Hiragana}\p{scx=Katakana}"
 _SEA = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
-# Scripts whose characters are syllables or ideographs: a word of one or two of them is
-# a real word (서울, 水), so the length floors for alphabetic words do not apply.
-_DENSE = regex.compile(rf"[{_CJK}{_SEA}\p{{Hangul}}\p{{Yi}}]")
-
 _WORD_CHARS = r"\p{L}\p{M}\p{N}\p{Pc}\u200c\u200d"
-_WORD = regex.compile(rf"[{_WORD_CHARS}]+")
-# The TF-IDF form of a word: it starts with a letter and may hold hyphens (year-end, q4).
-_TERM = regex.compile(r"\p{L}[\p{L}\p{M}\p{N}\u200c\u200d-]*")
-_SEGMENT = regex.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<sea>[{_SEA}]+)|[^{_CJK}{_SEA}]+")
 _JOINERS = str.maketrans("", "", "\u200c\u200d")
-_LETTER_OR_DIGIT = regex.compile(r"[\p{L}\p{N}]")
 
 # The ASCII fast path: the same rules where every character is ASCII.
 _ASCII_WORD = re.compile(r"\w+", re.ASCII)
 _ASCII_TERM = re.compile(r"[A-Za-z][A-Za-z0-9\-]*")
+
+
+class _Patterns:
+    """The Unicode patterns, compiled on first use: ``regex`` (which knows scripts, marks
+    and grapheme clusters, as ``re`` does not) is imported only where a text is not ASCII,
+    so the reading commands start as fast as before."""
+
+    def __init__(self) -> None:
+        import regex
+
+        self.word = regex.compile(rf"[{_WORD_CHARS}]+")
+        # The TF-IDF form of a word: it starts with a letter and may hold hyphens.
+        self.term = regex.compile(r"\p{L}[\p{L}\p{M}\p{N}\u200c\u200d-]*")
+        self.spaceless = regex.compile(rf"[{_CJK}{_SEA}]")
+        self.segment = regex.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<sea>[{_SEA}]+)|[^{_CJK}{_SEA}]+")
+        self.grapheme = regex.compile(r"\X")
+        # Ideographs and syllables: a word of one or two of them is a real word (서울, 水),
+        # so the length floors for alphabetic words do not apply.
+        self.dense = regex.compile(rf"[{_CJK}{_SEA}\p{{Hangul}}\p{{Yi}}]")
+        self.letter_or_digit = regex.compile(r"[\p{L}\p{N}]")
+
+
+@lru_cache(maxsize=1)
+def _rx() -> _Patterns:
+    return _Patterns()
 
 
 def fold(text: str) -> str:
@@ -72,30 +86,28 @@ def _bigrams(units: Sequence[str]) -> list[str]:
     return [units[i] + units[i + 1] for i in range(len(units) - 1)]
 
 
-def _cut(run: str) -> list[str]:
+def _cut(run: str, rx: _Patterns) -> list[str]:
     """A word run cut at its changes of script; spaceless scripts into bigrams."""
-    if not _SPACELESS.search(run):
+    if not rx.spaceless.search(run):
         return [run]
     out: list[str] = []
-    for m in _SEGMENT.finditer(run):
+    for m in rx.segment.finditer(run):
         if m.group("cjk"):
             out.extend(_bigrams(m.group()))
         elif m.group("sea"):
-            out.extend(_bigrams(regex.findall(r"\X", m.group())))
+            out.extend(_bigrams(rx.grapheme.findall(m.group())))
         else:
             out.append(m.group())
     return out
 
 
-_SPACELESS = regex.compile(rf"[{_CJK}{_SEA}]")
-
-
-def _words(folded: str, pattern: regex.Pattern[str]) -> list[str]:
+def _words(folded: str, term_form: bool) -> list[str]:
+    rx = _rx()
     out: list[str] = []
-    for run in pattern.findall(folded):
+    for run in (rx.term if term_form else rx.word).findall(folded):
         run = run.translate(_JOINERS)
         if run:
-            out.extend(_cut(run))
+            out.extend(_cut(run, rx))
     return out
 
 
@@ -107,19 +119,27 @@ def tokens(text: str) -> list[str]:
     """
     if text.isascii():
         return _ASCII_WORD.findall(text.lower())
-    return _words(fold(text), _WORD)
+    return _words(fold(text), term_form=False)
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Where each word run of ``text`` (unfolded) starts and ends: for edits that must
+    land on the words a query matches (drift's noise on a query's words)."""
+    if text.isascii():
+        return [m.span() for m in _ASCII_WORD.finditer(text)]
+    return [m.span() for m in _rx().word.finditer(text)]
 
 
 def term_tokens(text: str) -> list[str]:
     """The TF-IDF form: words that start with a letter, hyphens kept inside them."""
     if text.isascii():
         return _ASCII_TERM.findall(text.lower())
-    return [t for t in _words(fold(text), _TERM) if t]
+    return _words(fold(text), term_form=True)
 
 
 def is_dense(token: str) -> bool:
     """A token of ideographs or syllables (Han, kana, Hangul, Thai...): never too short."""
-    return not token.isascii() and _DENSE.search(token) is not None
+    return not token.isascii() and _rx().dense.search(token) is not None
 
 
 def long_enough(token: str, min_chars: int) -> bool:
@@ -131,11 +151,27 @@ def terms(text: str, stopwords: frozenset[str] = frozenset(), min_chars: int = 2
     return [t for t in tokens(text) if t not in stopwords and long_enough(t, min_chars)]
 
 
+@lru_cache(maxsize=8)
+def _ascii_term(min_chars: int) -> re.Pattern[str]:
+    # A maximal run's start class is in its continuation class, so ``{n-1,}`` finds the
+    # same words ``len(w) >= n`` keeps, without making the short ones.
+    return re.compile(r"[A-Za-z][A-Za-z0-9\-]{" + str(max(0, min_chars - 1)) + ",}")
+
+
+def content_terms(text: str, stopwords: frozenset[str] = frozenset(), min_chars: int = 3
+                  ) -> list[str]:
+    """The TF-IDF form without stopwords and alphabetic words under ``min_chars``: the
+    words that say what a chunk is about (probes, topics, extractive questions)."""
+    if text.isascii():
+        return [w for w in _ascii_term(min_chars).findall(text.lower()) if w not in stopwords]
+    return [t for t in term_tokens(text) if t not in stopwords and long_enough(t, min_chars)]
+
+
 def has_words(text: str) -> bool:
     """A letter or a digit in any script: something a query could match."""
     if text.isascii():
         return any(c.isalnum() for c in text)
-    return _LETTER_OR_DIGIT.search(text) is not None
+    return _rx().letter_or_digit.search(text) is not None
 
 
 # --- What a corpus is written in -------------------------------------------------------
@@ -210,3 +246,27 @@ def describe_scripts(shares: dict[str, float]) -> str:
     """``Han 91%, Latin 9%``: the main scripts and their shares, for a header."""
     shown = [f"{s} {round(100 * shares[s])}%" for s in main_scripts(shares)]
     return ", ".join(shown) if shown else "no letters"
+
+
+# English's commonest function words: a Latin-script text in which they are frequent is
+# English (they make up about 40% of English running text, a few percent of other
+# Latin-script languages': "de", "la" and "die" are not among them).
+ENGLISH_FUNCTION_WORDS = frozenset((
+    "the", "of", "and", "to", "in", "is", "was", "for", "that", "with", "as", "by", "on",
+    "are", "from", "it", "at", "which", "be", "this", "an", "or", "were", "has", "have",
+    "had", "not", "but", "its", "their", "they", "he", "she", "his", "her", "been", "also"))
+# A text is English when at least this share of its words are the words above.
+ENGLISH_WORD_SHARE = 0.12
+
+
+def english_share(texts: Sequence[str], limit: int = SCRIPT_SAMPLE_CHARS) -> float:
+    """The share of a sample of ``texts`` (by characters) that reads as English."""
+    english = total = 0
+    for t in _sample(texts, limit):
+        words = tokens(t)
+        if not words:
+            continue
+        total += len(t)
+        if sum(w in ENGLISH_FUNCTION_WORDS for w in words) >= ENGLISH_WORD_SHARE * len(words):
+            english += len(t)
+    return english / total if total else 1.0

@@ -977,6 +977,7 @@ def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
         r = with_reranker(r, corpus_obj, s.rerank, s.rerank_depth, s.k, notify=say)
     if line := store_run_line(corpus_obj, s.kind, r, s.k):
         say(line)
+    _say_languages(corpus_obj, r, say)
     from ragcov.retrievers.hardware import encoder_line, precision_recall_line
 
     if progress and (line := encoder_line(r)):
@@ -989,6 +990,20 @@ def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
     if twins is not None and twins.line():
         say(twins.line())
     return RunResult(m, s.destination, len(corpus_obj))
+
+
+def _say_languages(corpus: Corpus, retriever: Any, say: Any) -> None:
+    """The corpus's scripts where any is not Latin, and one warning where an English-only
+    embedding model embeds a corpus that is mostly not English."""
+    from ragcov.retrievers.languages import english_model_warning, scripts_line
+    from ragcov.user_warnings import RetrievalWarning, warn
+
+    if line := scripts_line(corpus.texts):
+        say(line)
+    fp = retriever.fingerprint()
+    if fp.get("kind") in ("dense", "store") and (
+            line := english_model_warning(fp.get("model"), corpus.texts)):
+        warn(line, RetrievalWarning)
 
 
 def index_options(kind: str, index: str, hnsw_m: int | None, hnsw_ef_search: int | None

@@ -7,17 +7,19 @@ work with any retriever (a ``module:attr`` or HTTP one has no embeddings to lend
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragcov.analyzer import content_terms
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]+")
+# Alphabetic words shorter than this say little about a chunk.
+MIN_CHARS = 3
 _STOPWORD_TEXT = """
 a about above after again against all also am an and any are as at be because been before
 being below between both but by can could did do does doing down during each few for from
@@ -33,8 +35,10 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 def words(text: str) -> list[str]:
-    """Content words, lower-cased, in text order."""
-    return [w.lower() for w in WORD.findall(text) if w.lower() not in STOPWORDS and len(w) > 2]
+    """Content words, folded, in text order: :func:`ragcov.analyzer.content_terms`, words
+    of any script (Chinese and Thai as bigrams), English stopwords out (the only list
+    this module keeps; a word of another language is never an English stopword)."""
+    return content_terms(text, STOPWORDS, MIN_CHARS)
 
 
 class TermStats:

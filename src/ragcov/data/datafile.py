@@ -61,6 +61,9 @@ CORPUS_KIND = "corpus_kind"
 # Questions written by ``ragcov generate`` (id -> {"source", "hit_target"}): kept out of the
 # suite's totals and gates until accepted, i.e. recorded again from the user's own suite.
 GENERATED = "generated"
+# The scripts the corpus is written in (script -> share of its letters, from a sample of
+# its text): what a report says of the corpus's languages, read without its chunks.
+SCRIPTS = "scripts"
 # Annotation key of the measured recall of an approximate index (a report's caveat).
 INDEX_RECALL = "index_recall"
 
@@ -458,6 +461,11 @@ def _record_corpus_source(con: sqlite3.Connection, corpus: Corpus) -> None:
     """
     if getattr(corpus, "store", None) is not None:
         con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"x:{CORPUS_KIND}", '"store"'))
+    if con.execute("SELECT 1 FROM meta WHERE key = ?", (f"x:{SCRIPTS}",)).fetchone() is None:
+        from ragcov.analyzer import script_shares
+
+        shares = {s: round(v, 4) for s, v in script_shares(corpus.texts).items()}
+        con.execute("INSERT INTO meta VALUES (?, ?)", (f"x:{SCRIPTS}", json.dumps(shares)))
     source = getattr(corpus, "source", None)
     if source and os.path.exists(source):
         con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",

@@ -24,6 +24,8 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from ragcov.analyzer import tokens, word_spans
+
 # Two characters a scanner reads as one, and the reverse (one read as two).
 PAIR_CONFUSIONS = {"rn": "m", "cl": "d", "vv": "w", "li": "h"}
 CHAR_CONFUSIONS = {
@@ -33,9 +35,40 @@ CHAR_CONFUSIONS = {
     "G": "6", "6": "G", "3": "8", "4": "A", "7": "1", "9": "g", "t": "f", "f": "t",
     ",": ".", ".": ",",
 }
+# Other scripts' confusions: letters a scanner reads as a letter of like shape (a dot or
+# a stroke lost or gained). A script with none here keeps its letters; the drift report
+# says so (:func:`scripts_without_confusions`) rather than calling the relation robust.
+SCRIPT_CONFUSIONS = {
+    "Cyrillic": {"о": "0", "О": "0", "З": "3", "з": "3", "б": "6", "ш": "щ", "щ": "ш", "и": "й",
+                 "й": "и", "п": "н", "н": "п", "е": "ё", "ё": "е", "ь": "ъ", "ъ": "ь"},
+    "Greek": {"ο": "o", "Ο": "0", "ν": "v", "ρ": "p", "ι": "i", "Ι": "l", "η": "n", "κ": "k",
+              "τ": "t", "υ": "u", "ε": "c", "α": "a"},
+    "Arabic": {"ب": "ت", "ت": "ث", "ث": "ت", "ج": "ح", "ح": "خ", "خ": "ح", "د": "ذ", "ذ": "د",
+               "ر": "ز", "ز": "ر", "س": "ش", "ش": "س", "ص": "ض", "ض": "ص", "ط": "ظ", "ظ": "ط",
+               "ع": "غ", "غ": "ع", "ف": "ق", "ق": "ف", "ة": "ه", "ي": "ى", "ى": "ي"},
+    "Hebrew": {"ה": "ח", "ח": "ה", "ב": "כ", "כ": "ב", "ו": "ז", "ז": "ו", "ד": "ר", "ר": "ד",
+               "ס": "ם", "ם": "ס"},
+    "Devanagari": {"ब": "व", "व": "ब", "घ": "ध", "ध": "घ", "म": "भ", "भ": "म", "ड": "ङ",
+                   "ङ": "ड", "प": "ष", "ष": "प", "र": "२", "ि": "ी", "ी": "ि"},
+    "Thai": {"ด": "ค", "ค": "ด", "บ": "ป", "ป": "บ", "ถ": "ภ", "ภ": "ถ", "ข": "ช", "ช": "ข",
+             "พ": "ฟ", "ฟ": "พ", "ผ": "ฝ", "ฝ": "ผ", "ม": "น", "น": "ม", "ร": "ธ"},
+    "Han": {"己": "已", "已": "巳", "巳": "己", "未": "末", "末": "未", "土": "士", "士": "土",
+            "日": "曰", "曰": "日", "人": "入", "入": "人", "大": "太", "太": "犬", "千": "干",
+            "干": "于", "天": "夭", "木": "本", "本": "木", "王": "玉", "玉": "王", "问": "间",
+            "间": "问", "特": "持", "持": "特", "几": "凡", "力": "刀", "刀": "力"},
+    "Katakana": {"シ": "ツ", "ツ": "シ", "ソ": "ン", "ン": "ソ", "ク": "ケ", "ロ": "口",
+                 "エ": "工", "カ": "力", "ニ": "二", "ハ": "八", "リ": "り"},
+    "Hiragana": {"へ": "ヘ", "り": "リ", "ぬ": "め", "め": "ぬ", "わ": "れ", "れ": "わ",
+                 "は": "ほ", "ほ": "は"},
+}
+CONFUSIONS = dict(CHAR_CONFUSIONS)
+for _table in SCRIPT_CONFUSIONS.values():
+    for _k, _v in _table.items():
+        CONFUSIONS.setdefault(_k, _v)
+# Latin letters: each has a confusion above or breaks across a line.
+NOISE_SCRIPTS = frozenset({"Latin", *SCRIPT_CONFUSIONS})
 # A word this long or longer can be broken across a line with a hyphen.
 HYPHENATE_FROM = 5
-WORD = re.compile(r"\w\w+")
 
 #: The surface forms of the ``format`` relation: three for tables, two for any text.
 TABLE_FORMATS = ("rows", "markdown", "csv")
@@ -83,11 +116,23 @@ def ocr_noise(text: str, rate: float, rng: random.Random,
 
 
 def _word_mask(text: str, words: Collection[str]) -> list[bool]:
+    """The characters of the words in ``words`` (folded by the house text rule): a word
+    of a spaceless script is found by its bigrams."""
     mask = [False] * len(text)
-    for m in WORD.finditer(text):
-        if m.group().lower() in words:
-            mask[m.start():m.end()] = [True] * (m.end() - m.start())
+    for start, end in word_spans(text):
+        if any(t in words for t in tokens(text[start:end])):
+            mask[start:end] = [True] * (end - start)
     return mask
+
+
+def scripts_without_confusions(texts: Sequence[str]) -> dict[str, float]:
+    """The scripts of ``texts`` (share of their letters) whose letters the noise relation
+    has no confusion for: their characters are only dropped or broken across lines, so
+    a 0% violation rate there says little about a scanner's noise."""
+    from ragcov.analyzer import script_shares
+
+    return {s: share for s, share in script_shares(texts).items()
+            if s not in NOISE_SCRIPTS and share >= 0.05}
 
 
 def _misread(text: str, i: int, rng: random.Random, allowed: list[bool] | None
@@ -99,8 +144,8 @@ def _misread(text: str, i: int, rng: random.Random, allowed: list[bool] | None
     ch = text[i]
     if ch == " ":
         return ("", 1) if rng.random() < 0.5 else ("  ", 1)
-    if ch in CHAR_CONFUSIONS:
-        return CHAR_CONFUSIONS[ch], 1
+    if ch in CONFUSIONS:
+        return CONFUSIONS[ch], 1
     if ch.isalpha() and _inside_long_word(text, i):
         return "-\n" + ch, 1
     if ch == "\n":

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ragcov.analyzer import tokens
+
 LABEL = re.compile(r"^\s*(?:(?:question|q|query|answer)\s*\d*\s*[:.)-]\s*)+", re.IGNORECASE)
 NUMBERING = re.compile(r"^\s*(?:[-*\u2022]+|\(?\d{1,3}[.):]|\(?[a-z][.)])\s+", re.IGNORECASE)
 QUOTES = "\"'`\u201c\u201d\u2018\u2019\u00ab\u00bb"
@@ -19,6 +21,9 @@ MAX_CHARS = 300
 MAX_WORDS = 60
 MIN_WORDS = 3
 COPY_SIMILARITY = 0.8
+# The question marks of the scripts a corpus may be in: Latin, full-width (Chinese,
+# Japanese), Arabic, Greek (";" after NFKC, not cut at: it is also a semicolon).
+QUESTION_MARKS = ("?", "\uff1f", "\u061f")
 
 
 def clean(raw: str) -> str:
@@ -32,15 +37,17 @@ def clean(raw: str) -> str:
             text = re.sub(r"^\*\*(.*)\*\*$", r"\1", text).strip()
         if not text:
             continue
-        if "?" in text:
-            text = text[: text.index("?") + 1]
+        ends = [text.index(q) for q in QUESTION_MARKS if q in text]
+        if ends:
+            text = text[: min(ends) + 1]
         return re.sub(r"\s+", " ", text).strip()
     return ""
 
 
 def normalize(text: str) -> str:
-    """The key duplicates are compared on: case, punctuation and spacing ignored."""
-    return " ".join(re.findall(r"\w+", text.casefold()))
+    """The key duplicates are compared on: case, width, punctuation and spacing ignored,
+    words cut by the house text rule (a Chinese question by its bigrams)."""
+    return " ".join(tokens(text))
 
 
 def _tokens(text: str) -> set[str]:
@@ -58,7 +65,8 @@ def rejection(text: str, existing: set[str], examples: Iterable[str]) -> str | N
     """Why ``text`` cannot join the suite (None: it can)."""
     if not text:
         return "empty"
-    words = len(text.split())
+    # Words by the text rule: a Chinese or Thai question has no spaces to count.
+    words = len(tokens(text))
     if words < MIN_WORDS:
         return "too short"
     if len(text) > MAX_CHARS or words > MAX_WORDS:

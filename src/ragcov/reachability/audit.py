@@ -437,6 +437,8 @@ def _reason(i: int, by: int, info: dict[int, tuple[str, str]]) -> str | None:
     text, digest = info[i]
     if not _has_words(text):
         return "no-words: the chunk has no word a query could match"
+    if _only_stopwords(text):
+        return "stopwords: the chunk has only common words, which retrievers do not score"
     if by >= 0 and digest == info[by][1]:
         return "duplicate: same text as the chunk ranked in its place (ties go to corpus order)"
     if len(text.strip()) < SHORT_CHUNK_CHARS:
@@ -451,9 +453,17 @@ def _reason(i: int, by: int, info: dict[int, tuple[str, str]]) -> str | None:
 
 
 def _has_words(text: str) -> bool:
-    from ragcov.tfidf import words
+    """A letter or a digit in any script (:func:`ragcov.analyzer.has_words`): a chunk
+    with one is never "no-words", whatever its language."""
+    from ragcov.analyzer import has_words
 
-    return bool(words(text))
+    return has_words(text)
+
+
+def _only_stopwords(text: str) -> bool:
+    from ragcov.reachability.selfquery import plain_terms, words
+
+    return not words(text) and not plain_terms(text)
 
 
 def _cosine(a: str, b: str) -> float:

@@ -24,9 +24,14 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-# No run of three letters (any script): "[1]", "n = 45", "p<0.05", "12.3 %".
-NO_WORDS = r"\A(?![\s\S]*[^\W\d_]{3})"
-_LETTERS = re.compile(r"[^\W\d_]{3}")
+# No run of three letters (any script): "[1]", "n = 45", "p<0.05", "12.3 %". A letter may
+# carry combining marks (a Devanagari or Thai vowel sign, an accent written apart), which
+# Python's ``\w`` does not count: without them "भारत" would be three runs of one letter.
+# The pattern is for the config (scope applies it with ``re``), so it says "mark" as "a
+# character outside ASCII that is neither a word character nor a space".
+_LETTER = r"[^\W\d_][^\w\s\x00-\x7f]*"
+NO_WORDS = r"\A(?![\s\S]*(?:" + _LETTER + "){3})"
+_LETTERS = re.compile("(?:" + _LETTER + "){3}")
 # Below this many characters (trimmed) a chunk gives a retriever too little to score.
 SHORT_CHARS = 40
 # Copies of one text in at least this many chunks are boilerplate, not content.

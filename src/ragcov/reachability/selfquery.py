@@ -17,12 +17,14 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from itertools import chain, filterfalse
+from itertools import chain
 
 import numpy as np
 
+from ragcov.analyzer import terms
 from ragcov.data.probes import ProbeRow
-from ragcov.tfidf import STOPWORDS, WORD
+from ragcov.tfidf import STOPWORDS
+from ragcov.tfidf import words as tfidf_words
 
 TERMS = 8               # distinctive terms in a terms probe
 MIN_SENTENCE_WORDS = 3  # content words a sentence needs to be a probe
@@ -31,7 +33,10 @@ NONE = "none"  # a chunk with no word to ask with: recorded, never retrieved
 LLM = "llm"    # a question an LLM wrote for the chunk (`ragcov probe --generator`)
 KINDS = ("terms", "sentence", LLM, NONE)
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*[-*#|])")
+# Sentence ends: Latin, Greek and Cyrillic stops and the Arabic, Devanagari and Armenian
+# ones before a space; the CJK full stops with or without one (no space follows them).
+_SENTENCE = re.compile(r"(?<=[.!?\u037e\u061f\u06d4\u0964\u0965\u0589])\s+|(?<=[\u3002\uff01\uff1f])\s*"
+                       r"|\n\s*\n|\n(?=\s*[-*#|])")
 
 
 def probe_id(chunk_id: str, kind: str) -> str:
@@ -39,17 +44,15 @@ def probe_id(chunk_id: str, kind: str) -> str:
     return f"probe:{kind}:{chunk_id}"
 
 
-# :data:`ragcov.tfidf.WORD` matching only words of three characters or more: the same
-# words ``len(w) > 2`` keeps (a match is a maximal run of the class, whose start class is
-# in its continuation class), found without making the short ones.
-_WORD3 = re.compile(WORD.pattern.removesuffix("+") + "{2,}")
-assert WORD.pattern.endswith("]+")
-
-
 def words(text: str) -> list[str]:
-    """Content words, lower-cased: :func:`ragcov.tfidf.words`, lower-casing once
-    per text rather than twice per word (probes tokenise a whole corpus)."""
-    return list(filterfalse(STOPWORDS.__contains__, _WORD3.findall(text.lower())))
+    """Content words, folded: :func:`ragcov.tfidf.words`, the house text rule."""
+    return tfidf_words(text)
+
+
+def plain_terms(text: str) -> list[str]:
+    """A chunk's words when it has no content word: numbers, short words, not stopwords
+    (which no retriever scores), first ones first."""
+    return list(dict.fromkeys(terms(text, STOPWORDS, min_chars=1)))[:TERMS]
 
 
 def sentences(text: str) -> list[str]:
@@ -79,7 +82,14 @@ def build_probes(texts: Sequence[str], chunk_ids: Sequence[str], rows: Iterable[
         parts = split[row]
         counts = Counter(chain.from_iterable(ws for _, ws in parts))
         if not counts:
-            out.append(ProbeRow(probe_id(chunk_ids[row], NONE), row, NONE, ""))
+            # No content word, yet letters or digits ("2019 2020", a line of short or
+            # common words): those are what a query could match, so they are its probe.
+            # Only a chunk with no letter or digit in any script gets no probe.
+            plain = plain_terms(texts[row])
+            if plain:
+                out.append(ProbeRow(probe_id(chunk_ids[row], "terms"), row, "terms", " ".join(plain)))
+            else:
+                out.append(ProbeRow(probe_id(chunk_ids[row], NONE), row, NONE, ""))
             continue
         # Highest weight first; ties by the word, so the probe never depends on hash order.
         top = [w for _, w in sorted((-(c * idf[w]), w) for w, c in counts.items())[:TERMS]]

@@ -64,6 +64,9 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
     if meta.get("id_matching") is not None:
         # Added within 1: hits without ids matched by text, and how identical texts were told apart.
         meta_out["id_matching"] = meta["id_matching"]
+    if meta.get("scripts") is not None:
+        # Added within 1: the scripts the corpus is written in (share of its letters).
+        meta_out["scripts"] = meta["scripts"]
     if s.depth is not None:
         # Added within 1: how deep the lists are against k (a retriever returning fewer).
         meta_out["depth"] = s.depth.as_dict()
