@@ -437,12 +437,12 @@ def _reason(i: int, by: int, info: dict[int, tuple[str, str]]) -> str | None:
     text, digest = info[i]
     if not _has_words(text):
         return "no-words: the chunk has no word a query could match"
-    if _only_stopwords(text):
-        return "stopwords: the chunk has only common words, which retrievers do not score"
     if by >= 0 and digest == info[by][1]:
         return "duplicate: same text as the chunk ranked in its place (ties go to corpus order)"
     if len(text.strip()) < SHORT_CHUNK_CHARS:
         return f"short: {len(text.strip())} characters, too little to score"
+    if _only_stopwords(text):
+        return "stopwords: the chunk has only common words, which retrievers do not score"
     if by >= 0:
         sim = _cosine(text, info[by][0])
         if sim >= NEAR_DUPLICATE:

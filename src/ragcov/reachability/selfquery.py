@@ -50,9 +50,10 @@ def words(text: str) -> list[str]:
 
 
 def plain_terms(text: str) -> list[str]:
-    """A chunk's words when it has no content word: numbers, short words, not stopwords
+    """A chunk's words when it has no content word: numbers and short words of two
+    characters or more (a lexical retriever indexes no shorter one), not stopwords
     (which no retriever scores), first ones first."""
-    return list(dict.fromkeys(terms(text, STOPWORDS, min_chars=1)))[:TERMS]
+    return list(dict.fromkeys(terms(text, STOPWORDS, min_chars=2)))[:TERMS]
 
 
 def sentences(text: str) -> list[str]:
