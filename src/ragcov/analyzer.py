@@ -270,3 +270,46 @@ def english_share(texts: Sequence[str], limit: int = SCRIPT_SAMPLE_CHARS) -> flo
         if sum(w in ENGLISH_FUNCTION_WORDS for w in words) >= ENGLISH_WORD_SHARE * len(words):
             english += len(t)
     return english / total if total else 1.0
+
+
+# --- Which language, and its stemmer ---------------------------------------------------
+
+# Snowball stemmers (PyStemmer) by ISO 639-1 code: the languages BM25 can stem.
+SNOWBALL = {
+    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech",
+    "da": "danish", "nl": "dutch", "en": "english", "eo": "esperanto", "et": "estonian",
+    "fi": "finnish", "fr": "french", "de": "german", "el": "greek", "hi": "hindi",
+    "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian", "lt": "lithuanian",
+    "ne": "nepali", "no": "norwegian", "nb": "norwegian", "fa": "persian", "pl": "polish",
+    "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian", "es": "spanish",
+    "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+}
+# Texts read to name a corpus's language: a vote of this many evenly spaced chunks.
+LANGUAGE_SAMPLE = 300
+
+
+def corpus_language(texts: Sequence[str]) -> tuple[str | None, float]:
+    """The corpus's main language (ISO 639-1) and the share of sampled chunks in it.
+
+    English text in ASCII is known without a model (its function words). Otherwise
+    py3langid (a bundled model, no network) votes over a sample of chunks; without it
+    installed the language is unknown (None), and nothing that depends on it happens.
+    """
+    n = len(texts)
+    if n == 0:
+        return None, 0.0
+    step = max(1, n // LANGUAGE_SAMPLE)
+    sample = [texts[i][:2000] for i in range(0, n, step)][:LANGUAGE_SAMPLE]
+    if all(t.isascii() for t in sample):
+        share = english_share(sample)
+        if share >= 0.5:
+            return "en", share
+    try:
+        import py3langid
+    except ImportError:
+        return None, 0.0
+    votes = Counter(py3langid.classify(t)[0] for t in sample if has_words(t))
+    if not votes:
+        return None, 0.0
+    lang, count = votes.most_common(1)[0]
+    return lang, count / sum(votes.values())

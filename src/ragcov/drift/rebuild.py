@@ -43,7 +43,8 @@ class BM25Rebuilder(Rebuilder):
         from ragcov.retrievers.bm25 import BM25Retriever
 
         b = self.base
-        return BM25Retriever(copy, k1=b.k1, b=b.b, stopwords=b.stopwords, progress=False)
+        return BM25Retriever(copy, k1=b.k1, b=b.b, stopwords=b.stopwords, progress=False,
+                             stemmer=b.stemmer or "none")
 
 
 class DenseRebuilder(Rebuilder):

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ragcov.analyzer import terms
+from ragcov.analyzer import SNOWBALL, corpus_language, terms
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
 from ragcov.retrievers.base import Ranked
@@ -26,7 +26,8 @@ MIN_CHARS = 2
 
 class BM25Retriever:
     def __init__(self, corpus: Corpus, k1: float = 1.5, b: float = 0.75,
-                 stopwords: str | None = "en", progress: bool = True) -> None:
+                 stopwords: str | None = "en", progress: bool = True,
+                 stemmer: str | None = "auto") -> None:
         try:
             import bm25s
         except ImportError as exc:
@@ -35,7 +36,9 @@ class BM25Retriever:
         self.corpus = corpus
         self.k1, self.b, self.stopwords = k1, b, stopwords
         self._stop = _stopword_set(stopwords)
-        words = _words(corpus.texts, self._stop)
+        self.stemmer = resolve_stemmer(stemmer, corpus.texts)
+        self._stem = _snowball(self.stemmer)
+        words = _words(corpus.texts, self._stop, self._stem)
         # Ids in first-seen order, as bm25s.tokenize numbers them.
         vocab = {w: i for i, w in enumerate(dict.fromkeys(itertools.chain.from_iterable(words)))}
         tokens = bm25s.tokenization.Tokenized(
@@ -60,14 +63,17 @@ class BM25Retriever:
         self._positive = bool(self._postings.nnz == 0 or self._postings.data.min() > 0)
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"kind": "bm25", "model": f"bm25s(k1={self.k1},b={self.b})", "index": "sparse",
-                "stopwords": self.stopwords, "chunking": self.corpus.chunking}
+        fp = {"kind": "bm25", "model": f"bm25s(k1={self.k1},b={self.b})", "index": "sparse",
+              "stopwords": self.stopwords, "chunking": self.corpus.chunking}
+        if self.stemmer is not None:  # absent where none stems: English runs keep their fingerprint
+            fp["stemmer"] = self.stemmer
+        return fp
 
     def retrieve(self, texts: Sequence[str], k: int) -> list[Ranked]:
         if not texts:
             return []
         kk = min(k, len(self._ids))
-        tokens = _words(texts, self._stop)
+        tokens = _words(texts, self._stop, self._stem)
         wordless = [text for text, query_tokens in zip(texts, tokens) if not query_tokens]
         if wordless:
             _warn_wordless(wordless)
@@ -161,7 +167,44 @@ def _stopword_set(stopwords: str | None) -> frozenset[str]:
     return frozenset(_infer_stopwords(stopwords))
 
 
-def _words(texts: Sequence[str], stop: frozenset[str]) -> list[list[str]]:
+def resolve_stemmer(stemmer: str | None, texts: Sequence[str]) -> str | None:
+    """The Snowball stemmer BM25 uses: ``auto`` picks the corpus's language's where one
+    exists (Russian 91.5% -> 98.2% hit rate on XQuAD, Arabic 93.0% -> 97.3%: see
+    docs/languages.md) and PyStemmer is installed; English is not stemmed, so English
+    runs rank as bm25s does by default and as every earlier recording did. ``none``
+    (or None) never stems; a Snowball name (``russian``) always does."""
+    if stemmer is None or stemmer == "none":
+        return None
+    if stemmer == "auto":
+        lang, share = corpus_language(texts)
+        name = SNOWBALL.get(lang or "")
+        if name is None or lang == "en" or share < 0.5:
+            return None
+        try:
+            import Stemmer  # noqa: F401
+        except ImportError:
+            return None
+        return name
+    try:
+        import Stemmer
+    except ImportError as exc:
+        raise RagcovError(f"the stemmer {stemmer!r} needs PyStemmer: pip install 'ragcov[bm25]'"
+                          ) from exc
+    if stemmer not in Stemmer.algorithms():
+        raise RagcovError(f"unknown stemmer {stemmer!r}: expected auto, none or one of "
+                          f"{', '.join(Stemmer.algorithms())}")
+    return stemmer
+
+
+def _snowball(name: str | None) -> Any:
+    if name is None:
+        return None
+    import Stemmer
+
+    return Stemmer.Stemmer(name)
+
+
+def _words(texts: Sequence[str], stop: frozenset[str], stem: Any = None) -> list[list[str]]:
     """Each text's words by the house text rule (:mod:`ragcov.analyzer`), stopwords left
     out. On English text these are ``bm25s.tokenize(texts, return_ids=False)``'s tokens,
     the same words in the same order (``tests/test_bm25.py`` checks it); unlike bm25s's
@@ -169,7 +212,9 @@ def _words(texts: Sequence[str], stop: frozenset[str]) -> list[list[str]]:
     Japanese and Thai text, written without spaces, into bigrams. bm25s rebuilds its
     stopword set once per text, which made tokenising a corpus and its probes a fifth of
     a probe run: the set is built once here."""
-    return [terms(text, stop, MIN_CHARS) for text in texts]
+    if stem is None:
+        return [terms(text, stop, MIN_CHARS) for text in texts]
+    return [stem.stemWords(terms(text, stop, MIN_CHARS)) for text in texts]
 
 
 def _warn_wordless(texts: list[str]) -> None:
