@@ -46,7 +46,10 @@ def _bm25(corpus: Corpus, model: str | None, index: str, progress: bool, backend
           options: dict[str, Any]) -> Retriever:
     from ragcov.retrievers.bm25 import BM25Retriever
 
-    return BM25Retriever(corpus, progress=progress)
+    # auto (the corpus's language's Snowball stemmer; none for English), none, or a name.
+    # One setting for every command, so a probe or a drift copy stems as the run did (the
+    # stemmer is in the fingerprint: a different one is refused as another retriever).
+    return BM25Retriever(corpus, progress=progress, stemmer=os.environ.get("RAGCOV_STEMMER") or "auto")
 
 
 def _store(corpus: Corpus, model: str | None, index: str, progress: bool, backend: str | None,
