@@ -202,3 +202,17 @@ def test_hostile_text_is_indexed_without_losing_a_chunk(in_tmp, capsys):
     code, out, err = cli(capsys, "run", "--corpus", "bad.jsonl", "--queries", "queries.jsonl",
                          "--retriever", "bm25", "--data-file", "bad.ragcov")
     assert code == 1 and "bad.jsonl:1" in err and "surrogate" in err
+
+
+def test_the_prompt_asks_for_a_question_in_the_passage_language() -> None:
+    from ragcov.generation.templates import load_template
+
+    chat, completion = load_template(None, "chat"), load_template(None, "completion")
+    for lang, name in (("zh", "Chinese"), ("ru", "Russian"), ("ar", "Arabic"), ("hi", "Hindi")):
+        data = json.loads((XQUAD / f"xquad.{lang}.slice.json").read_text())
+        passage = data["data"][1]["paragraphs"][0]["context"]
+        assert f"Write the question in {name}, the language of the passage." in chat.render([passage])
+        assert f"Write it in {name}" in completion.render([passage])
+    english = json.loads((XQUAD / "xquad.en.slice.json").read_text())["data"][1]["paragraphs"][0]
+    # English prompts are what they were: no line about the language.
+    assert "language" not in chat.render([english["context"]]).replace(english["context"], "")

@@ -313,3 +313,30 @@ def corpus_language(texts: Sequence[str]) -> tuple[str | None, float]:
         return None, 0.0
     lang, count = votes.most_common(1)[0]
     return lang, count / sum(votes.values())
+
+
+# Names of the languages a prompt may ask for (ISO 639-1 code -> English name); a code not
+# here is named by its script instead.
+LANGUAGE_NAMES = {
+    "ar": "Arabic", "bg": "Bulgarian", "bn": "Bengali", "ca": "Catalan", "cs": "Czech",
+    "da": "Danish", "de": "German", "el": "Greek", "en": "English", "es": "Spanish",
+    "fa": "Persian", "fi": "Finnish", "fr": "French", "he": "Hebrew", "hi": "Hindi",
+    "hu": "Hungarian", "id": "Indonesian", "it": "Italian", "ja": "Japanese", "ko": "Korean",
+    "nl": "Dutch", "no": "Norwegian", "pl": "Polish", "pt": "Portuguese", "ro": "Romanian",
+    "ru": "Russian", "sv": "Swedish", "ta": "Tamil", "th": "Thai", "tr": "Turkish",
+    "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
+}
+
+
+def language_name(texts: Sequence[str]) -> str | None:
+    """The language to ask a question in, in words ("Chinese"), or None for English (the
+    prompts are written in English, and ask for nothing more there)."""
+    lang, share = corpus_language(texts)
+    if lang == "en":
+        return None
+    if lang in LANGUAGE_NAMES and share >= 0.5:
+        return LANGUAGE_NAMES[lang]
+    shares = script_shares(texts)
+    if not shares or next(iter(shares)) == "Latin" and lang is None:
+        return None
+    return f"the passage's own language ({next(iter(shares))} script)"

@@ -1,7 +1,9 @@
 """Prompt templates: plain Jinja2 files a user can replace with ``--prompt``.
 
-The template sees ``passage`` (the target chunks' texts joined by blank lines)
-and ``passages`` (the list). Its hash goes into every provenance record, so a
+The template sees ``passage`` (the target chunks' texts joined by blank lines),
+``passages`` (the list) and ``language`` (the passages' language in words, "Chinese",
+or empty for English: :func:`ragcov.analyzer.language_name`), so a question is asked
+in the chunk's own language. Its hash goes into every provenance record, so a
 question can always be traced to the exact prompt wording that produced it.
 """
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
+from ragcov.analyzer import language_name
 from ragcov.errors import RagcovError
 from ragcov.files import read_text, text_hash
 
@@ -40,7 +43,8 @@ class PromptTemplate:
                 raise RagcovError(f"{self.source}: bad prompt template ({exc})") from exc
         try:
             rendered = self._compiled.render(  # type: ignore[attr-defined]
-                passage="\n\n".join(p.strip() for p in passages), passages=passages)
+                passage="\n\n".join(p.strip() for p in passages), passages=passages,
+                language=language_name(passages) or "")
         except Exception as exc:  # jinja2.UndefinedError and friends
             raise RagcovError(f"{self.source}: cannot render prompt template ({exc})") from exc
         return rendered
