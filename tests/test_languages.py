@@ -216,3 +216,17 @@ def test_the_prompt_asks_for_a_question_in_the_passage_language() -> None:
     english = json.loads((XQUAD / "xquad.en.slice.json").read_text())["data"][1]["paragraphs"][0]
     # English prompts are what they were: no line about the language.
     assert "language" not in chat.render([english["context"]]).replace(english["context"], "")
+
+
+def test_drift_noise_says_where_it_knows_no_confusions(in_tmp, capsys):
+    korean = ["서울은 대한민국의 수도이며 가장 큰 도시이다", "부산은 항구 도시로 알려져 있다",
+              "한강은 서울을 가로질러 흐른다", "제주도는 화산섬이다"]
+    (in_tmp / "chunks.jsonl").write_text("".join(
+        json.dumps({"id": f"k{i}", "doc_id": "d", "text": t}, ensure_ascii=False) + "\n"
+        for i, t in enumerate(korean)), encoding="utf-8")
+    (in_tmp / "queries.jsonl").write_text(
+        json.dumps({"id": "q", "text": "서울은 대한민국의 수도"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    code, out, err = cli(capsys, "drift", "--corpus", "chunks.jsonl", "--queries", "queries.jsonl",
+                         "--retriever", "bm25", "--k", "2", "--relation", "noise")
+    assert code == 0, err
+    assert "no scanner confusions are known for Hangul 100%" in err

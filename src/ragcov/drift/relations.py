@@ -170,7 +170,23 @@ def transformed(corpus: Corpus, edit: Callable[[Chunk], str]) -> Copy:
 
 
 def noise_copy(corpus: Corpus, rate: float, seed: int) -> Copy:
+    _say_unknown_scripts(corpus)
     return transformed(corpus, lambda c: ocr_noise(c.text, rate, chunk_rng(seed, "noise", c.id)))
+
+
+def _say_unknown_scripts(corpus: Corpus) -> None:
+    """The noise relation misreads letters by the confusions it knows (Latin, Cyrillic,
+    Greek, Arabic, Hebrew, Devanagari, Thai, Han, kana); in another script its letters are
+    only dropped, and a low violation rate there is no sign of robustness to a scanner."""
+    from ragcov.drift.transforms import scripts_without_confusions
+    from ragcov.user_warnings import warn
+
+    unknown = scripts_without_confusions(corpus.texts)
+    if unknown:
+        shown = ", ".join(f"{s} {round(100 * v)}%" for s, v in unknown.items())
+        warn(f"drift noise: no scanner confusions are known for {shown} of this corpus's "
+             "letters: there the relation only drops characters, so its rate says little "
+             "about OCR noise in that script (docs/languages.md)")
 
 
 def format_copy(corpus: Corpus, form: str) -> Copy:
