@@ -224,8 +224,8 @@ def test_drift_noise_says_where_it_knows_no_confusions(in_tmp, capsys):
     (in_tmp / "chunks.jsonl").write_text("".join(
         json.dumps({"id": f"k{i}", "doc_id": "d", "text": t}, ensure_ascii=False) + "\n"
         for i, t in enumerate(korean)), encoding="utf-8")
-    (in_tmp / "queries.jsonl").write_text(
-        json.dumps({"id": "q", "text": "서울은 대한민국의 수도"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    question = json.dumps({"id": "q", "text": "서울은 대한민국의 수도"}, ensure_ascii=False)
+    (in_tmp / "queries.jsonl").write_text(question + "\n", encoding="utf-8")
     code, out, err = cli(capsys, "drift", "--corpus", "chunks.jsonl", "--queries", "queries.jsonl",
                          "--retriever", "bm25", "--k", "2", "--relation", "noise")
     assert code == 0, err
