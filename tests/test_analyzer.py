@@ -127,3 +127,12 @@ def test_word_spans_cover_the_tokens(text: str) -> None:
     spans = analyzer.word_spans(text)
     assert all(0 <= a < b <= len(text) for a, b in spans)
     assert [t for a, b in spans for t in tokens(text[a:b])] == tokens(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ALPHABET, max_size=40).map("".join), st.integers(1, 4),
+       st.sampled_from([frozenset(), frozenset({"the", "ab", "中国"})]))
+def test_terms_is_tokens_less_stopwords_and_short_words(text: str, min_chars: int, stop) -> None:
+    # terms() leaves short words out in its pattern where it can: the same words.
+    expected = [t for t in tokens(text) if t not in stop and analyzer.long_enough(t, min_chars)]
+    assert terms(text, stop, min_chars) == expected

@@ -24,10 +24,10 @@ def corpus_of(texts: list[str]) -> Corpus:
 def test_tied_chunks_are_taken_in_corpus_order():
     # Every third chunk is the same sentence: ten chunks tie for the query's top score.
     texts = ["revenue grew" if i % 3 == 0 else f"other words number {i}" for i in range(30)]
-    ranked = BM25Retriever(corpus_of(texts)).retrieve(["revenue"], 5)[0]
+    ranked = BM25Retriever(corpus_of(texts), stemmer="none").retrieve(["revenue"], 5)[0]
     assert [cid for cid, _ in ranked] == ["c0", "c3", "c6", "c9", "c12"]
     # The same chunks in reverse order: the earliest (now the highest ids) win.
-    flipped = BM25Retriever(corpus_of(texts[::-1])).retrieve(["revenue"], 5)[0]
+    flipped = BM25Retriever(corpus_of(texts[::-1]), stemmer="none").retrieve(["revenue"], 5)[0]
     assert [cid for cid, _ in flipped] == ["c2", "c5", "c8", "c11", "c14"]
 
 
@@ -58,7 +58,7 @@ def test_scores_and_sets_agree_with_bm25s_where_nothing_ties():
                 max_size=25), st.integers(1, 8))
 def test_top_k_is_the_sort_by_score_then_position(words: list[str], k: int):
     texts = [f"{w} {w if i % 2 else 'filler'}" for i, w in enumerate(words)]
-    retriever = BM25Retriever(corpus_of(texts))
+    retriever = BM25Retriever(corpus_of(texts), stemmer="none")
     ranked = retriever.retrieve(["revenue profit"], k)[0]
     scores = np.asarray(retriever._model.get_scores(["revenue", "profit"]), dtype=np.float64)
     expected = sorted((i for i in range(len(texts)) if scores[i] > 0),
@@ -77,7 +77,7 @@ def test_batched_scores_are_bm25s_scores_bit_for_bit(docs: list[list[str]],
                                                      queries: list[list[str]]):
     """One sparse product per batch adds the same float32 terms in the same order as
     bm25s scores one query: equal bit for bit, repeated and unknown words included."""
-    retriever = BM25Retriever(corpus_of([" ".join(d) for d in docs]), stopwords=None)
+    retriever = BM25Retriever(corpus_of([" ".join(d) for d in docs]), stopwords=None, stemmer="none")
     ids = [retriever._model.get_tokens_ids(q) for q in queries]
     batched = retriever._scores(ids).toarray()
     for row, q in zip(batched, ids):
@@ -121,7 +121,7 @@ def test_tokens_and_index_are_bm25s_own(texts: list[str], stopwords: str | None)
     assert _words(texts, _stopword_set(stopwords)) == [list(t) for t in expected]
     if not any(expected):
         return
-    ours = BM25Retriever(corpus_of(texts), stopwords=stopwords)._model
+    ours = BM25Retriever(corpus_of(texts), stopwords=stopwords, stemmer="none")._model
     theirs = bm25s.BM25()
     theirs.index(bm25s.tokenize(texts, stopwords=stopwords, show_progress=False),
                  show_progress=False)
@@ -141,7 +141,7 @@ def test_batched_top_k_is_the_full_sort_with_ties_by_position(
     """The vectorised top-k keeps only scores at or above a per-row floor before sorting;
     on corpora full of tied chunks it must still be the full sort of every score by
     score descending, then corpus position (and nothing scoring 0)."""
-    retriever = BM25Retriever(corpus_of([" ".join(d) for d in docs]), stopwords=None)
+    retriever = BM25Retriever(corpus_of([" ".join(d) for d in docs]), stopwords=None, stemmer="none")
     ranked = retriever.retrieve([" ".join(q) for q in queries], k)
     for q, row in zip(queries, ranked):
         scores = retriever._model.get_scores(retriever._model.get_tokens_ids(q)) \
@@ -165,7 +165,7 @@ def test_the_compiled_top_k_is_the_sparse_products_bit_for_bit(
     words, queries with no word in the vocabulary, k above the corpus size)."""
     if bm25_kernel.kernel() is None:
         pytest.skip("numba is not installed (pip install 'ragcov[fast]')")
-    retriever = BM25Retriever(corpus_of([" ".join(d) for d in docs]), stopwords=None)
+    retriever = BM25Retriever(corpus_of([" ".join(d) for d in docs]), stopwords=None, stemmer="none")
     vocab = retriever._model.vocab_dict
     token_ids = [[vocab[w] for w in q if w in vocab] for q in queries]
     kk = min(k, len(docs))

@@ -36,12 +36,27 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import filterfalse
 
 # Scripts written without spaces between words, and how they are cut.
 _CJK = r"\p{Han}\p{scx=Hiragana}\p{scx=Katakana}"
 _SEA = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
-_WORD_CHARS = r"\p{L}\p{M}\p{N}\p{Pc}\u200c\u200d"
+_WORD_CHARS = r"\p{L}\p{M}\p{N}\p{Pc}"
 _JOINERS = str.maketrans("", "", "\u200c\u200d")
+
+# What makes a text need more than finding its word runs: a spaceless script. The Unicode
+# blocks that hold them, for a quick ``re`` search (a superset: a false alarm only takes
+# the longer path, which gives the same words).
+_MAYBE_SPECIAL = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\u2e80-\u2fdf"
+    "\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3038-\u303c\u3040-\u30ff\u31f0-\u31ff"
+    "\u3300-\u33ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\ua9e0-\ua9ff"
+    "\uaa60-\uaa7f\U0001b000-\U0001b16f\U00020000-\U0003ffff]")
+
+# ... and the scripts whose words are never too short (ideographs and syllables: Hangul
+# and Yi besides the above), for the same quick search.
+_MAYBE_DENSE = re.compile(_MAYBE_SPECIAL.pattern[:-1] + "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
+                          "\ua960-\ua97f\ud7b0-\ud7ff\ua000-\ua4cf]")
 
 # The ASCII fast path: the same rules where every character is ASCII.
 _ASCII_WORD = re.compile(r"\w+", re.ASCII)
@@ -58,7 +73,7 @@ class _Patterns:
 
         self.word = regex.compile(rf"[{_WORD_CHARS}]+")
         # The TF-IDF form of a word: it starts with a letter and may hold hyphens.
-        self.term = regex.compile(r"\p{L}[\p{L}\p{M}\p{N}\u200c\u200d-]*")
+        self.term = regex.compile(r"\p{L}[\p{L}\p{M}\p{N}-]*")
         self.spaceless = regex.compile(rf"[{_CJK}{_SEA}]")
         self.segment = regex.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<sea>[{_SEA}]+)|[^{_CJK}{_SEA}]+")
         self.grapheme = regex.compile(r"\X")
@@ -77,7 +92,10 @@ def fold(text: str) -> str:
     """Case and width folded: NFKC, casefold, NFKC (idempotent)."""
     if text.isascii():
         return text.lower()
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    folded = unicodedata.normalize("NFKC", text.translate(_JOINERS)).casefold()
+    if unicodedata.is_normalized("NFKC", folded):
+        return folded
+    return unicodedata.normalize("NFKC", folded)
 
 
 def _bigrams(units: Sequence[str]) -> list[str]:
@@ -103,11 +121,12 @@ def _cut(run: str, rx: _Patterns) -> list[str]:
 
 def _words(folded: str, term_form: bool) -> list[str]:
     rx = _rx()
+    pattern = rx.term if term_form else rx.word
+    if not _MAYBE_SPECIAL.search(folded):  # the common case: words as found, nothing to cut
+        return pattern.findall(folded)
     out: list[str] = []
-    for run in (rx.term if term_form else rx.word).findall(folded):
-        run = run.translate(_JOINERS)
-        if run:
-            out.extend(_cut(run, rx))
+    for run in pattern.findall(folded):
+        out.extend(_cut(run, rx))
     return out
 
 
@@ -147,8 +166,34 @@ def long_enough(token: str, min_chars: int) -> bool:
 
 
 def terms(text: str, stopwords: frozenset[str] = frozenset(), min_chars: int = 2) -> list[str]:
-    """Retrieval words without stopwords and alphabetic words under ``min_chars``."""
-    return [t for t in tokens(text) if t not in stopwords and long_enough(t, min_chars)]
+    """Retrieval words without stopwords and alphabetic words under ``min_chars``:
+    ``[t for t in tokens(text) if t not in stopwords and long_enough(t, min_chars)]``,
+    with the short words left out by the pattern where no word can be exempt (a corpus is
+    tokenised whole, so this is BM25's hot path)."""
+    if min_chars > 1:
+        if text.isascii():
+            found = _long_words(min_chars, True).findall(text.lower())
+        else:
+            folded = fold(text)
+            if _MAYBE_DENSE.search(folded):
+                found = [t for t in _words(folded, term_form=False)
+                         if len(t) >= min_chars or is_dense(t)]
+            else:
+                found = _long_words(min_chars, False).findall(folded)
+    else:
+        found = tokens(text)
+    return list(filterfalse(stopwords.__contains__, found)) if stopwords else found
+
+
+@lru_cache(maxsize=8)
+def _long_words(min_chars: int, ascii_only: bool) -> re.Pattern[str]:
+    """Word runs of at least ``min_chars`` characters (a maximal run is matched whole or
+    not at all, so this finds what ``len(t) >= min_chars`` keeps)."""
+    if ascii_only:
+        return re.compile(r"\w{" + str(min_chars) + ",}", re.ASCII)
+    import regex
+
+    return regex.compile(rf"[{_WORD_CHARS}]{{{min_chars},}}")  # type: ignore[return-value]
 
 
 @lru_cache(maxsize=8)
@@ -163,7 +208,8 @@ def content_terms(text: str, stopwords: frozenset[str] = frozenset(), min_chars:
     """The TF-IDF form without stopwords and alphabetic words under ``min_chars``: the
     words that say what a chunk is about (probes, topics, extractive questions)."""
     if text.isascii():
-        return [w for w in _ascii_term(min_chars).findall(text.lower()) if w not in stopwords]
+        found = _ascii_term(min_chars).findall(text.lower())
+        return list(filterfalse(stopwords.__contains__, found)) if stopwords else found
     return [t for t in term_tokens(text) if t not in stopwords and long_enough(t, min_chars)]
 
 
@@ -286,6 +332,10 @@ SNOWBALL = {
 }
 # Texts read to name a corpus's language: a vote of this many evenly spaced chunks.
 LANGUAGE_SAMPLE = 300
+# Below this many letters in the sample, or this many letters in a chunk, a language is
+# a guess (a few words are "French" as easily as "English"): no vote, no language.
+LANGUAGE_MIN_LETTERS = 150
+LANGUAGE_MIN_CHUNK_LETTERS = 40
 
 
 def corpus_language(texts: Sequence[str]) -> tuple[str | None, float]:
@@ -308,7 +358,11 @@ def corpus_language(texts: Sequence[str]) -> tuple[str | None, float]:
         import py3langid
     except ImportError:
         return None, 0.0
-    votes = Counter(py3langid.classify(t)[0] for t in sample if has_words(t))
+    letters = [sum(c.isalpha() for c in t) for t in sample]
+    if sum(letters) < LANGUAGE_MIN_LETTERS:
+        return None, 0.0
+    votes = Counter(py3langid.classify(t)[0] for t, n in zip(sample, letters)
+                    if n >= LANGUAGE_MIN_CHUNK_LETTERS)
     if not votes:
         return None, 0.0
     lang, count = votes.most_common(1)[0]
@@ -339,4 +393,14 @@ def language_name(texts: Sequence[str]) -> str | None:
     shares = script_shares(texts)
     if not shares or next(iter(shares)) == "Latin" and lang is None:
         return None
-    return f"the passage's own language ({next(iter(shares))} script)"
+    main = next(iter(shares))
+    if main in ("Hiragana", "Katakana") or main == "Han" and (
+            shares.get("Hiragana", 0) + shares.get("Katakana", 0)) >= 0.05:
+        return "Japanese"
+    return _SCRIPT_LANGUAGE.get(main, f"the passage's own language ({main} script)")
+
+
+# Scripts written in one main language: named by it when no language model is installed.
+_SCRIPT_LANGUAGE = {"Han": "Chinese", "Hangul": "Korean", "Thai": "Thai", "Greek": "Greek",
+                    "Hebrew": "Hebrew", "Lao": "Lao", "Khmer": "Khmer", "Myanmar": "Burmese",
+                    "Georgian": "Georgian", "Armenian": "Armenian"}
