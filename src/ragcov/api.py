@@ -876,6 +876,7 @@ class RunSettings:
     chunk_overlap: int = 100
     split: bool = False
     doc_key: str | None = None
+    documents: str | os.PathLike[str] | None = None  # whole documents, to place chunks made elsewhere
     engine: str = "local"
     scheduler: str | None = None
     partitions: int | None = None
@@ -950,7 +951,7 @@ def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
     from ragcov.retrievers.store import store_run_line
 
     corpus_obj = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
-                             split=s.split, doc_key=s.doc_key)
+                             split=s.split, doc_key=s.doc_key, documents=s.documents)
     suite = load_suite(s.queries)
     model = s.model
     if s.engine == "dask":

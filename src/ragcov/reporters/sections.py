@@ -79,3 +79,18 @@ def correctness_line(c: Any, k: int) -> str:
         if c.failed else ""
     return (f"Correctness (test outcomes): {c.labelled - len(c.failed)} of {c.labelled} recorded "
             f"tests passed (hit rate {c.hit_rate * 100:.1f}%){failed}")
+
+
+def text_coverage_line(text: Any, precision: int = 0) -> str | None:
+    """Text coverage under the total: the share of the documents' characters in retrieved
+    chunks, with what it could not count (chunks not placed, overlaps counted once)."""
+    if text is None:
+        return None
+    from ragcov.summary import display_percent
+
+    how = "spans from the splitter" if text.method == "split" else "chunks located in --documents"
+    line = (f"Text coverage: {display_percent(text.coverage, precision)}% of {text.characters:,} "
+            f"characters in {len(text.documents)} document{'s' if len(text.documents) != 1 else ''} "
+            f"lie in a retrieved chunk ({how})")
+    caveats = text.caveats()
+    return line + (f"; {'; '.join(caveats)}" if caveats else "")
