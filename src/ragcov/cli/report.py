@@ -42,6 +42,7 @@ from ragcov.reporters.sections import (
     generated_line,
     redundant_lines,
     text_coverage_line,
+    unresolved_labels_line,
 )
 from ragcov.reporters.stages import report_lines
 from ragcov.reporters.table import retriever_line
@@ -136,6 +137,7 @@ def report(
         lines += report_lines(scoped.stages, scoped.matrix.n_chunks)  # where chunks are lost
         if right is not None:
             lines.append(correctness_line(right, scoped.meta.k))
+            lines.append(unresolved_labels_line(right))
         if redundant:
             lines += ["", *redundant_lines(redundant_tests(scoped.matrix),
                                            scoped.matrix.n_queries)]

@@ -94,3 +94,20 @@ def copy_spans(con: sqlite3.Connection, src: sqlite3.Connection, path: Path) -> 
         return False
     _insert(con, found, {cid: i for cid, i in con.execute("SELECT id, idx FROM chunks")})
     return True
+
+
+def recorded_corpus(data: Any) -> Corpus:
+    """The corpus a data file recorded (``data``: a CoverageData): its chunks in order, with
+    their spans and documents' text when the file kept them; what a label made on that
+    chunking is read against after a re-chunk."""
+    from ragcov.corpus import Chunk, Corpus
+
+    with data.reading() as con:
+        rows = con.execute(
+            "SELECT id, doc_id, position, hash, title, text FROM chunks ORDER BY idx").fetchall()
+        spans = _read(con)
+    corpus = Corpus((Chunk(id=cid, text=text or "", doc_id=doc, position=pos, title=title,
+                           hash=digest) for cid, doc, pos, digest, title, text in rows),
+                    chunking={"method": "recorded"}, source=str(data.path))
+    corpus.text_spans = spans
+    return corpus
