@@ -30,8 +30,8 @@ SHOWN = 10  # labels listed per kind in the text output
 
 @app.command("check")
 def check(
-    qrels: Annotated[Path, typer.Argument(help="The labels (JSONL, TREC or BEIR TSV) made on the "
-                                          "old chunking.")],
+    qrels: Annotated[Path, typer.Argument(
+        metavar="QRELS", help="The labels (JSONL, TREC or BEIR TSV) made on the old chunking.")],
     corpus: CorpusPath,
     old_corpus: Annotated[Path | None, typer.Option(
         "--old-corpus", help="The chunks the labels were made on (default: the corpus the data "
