@@ -264,3 +264,106 @@ def test_html_document_page_highlights_what_the_figure_counts(capsys, tmp_path: 
         assert lit == doc["documents"][d["doc_id"]]["covered_text_characters"]
         pc = display_percent(doc["documents"][d["doc_id"]]["text_coverage"], 0)
         assert f'id="doc-text">{pc}%' in page
+
+
+# ---------------------------------------------------------------- diff across chunkers
+def _split_spans(docs: list[dict], size: int, overlap: int) -> dict[str, tuple[str, int, int]]:
+    from semantic_text_splitter import MarkdownSplitter
+
+    out = {}
+    for d in docs:
+        for n, (s, piece) in enumerate(MarkdownSplitter(size, overlap=overlap, trim=True)
+                                       .chunk_indices(d["text"])):
+            out[f"{d['doc_id']}#{n}"] = (d["doc_id"], s, s + len(piece))
+    return out
+
+
+def test_diff_across_chunkers_passages_and_query_overlap_equal_a_hand_recount(
+        capsys, tmp_path: Path, finqa) -> None:
+    docs_file, q_file, docs = finqa
+    files, reports, spans = {}, {}, {}
+    for name, size, overlap in (("base", 1000, 100), ("head", 600, 0)):
+        files[name] = tmp_path / f"{name}.ragcov"
+        code, _o, err = cli(capsys, "run", "--corpus", str(docs_file), "--split", "--chunk-size",
+                            str(size), "--chunk-overlap", str(overlap), "--retriever", "bm25",
+                            "-k", "3", "-q", "--queries", str(q_file), "--data-file", str(files[name]))
+        assert code == 0, err
+        reports[name] = _report(capsys, files[name], tmp_path / f"{name}.json")
+        spans[name] = _split_spans(docs, size, overlap)
+    code, out, err = cli(capsys, "diff", str(files["base"]), str(files["head"]), "--format", "json",
+                         "--allow-different-retriever")
+    assert code == 0, err
+    text = json.loads(out)["text"]
+    texts = {d["doc_id"]: d["text"] for d in docs}
+
+    def covered(name: str) -> dict[str, set[int]]:
+        got: dict[str, set[int]] = {d: set() for d in texts}
+        for cid, (doc, s, e) in spans[name].items():
+            if reports[name]["chunks"][cid]["hit_count"]:
+                got[doc].update(range(s, e))
+        return got
+
+    base, head = covered("base"), covered("head")
+    by_doc = {d["doc_id"]: d for d in text["documents"]}
+    for doc, t in texts.items():
+        gained = {p for p in head[doc] - base[doc] if not t[p].isspace()}
+        lost = {p for p in base[doc] - head[doc] if not t[p].isspace()}
+        if not gained and not lost:
+            assert doc not in by_doc
+            continue
+        entry = by_doc[doc]
+        assert entry["gained_characters"] == len(gained) and entry["lost_characters"] == len(lost)
+        listed = {p for g in entry["gained"] for p in range(g["start"], g["end"])}
+        assert {p for p in listed if not t[p].isspace()} == gained
+        assert all(g["text"] == t[g["start"]:g["end"]] for g in entry["gained"] + entry["lost"])
+    # Per query: the Jaccard of the characters retrieved before and after, by hand.
+    jac = []
+    for qid in reports["base"]["queries"]:
+        sides = []
+        for name in ("base", "head"):
+            got = set()
+            for cid in reports[name]["queries"][qid]["retrieved"]:
+                doc, s, e = spans[name][cid]
+                got.update((doc, p) for p in range(s, e) if not texts[doc][p].isspace())
+            sides.append(got)
+        union = sides[0] | sides[1]
+        jac.append(len(sides[0] & sides[1]) / len(union) if union else 1.0)
+    assert text["mean_query_text_overlap"] == pytest.approx(sum(jac) / len(jac))
+    assert text["base"]["chunks"] == len(spans["base"]) and text["head"]["chunks"] == len(spans["head"])
+    code, out, _e = cli(capsys, "diff", str(files["base"]), str(files["head"]),
+                        "--allow-different-retriever")
+    header = out.split("\n\n")[0]
+    assert f"Chunking changed: {len(spans['base'])} chunks of" in header
+    assert f"-> {len(spans['head'])} of" in header and "Queries by retrieved text" in header
+    assert "Passages by document" in out
+
+
+def test_diff_across_chunkers_says_what_it_cannot_compare(capsys, tmp_path: Path, finqa) -> None:
+    """One side's documents revised, one missing; the other side without spans at all."""
+    docs_file, q_file, docs = finqa
+    base = tmp_path / "base.ragcov"
+    cli(capsys, "run", "--corpus", str(docs_file), "--split", "--retriever", "bm25", "-q",
+        "--queries", str(q_file), "--data-file", str(base))
+    revised = [dict(d) for d in docs[:-1]]  # the last document gone
+    revised[0]["text"] = revised[0]["text"] + "\n\nA paragraph added in the new version."
+    head = tmp_path / "head.ragcov"
+    cli(capsys, "run", "--corpus", str(_jsonl(tmp_path / "rev.jsonl", revised)), "--split",
+        "--chunk-size", "700", "--retriever", "bm25", "-q", "--queries", str(q_file),
+        "--data-file", str(head))
+    code, out, err = cli(capsys, "diff", str(base), str(head), "--format", "json",
+                         "--allow-different-retriever")
+    assert code == 0, err
+    text = json.loads(out)["text"]
+    assert text["documents_with_changed_text"] == [docs[0]["doc_id"]]
+    assert text["compared_documents"] == len(docs) - 2
+    assert json.loads(out)["removed_documents"][0]["doc_id"] == docs[-1]["doc_id"]
+    # Chunks given without documents: the chunking change is said, passages are not guessed.
+    chunks = [{"id": f"{d['doc_id']}::{n}", "doc_id": d["doc_id"], "text": p}
+              for d in docs for n, p in enumerate(d["text"].split("\n\n"))]
+    bare = tmp_path / "bare.ragcov"
+    cli(capsys, "run", "--corpus", str(_jsonl(tmp_path / "c.jsonl", chunks)), "--retriever",
+        "bm25", "-q", "--queries", str(q_file), "--data-file", str(bare))
+    code, out, err = cli(capsys, "diff", str(base), str(bare), "--allow-different-retriever")
+    assert code == 0, err
+    assert "Chunking changed:" in out
+    assert "Text not compared by span: HEAD recorded no chunk spans" in out
