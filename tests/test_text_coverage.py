@@ -367,3 +367,26 @@ def test_diff_across_chunkers_says_what_it_cannot_compare(capsys, tmp_path: Path
     assert code == 0, err
     assert "Chunking changed:" in out
     assert "Text not compared by span: HEAD recorded no chunk spans" in out
+
+
+def test_imported_traces_over_chunks_made_elsewhere_get_text_coverage(capsys, tmp_path: Path,
+                                                                     finqa) -> None:
+    """``ragcov import --documents``: production traces over a team's chunks, placed."""
+    docs_file, _q, docs = finqa
+    chunks = [{"id": f"{d['doc_id']}::{n}", "doc_id": d["doc_id"], "text": p}
+              for d in docs for n, p in enumerate(d["text"].split("\n\n"))]
+    corpus = _jsonl(tmp_path / "chunks.jsonl", chunks)
+    run = tmp_path / "run.trec"
+    run.write_text(f"t1 Q0 {chunks[0]['id']} 1 2.0 prod\nt2 Q0 {chunks[1]['id']} 1 1.0 prod\n",
+                   encoding="utf-8")
+    data = tmp_path / "t.ragcov"
+    code, _o, err = cli(capsys, "import", str(run), "--format", "trec", "--corpus", str(corpus),
+                        "--documents", str(docs_file), "--data-file", str(data), "-q")
+    assert code == 0, err
+    doc = _report(capsys, data, tmp_path / "t.json")
+    text = docs[0]["text"]
+    hit = set(range(0, len(chunks[0]["text"])))
+    start = text.index(chunks[1]["text"])
+    hit.update(range(start, start + len(chunks[1]["text"])))
+    assert doc["documents"][docs[0]["doc_id"]]["covered_text_characters"] == _nonspace(text, hit)
+    assert doc["text"]["method"] == "located"
