@@ -170,6 +170,7 @@ def test_pubmedqa_sections_rewritten_and_missing_documents_are_counted_and_said(
     chunks = [{"id": c.id, "doc_id": c.doc_id, "text": c.text} for c in d.chunks if c.doc_id in pmids]
     chunks[0]["text"] = "A summary rewritten by a cleaning step, found nowhere in the abstract."
     given_docs = [{"doc_id": p, "text": d.documents[p]} for p in pmids[:-1]]  # the last one missing
+    given_docs.append({"doc_id": "no-chunk", "text": "A document the chunker never cut."})
     lost = sum(1 for c in chunks if c["doc_id"] == pmids[-1])
     queries = [{"id": q.id, "text": q.text} for q in d.queries if q.metadata["doc_id"] in pmids]
     data = tmp_path / "pqa.ragcov"
@@ -187,6 +188,8 @@ def test_pubmedqa_sections_rewritten_and_missing_documents_are_counted_and_said(
     assert f"1 chunk not placed ({NOT_FOUND})" in line
     assert f"{lost} chunks not placed ({NO_DOCUMENT})" in line
     assert "1 document without text: not counted" in line
+    assert "1 document given with no chunk in the corpus (first: no-chunk): not counted" in line
+    assert doc["text"]["documents_without_chunks"] == ["no-chunk"]
 
 
 # ---------------------------------------------------------------- the gate and old files

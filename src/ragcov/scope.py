@@ -265,5 +265,6 @@ def scoped_text_coverage(scoped: Scoped, spans: TextSpans | None) -> TextCoverag
         return None
     m = scoped.matrix
     covered = m.chunk_frequencies() > 0
+    every = scoped.full if scoped.full is not None else m
     return text_coverage(spans, m.chunk_ids, m.doc_ids, covered,
-                         [(e.chunk_id, e.doc_id) for e in scoped.excluded])
+                         [(e.chunk_id, e.doc_id) for e in scoped.excluded], every.doc_ids)

@@ -202,6 +202,7 @@ class TextCoverage:
     unlocated: Mapping[str, int]   # why -> chunks with no span
     overlapping: int               # chunks sharing characters with another of their document
     no_text: tuple[str, ...] = ()  # documents reported whose text is not known
+    no_chunks: tuple[str, ...] = ()  # documents given whose text no chunk of the corpus holds
 
     @property
     def characters(self) -> int:
@@ -235,6 +236,10 @@ class TextCoverage:
         if self.no_text:
             n = len(self.no_text)
             out.append(f"{n} document{'s' if n != 1 else ''} without text: not counted")
+        if self.no_chunks:
+            n = len(self.no_chunks)
+            out.append(f"{n} document{'s' if n != 1 else ''} given with no chunk in the corpus "
+                       f"(first: {self.no_chunks[0]}): not counted")
         if self.overlapping:
             out.append(f"{self.overlapping} chunks overlap another (each character counted once)")
         if self.outside:
@@ -247,17 +252,20 @@ class TextCoverage:
                 "coverage": self.coverage, "documents": len(self.documents),
                 "outside_chunks": self.outside, "overlapping_chunks": self.overlapping,
                 "unlocated_chunks": dict(sorted(self.unlocated.items())),
-                "documents_without_text": list(self.no_text)}
+                "documents_without_text": list(self.no_text),
+                "documents_without_chunks": list(self.no_chunks)}
 
 
 def text_coverage(spans: TextSpans, chunk_ids: Sequence[str], doc_ids: Sequence[object],
-                  covered: Sequence[bool], excluded: Iterable[tuple[str, str]] = ()) -> TextCoverage:
+                  covered: Sequence[bool], excluded: Iterable[tuple[str, str]] = (),
+                  corpus_documents: Iterable[object] | None = None) -> TextCoverage:
     """Text coverage of the documents of ``chunk_ids`` (the report's chunks, ``covered``
     telling which a test retrieved) and of ``excluded`` ``(chunk id, document id)``.
 
     A character counts as covered when a covered chunk's span holds it; it leaves the
     denominator when only excluded chunks hold it (as an excluded chunk leaves chunk
-    coverage's); whitespace never counts.
+    coverage's); whitespace never counts. ``corpus_documents`` (every document id of the
+    corpus, before any scope) names the given documents no chunk came from.
     """
     by_doc: dict[str, list[tuple[tuple[int, int] | None, bool, str]]] = {}
     for cid, doc, hit in zip(chunk_ids, doc_ids, covered):
@@ -296,7 +304,9 @@ def text_coverage(spans: TextSpans, chunk_ids: Sequence[str], doc_ids: Sequence[
             doc_id=doc_id, characters=counter.count(0, len(text)) - excluded_chars,
             covered=counter.total(passages), passages=tuple(passages), outside=outside,
             excluded=excluded_chars, unlocated=len(missing)))
-    return TextCoverage(tuple(docs), spans.method, unlocated, overlapping, tuple(no_text))
+    known = {str(d) for d in corpus_documents} if corpus_documents is not None else None
+    no_chunks = () if known is None else tuple(sorted(d for d in spans.documents if d not in known))
+    return TextCoverage(tuple(docs), spans.method, unlocated, overlapping, tuple(no_text), no_chunks)
 
 
 def _overlapping(spans: Sequence[tuple[int, int]]) -> int:
