@@ -200,8 +200,10 @@ def test_fail_under_text_gates_through_the_fail_under_path(capsys, tmp_path: Pat
         "--queries", str(q_file), "--data-file", str(data))
     doc = _report(capsys, data, tmp_path / "g.json")
     pc = doc["totals"]["text_coverage"] * 100
-    code, _o, err = cli(capsys, "report", "--data-file", str(data), "--fail-under-text", f"{pc + 1:.2f}")
+    above = f"{round(pc + 1, 2):g}"
+    code, _o, err = cli(capsys, "report", "--data-file", str(data), "--fail-under-text", above)
     assert code == 2 and "Coverage failure: text coverage of" in err
+    assert f"is less than fail-under-text={above}" in err
     code, _o, _e = cli(capsys, "report", "--data-file", str(data), "--fail-under-text", f"{pc - 1:.2f}")
     assert code == 0
     code, _o, err = cli(capsys, "json", "--data-file", str(data), "-o", str(tmp_path / "x.json"),

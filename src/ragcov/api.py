@@ -1303,9 +1303,10 @@ def index_failure(reachability: Any, min_recall: float | None, max_hidden: int |
 
 
 def fail_under_message(coverage: float, fail_under: float | None, precision: int | None = None,
-                       what: str = "total", shown_precision: int | None = None) -> str | None:
+                       what: str = "total", shown_precision: int | None = None,
+                       flag: str = "fail-under") -> str | None:
     """The one ``--fail-under`` gate: None when it passes, else the message to print."""
-    return fail_under_failure(coverage, fail_under, precision, what, shown_precision)
+    return fail_under_failure(coverage, fail_under, precision, what, shown_precision, flag)
 
 
 def combine(files: Sequence[str | os.PathLike[str]] = (),

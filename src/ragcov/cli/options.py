@@ -155,7 +155,7 @@ def check_fail_under(fail_under: float | None) -> None:
 
 
 def gate(coverage: float, fail_under: float | None, precision: int | None = None,
-         what: str = "total", shown_precision: int | None = None) -> None:
+         what: str = "total", shown_precision: int | None = None, flag: str = "fail-under") -> None:
     """``--fail-under`` for every command, run after its report is written (as coverage.py).
 
     One check and one message (:func:`ragcov.summary.fail_under_failure`), so ``report``,
@@ -163,14 +163,14 @@ def gate(coverage: float, fail_under: float | None, precision: int | None = None
     """
     from ragcov.api import fail_under_message
 
-    fail(fail_under_message(coverage, fail_under, precision, what, shown_precision))
+    fail(fail_under_message(coverage, fail_under, precision, what, shown_precision, flag))
 
 
 def text_gate(text: Any, fail_under_text: float | None, precision: int | None = None) -> None:
     """``--fail-under-text``: the same gate and message as ``--fail-under``, on text coverage."""
     if fail_under_text is None:
         return
-    gate(text.coverage, fail_under_text, precision, what="text coverage")
+    gate(text.coverage, fail_under_text, precision, what="text coverage", flag="fail-under-text")
 
 
 def check_text_gate(text: Any, fail_under_text: float | None) -> None:
