@@ -225,7 +225,11 @@ class TextCoverage:
         return sum(self.unlocated.values())
 
     def of(self, doc_id: str) -> DocumentText | None:
-        return next((d for d in self.documents if d.doc_id == doc_id), None)
+        index = self.__dict__.get("_index")
+        if index is None:  # built once: the HTML site asks for every document
+            index = {d.doc_id: d for d in self.documents}
+            object.__setattr__(self, "_index", index)
+        return index.get(doc_id)
 
     def caveats(self) -> list[str]:
         """What the figure leaves out, in a reader's words (empty when nothing)."""

@@ -164,8 +164,8 @@ def text_diff(d: Any, base_path: str | os.PathLike[str], head_path: str | os.Pat
         return out
     same_text = sorted(doc for doc in common if doc in spans_b.documents
                        and spans_b.documents[doc] == spans_h.documents.get(doc))
-    out.text_changed = sorted(doc for doc in common if doc not in set(same_text))
     keep = set(same_text)
+    out.text_changed = sorted(doc for doc in common if doc not in keep)
     counters = {doc: Counter(spans_b.documents[doc]) for doc in same_text}
 
     def covered(rec: Any, spans: TextSpans) -> dict[str, list[tuple[int, int]]]:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 SPAN_TABLES = ("documents", "chunk_spans", "span_meta")
 SPAN_SCHEMA = """
-CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, text TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunk_spans (
     chunk_idx INTEGER PRIMARY KEY, start INTEGER, stop INTEGER, unplaced TEXT
 );
