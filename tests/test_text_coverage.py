@@ -335,8 +335,9 @@ def test_diff_across_chunkers_passages_and_query_overlap_equal_a_hand_recount(
         jac.append(len(sides[0] & sides[1]) / len(union) if union else 1.0)
     assert text["mean_query_text_overlap"] == pytest.approx(sum(jac) / len(jac))
     assert text["base"]["chunks"] == len(spans["base"]) and text["head"]["chunks"] == len(spans["head"])
-    code, out, _e = cli(capsys, "diff", str(files["base"]), str(files["head"]),
-                        "--allow-different-retriever")
+    code, out, err = cli(capsys, "diff", str(files["base"]), str(files["head"]),
+                         "--allow-different-retriever")  # the chunking is in the fingerprint
+    assert code == 0, err
     header = out.split("\n\n")[0]
     assert f"Chunking changed: {len(spans['base'])} chunks of" in header
     assert f"-> {len(spans['head'])} of" in header and "Queries by retrieved text" in header
