@@ -190,6 +190,14 @@ def test_pubmedqa_sections_rewritten_and_missing_documents_are_counted_and_said(
     assert "1 document without text: not counted" in line
     assert "1 document given with no chunk in the corpus (first: no-chunk): not counted" in line
     assert doc["text"]["documents_without_chunks"] == ["no-chunk"]
+    code, _o, err = cli(capsys, "html", "--data-file", str(data), "-d", str(tmp_path / "site"))
+    assert code == 0, err
+    from ragcov.reporters.html_context import document_filename
+
+    page = (tmp_path / "site" / document_filename(pmids[0])).read_text(encoding="utf-8")
+    assert 'Not placed</span><span class="value missing-text">1<' in page
+    missing = (tmp_path / "site" / document_filename(pmids[-1])).read_text(encoding="utf-8")
+    assert 'id="doc-text"' not in missing  # no text known: no figure, no highlight drawn from it
 
 
 # ---------------------------------------------------------------- the gate and old files
