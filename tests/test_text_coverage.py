@@ -404,3 +404,16 @@ def test_imported_traces_over_chunks_made_elsewhere_get_text_coverage(capsys, tm
     hit.update(range(start, start + len(chunks[1]["text"])))
     assert doc["documents"][docs[0]["doc_id"]]["covered_text_characters"] == _nonspace(text, hit)
     assert doc["text"]["method"] == "located"
+
+
+def test_passages_in_a_pull_request_comment_carry_no_markup_of_their_own() -> None:
+    from ragcov.compare.textdiff import Chunking, PassageChange, TextDiff, passage_lines
+
+    doc = "Intro. </details> | *bold* `code` [link](x) end."
+    change = PassageChange("d", len(doc), 0, 10, ((7, len(doc)),), (), 40, 0, doc)
+    t = TextDiff(Chunking(2, 10.0, "split"), Chunking(3, 7.0, "split"), 1, [change])
+    md = "\n".join(passage_lines(t, markdown=True))
+    assert "</details>" not in md and "`code`" not in md and "| *" not in md
+    assert "- `+` 7-" in md
+    text = "\n".join(passage_lines(t))
+    assert "  + 7-" in text and "</details>" in text  # the terminal shows the text as it is

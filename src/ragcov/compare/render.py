@@ -226,7 +226,7 @@ def diff_markdown(d: CoverageDiff, precision: int = 1, show_ids: bool = False) -
             f"Gained chunks ({len(d.gained)}): " + _chunk_list(d, True, show_ids), "",
             f"Lost chunks ({len(d.lost)}): " + _chunk_list(d, False, show_ids)]
     if d.text is not None and d.text.by_span:
-        full += passage_lines(d.text, TOP)
+        full += passage_lines(d.text, TOP, markdown=True)
     head = "\n".join(lines)
     lines += ["", "<details><summary>Full list</summary>", "",
               *_fit(full, COMMENT_LIMIT - len(head) - 100), "", "</details>"]

@@ -248,20 +248,36 @@ def text_diff_lines(t: TextDiff, pc: Any) -> list[str]:
     return lines
 
 
-def passage_lines(t: TextDiff, top: int | None = 20) -> list[str]:
-    """Per document, the passages newly covered (+) and no longer covered (-), with text."""
+def passage_lines(t: TextDiff, top: int | None = 20, markdown: bool = False) -> list[str]:
+    """Per document, the passages newly covered (+) and no longer covered (-), with text;
+    ``markdown`` makes each a list item whose sign survives rendering."""
     changed = t.changed()
     shown = changed if top is None else changed[:top]
     if not shown:
         return []
     lines = ["", "Passages by document (+ newly covered, - no longer covered; characters):"]
+    if markdown:
+        lines.append("")
     for p in shown:
-        lines.append(f"{p.doc_id}: +{p.gained_chars:,} -{p.lost_chars:,}")
+        lines.append(f"{'- `' if markdown else ''}{p.doc_id}{'`' if markdown else ''}: "
+                     f"+{p.gained_chars:,} -{p.lost_chars:,}")
         for sign, spans in (("+", p.gained), ("-", p.lost)):
             for span in spans[:SHOWN_PASSAGES]:
-                lines.append(f"  {sign} {span[0]}-{span[1]}: {p.passage(span)}")
+                text = p.passage(span)
+                lines.append(f"  - `{sign}` {span[0]}-{span[1]}: {_md(text)}" if markdown
+                             else f"  {sign} {span[0]}-{span[1]}: {text}")
             if len(spans) > SHOWN_PASSAGES:
-                lines.append(f"  {sign} ... {len(spans) - SHOWN_PASSAGES} more passages")
+                lines.append(f"  {'- `' + sign + '`' if markdown else sign} ... "
+                             f"{len(spans) - SHOWN_PASSAGES} more passages")
     if len(shown) < len(changed):
         lines.append(f"({len(changed) - len(shown)} more documents; --format json lists every passage)")
     return lines
+
+
+def _md(text: str) -> str:
+    """Corpus text inside a pull-request comment: no markup of its own (a ``</details>`` or
+    a table pipe in a document must not reshape the comment)."""
+    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "&#124;"),
+                      ("`", "&#96;"), ("*", "\\*"), ("_", "\\_"), ("[", "\\[")):
+        text = text.replace(raw, safe)
+    return text
