@@ -279,9 +279,14 @@ def test_report_shows_hit_rate_and_recall_from_labels_and_gates(probed: Path, ca
             f"retrieve a relevant chunk; mean recall@3 {rate:.3f}") in out
     code, out, _ = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels),
                        "--format", "json")
+    # Labels naming documents this corpus does not hold can never hit: said, not hidden.
+    gone = [q["doc_id"] for q in questions if q["doc_id"] not in set(docs_of.values())]
     assert code == 0 and json.loads(out)["correctness"] == {
         "source": "labels", "labelled": len(questions), "hit_rate": pytest.approx(rate),
-        "recall_at_k": pytest.approx(rate), "failed_tests": []}
+        "recall_at_k": pytest.approx(rate), "failed_tests": [],
+        **({"unresolved_labels": {"level": "doc", "labels": len(gone), "of": len(questions),
+                                  "unknown_ids": sorted(set(gone), key=gone.index),
+                                  "queries_that_cannot_hit": len(gone)}} if gone else {})}
     above = f"{rate * 100 + 1:.1f}"
     code, _, err = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels),
                        "--min-hit-rate", above)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ragcov.api import (
         audit_reachability,
+        check_qrels,
         combine,
         corpus_drift,
         coverage_diff,
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 _VERBS = ("audit_reachability", "combine", "coverage_diff", "erase", "find_faults", "generate",
           "index", "load_corpus", "load_suite", "make_generator", "make_retriever", "measure",
           "probe", "record_traces", "report", "run", "select_tests", "traffic_gap", "write_html",
-          "corpus_drift", "drift_summary", "fit_topics", "topic_coverage")
+          "corpus_drift", "drift_summary", "fit_topics", "topic_coverage", "check_qrels")
 # Imported on first use: the pytest plugin and the CLI import this package on every
 # start, and numpy/scipy are too slow to load for a run that never uses them.
 _LAZY = {
@@ -85,4 +86,5 @@ __all__ = ["Chunk", "Corpus", "CoverageMatrix", "Query", "RagcovError", "ReportS
     "Suite", "__version__", "audit_reachability", "combine", "coverage_diff", "erase",
     "find_faults", "generate", "index", "load_corpus", "load_suite", "make_generator",
     "make_retriever", "measure", "probe", "record_traces", "report", "run", "select_tests",
-    "traffic_gap", "write_html", "corpus_drift", "drift_summary", "fit_topics", "topic_coverage"]
+    "traffic_gap", "write_html", "corpus_drift", "drift_summary", "fit_topics", "topic_coverage",
+    "check_qrels"]

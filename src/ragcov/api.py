@@ -876,6 +876,7 @@ class RunSettings:
     chunk_overlap: int = 100
     split: bool = False
     doc_key: str | None = None
+    documents: str | os.PathLike[str] | None = None  # whole documents, to place chunks made elsewhere
     engine: str = "local"
     scheduler: str | None = None
     partitions: int | None = None
@@ -950,7 +951,7 @@ def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
     from ragcov.retrievers.store import store_run_line
 
     corpus_obj = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
-                             split=s.split, doc_key=s.doc_key)
+                             split=s.split, doc_key=s.doc_key, documents=s.documents)
     suite = load_suite(s.queries)
     model = s.model
     if s.engine == "dask":
@@ -1317,9 +1318,10 @@ def index_failure(reachability: Any, min_recall: float | None, max_hidden: int |
 
 
 def fail_under_message(coverage: float, fail_under: float | None, precision: int | None = None,
-                       what: str = "total", shown_precision: int | None = None) -> str | None:
+                       what: str = "total", shown_precision: int | None = None,
+                       flag: str = "fail-under") -> str | None:
     """The one ``--fail-under`` gate: None when it passes, else the message to print."""
-    return fail_under_failure(coverage, fail_under, precision, what, shown_precision)
+    return fail_under_failure(coverage, fail_under, precision, what, shown_precision, flag)
 
 
 def combine(files: Sequence[str | os.PathLike[str]] = (),
@@ -1406,6 +1408,47 @@ def correctness(m: Any, qrels: str | os.PathLike[str] | None = None,
     if qrels is not None:
         return label_correctness(m, read_qrels(qrels, level))
     return outcome_correctness((m.meta or {}).get(OUTCOMES) or {})
+
+
+def check_qrels(qrels: str | os.PathLike[str], corpus: str | os.PathLike[str] | Corpus,
+                old_corpus: str | os.PathLike[str] | Corpus | None = None,
+                data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, level: str | None = None,
+                fix: str | os.PathLike[str] | None = None, chunking: dict[str, Any] | None = None
+                ) -> Any:
+    """``ragcov qrels check``: sort each label of ``qrels`` (made on the old chunking: the
+    ``old_corpus``, else the corpus ``data_file`` recorded) into valid, re-anchorable,
+    merged, split and orphaned against ``corpus``, by text span; with ``fix``, write the
+    sound ones under their new ids there (:class:`ragcov.compare.labels.LabelCheck`).
+
+    ``chunking`` holds how the new corpus is read (``chunk_size``, ``chunk_overlap``,
+    ``split``, ``documents``), as ``run`` takes them."""
+    from ragcov.compare.labels import check_labels, fixed_text
+    from ragcov.data.spans import recorded_corpus
+    from ragcov.files import write_text_atomic
+
+    if level is not None and level not in ("doc", "chunk"):
+        raise RagcovError(f"--qrels-level must be doc or chunk, got {level!r}")
+    if fix is not None:
+        check_outputs([Path(fix)], [qrels, corpus if not isinstance(corpus, Corpus) else None,
+                                    old_corpus if not isinstance(old_corpus, Corpus) else None,
+                                    data_file if old_corpus is None else None])
+    new = corpus if isinstance(corpus, Corpus) else load_corpus(corpus, **(chunking or {}))
+    if isinstance(old_corpus, Corpus):
+        old = old_corpus
+    elif old_corpus is not None:
+        old = load_corpus(old_corpus)
+    else:
+        data = CoverageData(data_file)
+        if not data.exists():
+            raise RagcovError(f"{data_file}: no data file to read the old chunking from; give "
+                              "--old-corpus (the chunks the labels were made on) or --data-file")
+        old = recorded_corpus(data)
+    done = check_labels(qrels, new, old, level)
+    if fix is not None:
+        text, n = fixed_text(done)
+        write_text_atomic(fix, text)
+        done.written, done.kept = Path(fix), n
+    return done
 
 
 def probe_dtype(fp: dict[str, Any] | None, dtype: str | None) -> str | None:

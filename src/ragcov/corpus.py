@@ -30,6 +30,7 @@ from ragcov.fields import (
 from ragcov.files import first_key, iter_jsonl, read_text, text_hash
 from ragcov.stores.base import chunk_fields
 from ragcov.stores.urls import is_store_url, open_store
+from ragcov.textcov import SPLIT, TextSpans, locate
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 
@@ -99,6 +100,9 @@ class Corpus(Sequence[Chunk]):
         self.chunking: dict[str, Any] = dict(chunking or {"method": "given"})
         self.source = source
         self.store: Any = None  # the open store when the chunks were read from one
+        # Each chunk's span in its document's text: known when ragcov split the documents,
+        # located when they were given beside the chunks (--documents); else None.
+        self.text_spans: TextSpans | None = None
         index: dict[str, int] = {}
         dupes: list[str] = []
         for i, chunk in enumerate(self.chunks):
@@ -175,11 +179,25 @@ class Corpus(Sequence[Chunk]):
         items = documents.items() if isinstance(documents, dict) else documents
         splitter = make_splitter(chunk_size, chunk_overlap)
         chunks: list[Chunk] = []
+        texts: dict[str, str] = {}
+        spans: dict[str, tuple[int, int]] = {}
         for doc_id, text in items:
-            for n, piece in enumerate(splitter.chunks(text)):
-                chunks.append(Chunk(id=f"{doc_id}#{n}", text=piece, doc_id=doc_id, position=n,
+            texts[doc_id] = text
+            # The splitter's own offsets (characters): each chunk's place is known, not searched.
+            for n, (start, piece) in enumerate(splitter.chunk_indices(text)):
+                cid = f"{doc_id}#{n}"
+                spans[cid] = (start, start + len(piece))
+                chunks.append(Chunk(id=cid, text=piece, doc_id=doc_id, position=n,
                                     title=(titles or {}).get(doc_id)))
-        return cls(chunks, chunking=chunking_descriptor(chunk_size, chunk_overlap), source=source)
+        corpus = cls(chunks, chunking=chunking_descriptor(chunk_size, chunk_overlap), source=source)
+        corpus.text_spans = TextSpans(texts, spans, SPLIT)
+        return corpus
+
+    def with_documents(self, documents: Mapping[str, str]) -> Corpus:
+        """Place each chunk in its document's text (``documents``: id -> text), for text
+        coverage of a corpus chunked elsewhere; what cannot be placed is kept as such."""
+        self.text_spans = locate(documents, ((c.id, c.doc_id, c.text) for c in self.chunks))
+        return self
 
 
 def chunking_descriptor(chunk_size: int, chunk_overlap: int) -> dict[str, Any]:
@@ -263,8 +281,19 @@ def read_text_folder(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHU
 def read_documents_jsonl(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
                         chunk_overlap: int = DEFAULT_CHUNK_OVERLAP) -> Corpus:
     """Whole documents one per JSONL line (same keys as chunks), chunked here."""
+    docs, titles = read_documents(path)
+    return Corpus.from_documents(docs, chunk_size, chunk_overlap, titles=titles, source=str(path))
+
+
+def read_documents(path: str | os.PathLike[str]) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """``(doc id, text)`` of whole documents one per JSONL line, and their titles.
+
+    A document id given twice is an error at the line that repeats it: two texts for
+    one document would place its chunks in whichever came last.
+    """
     docs: list[tuple[str, str]] = []
     titles: dict[str, str] = {}
+    seen: dict[str, int] = {}
     for lineno, obj in iter_jsonl(path):
         doc = first_key(obj, CHUNK_DOC_KEYS + CHUNK_ID_KEYS)  # the first that is not null
         if doc is None:
@@ -275,10 +304,13 @@ def read_documents_jsonl(path: str | os.PathLike[str], chunk_size: int = DEFAULT
             raise InputFormatError(
                 path, lineno, f"no document text (expected one of {', '.join(CHUNK_TEXT_KEYS)})")
         doc_id = located(fields.parse_doc_id, doc, path, lineno, "document id")
+        if doc_id in seen:
+            raise InputFormatError(path, lineno, f"document id {doc_id!r} repeats line {seen[doc_id]}")
+        seen[doc_id] = lineno
         docs.append((doc_id, text))
         if title := located(fields.parse_title, obj.get("title"), path, lineno, "title"):
             titles[doc_id] = title
-    return Corpus.from_documents(docs, chunk_size, chunk_overlap, titles=titles, source=str(path))
+    return docs, titles
 
 
 def read_store(source: str | os.PathLike[str], doc_key: str | None = None) -> Corpus:
@@ -297,8 +329,13 @@ def read_store(source: str | os.PathLike[str], doc_key: str | None = None) -> Co
 
 def load_corpus(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
                 chunk_overlap: int = DEFAULT_CHUNK_OVERLAP, split: bool = False,
-                doc_key: str | None = None) -> Corpus:
-    """Chunks from a .jsonl (``split``: of documents, chunked here), BEIR folder, text files or store URL."""
+                doc_key: str | None = None,
+                documents: str | os.PathLike[str] | None = None) -> Corpus:
+    """Chunks from a .jsonl (``split``: of documents, chunked here), BEIR folder, text files or store URL.
+
+    ``documents`` (whole documents, JSONL) places chunks made elsewhere in their
+    documents' text, for text coverage.
+    """
     p = Path(path)
     if is_store_url(path):
         corpus = read_store(path, doc_key)
@@ -322,4 +359,12 @@ def load_corpus(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SI
         )
     if len(corpus) == 0:
         raise RagcovError(f"{corpus.source}: the corpus is empty (no chunks); chunk coverage is undefined")
+    if documents is not None:
+        if corpus.text_spans is not None and corpus.text_spans.method == SPLIT:
+            raise RagcovError("--documents places chunks made elsewhere in their documents; "
+                              "ragcov split these documents itself and knows each chunk's place")
+        if not Path(documents).is_file():
+            raise RagcovError(f"{documents}: no such file (--documents takes a JSONL of whole "
+                              "documents)")
+        corpus.with_documents(dict(read_documents(documents)[0]))
     return corpus

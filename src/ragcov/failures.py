@@ -108,10 +108,48 @@ class Correctness:
     hit_rate: float
     recall_at_k: float | None   # labels only
     failed: list[str] = field(default_factory=list)  # tests that failed (outcomes)
+    # Labels naming ids the recorded corpus does not have (a re-chunk renamed them): they
+    # can never be hit, so the hit rate is not the retriever's alone.
+    unresolved: Unresolved | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "labelled": self.labelled, "hit_rate": self.hit_rate,
-                "recall_at_k": self.recall_at_k, "failed_tests": self.failed}
+        out = {"source": self.source, "labelled": self.labelled, "hit_rate": self.hit_rate,
+               "recall_at_k": self.recall_at_k, "failed_tests": self.failed}
+        if self.unresolved is not None:
+            u = self.unresolved
+            out["unresolved_labels"] = {"level": u.level, "labels": u.labels, "of": u.total,
+                                        "unknown_ids": u.ids, "queries_that_cannot_hit": u.dead_queries}
+        return out
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """Relevant ids of the labels that name nothing in the recorded corpus."""
+
+    level: str               # "chunk" or "doc"
+    ids: list[str]           # distinct unknown ids, in label order
+    labels: int              # relevant labels naming one of them
+    total: int               # relevant labels of the recorded queries
+    dead_queries: int        # labelled queries whose every relevant id is unknown
+
+
+def unresolved_labels(m: CoverageMatrix, qrels: Qrels) -> Unresolved | None:
+    """The labels of the recorded queries whose ids are not in the corpus; None when all resolve."""
+    keys = set(m.chunk_ids) if qrels.level == "chunk" else {str(d) for d in m.doc_ids}
+    recorded = set(m.query_ids)
+    ids: dict[str, None] = {}
+    labels = total = dead = 0
+    for qid, wanted in qrels.relevant.items():
+        if qid not in recorded or not wanted:
+            continue
+        gone = [w for w in sorted(wanted) if w not in keys]
+        total += len(wanted)
+        labels += len(gone)
+        ids.update(dict.fromkeys(gone))
+        dead += len(gone) == len(wanted)
+    if not labels:
+        return None
+    return Unresolved(qrels.level, list(ids), labels, total, dead)
 
 
 def label_correctness(m: CoverageMatrix, qrels: Qrels) -> Correctness:
@@ -121,7 +159,8 @@ def label_correctness(m: CoverageMatrix, qrels: Qrels) -> Correctness:
         raise RagcovError("no query of the data file has a relevance label (the labels name "
                           "other query ids)")
     return Correctness("labels", int(labelled.sum()), float(hit[labelled].mean()),
-                       float(np.nanmean(label_metric(m, qrels, "recall"))))
+                       float(np.nanmean(label_metric(m, qrels, "recall"))),
+                       unresolved=unresolved_labels(m, qrels))
 
 
 def query_outcome(qid: str, first: str | None, outcomes: dict[str, str],

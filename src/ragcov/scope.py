@@ -34,6 +34,7 @@ import numpy as np
 from ragcov.errors import RagcovError
 from ragcov.matrix import CoverageMatrix
 from ragcov.summary import CoverageSummary, query_depth, summarize
+from ragcov.textcov import TextCoverage, TextSpans, text_coverage
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,9 @@ class Scoped:
     # Where chunks are lost (ragcov.reachability.stages.Stages) over the report's chunks:
     # the probed file's, or a traced reranker's first stage in a file with no probes.
     stages: Any = None
+    # Text coverage (ragcov.textcov.TextCoverage) when the file knows where chunks lie.
+    text: Any = None
+    text_spans: Any = None  # ragcov.textcov.TextSpans: the documents' text and chunk spans
 
     def summary(self, **options: Any) -> CoverageSummary:
         """The summary every reporter prints: excluded chunks counted aside."""
@@ -204,6 +208,7 @@ def _load_scoped(data: Any, data_file: str | os.PathLike[str], scope: ReportScop
     from ragcov.data.columns import chunk_hashes, chunk_positions
     from ragcov.data.datafile import CORPUS_KIND
     from ragcov.data.probes import chunk_details, probe_texts, read_probes
+    from ragcov.data.spans import read_text_spans
 
     m = data.matrix()
     generated = dict((m.meta or {}).get("generated") or {})
@@ -246,6 +251,20 @@ def _load_scoped(data: Any, data_file: str | os.PathLike[str], scope: ReportScop
         scoped.stages = attribute(record, np.full(m.n_chunks, None, object), none, None,
                                   m).restricted(scoped.columns)
     scoped.generated_left_out = left_out
+    scoped.text_spans = read_text_spans(data)
+    scoped.text = scoped_text_coverage(scoped, scoped.text_spans)
     scoped.meta = data.meta()
     scoped.from_store = data.annotation(CORPUS_KIND) == "store"
     return scoped
+
+
+def scoped_text_coverage(scoped: Scoped, spans: TextSpans | None) -> TextCoverage | None:
+    """Text coverage over the report's documents: its chunks, covered or not, and the
+    excluded ones (whose characters leave the denominator). None without spans."""
+    if spans is None:
+        return None
+    m = scoped.matrix
+    covered = m.chunk_frequencies() > 0
+    every = scoped.full if scoped.full is not None else m
+    return text_coverage(spans, m.chunk_ids, m.doc_ids, covered,
+                         [(e.chunk_id, e.doc_id) for e in scoped.excluded], every.doc_ids)

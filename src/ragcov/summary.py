@@ -183,13 +183,14 @@ def fails_under(coverage: float, fail_under: float, precision: int = GATE_PRECIS
 
 def fail_under_failure(coverage: float, fail_under: float | None,
                        precision: int | None = None, what: str = "total",
-                       shown_precision: int | None = None) -> str | None:
+                       shown_precision: int | None = None, flag: str = "fail-under") -> str | None:
     """The one fail-under gate every command runs: None when it passes, else its message.
 
     ``precision`` None means :data:`GATE_PRECISION`; the message shows the total at the
     precision it was compared at, so "53.00% is less than 53.01" is never printed as "53%".
     ``shown_precision`` is the precision the report above printed the total at: when that
     rounding reaches the threshold ("59%" above a failure at 58.77), the message says why.
+    ``flag`` names the gate as the user set it (``fail-under-text`` for text coverage).
     """
     if fail_under is None:
         return None
@@ -197,7 +198,7 @@ def fail_under_failure(coverage: float, fail_under: float | None,
     if not fails_under(coverage, fail_under, p):
         return None
     message = (f"Coverage failure: {what} of {display_percent(coverage, p)}% is less than "
-               f"fail-under={fail_under:g}")
+               f"{flag}={fail_under:g}")
     if shown_precision is not None and shown_precision < p and \
             float(display_percent(coverage, shown_precision)) >= fail_under:
         message += (f" (the table above rounds it to {display_percent(coverage, shown_precision)}%; "

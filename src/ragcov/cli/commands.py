@@ -153,6 +153,7 @@ SOURCES = [
     ("probe", "ragcov.cli.probe", "probe"),
     ("drift", "ragcov.cli.drift", "drift"),
     ("topics", "ragcov.cli.topics", "topics"),
+    ("qrels", "ragcov.cli.qrels", "app"),
 ]
 NAMES = frozenset(name for name, _, _ in SOURCES)
 
@@ -175,7 +176,13 @@ def build(names: Iterable[str] | None = None) -> typer.Typer:
     built.callback()(_settings)
     for name, module, function in SOURCES:
         if wanted is None or name in wanted:
-            built.command(name, cls=_Command)(_function(module, function))
+            found = _function(module, function)
+            if isinstance(found, typer.Typer):  # a group of subcommands (qrels check)
+                for info in found.registered_commands:
+                    info.cls = _Command
+                built.add_typer(found, name=name, cls=_Group)
+            else:
+                built.command(name, cls=_Command)(found)
     return built
 
 

@@ -14,6 +14,7 @@ from ragcov.cli.options import (
     ChunkSize,
     CorpusPath,
     DataFile,
+    Documents,
     Scheduler,
     Split,
     load_corpus_opts,
@@ -43,6 +44,7 @@ def import_cmd(
     chunk_size: ChunkSize = 1000,
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
+    documents: Documents = None,
     engine: Annotated[str, typer.Option(
         help="local (this machine; a large JSON-lines span file is read by several "
         "processes) or dask (the shards read on a Dask cluster).")] = "local",
@@ -56,7 +58,7 @@ def import_cmd(
     from ragcov.api import record_traces, summarize
     from ragcov.reporters.table import render_headline
 
-    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split)
+    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, documents=documents)
     texts = None
     if queries is not None:
         from ragcov.api import load_suite

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -37,6 +37,9 @@ ChunkSize = Annotated[int, typer.Option(help="Characters per chunk when ragcov d
 ChunkOverlap = Annotated[int, typer.Option(help="Characters of overlap between chunks.")]
 Split = Annotated[bool, typer.Option(
     "--split/--no-split", help="Read a .jsonl corpus as whole documents and chunk them.")]
+Documents = Annotated[Path | None, typer.Option(
+    "--documents", help="Whole documents (JSONL, the keys --split reads) of a corpus chunked "
+    "elsewhere: each chunk is located in its document's text, for text coverage.")]
 K = Annotated[int, typer.Option("--k", "-k", help="Chunks retrieved per query (top-k).")]
 RetrieverName = Annotated[str | None, typer.Option(
     help="dense, bm25, store (the --corpus store's own search), module:attr (your own "
@@ -119,14 +122,17 @@ def llm_model(given: str | None, old: str | None, old_flag: str) -> str | None:
 FailUnder = Annotated[float | None, typer.Option(
     "--fail-under", help="Exit with status 2 when total chunk coverage (percent), rounded as "
     "`ragcov report --format total` prints it, is below this.")]
+FailUnderText = Annotated[float | None, typer.Option(
+    "--fail-under-text", help="Exit with status 2 when text coverage (percent of the documents' "
+    "characters in retrieved chunks; needs a corpus ragcov split, or --documents) is below this.")]
 
 
 def load_corpus_opts(corpus: str | Path, chunk_size: int, chunk_overlap: int, split: bool,
-                     doc_key: str | None = None):
+                     doc_key: str | None = None, documents: Path | None = None):
     from ragcov.api import load_corpus
 
     return load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split,
-                       doc_key=doc_key)
+                       doc_key=doc_key, documents=documents)
 
 
 # json, xml and lcov print no total, but gate one: a flat ``precision`` setting reaches
@@ -149,7 +155,7 @@ def check_fail_under(fail_under: float | None) -> None:
 
 
 def gate(coverage: float, fail_under: float | None, precision: int | None = None,
-         what: str = "total", shown_precision: int | None = None) -> None:
+         what: str = "total", shown_precision: int | None = None, flag: str = "fail-under") -> None:
     """``--fail-under`` for every command, run after its report is written (as coverage.py).
 
     One check and one message (:func:`ragcov.summary.fail_under_failure`), so ``report``,
@@ -157,7 +163,27 @@ def gate(coverage: float, fail_under: float | None, precision: int | None = None
     """
     from ragcov.api import fail_under_message
 
-    fail(fail_under_message(coverage, fail_under, precision, what, shown_precision))
+    fail(fail_under_message(coverage, fail_under, precision, what, shown_precision, flag))
+
+
+def text_gate(text: Any, fail_under_text: float | None, precision: int | None = None) -> None:
+    """``--fail-under-text``: the same gate and message as ``--fail-under``, on text coverage."""
+    if fail_under_text is None:
+        return
+    gate(text.coverage, fail_under_text, precision, what="text coverage", flag="fail-under-text")
+
+
+def check_text_gate(text: Any, fail_under_text: float | None) -> None:
+    """Refuse ``--fail-under-text`` on a file that does not know where its chunks lie,
+    before anything is printed: a gate with no figure must not pass."""
+    if fail_under_text is None:
+        return
+    if not 0 <= fail_under_text <= 100:
+        raise RagcovError(f"--fail-under-text must be a percentage from 0 to 100, got {fail_under_text:g}")
+    if text is None:
+        raise RagcovError("--fail-under-text: this data file does not know where its chunks lie in "
+                          "their documents (chunks given without them); record it with --split, "
+                          "or with --documents DOCS.jsonl beside the chunks")
 
 
 def fail(message: str | None) -> None:

@@ -15,6 +15,7 @@ from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,
     FailUnder,
+    FailUnderText,
     GatePrecision,
     MaxIndexHidden,
     MinIndexRecall,
@@ -22,8 +23,10 @@ from ragcov.cli.options import (
     Support,
     check_fail_under,
     check_precision,
+    check_text_gate,
     fail,
     gate,
+    text_gate,
 )
 from ragcov.cli.report_options import scoped, write_scoped
 from ragcov.cli.topics import MinTopicCoverage, check_by
@@ -38,6 +41,8 @@ from ragcov.reporters.sections import (
     excluded_line,
     generated_line,
     redundant_lines,
+    text_coverage_line,
+    unresolved_labels_line,
 )
 from ragcov.reporters.stages import report_lines
 from ragcov.reporters.table import retriever_line
@@ -60,6 +65,7 @@ def report(
         help="Digits after the decimal point (default 0; 2 for --format total).")] = None,
     format: Annotated[str, typer.Option("--format", help=f"One of: {names_help()}.")] = "text",
     fail_under: FailUnder = None,
+    fail_under_text: FailUnderText = None,
     redundant: Annotated[bool, typer.Option(
         "--redundant/--no-redundant",
         help="List redundant tests, each with the test that subsumes it or overlaps it most.")]
@@ -97,6 +103,7 @@ def report(
     with api.one_read(data_file):  # the report, and its topics: one snapshot of the file
         scoped = report_data(data_file, scope)
         topics = api.topic_coverage(data_file, scoped=scoped) if by == "topic" else None
+    check_text_gate(scoped.text, fail_under_text)
     right = api.correctness(scoped.matrix, qrels, qrels_level)
     if min_hit_rate is not None and right is None:
         raise RagcovError("--min-hit-rate needs --qrels, or test outcomes recorded by "
@@ -105,6 +112,7 @@ def report(
     if topics is not None:
         out.print(render_topics(topics, format, precision), markup=False)
         _gates(summary.coverage, fail_under, gate_precision, precision, right, min_hit_rate)
+        text_gate(scoped.text, fail_under_text, gate_precision)
         fail(api.min_topic_failure(topics, min_topic_coverage, gate_precision))
         return
     # A store's read order is not stable (a deleted chunk shifts every position after it):
@@ -118,16 +126,18 @@ def report(
                                     "correctness": right}
                            ).rstrip("\n"), markup=False)
     if format in ("text", "markdown"):
-        lines = [excluded_line(scoped.excluded), generated_line(scoped.generated_left_out),
+        lines = [text_coverage_line(scoped.text, precision),
+                 excluded_line(scoped.excluded), generated_line(scoped.generated_left_out),
                  duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
                  approximate_note(scoped)]
-        if lines[3]:
-            lines[3] = f"Note: {lines[3]}"
+        if lines[4]:
+            lines[4] = f"Note: {lines[4]}"
         if scoped.reachability is not None:
             lines += reachability_lines(scoped, show_missing, show_ids)
         lines += report_lines(scoped.stages, scoped.matrix.n_chunks)  # where chunks are lost
         if right is not None:
             lines.append(correctness_line(right, scoped.meta.k))
+            lines.append(unresolved_labels_line(right))
         if redundant:
             lines += ["", *redundant_lines(redundant_tests(scoped.matrix),
                                            scoped.matrix.n_queries)]
@@ -138,6 +148,7 @@ def report(
                 out.print(line, markup=False)
     _gates(summary.coverage, fail_under, gate_precision,
            precision if format != "total" else None, right, min_hit_rate)
+    text_gate(scoped.text, fail_under_text, gate_precision)
     fail(api.index_failure(scoped.reachability, min_index_recall, max_index_hidden))
 
 
@@ -160,11 +171,13 @@ def json_cmd(
     pretty: Annotated[bool, typer.Option(help="Indent the JSON.")] = True,
     scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
+    fail_under_text: FailUnderText = None,
     precision: GatePrecision = None,
 ) -> None:
     """Write the versioned JSON report."""
     options = {"entropy_support": entropy_support, "gini_over": gini_over, "pretty": pretty}
     write_scoped(data_file, scope, output, fail_under,
-                 lambda scoped: REPORTERS["json"].render(scoped, options), "JSON report", precision)
+                 lambda scoped: REPORTERS["json"].render(scoped, options), "JSON report", precision,
+                 fail_under_text=fail_under_text)
 
 

@@ -18,7 +18,7 @@ import typer
 
 from ragcov import api
 from ragcov.api import ReportScope, check_outputs
-from ragcov.cli.options import check_fail_under, check_precision, emit, gate
+from ragcov.cli.options import check_fail_under, check_precision, check_text_gate, emit, gate, text_gate
 
 Include = Annotated[list[str] | None, typer.Option(
     "--include", help="Report only documents whose id matches this glob (repeatable, or comma-separated).")]
@@ -101,7 +101,8 @@ def _from_config(name: str) -> bool:
 
 
 def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: float | None,
-                 render: Callable[[Any], str], what: str, precision: int | None = None) -> None:
+                 render: Callable[[Any], str], what: str, precision: int | None = None,
+                 fail_under_text: float | None = None) -> None:
     """The body the file-writing reports share: check, read the scoped data file, write the
     rendering to ``output`` (or stdout), then run the ``--fail-under`` gate."""
     check_fail_under(fail_under)
@@ -110,5 +111,7 @@ def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: 
     with api.one_read(data_file):  # the output checks and the report: one snapshot
         check_outputs([output], [data_file])
         scoped = api.report(data_file, scope)
+    check_text_gate(scoped.text, fail_under_text)
     emit(render(scoped), output, what)
     gate(scoped.summary(jaccard=False).coverage, fail_under, precision)
+    text_gate(scoped.text, fail_under_text, precision)

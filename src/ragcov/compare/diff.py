@@ -107,6 +107,9 @@ class CoverageDiff:
     became_index_hidden: list[str] | None = None
     index_rescued: list[str] | None = None
     index_recall: dict[str, dict[str, float | None]] | None = None
+    # The same documents cut differently (different corpora sharing documents): the
+    # chunking change and the text-span diff (ragcov.compare.textdiff.TextDiff), else None.
+    text: Any = None
 
     @property
     def base_meta(self) -> Meta:
@@ -207,6 +210,10 @@ def coverage_diff(base_path: str | os.PathLike[str], head_path: str | os.PathLik
     d = diff_recordings(base, head, match)
     _blast_radius(d, base_path, head_path)
     d.drift = drift_changes(base_path, head_path)
+    if not d.same_corpus:
+        from ragcov.compare.textdiff import text_diff
+
+        d.text = text_diff(d, base_path, head_path)
     return d
 
 

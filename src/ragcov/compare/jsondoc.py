@@ -66,6 +66,9 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
         "index_recall": d.index_recall,
         # Either file holds topics of its own corpus: each topic's change (else absent).
         **({"topics": _topics(d.topics)} if d.topics is not None else {}),
+        # The same documents cut differently: the chunking change and, where both files
+        # know their chunks' spans, passages newly and no longer covered (else absent).
+        **({"text": d.text.as_dict()} if d.text is not None else {}),
     }
     if d.drift is not None:  # either file holds a drift run: each relation's violation rate
         doc["drift"] = [{"relation": x.relation, "base_rate": x.base, "head_rate": x.head,

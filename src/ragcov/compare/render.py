@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ragcov.compare.diff import CoverageDiff, DocumentChange
 from ragcov.compare.gap import TrafficGap
+from ragcov.compare.textdiff import passage_lines, text_diff_lines
 from ragcov.reporters.names import chunk_ranges
 from ragcov.summary import display_percent
 
@@ -57,6 +58,8 @@ def diff_totals(d: CoverageDiff, precision: int = 1) -> list[str]:
     ]
     if not d.same_corpus:
         lines.append(f"Corpus changed: {d.matched_chunks} chunks matched by content")
+    if d.text is not None and d.text.rechunked_documents:
+        lines += text_diff_lines(d.text, lambda x: _pc(x, precision))
     lines.append(f"Exposure Gini (retrievals over every chunk): {d.base_gini:.3f} -> "
                  f"{d.head_gini:.3f} ({d.gini_rise:+.3f})"
                  + ("" if d.query_overlap is None else
@@ -139,6 +142,8 @@ def diff_text(d: CoverageDiff, precision: int = 1, top: int | None = 20) -> str:
                               [_doc_row(x, precision) for x in shown])]
         if len(shown) < len(changed):
             lines.append(f"({len(changed) - len(shown)} more changed documents)")
+    if d.text is not None and d.text.by_span:
+        lines += passage_lines(d.text, top)
     if d.topics is not None:
         rows = _topic_rows(d, precision, top)
         lines += ["", f"By topic (the topics of {d.topics.side.upper()}):",
@@ -220,6 +225,8 @@ def diff_markdown(d: CoverageDiff, precision: int = 1, show_ids: bool = False) -
                       [_doc_row(x, precision) for x in changed]), "",
             f"Gained chunks ({len(d.gained)}): " + _chunk_list(d, True, show_ids), "",
             f"Lost chunks ({len(d.lost)}): " + _chunk_list(d, False, show_ids)]
+    if d.text is not None and d.text.by_span:
+        full += passage_lines(d.text, TOP, markdown=True)
     head = "\n".join(lines)
     lines += ["", "<details><summary>Full list</summary>", "",
               *_fit(full, COMMENT_LIMIT - len(head) - 100), "", "</details>"]

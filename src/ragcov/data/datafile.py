@@ -41,6 +41,7 @@ from ragcov.data.schema import (
     read_meta,
     sqlite_errors,
 )
+from ragcov.data.spans import write_spans
 from ragcov.data.topics import carry_topics
 from ragcov.destinations import unwritable_reason, written_path
 from ragcov.errors import RagcovError
@@ -400,6 +401,7 @@ def _insert_chunks(con: sqlite3.Connection, corpus: Corpus) -> None:
     con.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
                     ((i, c.id, c.doc_id, c.position, c.hash, c.title, c.text)
                      for i, c in enumerate(corpus)))
+    write_spans(con, corpus)  # where each chunk lies in its document, when that is known
 
 
 def _check_run_against_corpus(run: Run, corpus: Corpus) -> None:

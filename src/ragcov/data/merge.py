@@ -21,6 +21,7 @@ from ragcov.data.schema import (
     new_meta,
     sqlite_errors,
 )
+from ragcov.data.spans import copy_spans
 from ragcov.data.topics import copy_topics
 from ragcov.errors import RagcovError
 from ragcov.files import TargetExists, atomic_path
@@ -126,7 +127,7 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
           new_file(tmp, meta) as con):
         seen: _Seen = {}
         probes_seen: set[str] = set()
-        topics_copied = False
+        topics_copied = spans_copied = False
         next_idx = 0
         for n, d in enumerate(datas):
             with d.reading() as src:
@@ -136,6 +137,7 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
                 next_idx = _copy_queries(con, src, d.path, seen, next_idx)
                 copy_probes(con, src, probes_seen, d.path)
                 topics_copied = topics_copied or copy_topics(con, src, d.path)
+                spans_copied = spans_copied or copy_spans(con, src, d.path)
                 if n > 0:
                     _add_counts(con, src)
         if shards:

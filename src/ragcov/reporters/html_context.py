@@ -55,6 +55,7 @@ def site_context(m: CoverageMatrix, summary: CoverageSummary, chunk_texts: Mappi
         "queries": _queries(m, doc_file, context),
         "pages": _pages(m, summary, documents, doc_file, chunk_texts, context),
         "chart": chart(curves, m.n_chunks, precision),
+        "precision": precision,
     }
 
 

@@ -12,8 +12,9 @@ from typing import Any
 
 from ragcov.metrics import redundant_tests
 from ragcov.reporters.html_context import document_filename
-from ragcov.reporters.overlap import segments
+from ragcov.reporters.overlap import cut, segments
 from ragcov.scope import Scoped
+from ragcov.summary import display_percent
 
 
 def add_extras(ctx: dict[str, Any], scoped: Scoped) -> None:
@@ -35,12 +36,22 @@ def add_extras(ctx: dict[str, Any], scoped: Scoped) -> None:
         page["excluded"] = [{"id": cid, "text": scoped.texts.get(cid, ""), "reason": reason[cid],
                              "anchor": f"x{n}"} for n, cid in enumerate(ids) if cid in reason]
         texts = [scoped.texts.get(cid, "") for cid in ids]
-        segs = segments(texts, [state[cid] for cid in ids]) if all(texts) else None
+        recorded = _recorded_text(scoped, page, ids, [state[cid] for cid in ids],
+                                  ctx.get("precision", 0))
+        if recorded is not None:
+            segs = recorded
+        else:
+            segs = segments(texts, [state[cid] for cid in ids]) if all(texts) else None
         page["segments"] = None if segs is None else [
             {"text": s.text, "state": s.state,
              "chunks": ", ".join(ids[i] for i in s.chunks),
              "href": next((f"#{anchor[ids[i]]}" for i in s.chunks if ids[i] in anchor), "")}
             for s in segs]
+    text = scoped.text
+    ctx["totals"]["text"] = None if text is None else {
+        "percent": display_percent(text.coverage, ctx.get("precision", 0)),
+        "characters": f"{text.characters:,}", "covered": f"{text.covered:,}",
+        "caveats": "; ".join(text.caveats())}
     paged = {p["doc"]["id"] for p in ctx["pages"]}
     ctx["excluded"] = [{"id": e.chunk_id, "doc": e.doc_id, "reason": e.reason,
                         "file": document_filename(e.doc_id) if e.doc_id in paged else None}
@@ -50,6 +61,25 @@ def add_extras(ctx: dict[str, Any], scoped: Scoped) -> None:
                          "reasons": ", ".join(t.reasons), "droppable": t.droppable}
                         for t in redundant_tests(m)]
     ctx["retriever_name"] = retriever_name(m.meta.get("retriever") or {})
+
+
+def _recorded_text(scoped: Scoped, page: dict[str, Any], ids: list[str], states: list[str],
+                   ctx_precision: int) -> Any:
+    """The document's own text, cut at its chunks' recorded spans and highlighted where text
+    coverage counts it covered; the page's figure is that document's text coverage. None
+    when the data file does not know the document's text."""
+    text, spans = scoped.text, scoped.text_spans
+    doc_id = page["doc"]["id"]
+    numbers = text.of(doc_id) if text is not None else None
+    if numbers is None or spans is None or doc_id not in spans.documents:
+        page["doc"]["text"] = None
+        return None
+    precision = ctx_precision
+    page["doc"]["text"] = {"percent": display_percent(numbers.coverage, precision),
+                           "characters": numbers.characters, "covered": numbers.covered,
+                           "unlocated": numbers.unlocated}
+    return cut(spans.documents[doc_id], [spans.spans.get(cid) for cid in ids], states,
+               numbers.passages)
 
 
 def retriever_name(fp: dict[str, Any]) -> str:

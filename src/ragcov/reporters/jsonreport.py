@@ -22,7 +22,10 @@ FORMAT_VERSION history:
      file probed with the exact check, totals.exact_check, index_recall, lost_at,
      index_hidden_chunks, suite_exact_covered_chunks, suite_index_missed_chunks (and with
      a reranker first_stage_coverage, reranker_dropped_chunks), chunks.*.lost_at and
-     missed_by, and stages (per test index_recall and index_missed).
+     missed_by, and stages (per test index_recall and index_missed); where the data file
+     knows each chunk's span in its document, totals.text_coverage, text_characters,
+     covered_text_characters, the same per document, and text (how the spans were
+     found, chunks not placed, overlaps, text outside every chunk).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -129,6 +132,8 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
     if scoped.generated_left_out:
         # Added within 1: generated questions not yet accepted, left out of every count.
         doc["generated_left_out"] = scoped.generated_left_out
+    if scoped.text is not None:
+        _add_text(doc, scoped.text)
     if scoped.reachability is not None:
         _add_reachability(doc, scoped.reachability)
     elif scoped.stages is not None:  # a traced reranker's first stage, no probes
@@ -136,6 +141,20 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
         doc["totals"].update({key: st[key] for key in STAGE_TOTALS if key in st})
         doc["stages"] = stages_json(scoped.stages)
     return doc
+
+
+def _add_text(doc: dict[str, Any], text: Any) -> None:
+    """Text coverage (fields added within 1), when the data file knows where chunks lie:
+    totals and each document's text_coverage, text_characters and covered_text_characters,
+    and ``text`` (how the spans were found, what could not be counted)."""
+    doc["totals"].update({"text_coverage": text.coverage, "text_characters": text.characters,
+                          "covered_text_characters": text.covered})
+    for d in text.documents:
+        if d.doc_id in doc["documents"]:
+            doc["documents"][d.doc_id].update({
+                "text_coverage": d.coverage, "text_characters": d.characters,
+                "covered_text_characters": d.covered})
+    doc["text"] = text.totals()
 
 
 def _add_reachability(doc: dict[str, Any], r: Any) -> None:

@@ -65,12 +65,28 @@ def segments(texts: Sequence[str], states: Sequence[str]) -> list[Segment] | Non
     if stitched is None:
         return None
     doc, spans = stitched
-    cuts = sorted({0, len(doc), *(p for s in spans for p in s)})
+    return cut(doc, spans, states)
+
+
+def cut(doc: str, spans: Sequence[tuple[int, int] | None], states: Sequence[str],
+        passages: Sequence[tuple[int, int]] | None = None) -> list[Segment]:
+    """``doc`` cut at every chunk edge. A piece is covered if it lies in one of
+    ``passages`` (the covered ranges text coverage counts, so the page highlights
+    exactly the characters its figure counts), or, without them, if a covered chunk
+    holds it; a chunk without a span (None) holds nothing."""
+    placed = [(i, s) for i, s in enumerate(spans) if s is not None]
+    cuts = sorted({0, len(doc), *(p for _i, s in placed for p in s),
+                   *(p for s in passages or () for p in s)})
     out: list[Segment] = []
     for a, b in zip(cuts, cuts[1:]):
-        holders = tuple(i for i, (s, e) in enumerate(spans) if s <= a and b <= e)
+        holders = tuple(i for i, (s, e) in placed if s <= a and b <= e)
         held = {states[i] for i in holders}
-        state = ("covered" if "covered" in held else "missing" if "missing" in held
-                 else "excluded" if held else "gap")
+        if passages is not None:
+            inside = any(s <= a and b <= e for s, e in passages)
+            state = ("covered" if inside else "missing" if "missing" in held or "covered" in held
+                     else "excluded" if held else "gap")
+        else:
+            state = ("covered" if "covered" in held else "missing" if "missing" in held
+                     else "excluded" if held else "gap")
         out.append(Segment(doc[a:b], state, holders))
     return out

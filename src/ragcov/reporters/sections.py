@@ -79,3 +79,35 @@ def correctness_line(c: Any, k: int) -> str:
         if c.failed else ""
     return (f"Correctness (test outcomes): {c.labelled - len(c.failed)} of {c.labelled} recorded "
             f"tests passed (hit rate {c.hit_rate * 100:.1f}%){failed}")
+
+
+def text_coverage_line(text: Any, precision: int = 0) -> str | None:
+    """Text coverage under the total: the share of the documents' characters in retrieved
+    chunks, with what it could not count (chunks not placed, overlaps counted once)."""
+    if text is None:
+        return None
+    from ragcov.summary import display_percent
+
+    how = "spans from the splitter" if text.method == "split" else "chunks located in --documents"
+    line = (f"Text coverage: {display_percent(text.coverage, precision)}% of {text.characters:,} "
+            f"characters in {len(text.documents)} document{'s' if len(text.documents) != 1 else ''} "
+            f"lie in a retrieved chunk ({how})")
+    caveats = text.caveats()
+    return line + (f"; {'; '.join(caveats)}" if caveats else "")
+
+
+def unresolved_labels_line(c: Any) -> str | None:
+    """Labels the corpus cannot resolve, said beside the hit rate: a label naming an id the
+    corpus no longer has (a re-chunk renamed its chunks) can never be hit, and the hit rate
+    would otherwise drop with no reason given."""
+    u = getattr(c, "unresolved", None) if c is not None else None
+    if u is None:
+        return None
+    what = "chunk ids" if u.level == "chunk" else "document ids"
+    first = ", ".join(u.ids[:3]) + (" ..." if len(u.ids) > 3 else "")
+    dead = (f"; {u.dead_queries} labelled quer{'ies' if u.dead_queries != 1 else 'y'} can never "
+            "hit" if u.dead_queries else "")
+    hint = ("; was the corpus re-chunked? `ragcov qrels check` sorts the labels and --fix "
+            "repairs the sound ones" if u.level == "chunk" else "")
+    return (f"Labels not resolved: {u.labels} of {u.total} relevant labels name {what} not in "
+            f"this corpus (unknown {what}: {first}){dead}; the hit rate counts them as misses{hint}")
