@@ -26,8 +26,14 @@ from ragcov.analyzer import content_terms, fold, has_words, script_shares, term_
     ("สวัสดี", ["สวั", "วัส", "สดี"]),
     # Hindi: vowel signs are combining marks, and stay inside the word.
     ("भारत की राजधानी", ["भारत", "की", "राजधानी"]),
-    # Korean is written with spaces: words kept whole.
-    ("서울에서 만나요", ["서울에서", "만나요"]),
+    # Korean: syllable bigrams (Lucene's CJK analyzer), since particles join the word.
+    ("서울에서 만나요", ["서울", "울에", "에서", "만나", "나요"]),
+    # Turkish dotted capital I folds to i (casefold alone gives i and a combining dot).
+    ("İSTANBUL İngiltere", ["istanbul", "ingiltere"]),
+    # A Kangxi radical (a symbol, from PDF text) folds to the Han character it is.
+    ("\u2f03", ["丿"]),
+    # Combining marks with no letter are no word; after a letter they are part of it.
+    ("\u0301\u0308 a\u0301", ["á"]),
     # Arabic, Russian, Greek: words of their script, folded.
     ("القاهرة عاصمة", ["القاهرة", "عاصمة"]),
     ("Москва — Столица", ["москва", "столица"]),
@@ -83,12 +89,15 @@ _ALPHABET = st.sampled_from(list(
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_ALPHABET, max_size=40).map("".join))
-def test_no_letter_mark_or_digit_is_ever_dropped(text: str) -> None:
+def test_no_letter_or_digit_is_ever_dropped_nor_a_mark_that_follows_one(text: str) -> None:
     kept = set("".join(tokens(text)))
     folded = fold(text)
-    for ch in folded:
-        if unicodedata.category(ch)[0] in "LMN":
+    for i, ch in enumerate(folded):
+        category = unicodedata.category(ch)[0]
+        after_letter = category == "M" and i and unicodedata.category(folded[i - 1])[0] in "LN"
+        if category in "LN" or after_letter:
             assert ch in kept, (text, ch)
+    assert has_words(text) == bool(tokens(text))
 
 
 @settings(max_examples=400, deadline=None)
@@ -113,7 +122,9 @@ def test_the_ascii_fast_path_gives_what_the_unicode_rule_gives(text: str) -> Non
     assert term_tokens(text) == analyzer._words(fold(text), term_form=True)
     # And what the patterns the house used before give: bm25s's ``\b\w\w+\b`` and the
     # TF-IDF words of three characters or more.
-    assert terms(text, min_chars=2) == re.findall(r"(?u)\b\w\w+\b", text.lower())
+    # (a run of underscores alone is no word: it has no letter or digit)
+    assert terms(text, min_chars=2) == [w for w in re.findall(r"(?u)\b\w\w+\b", text.lower())
+                                        if w.strip("_")]
     assert content_terms(text) == [w for w in re.findall(r"[A-Za-z][A-Za-z0-9\-]+", text.lower())
                                    if len(w) > 2]
 

@@ -112,6 +112,12 @@ def test_topic_labels_are_words_of_the_corpus_own_script(lang, in_tmp, capsys):
     native = [lab for lab in labels
               if any(script_of(ch) == SCRIPT[lang] for ch in lab.split(", ")[0] if ch.isalpha())]
     assert len(native) >= 0.9 * len(labels), labels
+    # ... and words of content, not the language's stopwords ("على", "что", "der").
+    from ragcov.analyzer import stopwords_for
+
+    stop = stopwords_for(lang)
+    assert stop or lang == "th"
+    assert not [w for lab in labels for w in lab.split(", ") if w in stop], labels
 
 
 def test_a_stemmer_is_chosen_for_the_corpus_language_and_never_for_english(in_tmp, capsys):
@@ -155,6 +161,8 @@ def test_noise_misreads_letters_of_other_scripts_and_says_where_it_knows_none() 
     # Every character misread: each Han character with a confusion becomes its look-alike.
     assert ocr_noise("未土日", 1.0, rng) == "末士曰"
     assert ocr_noise("бо", 1.0, rng) == "60"
+    # Chinese is never hyphenated across lines: a character with no confusion is lost.
+    assert "-\n" not in ocr_noise("东京是日本的首都也是世界上最大的城市之一", 0.5, random.Random(1))
     assert scripts_without_confusions(["서울에서 만나요 한국어 문장"]) == {"Hangul": 1.0}
     assert scripts_without_confusions(["中国人民 and Москва"]) == {}
 
@@ -165,9 +173,22 @@ def test_extractive_questions_and_the_answerability_check_read_the_chunk_languag
 
     data = json.loads((XQUAD / "xquad.zh.slice.json").read_text())
     texts = [p["context"] for a in data["data"] for p in a["paragraphs"]]
-    question = ExtractiveGenerator(texts).generate([texts[0]], 1, 0).raw
-    assert question and "What is known" not in question  # not an English frame around Chinese
-    assert any(script_of(ch) == "Han" for ch in question if ch.isalpha())
+    gen = ExtractiveGenerator(texts)
+    for text in texts[:5]:
+        question = gen.generate([text], 1, 0).raw
+        assert question and "What is known" not in question  # no English frame around Chinese
+        assert question.endswith("？")
+        parts = question[:-1].split(" ")
+        # Stretches of the chunk's own text, not its index bigrams (业碗 碗防 ...).
+        assert all(len(p) > 2 and p in text for p in parts if any(script_of(c) == "Han" for c in p))
+    russian = [p["context"] for a in json.loads((XQUAD / "xquad.ru.slice.json").read_text())["data"]
+               for p in a["paragraphs"]]
+    assert "What is known" not in ExtractiveGenerator(russian).generate([russian[0]], 1, 0).raw
+    # English keeps its frame and its casing, curly apostrophe or not.
+    english = ["Apple\u2019s Tim Cook announced the iPhone at the WWDC keynote in June.",
+               "The company\u2019s revenue grew in 2019 because of services."] * 5
+    question = ExtractiveGenerator(english).generate([english[0]], 1, 0).raw
+    assert question.startswith("What is known about") and "iPhone" in question and "WWDC" in question
     # A Chinese question has no spaces to count words by: bigrams are its words.
     assert rejection("黑豹队的防守丢了多少分？", set(), []) is None
     assert normalize("黑豹队") == "黑豹 豹队"
@@ -230,3 +251,27 @@ def test_drift_noise_says_where_it_knows_no_confusions(in_tmp, capsys):
                          "--retriever", "bm25", "--k", "2", "--relation", "noise")
     assert code == 0, err
     assert "no scanner confusions are known for Hangul 100%" in err
+
+
+def test_the_run_says_which_stemmer_and_the_variable_is_named_in_its_errors(in_tmp, capsys, monkeypatch):
+    corpus_files(in_tmp, "ru")
+    code, out, err = cli(capsys, "run", "--corpus", "chunks.jsonl", "--queries", "queries.jsonl",
+                         "--retriever", "bm25", "--k", "3")
+    assert code == 0 and "words stemmed with the russian Snowball stemmer" in out + err
+    monkeypatch.setenv("RAGCOV_STEMMER", " Russian ")  # case and spaces forgiven
+    assert cli(capsys, "run", "--corpus", "chunks.jsonl", "--queries", "queries.jsonl",
+               "--retriever", "bm25", "--k", "3", "--data-file", "b.ragcov")[0] == 0
+    monkeypatch.setenv("RAGCOV_STEMMER", "bogus")
+    code, out, err = cli(capsys, "run", "--corpus", "chunks.jsonl", "--queries", "queries.jsonl",
+                         "--retriever", "bm25", "--k", "3", "--data-file", "c.ragcov")
+    assert code == 1 and "RAGCOV_STEMMER: unknown stemmer 'bogus'" in err
+
+
+def test_an_english_catalogue_is_not_called_foreign() -> None:
+    from ragcov.retrievers.languages import english_model_warning
+
+    catalogue = [f"Cordless drill driver 18V with 2 batteries and charger SKU {i}" for i in range(300)]
+    assert english_model_warning("all-MiniLM-L6-v2", catalogue) is None
+    russian = [p["context"] for a in json.loads((XQUAD / "xquad.ru.slice.json").read_text())["data"]
+               for p in a["paragraphs"]]
+    assert "not Latin" in english_model_warning("all-MiniLM-L6-v2", russian)

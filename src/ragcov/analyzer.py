@@ -14,12 +14,14 @@ search engine's analyzer does, in any script:
   zero-width (non-)joiners inside a word are dropped, so a word matches whether or not
   the writer used one;
 - **scripts written without spaces** are cut as Lucene's CJK analyzer cuts them:
-  overlapping bigrams of characters for Han, Hiragana and Katakana (a lone character is
+  overlapping bigrams of characters for Han, Hiragana, Katakana and Hangul (a lone character is
   a unigram), and overlapping bigrams of grapheme clusters for Thai, Lao, Khmer and
   Myanmar (a cluster keeps a consonant with its vowel signs and tone marks). A run that
   mixes scripts (``iPhone手机``, ``2019年``) is cut at each change of script.
 
-Hangul is written with spaces and keeps its words. Stopwords are removed only by the
+Hangul is cut into syllable bigrams too, as Lucene's CJK analyzer cuts it: Korean
+writes its particles onto the word (서울에서, "in Seoul"), so whole words rarely match a
+question's form of them. Stopwords are removed only by the
 caller that wants them, and only where a list for the language exists (English for the
 TF-IDF statistics, bm25s's lists for BM25). docs/languages.md says which script gets
 which treatment and what each measured.
@@ -39,7 +41,7 @@ from functools import lru_cache
 from itertools import filterfalse
 
 # Scripts written without spaces between words, and how they are cut.
-_CJK = r"\p{Han}\p{scx=Hiragana}\p{scx=Katakana}"
+_CJK = r"\p{Han}\p{scx=Hiragana}\p{scx=Katakana}\p{Hangul}"
 _SEA = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
 _WORD_CHARS = r"\p{L}\p{M}\p{N}\p{Pc}"
 _JOINERS = str.maketrans("", "", "\u200c\u200d")
@@ -51,15 +53,15 @@ _MAYBE_SPECIAL = re.compile(
     "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\u2e80-\u2fdf"
     "\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3038-\u303c\u3040-\u30ff\u31f0-\u31ff"
     "\u3300-\u33ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\ua9e0-\ua9ff"
-    "\uaa60-\uaa7f\U0001b000-\U0001b16f\U00020000-\U0003ffff]")
+    "\uaa60-\uaa7f\u1100-\u11ff\u3130-\u318f\uac00-\ud7af\ua960-\ua97f\ud7b0-\ud7ff"
+    "\U0001b000-\U0001b16f\U00020000-\U0003ffff]")
 
-# ... and the scripts whose words are never too short (ideographs and syllables: Hangul
-# and Yi besides the above), for the same quick search.
-_MAYBE_DENSE = re.compile(_MAYBE_SPECIAL.pattern[:-1] + "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
-                          "\ua960-\ua97f\ud7b0-\ud7ff\ua000-\ua4cf]")
+# ... and the scripts whose words are never too short (ideographs and syllables: Yi
+# besides the above), for the same quick search.
+_MAYBE_DENSE = re.compile(_MAYBE_SPECIAL.pattern[:-1] + "\ua000-\ua4cf]")
 
 # The ASCII fast path: the same rules where every character is ASCII.
-_ASCII_WORD = re.compile(r"\w+", re.ASCII)
+_ASCII_WORD = re.compile(r"_*[A-Za-z0-9]\w*", re.ASCII)  # a run with a letter or digit
 _ASCII_TERM = re.compile(r"[A-Za-z][A-Za-z0-9\-]*")
 
 
@@ -71,7 +73,8 @@ class _Patterns:
     def __init__(self) -> None:
         import regex
 
-        self.word = regex.compile(rf"[{_WORD_CHARS}]+")
+        # A run with at least one letter or digit: combining marks alone are no word.
+        self.word = regex.compile(rf"[\p{{M}}\p{{Pc}}]*[\p{{L}}\p{{N}}][{_WORD_CHARS}]*")
         # The TF-IDF form of a word: it starts with a letter and may hold hyphens.
         self.term = regex.compile(r"\p{L}[\p{L}\p{M}\p{N}-]*")
         self.spaceless = regex.compile(rf"[{_CJK}{_SEA}]")
@@ -79,7 +82,7 @@ class _Patterns:
         self.grapheme = regex.compile(r"\X")
         # Ideographs and syllables: a word of one or two of them is a real word (서울, 水),
         # so the length floors for alphabetic words do not apply.
-        self.dense = regex.compile(rf"[{_CJK}{_SEA}\p{{Hangul}}\p{{Yi}}]")
+        self.dense = regex.compile(rf"[{_CJK}{_SEA}\p{{Yi}}]")
         self.letter_or_digit = regex.compile(r"[\p{L}\p{N}]")
 
 
@@ -92,7 +95,8 @@ def fold(text: str) -> str:
     """Case and width folded: NFKC, casefold, NFKC (idempotent)."""
     if text.isascii():
         return text.lower()
-    folded = unicodedata.normalize("NFKC", text.translate(_JOINERS)).casefold()
+    # casefold makes Turkish İ "i" + a combining dot: "İstanbul" would match no "istanbul".
+    folded = unicodedata.normalize("NFKC", text.translate(_JOINERS)).casefold().replace("i\u0307", "i")
     if unicodedata.is_normalized("NFKC", folded):
         return folded
     return unicodedata.normalize("NFKC", folded)
@@ -105,17 +109,24 @@ def _bigrams(units: Sequence[str]) -> list[str]:
 
 
 def _cut(run: str, rx: _Patterns) -> list[str]:
-    """A word run cut at its changes of script; spaceless scripts into bigrams."""
+    """A word run cut at its changes of script; spaceless scripts into bigrams. Marks
+    that follow a letter of another script (a Thai vowel sign after a Latin letter) stay
+    on the token before them, so no mark is dropped and the rule stays idempotent."""
     if not rx.spaceless.search(run):
         return [run]
     out: list[str] = []
     for m in rx.segment.finditer(run):
+        part = m.group()
+        if not rx.letter_or_digit.search(part):  # marks only: they belong to the letter before
+            if out:
+                out[-1] += part
+            continue
         if m.group("cjk"):
-            out.extend(_bigrams(m.group()))
+            out.extend(_bigrams(part))
         elif m.group("sea"):
-            out.extend(_bigrams(rx.grapheme.findall(m.group())))
+            out.extend(_bigrams(rx.grapheme.findall(part)))
         else:
-            out.append(m.group())
+            out.append(part)
     return out
 
 
@@ -147,6 +158,19 @@ def word_spans(text: str) -> list[tuple[int, int]]:
     if text.isascii():
         return [m.span() for m in _ASCII_WORD.finditer(text)]
     return [m.span() for m in _rx().word.finditer(text)]
+
+
+def term_runs(text: str) -> list[str]:
+    """The TF-IDF-form word runs of ``text`` as written (not folded, not cut): a word's
+    surface form, for a question that keeps the chunk's own casing."""
+    if text.isascii():
+        return _ASCII_TERM.findall(text)
+    return _rx().term.findall(text)
+
+
+def is_spaceless(text: str) -> bool:
+    """Holds a character of a script written without spaces (cut into bigrams)."""
+    return not text.isascii() and _rx().spaceless.search(text) is not None
 
 
 def term_tokens(text: str) -> list[str]:
@@ -190,10 +214,11 @@ def _long_words(min_chars: int, ascii_only: bool) -> re.Pattern[str]:
     """Word runs of at least ``min_chars`` characters (a maximal run is matched whole or
     not at all, so this finds what ``len(t) >= min_chars`` keeps)."""
     if ascii_only:
-        return re.compile(r"\w{" + str(min_chars) + ",}", re.ASCII)
+        return re.compile(r"(?=\w{" + str(min_chars) + r"})_*[A-Za-z0-9]\w*", re.ASCII)
     import regex
 
-    return regex.compile(rf"[{_WORD_CHARS}]{{{min_chars},}}")  # type: ignore[return-value]
+    return regex.compile(  # type: ignore[return-value]
+        rf"(?=[{_WORD_CHARS}]{{{min_chars}}})[\p{{M}}\p{{Pc}}]*[\p{{L}}\p{{N}}][{_WORD_CHARS}]*")
 
 
 @lru_cache(maxsize=8)
@@ -217,7 +242,9 @@ def has_words(text: str) -> bool:
     """A letter or a digit in any script: something a query could match."""
     if text.isascii():
         return any(c.isalnum() for c in text)
-    return _rx().letter_or_digit.search(text) is not None
+    # After folding, as the words are found: a Kangxi radical (a symbol) folds to a Han
+    # character, a word; combining marks with no letter are none.
+    return _rx().letter_or_digit.search(fold(text)) is not None
 
 
 # --- What a corpus is written in -------------------------------------------------------
@@ -404,3 +431,20 @@ def language_name(texts: Sequence[str]) -> str | None:
 _SCRIPT_LANGUAGE = {"Han": "Chinese", "Hangul": "Korean", "Thai": "Thai", "Greek": "Greek",
                     "Hebrew": "Hebrew", "Lao": "Lao", "Khmer": "Khmer", "Myanmar": "Burmese",
                     "Georgian": "Georgian", "Armenian": "Armenian"}
+
+
+def stopwords_for(lang: str | None) -> frozenset[str]:
+    """The stopwords of a language (ISO 639-1), folded, from stopwordsiso where it is
+    installed (the ``topics`` extra): what topic labels and TF-IDF leave out besides
+    English's. Empty where no list exists or the package is absent."""
+    if not lang:
+        return frozenset()
+    try:
+        import stopwordsiso
+    except ImportError:
+        return frozenset()
+    if not stopwordsiso.has_lang(lang):
+        return frozenset()
+    # A stopword the rule cuts into several tokens (a Chinese word of three characters)
+    # is left out: its bigrams are parts of other words too.
+    return frozenset(toks[0] for w in stopwordsiso.stopwords(lang) if len(toks := tokens(w)) == 1)

@@ -996,12 +996,14 @@ def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
 def _say_languages(corpus: Corpus, retriever: Any, say: Any) -> None:
     """The corpus's scripts where any is not Latin, and one warning where an English-only
     embedding model embeds a corpus that is mostly not English."""
-    from ragcov.retrievers.languages import english_model_warning, scripts_line
+    from ragcov.retrievers.languages import english_model_warning, scripts_line, stemmer_line
     from ragcov.user_warnings import RetrievalWarning, warn
 
     if line := scripts_line(corpus.texts):
         say(line)
     fp = retriever.fingerprint()
+    if line := stemmer_line(fp):
+        say(line)
     if fp.get("kind") in ("dense", "store") and (
             line := english_model_warning(fp.get("model"), corpus.texts)):
         warn(line, RetrievalWarning)

@@ -179,14 +179,15 @@ def _say_unknown_scripts(corpus: Corpus) -> None:
     Greek, Arabic, Hebrew, Devanagari, Thai, Han, kana); in another script its letters are
     only dropped, and a low violation rate there is no sign of robustness to a scanner."""
     from ragcov.drift.transforms import scripts_without_confusions
-    from ragcov.user_warnings import warn
+    from ragcov.user_warnings import RetrievalWarning, warn
 
     unknown = scripts_without_confusions(corpus.texts)
     if unknown:
         shown = ", ".join(f"{s} {round(100 * v)}%" for s, v in unknown.items())
         warn(f"drift noise: no scanner confusions are known for {shown} of this corpus's "
-             "letters: there the relation only drops characters, so its rate says little "
-             "about OCR noise in that script (docs/languages.md)")
+             "letters: there the relation only drops characters or breaks words across lines, "
+             "so its rate says little "
+             "about OCR noise in that script (docs/languages.md)", RetrievalWarning)
 
 
 def format_copy(corpus: Corpus, form: str) -> Copy:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ragcov.analyzer import tokens, word_spans
+from ragcov.analyzer import is_dense, tokens, word_spans
 
 # Two characters a scanner reads as one, and the reverse (one read as two).
 PAIR_CONFUSIONS = {"rn": "m", "cl": "d", "vv": "w", "li": "h"}
@@ -146,7 +146,9 @@ def _misread(text: str, i: int, rng: random.Random, allowed: list[bool] | None
         return ("", 1) if rng.random() < 0.5 else ("  ", 1)
     if ch in CONFUSIONS:
         return CONFUSIONS[ch], 1
-    if ch.isalpha() and _inside_long_word(text, i):
+    # A scanner breaks an alphabetic word across a line; Chinese, Japanese, Korean or Thai
+    # text is never hyphenated: a character with no confusion there is lost.
+    if ch.isalpha() and not is_dense(ch) and _inside_long_word(text, i):
         return "-\n" + ch, 1
     if ch == "\n":
         return " ", 1

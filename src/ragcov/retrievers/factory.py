@@ -49,7 +49,13 @@ def _bm25(corpus: Corpus, model: str | None, index: str, progress: bool, backend
     # auto (the corpus's language's Snowball stemmer; none for English), none, or a name.
     # One setting for every command, so a probe or a drift copy stems as the run did (the
     # stemmer is in the fingerprint: a different one is refused as another retriever).
-    return BM25Retriever(corpus, progress=progress, stemmer=os.environ.get("RAGCOV_STEMMER") or "auto")
+    stemmer = (os.environ.get("RAGCOV_STEMMER") or "auto").strip().lower()
+    try:
+        return BM25Retriever(corpus, progress=progress, stemmer=stemmer)
+    except RagcovError as exc:
+        if "stemmer" in str(exc) and os.environ.get("RAGCOV_STEMMER"):
+            raise RagcovError(f"RAGCOV_STEMMER: {exc}") from None
+        raise
 
 
 def _store(corpus: Corpus, model: str | None, index: str, progress: bool, backend: str | None,

@@ -27,7 +27,7 @@ cluster (``ragcov topics``); reading stored topics never loads it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -111,6 +111,20 @@ def one_thread() -> Iterator[None]:
         yield
 
 
+def corpus_words(texts: Sequence[str]) -> Callable[[str], list[str]]:
+    """The words topics are made of and labelled by: :func:`ragcov.tfidf.words` (the house
+    text rule, English stopwords out) less the stopwords of the corpus's own language
+    (stopwordsiso, where a list exists), so a German topic is not labelled "der, und, die"."""
+    from ragcov.analyzer import corpus_language, stopwords_for
+    from ragcov.tfidf import words
+
+    lang, share = corpus_language(texts)
+    extra = stopwords_for(lang) if lang != "en" and share >= 0.5 else frozenset()
+    if not extra:
+        return words
+    return lambda text: [w for w in words(text) if w not in extra]
+
+
 def tfidf_vectors(texts: Sequence[str], seed: int = 0) -> np.ndarray:
     """Unit rows of the chunks' TF-IDF reduced by LSA: what a BM25 run's topics cluster.
 
@@ -120,8 +134,7 @@ def tfidf_vectors(texts: Sequence[str], seed: int = 0) -> np.ndarray:
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from ragcov.tfidf import words
-
+    words = corpus_words(texts)
     try:
         x = TfidfVectorizer(analyzer=words, sublinear_tf=True, dtype=np.float32).fit_transform(texts)
     except ValueError:  # scikit-learn's "empty vocabulary"
@@ -265,10 +278,8 @@ def class_terms(texts: Sequence[str], assignment: np.ndarray, n_topics: int,
     import scipy.sparse as sp
     from sklearn.feature_extraction.text import CountVectorizer
 
-    from ragcov.tfidf import words
-
     try:
-        cv = CountVectorizer(analyzer=words, dtype=np.int64)
+        cv = CountVectorizer(analyzer=corpus_words(texts), dtype=np.int64)
         counts = cv.fit_transform(texts)
     except ValueError:  # no chunk holds a word: topics without terms
         return [[] for _ in range(n_topics)]
