@@ -275,13 +275,14 @@ def test_report_shows_hit_rate_and_recall_from_labels_and_gates(probed: Path, ca
     rate = sum(hits) / len(hits)  # one relevant document a question: recall@k = hit
     code, out, _ = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels))
     assert code == 0
-    assert (f"Correctness (labels): hit rate {rate * 100:.1f}% of {len(questions)} labelled queries "
-            f"retrieve a relevant chunk; mean recall@3 {rate:.3f}") in out
+    assert (f"Correctness (document-level labels): hit rate {rate * 100:.1f}% of {len(questions)} "
+            f"labelled queries retrieve a chunk of a relevant document; mean recall@3 {rate:.3f} "
+            "(of relevant documents)") in out
     code, out, _ = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels),
                        "--format", "json")
     assert code == 0 and json.loads(out)["correctness"] == {
         "source": "labels", "labelled": len(questions), "hit_rate": pytest.approx(rate),
-        "recall_at_k": pytest.approx(rate), "failed_tests": []}
+        "recall_at_k": pytest.approx(rate), "failed_tests": [], "level": "doc"}
     above = f"{rate * 100 + 1:.1f}"
     code, _, err = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels),
                        "--min-hit-rate", above)

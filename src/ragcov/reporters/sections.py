@@ -73,8 +73,12 @@ def generated_line(left_out: Mapping[str, Any]) -> str | None:
 def correctness_line(c: Any, k: int) -> str:
     """Correctness beside coverage: hit rate and recall@k (labels) or the pass rate (outcomes)."""
     if c.source == "labels":
-        return (f"Correctness (labels): hit rate {c.hit_rate * 100:.1f}% of {c.labelled} labelled "
-                f"queries retrieve a relevant chunk; mean recall@{k} {c.recall_at_k:.3f}")
+        if c.level == "doc":
+            return (f"Correctness (document-level labels): hit rate {c.hit_rate * 100:.1f}% of "
+                    f"{c.labelled} labelled queries retrieve a chunk of a relevant document; mean "
+                    f"recall@{k} {c.recall_at_k:.3f} (of relevant documents)")
+        return (f"Correctness (chunk-level labels): hit rate {c.hit_rate * 100:.1f}% of {c.labelled} "
+                f"labelled queries retrieve a relevant chunk; mean recall@{k} {c.recall_at_k:.3f}")
     failed = f"; failing: {', '.join(c.failed[:3])}{' ...' if len(c.failed) > 3 else ''}" \
         if c.failed else ""
     return (f"Correctness (test outcomes): {c.labelled - len(c.failed)} of {c.labelled} recorded "
