@@ -66,13 +66,15 @@ def run_key(corpus: Corpus, suite: Suite, k: int, retriever: dict[str, Any],
     """The run's identity: a rerun with the same key resumes, another key replaces it.
 
     The interval's resamples and confidence are left out: they change the report, not
-    a single copy's results.
+    a single copy's results. ``judges`` is the version of the verdicts: a run recorded
+    when a distractor's verdict still counted chunks reordered by the corpus's changed
+    statistics is judged again, never resumed.
     """
     suite_digest = hashlib.sha256("\x00".join(f"{q.id}\x01{q.text}" for q in suite).encode())
     distractors = settings.distractors.hash if settings.distractors is not None else None
     key = {"corpus": corpus.hash, "suite": suite_digest.hexdigest(), "k": k,
            "retriever": retriever, "relations": settings.relations, "seed": settings.seed,
-           "noise_rate": settings.noise_rate, "distractors": distractors}
+           "noise_rate": settings.noise_rate, "distractors": distractors, "judges": 2}
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 

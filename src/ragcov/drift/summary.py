@@ -121,6 +121,15 @@ class RelationResult:
             return None
         return float(np.mean([t.value for t in self.tests]))
 
+    @property
+    def reordered(self) -> list[TestResult] | None:
+        """Tests some of whose own chunks left the top-k because adding chunks changed the
+        corpus's statistics (BM25's document frequencies), no added chunk taking their
+        place; None where the relation adds nothing or its run did not record it."""
+        if self.kind != "displaced" or not any("reordered" in d for t in self.tests for d in t.detail):
+            return None
+        return [t for t in self.tests if any(d.get("reordered") for d in t.detail)]
+
     def worst(self, limit: int | None = None) -> list[TestResult]:
         """Violating tests, worst first (lowest Jaccard, most displaced or stale)."""
         low = KINDS[self.kind].worst == "low"
