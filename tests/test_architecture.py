@@ -29,13 +29,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # The floor: the version, errors, field rules, files and their destinations, retrying,
     # warnings, Ctrl-C and threads, progress, URL redaction, settings,
     # the paused cycle collector.
-    ("version", "errors", "user_warnings", "sigint", "progress", "retry", "redaction", "fields",
+    ("version", "analyzer", "errors", "user_warnings", "sigint", "progress", "retry", "redaction", "fields",
      "destinations", "files", "controls", "config", "collector"),
     # What is recorded and measured. ``stores`` reads a vector store's chunks (a corpus
     # may be a store URL), so it sits below ``corpus``; searching a store is a
     # retriever (``retrievers/store.py``). ``data`` records a corpus and a run and reads
     # back a matrix, so it sits above the three.
-    ("stores", "corpus", "suite", "retrieval", "qrels", "matrix", "data", "tfidf", "metrics",
+    ("stores", "corpus", "suite", "retrieval", "qrels", "matrix", "copies", "data", "tfidf", "metrics",
      "summary", "apfd", "failures", "faults"),
     # Retrieving, importing, probing, generating, selecting, reporting, comparing.
     # ``scope`` (what a report counts) reads the reachability audit; ``topics`` clusters

@@ -22,7 +22,10 @@ FORMAT_VERSION history:
      file probed with the exact check, totals.exact_check, index_recall, lost_at,
      index_hidden_chunks, suite_exact_covered_chunks, suite_index_missed_chunks (and with
      a reranker first_stage_coverage, reranker_dropped_chunks), chunks.*.lost_at and
-     missed_by, and stages (per test index_recall and index_missed).
+     missed_by, and stages (per test index_recall and index_missed); chunks.*.draft.question
+     and .copied (a generator's question, or words copied from a chunk to rewrite); copied
+     (present when a test's question copies 8 or more words in a row of a chunk it
+     retrieves: the tests, and coverage with and without them).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -36,6 +39,7 @@ from typing import Any
 from ragcov.failures import outcome_correctness, query_outcome
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import Support, duplicate_groups, redundant_tests
+from ragcov.reporters.sections import copied_facts
 from ragcov.reporters.stages import STAGE_TOTALS, chunk_entry, stages_json
 from ragcov.scope import ReportScope, Scoped, apply_scope
 
@@ -123,6 +127,10 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
     if right is not None:
         # Added within 1: the recorded tests' pass rate beside coverage.
         doc["correctness"] = right.as_dict()
+    copied = copied_facts(scoped)
+    if copied is not None:
+        # Added within 1: tests whose question copies 8+ words of a chunk they retrieve.
+        doc["copied"] = copied
     if scoped.generated_left_out:
         # Added within 1: generated questions not yet accepted, left out of every count.
         doc["generated_left_out"] = scoped.generated_left_out

@@ -83,3 +83,35 @@ def correctness_line(c: Any, k: int) -> str:
         if c.failed else ""
     return (f"Correctness (test outcomes): {c.labelled - len(c.failed)} of {c.labelled} recorded "
             f"tests passed (hit rate {c.hit_rate * 100:.1f}%){failed}")
+
+
+def copied_facts(scoped: Any) -> dict[str, Any] | None:
+    """Coverage with and without the tests that copy their chunk; None when none does."""
+    from ragcov.copies import MIN_RUN, coverage_without
+
+    copied = scoped.copied
+    if not copied:
+        return None
+    m = scoped.matrix
+    covered, without = coverage_without(m, copied)
+    return {"min_words": MIN_RUN, "tests": len(copied), "of": m.n_queries,
+            "coverage": int(m.covered().sum()) / m.n_chunks if m.n_chunks else 0.0,
+            "coverage_without": without, "covered_without": covered, "chunks": m.n_chunks,
+            "copies": [c.as_dict() for c in copied]}
+
+
+def copied_line(scoped: Any, precision: int = 1) -> str | None:
+    """Tests flagged copied, and the coverage the suite has without them."""
+    from ragcov.summary import display_percent
+
+    f = copied_facts(scoped)
+    if f is None:
+        return None
+    first = f["copies"][0]
+    return (f"Copied: {f['tests']} of {f['of']} tests copy {f['min_words']} or more words in a row "
+            f"from a chunk they retrieve (first: {first['query_id']}, {first['words']} words of "
+            f"{first['chunk_id']}): the chunk's own words, not a user's, may be what reaches it; chunk "
+            f"coverage {display_percent(f['coverage'], precision)}% with them, "
+            f"{display_percent(f['coverage_without'], precision)}% ({f['covered_without']} of "
+            f"{f['chunks']}) without them")
+
