@@ -43,12 +43,13 @@ class DriftSettings:
     confidence: float = 0.95
     notes: dict[str, list[str]] = field(default_factory=dict)
 
-    def recorded(self, k: int, retriever: dict[str, Any]) -> dict[str, Any]:
-        """As the data file keeps them (report and diff read them back)."""
+    def recorded(self, k: int, retriever: dict[str, Any], tests: int | None = None) -> dict[str, Any]:
+        """As the data file keeps them (report and diff read them back); ``tests``: the
+        suite's size, so a later ``run --append`` is seen to have left the run behind."""
         return {"relations": self.relations, "seed": self.seed, "noise_rate": self.noise_rate,
                 "distractors": self.distractor_source, "resamples": self.resamples,
                 "confidence": self.confidence, "notes": self.notes, "k": k,
-                "retriever": retriever.get("kind")}
+                "retriever": retriever.get("kind"), "tests": tests}
 
 
 @dataclass
@@ -96,7 +97,7 @@ def run_drift(corpus: Corpus, suite: Suite, rebuild: Rebuilder, data: CoverageDa
     plans = plan(corpus, settings.relations, baseline, k, settings.seed, settings.noise_rate,
                  settings.distractors, versions)
     key = run_key(corpus, suite, k, fingerprint, settings)
-    done, replaced = start_drift(data, key, settings.recorded(k, fingerprint), k, corpus.hash,
+    done, replaced = start_drift(data, key, settings.recorded(k, fingerprint, len(ids)), k, corpus.hash,
                                  fingerprint)
     if replaced:
         say(f"ragcov: {data.path}: replacing the drift run recorded there (other settings)")

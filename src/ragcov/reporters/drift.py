@@ -209,7 +209,8 @@ def drift_text(s: DriftSummary, show: int = SHOW) -> str:
 def drift_lines(s: DriftSummary) -> list[str]:
     """What ``ragcov report`` adds under its table: one line per relation."""
     lines = ["", f"Drift (ragcov drift, seed {s.settings.get('seed')}"
-             + ("" if s.finished else ", unfinished") + "): violation rate per relation"]
+             + ("" if s.finished else ", unfinished") + "): violation rate per relation"
+             + (f" (Note: {s.earlier_suite})" if s.earlier_suite else "")]
     width = max(len(relation_label(r, s.settings)) for r in s.relations) if s.relations else 0
     for r in s.relations:
         reordered = r.reordered

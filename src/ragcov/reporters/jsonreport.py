@@ -25,7 +25,9 @@ FORMAT_VERSION history:
      missed_by, and stages (per test index_recall and index_missed); chunks.*.draft.question
      and .copied (a generator's question, or words copied from a chunk to rewrite); copied
      (present when a test's question copies 8 or more words in a row of a chunk it
-     retrieves: the tests, and coverage with and without them).
+     retrieves: the tests, and coverage with and without them); meta.retriever.device and
+     .devices (where the queries were embedded, as resolved; "mixed" for appends made on
+     several).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -63,6 +65,14 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
     meta_out = {"format": FORMAT_VERSION, "ragcov_version": meta.get("ragcov_version"),
                 "k": m.k, "retriever": meta.get("retriever", {}),
                 "corpus_hash": meta.get("corpus_hash"), "created": meta.get("created")}
+    places = meta.get("hardware")
+    if isinstance(places, list) and places:
+        # Added within 1: where the queries were embedded (the x:hardware annotation), as
+        # resolved: --device auto is recorded as the cpu, cuda:N or mps it took.
+        devices = list(dict.fromkeys(str(p.get("device")) for p in places if isinstance(p, dict)))
+        meta_out["retriever"] = {**meta_out["retriever"],
+                                 "device": devices[0] if len(devices) == 1 else "mixed",
+                                 "devices": devices}
     if meta.get("index_recall") is not None:
         meta_out["index_recall"] = meta["index_recall"]
     if meta.get("id_matching") is not None:
