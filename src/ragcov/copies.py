@@ -58,23 +58,29 @@ def longest_run(a: Sequence[str], b: Sequence[str]) -> int:
 def copied_tests(m: CoverageMatrix, texts: Mapping[str, str], min_run: int = MIN_RUN
                  ) -> list[CopiedTest]:
     """Every test of ``m`` whose question shares ``min_run`` or more words in a row with a
-    chunk it retrieves (``texts``: chunk id -> text), with the chunk of the longest run."""
+    chunk it retrieves (``texts``: chunk id -> text), with the chunk of the longest run.
+
+    Each run of ``min_run`` words of the question is looked for in the chunk's words as
+    one string (``" w1 w2 ... "``, searched in C), so a pair costs a few substring
+    searches, not a walk over the chunk's runs; the exact longest run is counted only for
+    a pair that shares one."""
     if m.query_texts is None:
         return []
-    words: dict[int, list[str]] = {}
+    words: dict[int, tuple[list[str], str]] = {}
     out = []
     for row, text in enumerate(m.query_texts):
         q = tokens(text or "")
         if len(q) < min_run:
             continue
-        grams = {tuple(q[i:i + min_run]) for i in range(len(q) - min_run + 1)}
+        grams = {" " + " ".join(q[i:i + min_run]) + " " for i in range(len(q) - min_run + 1)}
         best: tuple[int, int] | None = None
         for col in m.retrieved(row):
             col = int(col)
             if col not in words:
-                words[col] = tokens(texts.get(m.chunk_ids[col], "") or "")
-            c = words[col]
-            if any(tuple(c[i:i + min_run]) in grams for i in range(len(c) - min_run + 1)):
+                c = tokens(texts.get(m.chunk_ids[col], "") or "")
+                words[col] = (c, " " + " ".join(c) + " ")
+            c, joined = words[col]
+            if any(g in joined for g in grams):
                 run = longest_run(q, c)
                 if best is None or run > best[0]:
                     best = (run, col)
