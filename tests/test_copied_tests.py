@@ -82,6 +82,12 @@ def test_report_shows_coverage_with_and_without_the_copied_tests(capsys, tmp_pat
     assert ("Copied: 1 of 2 tests copy 8 or more words in a row from a chunk they retrieve "
             "(first: lifted, 11 words of c2)") in out
     assert "chunk coverage 66.7% with them, 33.3% (1 of 3) without them" in out
+    # A gate that passes only on the copy says so (and still passes: both numbers are shown).
+    code, out, _ = cli(capsys, "report", "--data-file", str(data), "--fail-under", "50")
+    assert code == 0 and ("Note: --fail-under 50 passes with the 1 copied tests; without them "
+                          "chunk coverage is 33.3%") in out
+    code, out, _ = cli(capsys, "report", "--data-file", str(data), "--fail-under", "30")
+    assert code == 0 and "Note: --fail-under" not in out
     code, out, _ = cli(capsys, "report", "--data-file", str(data), "--format", "json")
     copied = json.loads(out)["copied"]
     assert copied["tests"] == 1 and copied["covered_without"] == 1

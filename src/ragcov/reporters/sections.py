@@ -115,3 +115,17 @@ def copied_line(scoped: Any, precision: int = 1) -> str | None:
             f"{display_percent(f['coverage_without'], precision)}% ({f['covered_without']} of "
             f"{f['chunks']}) without them")
 
+
+def copied_gate_note(scoped: Any, fail_under: float | None) -> str | None:
+    """Said when ``--fail-under`` passes only because of the copied tests: the gate holds the
+    number with them, and a reader should know it would fail without them."""
+    if fail_under is None:
+        return None
+    from ragcov.summary import display_percent
+
+    f = copied_facts(scoped)
+    if f is None or not f["coverage_without"] * 100 < fail_under <= f["coverage"] * 100:
+        return None
+    return (f"Note: --fail-under {fail_under:g} passes with the {f['tests']} copied tests; without "
+            f"them chunk coverage is {display_percent(f['coverage_without'], 1)}%")
+
