@@ -79,7 +79,7 @@ def main(data: str, folder: str) -> None:
     ragcov(out, "run", "--corpus", url, "--queries", "pasted.jsonl", "-k", str(K), "--append",
            "--data-file", "copies.ragcov", "-q")
     ragcov(out, "report", "--data-file", "copies.ragcov", "--format", "total")
-    ragcov(out, "report", "--data-file", "copies.ragcov", "--skip-covered")
+    ragcov(out, "report", "--data-file", "copies.ragcov", "--skip-covered", "--fail-under", "90")
     # Drafts that are questions: the generator's (extractive needs no model or network).
     ragcov(out, "probe", "--corpus", url, "--generator", "extractive", "--drafts-out",
            "drafts.jsonl", "-q")
