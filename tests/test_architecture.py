@@ -35,8 +35,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # may be a store URL), so it sits below ``corpus``; searching a store is a
     # retriever (``retrievers/store.py``). ``data`` records a corpus and a run and reads
     # back a matrix, so it sits above the three.
-    ("textcov", "stores", "corpus", "suite", "retrieval", "qrels", "matrix", "data", "tfidf", "metrics",
-     "summary", "apfd", "failures", "faults"),
+    ("textcov", "stores", "corpus", "suite", "retrieval", "qrels", "matrix", "copies", "data", "tfidf",
+     "metrics", "summary", "apfd", "failures", "faults"),
     # Retrieving, importing, probing, generating, selecting, reporting, comparing.
     # ``scope`` (what a report counts) reads the reachability audit; ``topics`` clusters
     # the vectors the retrievers cached and counts per topic what the audit found;

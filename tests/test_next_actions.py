@@ -15,6 +15,8 @@ import pytest
 from helpers import cli
 from test_trust_totals import probed  # noqa: F401 - the probed BM25 recording, a fixture
 
+SAMPLE = Path(__file__).resolve().parent.parent / "src" / "ragcov" / "data_sample"
+
 
 def _json(capsys, data: Path, *args: str) -> dict:
     code, out, err = cli(capsys, "json", "--data-file", str(data), "-o", "-", *args)
@@ -22,8 +24,11 @@ def _json(capsys, data: Path, *args: str) -> dict:
     return json.loads(out)
 
 
-def test_every_untested_chunk_gets_a_draft_that_retrieves_it(probed: Path, capsys,  # noqa: F811
-                                                             tmp_path: Path) -> None:
+def test_every_untested_chunk_gets_a_draft_marked_copied_until_rewritten(probed: Path, capsys,  # noqa: F811
+                                                                        tmp_path: Path) -> None:
+    """Without a generator a draft is a sentence (or the terms) of its chunk: every output
+    marks it as a copy to rewrite, and the drafts file cannot run as a suite until each
+    has a question (before, 169 such copies were added to a suite as they were)."""
     data = tmp_path / ".ragcov"
     shutil.copy(probed, data)
     corpus = str(probed.parent / "chunks.jsonl")
@@ -31,30 +36,61 @@ def test_every_untested_chunk_gets_a_draft_that_retrieves_it(probed: Path, capsy
     code, out, err = cli(capsys, "probe", "--corpus", corpus, "--retriever", "bm25", "--data-file",
                          str(data), "--include", "planted", "--drafts-out", str(drafts))
     assert code == 0, err
-    assert "Draft tests (" in out and "Wrote " in err
     doc = _json(capsys, data)
     untested = {c for c, e in doc["chunks"].items() if e.get("status") == "untested"}
     written = [json.loads(x) for x in drafts.read_text().splitlines()]
     assert {d["chunk_id"] for d in written} == {c for c in untested if doc["chunks"][c].get("draft")}
     assert len(written) >= 0.9 * len(untested)
-    for d in written[:5]:
-        assert doc["chunks"][d["chunk_id"]]["draft"]["text"] == d["question"]
-    # Added as they are, the drafts cover the chunks they were written for: each is the very
-    # question that reached its chunk.
+    assert f"Draft tests ({len(written)} untested chunks): 0 questions from the generator to " \
+           f"review, {len(written)} copied from a chunk, to rewrite as questions" in out
+    assert "sentence copied from a chunk: rewrite as a question; rank " in out
+    assert f"({len(written)} copied from a chunk: write each one's question" in err
+    for d in written:
+        draft = doc["chunks"][d["chunk_id"]]["draft"]
+        assert "question" not in d and d["rewrite"] == draft["text"]
+        assert draft["copied"] is True and draft["question"] is False
+        assert d["draft"].endswith("copied from a chunk: rewrite as a question")
+    # As written, the file is no suite: a copy is never counted as a question.
     code, _, err = cli(capsys, "run", "--corpus", corpus, "--queries", str(drafts), "--retriever",
+                       "bm25", "-k", "3", "--data-file", str(data), "--append", "-q")
+    assert code == 1 and "drafts.jsonl:1: a draft copied from its chunk is no question" in err
+    # The HTML shows each untested chunk's draft on its document's page, marked.
+    site = tmp_path / "site"
+    assert cli(capsys, "html", "--data-file", str(probed), "-d", str(site))[0] == 0
+    pages = "".join(p.read_text(encoding="utf-8") for p in site.glob("*.html"))
+    assert 'draft test: <q class="draft">' in pages
+    assert "</q> (copied from a chunk: rewrite as a question)" in pages
+    assert "Write " in pages and " questions from the sentences copied from untested chunks" in pages
+
+
+def test_with_a_generator_the_drafts_are_its_questions(probed: Path, capsys,  # noqa: F811
+                                                        tmp_path: Path) -> None:
+    data = tmp_path / ".ragcov"
+    corpus = str(probed.parent / "chunks.jsonl")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join((SAMPLE / "finqa_questions.jsonl").read_text().splitlines(True)[:60]))
+    code, _, err = cli(capsys, "run", "--corpus", corpus, "--queries", str(questions), "--retriever",
+                       "bm25", "-k", "3", "--data-file", str(data), "-q")
+    assert code == 0, err
+    drafts = tmp_path / "drafts.jsonl"
+    code, out, err = cli(capsys, "probe", "--corpus", corpus, "--data-file", str(data), "--sample",
+                         "60", "--generator", "extractive", "--drafts-out", str(drafts))
+    assert code == 0, err
+    written = [json.loads(x) for x in drafts.read_text().splitlines()]
+    asked = [d for d in written if "question" in d]
+    assert asked and all(d["probe_kind"] == "llm" and d["draft"] == "question from the generator"
+                         for d in asked)
+    assert all("rewrite" in d and d["probe_kind"] != "llm" for d in written if d not in asked)
+    doc = _json(capsys, data)
+    assert all(doc["chunks"][d["chunk_id"]]["draft"]["question"] for d in asked)
+    # The generator's questions run as a suite; they cover the chunks they were written for.
+    suite = tmp_path / "asked.jsonl"
+    suite.write_text("".join(json.dumps(d) + "\n" for d in asked))
+    code, _, err = cli(capsys, "run", "--corpus", corpus, "--queries", str(suite), "--retriever",
                        "bm25", "-k", "3", "--data-file", str(data), "--append", "-q")
     assert code == 0, err
     after = _json(capsys, data)
-    newly = {d["chunk_id"] for d in written}
-    assert all(after["chunks"][c]["hit_count"] > 0 for c in newly)
-    assert after["totals"]["covered_chunks"] >= doc["totals"]["covered_chunks"] + len(newly)
-    # The HTML shows each untested chunk's draft on its document's page.
-    site = tmp_path / "site"
-    assert cli(capsys, "html", "--data-file", str(probed), "-d", str(site))[0] == 0
-    first = written[0]
-    pages = "".join(p.read_text(encoding="utf-8") for p in site.glob("*.html"))
-    assert 'draft test: <q class="draft">' in pages
-    assert first["question"][:40].replace("'", "&#39;").replace('"', "&#34;") in pages
+    assert all(after["chunks"][d["chunk_id"]]["hit_count"] > 0 for d in asked)
 
 
 DISCLAIMER = ("Copyright 2024 Example Health Press. All rights reserved. No part of this "
@@ -206,7 +242,8 @@ def test_next_actions_panel_in_chromium(probed: Path, capsys, tmp_path: Path) ->
             By.ID, "documents").location["y"]
         text = panel.text
         assert "Write tests for the documents with the most missing chunks" in text
-        assert "Review and add" in text and "ragcov probe --corpus CORPUS --drafts-out" in text
+        assert "questions from the sentences copied from untested chunks" in text
+        assert "ragcov probe --corpus CORPUS --drafts-out" in text
         first = driver.find_element(By.CSS_SELECTOR, "#action-write-tests li a")
         first.click()
         assert "draft test:" in driver.find_element(By.TAG_NAME, "body").text
@@ -275,15 +312,16 @@ def test_report_shows_hit_rate_and_recall_from_labels_and_gates(probed: Path, ca
     rate = sum(hits) / len(hits)  # one relevant document a question: recall@k = hit
     code, out, _ = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels))
     assert code == 0
-    assert (f"Correctness (labels): hit rate {rate * 100:.1f}% of {len(questions)} labelled queries "
-            f"retrieve a relevant chunk; mean recall@3 {rate:.3f}") in out
+    assert (f"Correctness (document-level labels): hit rate {rate * 100:.1f}% of {len(questions)} "
+            f"labelled queries retrieve a chunk of a relevant document; mean recall@3 {rate:.3f} "
+            "(of relevant documents)") in out
     code, out, _ = cli(capsys, "report", "--data-file", str(probed), "--qrels", str(qrels),
                        "--format", "json")
     # Labels naming documents this corpus does not hold can never hit: said, not hidden.
     gone = [q["doc_id"] for q in questions if q["doc_id"] not in set(docs_of.values())]
     assert code == 0 and json.loads(out)["correctness"] == {
         "source": "labels", "labelled": len(questions), "hit_rate": pytest.approx(rate),
-        "recall_at_k": pytest.approx(rate), "failed_tests": [],
+        "recall_at_k": pytest.approx(rate), "failed_tests": [], "level": "doc",
         **({"unresolved_labels": {"level": "doc", "labels": len(gone), "of": len(questions),
                                   "unknown_ids": sorted(set(gone), key=gone.index),
                                   "queries_that_cannot_hit": len(gone)}} if gone else {})}

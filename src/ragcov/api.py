@@ -1245,11 +1245,17 @@ def write_drift_html(data_file: Any, directory: str | os.PathLike[str]) -> Path 
     return None if summary is None else write_drift_page(summary, directory)
 
 
-def drift_limits(values: Sequence[str]) -> dict[str, float]:
-    """``--max-violation-rate`` values as relation -> highest rate, checked before any work."""
-    from ragcov.drift.summary import parse_limits
+def drift_limits(values: Sequence[str], relations: Sequence[str] | None = None) -> dict[str, float]:
+    """``--max-violation-rate`` values as relation -> highest rate, checked before any work:
+    with ``relations`` (``--relation``; None: the default ones) a limit on a relation that
+    will not run is refused."""
+    from ragcov.drift.relations import DEFAULT_RELATIONS, expand_relations
+    from ragcov.drift.summary import check_limits_run, parse_limits
 
-    return parse_limits(values)
+    limits = parse_limits(values)
+    check_limits_run(limits, expand_relations(relations if relations is not None
+                                              else DEFAULT_RELATIONS))
+    return limits
 
 
 def drift_gate(summary: Any, limits: dict[str, float]) -> list[str]:

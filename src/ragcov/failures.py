@@ -108,13 +108,15 @@ class Correctness:
     hit_rate: float
     recall_at_k: float | None   # labels only
     failed: list[str] = field(default_factory=list)  # tests that failed (outcomes)
+    level: str | None = None    # labels only: "doc" (a chunk of a relevant document counts) or "chunk"
     # Labels naming ids the recorded corpus does not have (a re-chunk renamed them): they
     # can never be hit, so the hit rate is not the retriever's alone.
     unresolved: Unresolved | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {"source": self.source, "labelled": self.labelled, "hit_rate": self.hit_rate,
-               "recall_at_k": self.recall_at_k, "failed_tests": self.failed}
+               "recall_at_k": self.recall_at_k, "failed_tests": self.failed,
+               **({"level": self.level} if self.source == "labels" else {})}
         if self.unresolved is not None:
             u = self.unresolved
             out["unresolved_labels"] = {"level": u.level, "labels": u.labels, "of": u.total,
@@ -159,7 +161,7 @@ def label_correctness(m: CoverageMatrix, qrels: Qrels) -> Correctness:
         raise RagcovError("no query of the data file has a relevance label (the labels name "
                           "other query ids)")
     return Correctness("labels", int(labelled.sum()), float(hit[labelled].mean()),
-                       float(np.nanmean(label_metric(m, qrels, "recall"))),
+                       float(np.nanmean(label_metric(m, qrels, "recall"))), level=qrels.level,
                        unresolved=unresolved_labels(m, qrels))
 
 

@@ -22,6 +22,7 @@ matrix of the chunks that count, so totals, metrics and redundancy all agree.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -112,6 +113,14 @@ class Scoped:
     # Text coverage (ragcov.textcov.TextCoverage) when the file knows where chunks lie.
     text: Any = None
     text_spans: Any = None  # ragcov.textcov.TextSpans: the documents' text and chunk spans
+
+    @functools.cached_property
+    def copied(self) -> list[Any]:
+        """The tests whose question copies a run of a chunk they retrieve
+        (:class:`ragcov.copies.CopiedTest`), read on first use: most reporters never ask."""
+        from ragcov.copies import copied_tests
+
+        return copied_tests(self.matrix, self.texts)
 
     def summary(self, **options: Any) -> CoverageSummary:
         """The summary every reporter prints: excluded chunks counted aside."""

@@ -87,6 +87,10 @@ def _with_ids(rows: Iterable[tuple[Any, str, dict[str, Any]]],
 def _row(path: object, lineno: int | None, obj: dict[str, Any]) -> tuple[Any, str, dict[str, Any]]:
     text = first_key(obj, QUERY_TEXT_KEYS)
     if not isinstance(text, str) or not text.strip():
+        if "rewrite" in obj:  # a draft of ``ragcov probe --drafts-out`` copied from its chunk
+            raise InputFormatError(path, lineno, "a draft copied from its chunk is no question: "
+                                   "write the question a user would ask in 'question' ('rewrite' "
+                                   "holds the chunk's own words)")
         raise InputFormatError(path, lineno, f"no query text (expected one of {', '.join(QUERY_TEXT_KEYS)})")
     qid = first_key(obj, QUERY_ID_KEYS)
     if isinstance(qid, str) and not qid.strip():

@@ -52,9 +52,11 @@ def drift(
                                       "copies).")] = 0,
     noise_rate: Annotated[float, typer.Option(
         help="Share of characters the noise relation misreads (0 to 1).")] = 0.02,
-    distractors: Annotated[Path | None, typer.Option(
-        help="Chunks (or documents, chunked as the corpus is) of an unrelated corpus for the "
-        "distractors relation. Default: the bundled PubMedQA sample.")] = None,
+    # A string, not a Path: a Path folds "http://host" to "http:/host" before any message.
+    distractors: Annotated[str | None, typer.Option(
+        metavar="PATH|URL", help="Chunks (or documents, chunked as the corpus is) of an "
+        "unrelated corpus for the distractors relation. Default: the bundled PubMedQA sample.")]
+    = None,
     max_violation_rate: Annotated[list[str] | None, typer.Option(
         "--max-violation-rate", metavar="[RELATION=]RATE",
         help="Exit with status 2 when a relation's violation rate is above RATE (0 to 1): "
@@ -89,7 +91,7 @@ def drift(
         raise RagcovError(f"unknown --format {format!r}: expected text, json or markdown")
     if show < 0:
         raise RagcovError(f"--show must be 0 or more, got {show}")
-    limits = api.drift_limits(max_violation_rate or [])
+    limits = api.drift_limits(max_violation_rate or [], relation)
     check_outputs([output, None if html is None else html / DRIFT_PAGE],
                   [data_file, corpus, queries, distractors])
     done = api.corpus_drift(

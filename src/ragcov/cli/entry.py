@@ -33,8 +33,8 @@ def _os_error(exc: OSError) -> str:
 
 
 INTERRUPTED = ("ragcov: interrupted (the data file keeps what was committed: run --append, "
-               "import --append, probe and generate commit as they go; rerun the same command to "
-               "resume)")
+               "import --append, probe, generate and drift commit as they go; rerun the same "
+               "command to resume)")
 
 
 def _usage_line(exc: click.ClickException) -> str:

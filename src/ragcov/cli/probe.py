@@ -143,7 +143,10 @@ def probe(
         drafts = draft_suite(view)
         write_output(jsonl_text(drafts), drafts_out)
         if not quiet and not to_stdout(drafts_out):
-            err.print(f"Wrote {len(drafts)} draft tests to {drafts_out}", markup=False)
+            copied = sum(1 for d in drafts if "question" not in d)
+            err.print(f"Wrote {len(drafts)} draft tests to {drafts_out}"
+                      + (f" ({copied} copied from a chunk: write each one's question before "
+                         "running them)" if copied else ""), markup=False)
     gate = api.index_failure(view, min_index_recall, max_index_hidden)
     if quiet and output is None:
         fail(gate)

@@ -36,6 +36,8 @@ from ragcov.reporters.drift import drift_lines
 from ragcov.reporters.reachability import reachability_lines
 from ragcov.reporters.registry import REPORTERS, names_help, reporter
 from ragcov.reporters.sections import (
+    copied_gate_note,
+    copied_line,
     correctness_line,
     duplicates_line,
     excluded_line,
@@ -135,6 +137,7 @@ def report(
         if scoped.reachability is not None:
             lines += reachability_lines(scoped, show_missing, show_ids)
         lines += report_lines(scoped.stages, scoped.matrix.n_chunks)  # where chunks are lost
+        lines += [copied_line(scoped), copied_gate_note(scoped, fail_under)]
         if right is not None:
             lines.append(correctness_line(right, scoped.meta.k))
             lines.append(unresolved_labels_line(right))

@@ -101,6 +101,8 @@ class CoverageDiff:
     topics: Any = None
     # The relations' violation rates when either file holds a drift run (else None).
     drift: list[DriftChange] | None = None
+    # Per side whose drift run judged an earlier suite (run --append since): what to say.
+    drift_notes: list[str] = field(default_factory=list)
     # An index change's blast radius when both files hold the probe run's exact check
     # (else None): HEAD chunk ids the index now hides (their BASE counterpart it did not),
     # BASE chunk ids it hid that HEAD reaches; and each side's index recall.
@@ -209,7 +211,7 @@ def coverage_diff(base_path: str | os.PathLike[str], head_path: str | os.PathLik
         head.read_query_texts()
     d = diff_recordings(base, head, match)
     _blast_radius(d, base_path, head_path)
-    d.drift = drift_changes(base_path, head_path)
+    d.drift, d.drift_notes = drift_changes(base_path, head_path)
     if not d.same_corpus:
         from ragcov.compare.textdiff import text_diff
 
@@ -218,8 +220,9 @@ def coverage_diff(base_path: str | os.PathLike[str], head_path: str | os.PathLik
 
 
 def drift_changes(base_path: str | os.PathLike[str], head_path: str | os.PathLike[str]
-                  ) -> list[DriftChange] | None:
-    """Each relation's violation rate on both sides, when either file holds a drift run."""
+                  ) -> tuple[list[DriftChange] | None, list[str]]:
+    """Each relation's violation rate on both sides, when either file holds a drift run,
+    and a note per side whose drift run judged an earlier suite than the file holds."""
     from ragcov.data import CoverageData
     from ragcov.data.drift import read_drift
     from ragcov.drift.summary import summarize_drift
@@ -229,14 +232,16 @@ def drift_changes(base_path: str | os.PathLike[str], head_path: str | os.PathLik
         record = read_drift(CoverageData(path))
         sides.append(None if record is None else summarize_drift(record))
     if sides[0] is None and sides[1] is None:
-        return None
+        return None, []
+    notes = [f"{side}: {s.earlier_suite}" for side, s in zip(("BASE", "HEAD"), sides)
+             if s is not None and s.earlier_suite]
     names = list(dict.fromkeys(r.relation for s in sides if s is not None for r in s.relations))
     out = []
     for name in names:
         b, h = (None if s is None else s.relation(name) for s in sides)
         out.append(DriftChange(name, None if b is None else b.rate, None if h is None else h.rate,
                                0 if b is None else b.n, 0 if h is None else h.n))
-    return out
+    return out, notes
 
 
 def _blast_radius(d: CoverageDiff, base_path: str | os.PathLike[str],

@@ -74,6 +74,8 @@ def diff_document(d: CoverageDiff) -> dict[str, Any]:
         doc["drift"] = [{"relation": x.relation, "base_rate": x.base, "head_rate": x.head,
                          "base_tests": x.base_tests, "head_tests": x.head_tests}
                         for x in d.drift]
+        if d.drift_notes:  # a side's drift run judged an earlier suite (run --append since)
+            doc["drift_notes"] = d.drift_notes
     return doc
 
 

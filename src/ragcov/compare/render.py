@@ -74,6 +74,7 @@ def diff_totals(d: CoverageDiff, precision: int = 1) -> list[str]:
         lines.append("Drift violation rates (ragcov drift): " + "; ".join(
             f"{x.relation} {_pc(x.base, precision)} -> {_pc(x.head, precision)}"
             for x in d.drift))
+        lines += [f"Note: {note}" for note in d.drift_notes]
     if d.new_documents:
         n, c = _patch(d.new_documents, head=True)
         lines.append(f"New documents: {len(d.new_documents)} ({n} chunks, {c} covered, "

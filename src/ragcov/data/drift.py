@@ -79,6 +79,7 @@ class DriftRecord:
     doc_ids: list[str]
     positions: dict[str, int]                  # chunk id -> recorded position in its document
     texts: dict[int, str]                      # chunk idx -> text, for the chunks rows name
+    file_queries: int = 0                      # the queries the file holds now (run --append adds)
 
 
 def _ensure(con) -> None:  # type: ignore[no-untyped-def]
@@ -192,8 +193,8 @@ def read_drift(data: CoverageData) -> DriftRecord | None:
             raise RagcovError(f"{data.path}: damaged drift tables ({exc}); run `ragcov drift` "
                               "again") from None
         wanted = {int(r.query) for rs in rows.values() for r in rs}
-        queries = {int(idx): (qid, text) for idx, qid, text in
-                   con.execute("SELECT idx, id, text FROM queries") if idx in wanted}
+        every = con.execute("SELECT idx, id, text FROM queries").fetchall()
+        queries = {int(idx): (qid, text) for idx, qid, text in every if idx in wanted}
         chunk_rows = con.execute("SELECT id, doc_id, position FROM chunks ORDER BY idx").fetchall()
         named = sorted({int(c) for rs in rows.values() for r in rs
                         for c in r.detail.get("broke", [])})
@@ -209,4 +210,5 @@ def read_drift(data: CoverageData) -> DriftRecord | None:
     return DriftRecord(settings=settings, finished=settings_rows.get("finished") == "true",
                        copies=copies, rows=rows, queries=queries,
                        chunk_ids=[r[0] for r in chunk_rows], doc_ids=[str(r[1]) for r in chunk_rows],
-                       positions={r[0]: r[2] for r in chunk_rows}, texts=texts)
+                       positions={r[0]: r[2] for r in chunk_rows}, texts=texts,
+                       file_queries=len(every))

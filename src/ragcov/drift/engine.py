@@ -43,12 +43,13 @@ class DriftSettings:
     confidence: float = 0.95
     notes: dict[str, list[str]] = field(default_factory=dict)
 
-    def recorded(self, k: int, retriever: dict[str, Any]) -> dict[str, Any]:
-        """As the data file keeps them (report and diff read them back)."""
+    def recorded(self, k: int, retriever: dict[str, Any], tests: int | None = None) -> dict[str, Any]:
+        """As the data file keeps them (report and diff read them back); ``tests``: the
+        suite's size, so a later ``run --append`` is seen to have left the run behind."""
         return {"relations": self.relations, "seed": self.seed, "noise_rate": self.noise_rate,
                 "distractors": self.distractor_source, "resamples": self.resamples,
                 "confidence": self.confidence, "notes": self.notes, "k": k,
-                "retriever": retriever.get("kind")}
+                "retriever": retriever.get("kind"), "tests": tests}
 
 
 @dataclass
@@ -66,13 +67,15 @@ def run_key(corpus: Corpus, suite: Suite, k: int, retriever: dict[str, Any],
     """The run's identity: a rerun with the same key resumes, another key replaces it.
 
     The interval's resamples and confidence are left out: they change the report, not
-    a single copy's results.
+    a single copy's results. ``judges`` is the version of the verdicts: a run recorded
+    when a distractor's verdict still counted chunks reordered by the corpus's changed
+    statistics is judged again, never resumed.
     """
     suite_digest = hashlib.sha256("\x00".join(f"{q.id}\x01{q.text}" for q in suite).encode())
     distractors = settings.distractors.hash if settings.distractors is not None else None
     key = {"corpus": corpus.hash, "suite": suite_digest.hexdigest(), "k": k,
            "retriever": retriever, "relations": settings.relations, "seed": settings.seed,
-           "noise_rate": settings.noise_rate, "distractors": distractors}
+           "noise_rate": settings.noise_rate, "distractors": distractors, "judges": 2}
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -94,7 +97,7 @@ def run_drift(corpus: Corpus, suite: Suite, rebuild: Rebuilder, data: CoverageDa
     plans = plan(corpus, settings.relations, baseline, k, settings.seed, settings.noise_rate,
                  settings.distractors, versions)
     key = run_key(corpus, suite, k, fingerprint, settings)
-    done, replaced = start_drift(data, key, settings.recorded(k, fingerprint), k, corpus.hash,
+    done, replaced = start_drift(data, key, settings.recorded(k, fingerprint, len(ids)), k, corpus.hash,
                                  fingerprint)
     if replaced:
         say(f"ragcov: {data.path}: replacing the drift run recorded there (other settings)")

@@ -15,8 +15,12 @@ format:FORM     tables as rows/markdown/csv;            the top-k set changes
 stale           an updated version beside each old      the old version ranks above the new
                 one (or the corpus's own versions)      (or the new is not retrieved)
 distractors     chunks of an unrelated corpus added     a distractor displaces a chunk
-duplicate       each chunk copied once                  more than one slot is displaced
+duplicate       each chunk copied once                  a copy displaces more than one
 ==============  ======================================  ====================================
+
+For the two that add chunks, a test's own chunks reordered by the corpus's changed
+statistics (no added chunk took their place) are recorded beside the verdict
+(``reordered``) and reported as their own figure, never as a violation.
 
 Chunk ids are kept across a copy, so "the same chunk" is the same id before and after;
 added chunks get ids of their own (``ID@drift-v2``, ``ID@drift-copy``,
@@ -263,14 +267,31 @@ def judge_same(base: Corpus, k: int) -> Judge:
 
 
 def judge_displaced(base: Corpus, k: int, bound: int) -> Judge:
-    """distractors (bound 0) and duplicate (bound 1): at most ``bound`` slots lost."""
+    """distractors (bound 0) and duplicate (bound 1): at most ``bound`` of a test's chunks
+    displaced by the chunks the copy added (a distractor, a copy entering its top-k).
+
+    Adding chunks also changes a corpus's statistics (BM25's document frequencies and
+    lengths, a hybrid's sparse half), which can reorder the corpus's own chunks with no
+    added chunk anywhere near the top-k. That is no displacement, and it is kept apart
+    as ``reordered``: the copy's ranking of the corpus's own chunks (searched at 2k, so a
+    top-k of them is there whatever entered) tells the two apart. The chunks ranked just
+    below where the added ones pushed them were displaced by them; a chunk that is not
+    even among the corpus's own top-k of the copy was reordered by the statistics.
+    """
     def judge(copy: Copy, seen: list[int], ranked: Ranked) -> Outcome:
-        after = _positions(base, ranked, k)
-        kept = set(after) - {-1}
-        lost = [c for c in seen if c not in kept]
-        extra: dict[str, Any] = {}
+        get = base.positions.get
+        entered = [cid for cid, _ in ranked[:k] if get(cid) is None]
+        own = [p for p in (get(cid, -1) for cid, _ in ranked) if p >= 0]
+        pushed = set(own[k - len(entered):k])
+        if len(own) < k:
+            # Fewer than k of the corpus's own chunks in the list: the added chunks took the
+            # rest of it, and a chunk of the test's not in it is below them (theirs to answer).
+            pushed |= set(seen) - set(own)
+        lost = [c for c in seen if c in pushed]
+        reordered = [c for c in seen if c not in set(own[:k]) and c not in pushed]
+        extra: dict[str, Any] = {"reordered": reordered}
         if bound == 0:
-            extra["by"] = [cid for cid, _ in ranked[:k] if cid.startswith(DISTRACTOR_PREFIX)]
+            extra["by"] = [cid for cid in entered if cid.startswith(DISTRACTOR_PREFIX)]
         else:
             # The one slot a copy may take is no break: only a violation's losses count.
             extra["copied"] = [c for c in seen if c in copy.twins]
@@ -352,12 +373,12 @@ def plan(corpus: Corpus, relations: Sequence[str], baseline: Sequence[list[int]]
                                   judge_stale(corpus, k), {"chunks": len(group)}))
         elif relation == "distractors":
             assert distractors is not None
-            plans.append(Plan("distractors", relation, k,
+            plans.append(Plan("distractors", relation, 2 * k,
                               lambda: distractor_copy(corpus, distractors),
                               judge_displaced(corpus, k, 0), {"distractors": len(distractors)}))
         elif relation == "duplicate":
             for n, group in enumerate(colour(baseline, covered)):
-                plans.append(Plan(f"duplicate#{n}", relation, k,
+                plans.append(Plan(f"duplicate#{n}", relation, 2 * k,
                                   lambda g=group: duplicate_copy(corpus, g),  # type: ignore[misc]
                                   judge_displaced(corpus, k, 1), {"chunks": len(group)}))
     return plans

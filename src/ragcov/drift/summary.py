@@ -121,6 +121,15 @@ class RelationResult:
             return None
         return float(np.mean([t.value for t in self.tests]))
 
+    @property
+    def reordered(self) -> list[TestResult] | None:
+        """Tests some of whose own chunks left the top-k because adding chunks changed the
+        corpus's statistics (BM25's document frequencies), no added chunk taking their
+        place; None where the relation adds nothing or its run did not record it."""
+        if self.kind != "displaced" or not any("reordered" in d for t in self.tests for d in t.detail):
+            return None
+        return [t for t in self.tests if any(d.get("reordered") for d in t.detail)]
+
     def worst(self, limit: int | None = None) -> list[TestResult]:
         """Violating tests, worst first (lowest Jaccard, most displaced or stale)."""
         low = KINDS[self.kind].worst == "low"
@@ -136,6 +145,18 @@ class DriftSummary:
     relations: list[RelationResult]
     names: dict[int, str]                 # chunk idx -> its id, for the chunks shown
     texts: dict[int, str]                 # chunk idx -> text, for the chunks that broke
+    judged: int = 0                       # the suite's tests the run judged
+    in_file: int = 0                      # the tests the file holds now
+
+    @property
+    def earlier_suite(self) -> str | None:
+        """Said when the file's suite grew after the drift run (``run --append``): its rates
+        are of the earlier suite."""
+        if self.in_file <= self.judged or not self.judged:
+            return None
+        return (f"the drift rates are of an earlier suite: {self.judged} tests judged, the file "
+                f"holds {self.in_file} now (run --append since); run ragcov drift again to judge "
+                "them all")
 
     def relation(self, name: str) -> RelationResult | None:
         return next((r for r in self.relations if r.relation == name), None)
@@ -175,7 +196,11 @@ def summarize_drift(record: DriftRecord) -> DriftSummary:
     order = list(settings.get("relations", []))
     rank = {name: i for i, name in enumerate(order)}
     results.sort(key=lambda r: rank.get(r.relation, rank.get(r.relation.split(":")[0], len(rank))))
-    return DriftSummary(settings, record.finished, results, names, record.texts)
+    judged = settings.get("tests")
+    if not isinstance(judged, int):  # a run recorded before the suite's size was kept
+        judged = len(record.queries)
+    return DriftSummary(settings, record.finished, results, names, record.texts, judged,
+                        record.file_queries)
 
 
 def _tests(relation: str, rows: Sequence[tuple[Any, Any]], record: DriftRecord) -> list[TestResult]:
@@ -235,6 +260,11 @@ def gate_failures(summary: DriftSummary, limits: dict[str, float]) -> list[str]:
     or ``all`` to the highest rate it may have; the most specific name wins.
     """
     out = []
+    ran = {r.relation for r in summary.relations}
+    for name in unmatched_limits(limits, ran):
+        # A gate on a relation that did not run checks nothing: it fails, in its own words.
+        out.append(f"drift: --max-violation-rate {name}={limits[name]:g}: the {name} relation did "
+                   f"not run (ran: {', '.join(sorted(ran)) or 'none'}), so it gates nothing")
     for r in summary.relations:
         family = r.relation.split(":")[0]
         for name in (r.relation, family, "all"):
@@ -246,6 +276,23 @@ def gate_failures(summary: DriftSummary, limits: dict[str, float]) -> list[str]:
                                f"{'' if name == 'all' else name + '='}{limit:g}")
                 break
     return out
+
+
+def unmatched_limits(limits: dict[str, float], relations: Sequence[str] | set[str]) -> list[str]:
+    """The relations ``limits`` name (not ``all``) that none of ``relations`` is (a family
+    name, ``format`` or ``stale``, matches its forms)."""
+    families = {r.split(":")[0] for r in relations} | set(relations)
+    return [name for name in limits if name != "all" and name not in families]
+
+
+def check_limits_run(limits: dict[str, float], relations: Sequence[str]) -> None:
+    """Refused before any work: a ``--max-violation-rate`` naming a relation not asked for."""
+    missing = unmatched_limits(limits, relations)
+    if missing:
+        name = missing[0]
+        raise RagcovError(f"--max-violation-rate {name}={limits[name]:g}: the {name} relation is "
+                          f"not run (--relation {','.join(relations)}); add it to --relation or "
+                          "drop the limit")
 
 
 def parse_limits(values: Sequence[str]) -> dict[str, float]:

@@ -68,11 +68,15 @@ class Hubs:
 
 @dataclass(frozen=True)
 class Draft:
-    """A draft test for an untested chunk: the probe question that retrieved it.
+    """A draft test for an untested chunk: the probe that retrieved it.
 
-    The chunk's own probes first (they ask about it), a question (an LLM's, then a
-    sentence of its own) before a list of its terms, then the best rank: what reached
-    the chunk is a question that a test could ask, once a person has read it.
+    The chunk's own probes first (they ask about it), a generator's question before a
+    sentence or a list of terms, then the best rank. Only a generator's probe (``llm``,
+    from ``probe --generator``) is a question; a ``sentence`` probe is a sentence copied
+    from a chunk and a ``terms`` probe a list of its words. Those say which words reach
+    the chunk, and a person has to rewrite them as the question a user would ask: a
+    test that copies its chunk's words raises coverage and tests nothing new, so every
+    output marks them and none counts them as questions.
     """
 
     text: str
@@ -81,9 +85,23 @@ class Draft:
     probe: str       # the probe's id
     own: bool        # built from this chunk (else another chunk's probe reached it)
 
+    @property
+    def is_question(self) -> bool:
+        return self.kind == "llm"
+
+    @property
+    def label(self) -> str:
+        """What the draft is, in every output's words."""
+        if self.is_question:
+            return "question from the generator"
+        if self.kind == "terms":
+            return "terms copied from a chunk: rewrite as a question"
+        return "sentence copied from a chunk: rewrite as a question"
+
     def as_dict(self) -> dict[str, Any]:
         return {"text": self.text, "kind": self.kind, "rank": self.rank, "probe": self.probe,
-                "own_probe": self.own}
+                "own_probe": self.own, "question": self.is_question,
+                "copied": not self.is_question}
 
 
 _KIND_ORDER = {"llm": 0, "sentence": 1, "terms": 2}

@@ -64,7 +64,12 @@ def facts(r: RelationResult) -> dict[str, Any]:
         out.update(retrieving=retrieving,
                    stale_retrieval_rate=retrieving / r.n if r.n else 0.0,
                    blast_radius=blast_radius(r))
-    elif r.relation == "distractors":
+    reordered = r.reordered
+    if reordered is not None:
+        out["reordered_by_statistics"] = {
+            "tests": len(reordered), "rate": len(reordered) / r.n if r.n else 0.0,
+            "chunks": sum(len(d.get("reordered", [])) for t in r.tests for d in t.detail)}
+    if r.relation == "distractors":
         by: dict[str, int] = {}
         for t in r.tests:
             for d in t.detail:
@@ -174,8 +179,22 @@ def relation_details(r: RelationResult, s: DriftSummary, show: int = SHOW) -> li
     return lines
 
 
+def statistics_line(r: RelationResult) -> str | None:
+    """The figure beside a relation that adds chunks: own chunks reordered by the corpus's
+    changed statistics, which its violation rate does not count."""
+    reordered = r.reordered
+    if reordered is None:
+        return None
+    return (f"reordered by corpus statistics: {_pc(len(reordered) / r.n if r.n else 0.0)} "
+            f"({len(reordered)} of {r.n} tests) lost a chunk of their top-k to another chunk of "
+            "the corpus, no added chunk taking its place (adding chunks changed the corpus's "
+            "statistics: BM25's document frequencies, an approximate index's graph); not "
+            "counted as violations")
+
+
 def notes(s: DriftSummary) -> list[str]:
-    return [f"Note: {relation_label(r, s.settings)}: {n}" for r in s.relations for n in r.notes]
+    return [f"Note: {relation_label(r, s.settings)}: {n}" for r in s.relations
+            for n in [*r.notes, *filter(None, [statistics_line(r)])]]
 
 
 def drift_text(s: DriftSummary, show: int = SHOW) -> str:
@@ -190,11 +209,15 @@ def drift_text(s: DriftSummary, show: int = SHOW) -> str:
 def drift_lines(s: DriftSummary) -> list[str]:
     """What ``ragcov report`` adds under its table: one line per relation."""
     lines = ["", f"Drift (ragcov drift, seed {s.settings.get('seed')}"
-             + ("" if s.finished else ", unfinished") + "): violation rate per relation"]
+             + ("" if s.finished else ", unfinished") + "): violation rate per relation"
+             + (f" (Note: {s.earlier_suite})" if s.earlier_suite else "")]
     width = max(len(relation_label(r, s.settings)) for r in s.relations) if s.relations else 0
     for r in s.relations:
+        reordered = r.reordered
         lines.append(f"  {relation_label(r, s.settings).ljust(width)}  {_pc(r.rate).rjust(6)}  "
-                     f"{_interval(r):<14}  {r.violated} of {r.n} tests")
+                     f"{_interval(r):<14}  {r.violated} of {r.n} tests"
+                     + ("" if not reordered else f"; {len(reordered)} reordered by corpus "
+                        "statistics (not counted)"))
     return lines
 
 

@@ -37,13 +37,20 @@ def add_next_actions(ctx: dict[str, Any], scoped: Scoped) -> None:
                        "href": d["file"]} for d in top],
             "command": "ragcov report --show-missing --sort=-missing"})
     if r is not None:
-        drafts = sum(1 for j in range(r.n_chunks)
-                     if r.status[j] == UNTESTED and r.draft(j) is not None)
+        drafts = [d for j in range(r.n_chunks)
+                  if r.status[j] == UNTESTED and (d := r.draft(j)) is not None]
         if drafts:
+            questions = sum(1 for d in drafts if d.is_question)
+            copied = len(drafts) - questions
+            title = (f"Review and add {questions} draft questions" if not copied else
+                     f"Write {copied} questions from the sentences copied from untested chunks"
+                     + (f", and review {questions} draft questions" if questions else ""))
             actions.append({
-                "id": "drafts", "title": f"Review and add {drafts} draft tests",
-                "items": [{"text": "each is the probe question that reached an untested chunk, "
-                                   "shown on its document's page", "href": ""}],
+                "id": "drafts", "title": title,
+                "items": [{"text": "a draft is what reached an untested chunk, shown on its "
+                                   "document's page; a sentence copied from a chunk is no "
+                                   "question (it tests nothing new) until rewritten as one",
+                           "href": ""}],
                 "command": "ragcov probe --corpus CORPUS --drafts-out drafts.jsonl"})
         if r.junk:
             actions.append({

@@ -13,6 +13,7 @@ from typing import Any
 from ragcov.metrics import redundant_tests
 from ragcov.reporters.html_context import document_filename
 from ragcov.reporters.overlap import cut, segments
+from ragcov.reporters.sections import copied_facts
 from ragcov.scope import Scoped
 from ragcov.summary import display_percent
 
@@ -61,6 +62,11 @@ def add_extras(ctx: dict[str, Any], scoped: Scoped) -> None:
                          "reasons": ", ".join(t.reasons), "droppable": t.droppable}
                         for t in redundant_tests(m)]
     ctx["retriever_name"] = retriever_name(m.meta.get("retriever") or {})
+    copied = copied_facts(scoped)
+    ctx["copied"] = None if copied is None else {
+        "tests": copied["tests"], "words": copied["min_words"],
+        "percent": display_percent(copied["coverage_without"], 1),
+        "covered": copied["covered_without"], "chunks": copied["chunks"]}
 
 
 def _recorded_text(scoped: Scoped, page: dict[str, Any], ids: list[str], states: list[str],

@@ -57,6 +57,7 @@ def add_reachability(ctx: dict[str, Any], scoped: Scoped) -> None:
             c["reason"] = every.reason[j]
             draft = every.draft(j)
             c["draft"] = draft.text if draft is not None else ""
+            c["draft_copied"] = draft is not None and not draft.is_question
             c["junk"] = every.junk.get(j, "")
             c["lost_at"] = every.cause(j) or ""
     lost = r.unreachable()

@@ -25,7 +25,13 @@ FORMAT_VERSION history:
      missed_by, and stages (per test index_recall and index_missed); where the data file
      knows each chunk's span in its document, totals.text_coverage, text_characters,
      covered_text_characters, the same per document, and text (how the spans were
-     found, chunks not placed, overlaps, text outside every chunk).
+     found, chunks not placed, overlaps, text outside every chunk);
+     chunks.*.draft.question
+     and .copied (a generator's question, or words copied from a chunk to rewrite); copied
+     (present when a test's question copies 8 or more words in a row of a chunk it
+     retrieves: the tests, and coverage with and without them); meta.retriever.device and
+     .devices (where the queries were embedded, as resolved; "mixed" for appends made on
+     several).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -39,6 +45,7 @@ from typing import Any
 from ragcov.failures import outcome_correctness, query_outcome
 from ragcov.matrix import CoverageMatrix
 from ragcov.metrics import Support, duplicate_groups, redundant_tests
+from ragcov.reporters.sections import copied_facts
 from ragcov.reporters.stages import STAGE_TOTALS, chunk_entry, stages_json
 from ragcov.scope import ReportScope, Scoped, apply_scope
 
@@ -62,6 +69,14 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
     meta_out = {"format": FORMAT_VERSION, "ragcov_version": meta.get("ragcov_version"),
                 "k": m.k, "retriever": meta.get("retriever", {}),
                 "corpus_hash": meta.get("corpus_hash"), "created": meta.get("created")}
+    places = meta.get("hardware")
+    if isinstance(places, list) and places:
+        # Added within 1: where the queries were embedded (the x:hardware annotation), as
+        # resolved: --device auto is recorded as the cpu, cuda:N or mps it took.
+        devices = list(dict.fromkeys(str(p.get("device")) for p in places if isinstance(p, dict)))
+        meta_out["retriever"] = {**meta_out["retriever"],
+                                 "device": devices[0] if len(devices) == 1 else "mixed",
+                                 "devices": devices}
     if meta.get("index_recall") is not None:
         meta_out["index_recall"] = meta["index_recall"]
     if meta.get("id_matching") is not None:
@@ -129,6 +144,10 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
     if right is not None:
         # Added within 1: the recorded tests' pass rate beside coverage.
         doc["correctness"] = right.as_dict()
+    copied = copied_facts(scoped)
+    if copied is not None:
+        # Added within 1: tests whose question copies 8+ words of a chunk they retrieve.
+        doc["copied"] = copied
     if scoped.generated_left_out:
         # Added within 1: generated questions not yet accepted, left out of every count.
         doc["generated_left_out"] = scoped.generated_left_out

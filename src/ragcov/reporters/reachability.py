@@ -62,12 +62,15 @@ def untested_lines(r: Reachability, show_ids: bool = False, show: int = SHOW_UNR
                  *(f"  {docs[i]}  {counts[i]}" for i in order)]
     drafted = [int(i) for i in untested if r.draft(int(i)) is not None]
     if drafted:
-        lines += ["", f"Draft tests ({len(drafted)} untested chunks; the probe question that "
-                  "reached each, to review; --drafts-out FILE writes them all):"]
+        questions = sum(1 for i in drafted if r.draft(i).is_question)  # type: ignore[union-attr]
+        lines += ["", f"Draft tests ({len(drafted)} untested chunks): {questions} questions from "
+                  f"the generator to review, {len(drafted) - questions} copied from a chunk, to "
+                  "rewrite as questions (a copy is no question: it tests nothing new; probe "
+                  "--generator drafts questions); --drafts-out FILE writes them all:"]
         for i in drafted[:DRAFTS_SHOWN]:
             d = r.draft(i)
             assert d is not None
-            lines.append(f"  {r.chunk_ids[i]}  {d.text[:90]!r} ({d.kind} probe, rank {d.rank})")
+            lines.append(f"  {r.chunk_ids[i]}  {d.text[:90]!r} ({d.label}; rank {d.rank})")
     return lines
 
 
@@ -189,15 +192,24 @@ def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool =
     return lines
 
 
+REWRITE_KEY = "rewrite"
+
+
 def draft_suite(r: Reachability) -> list[dict[str, Any]]:
-    """The draft tests as a suite file (``probe --drafts-out``): one question per untested
-    chunk, with the chunk it should retrieve, to review and add to the suite."""
+    """The draft tests as a suite file (``probe --drafts-out``): one line per untested
+    chunk, with the chunk it should retrieve, to review and add to the suite.
+
+    A generator's question is the line's ``question``. A sentence or terms copied from
+    a chunk is no question: it goes in ``rewrite``, and the line has no ``question``
+    until a person writes one, so the file cannot be run as a suite with copies in it
+    (its loader names the line)."""
     out = []
     for i in np.flatnonzero(r.status == UNTESTED):
         d = r.draft(int(i))
         if d is None or not d.text.strip():
             continue
-        out.append({"id": f"draft-{r.chunk_ids[i]}", "question": d.text,
+        text = {"question": d.text} if d.is_question else {REWRITE_KEY: d.text}
+        out.append({"id": f"draft-{r.chunk_ids[i]}", **text,
                     "chunk_id": r.chunk_ids[i], "doc_id": str(r.doc_ids[i]),
-                    "probe_kind": d.kind, "probe_rank": d.rank})
+                    "draft": d.label, "probe_kind": d.kind, "probe_rank": d.rank})
     return out

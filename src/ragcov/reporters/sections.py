@@ -73,8 +73,12 @@ def generated_line(left_out: Mapping[str, Any]) -> str | None:
 def correctness_line(c: Any, k: int) -> str:
     """Correctness beside coverage: hit rate and recall@k (labels) or the pass rate (outcomes)."""
     if c.source == "labels":
-        return (f"Correctness (labels): hit rate {c.hit_rate * 100:.1f}% of {c.labelled} labelled "
-                f"queries retrieve a relevant chunk; mean recall@{k} {c.recall_at_k:.3f}")
+        if c.level == "doc":
+            return (f"Correctness (document-level labels): hit rate {c.hit_rate * 100:.1f}% of "
+                    f"{c.labelled} labelled queries retrieve a chunk of a relevant document; mean "
+                    f"recall@{k} {c.recall_at_k:.3f} (of relevant documents)")
+        return (f"Correctness (chunk-level labels): hit rate {c.hit_rate * 100:.1f}% of {c.labelled} "
+                f"labelled queries retrieve a relevant chunk; mean recall@{k} {c.recall_at_k:.3f}")
     failed = f"; failing: {', '.join(c.failed[:3])}{' ...' if len(c.failed) > 3 else ''}" \
         if c.failed else ""
     return (f"Correctness (test outcomes): {c.labelled - len(c.failed)} of {c.labelled} recorded "
@@ -111,3 +115,49 @@ def unresolved_labels_line(c: Any) -> str | None:
             "repairs the sound ones" if u.level == "chunk" else "")
     return (f"Labels not resolved: {u.labels} of {u.total} relevant labels name {what} not in "
             f"this corpus (unknown {what}: {first}){dead}; the hit rate counts them as misses{hint}")
+
+
+def copied_facts(scoped: Any) -> dict[str, Any] | None:
+    """Coverage with and without the tests that copy their chunk; None when none does."""
+    from ragcov.copies import MIN_RUN, coverage_without
+
+    copied = scoped.copied
+    if not copied:
+        return None
+    m = scoped.matrix
+    covered, without = coverage_without(m, copied)
+    return {"min_words": MIN_RUN, "tests": len(copied), "of": m.n_queries,
+            "coverage": int(m.covered().sum()) / m.n_chunks if m.n_chunks else 0.0,
+            "coverage_without": without, "covered_without": covered, "chunks": m.n_chunks,
+            "copies": [c.as_dict() for c in copied]}
+
+
+def copied_line(scoped: Any, precision: int = 1) -> str | None:
+    """Tests flagged copied, and the coverage the suite has without them."""
+    from ragcov.summary import display_percent
+
+    f = copied_facts(scoped)
+    if f is None:
+        return None
+    first = f["copies"][0]
+    return (f"Copied: {f['tests']} of {f['of']} tests copy {f['min_words']} or more words in a row "
+            f"from a chunk they retrieve (first: {first['query_id']}, {first['words']} words of "
+            f"{first['chunk_id']}): the chunk's own words, not a user's, may be what reaches it; chunk "
+            f"coverage {display_percent(f['coverage'], precision)}% with them, "
+            f"{display_percent(f['coverage_without'], precision)}% ({f['covered_without']} of "
+            f"{f['chunks']}) without them")
+
+
+def copied_gate_note(scoped: Any, fail_under: float | None) -> str | None:
+    """Said when ``--fail-under`` passes only because of the copied tests: the gate holds the
+    number with them, and a reader should know it would fail without them."""
+    if fail_under is None:
+        return None
+    from ragcov.summary import display_percent
+
+    f = copied_facts(scoped)
+    if f is None or not f["coverage_without"] * 100 < fail_under <= f["coverage"] * 100:
+        return None
+    return (f"Note: --fail-under {fail_under:g} passes with the {f['tests']} copied tests; without "
+            f"them chunk coverage is {display_percent(f['coverage_without'], 1)}%")
+

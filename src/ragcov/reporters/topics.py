@@ -49,12 +49,15 @@ def render_topics(report: Any, fmt: str = "text", precision: int = 0) -> str:
 
         return json_text(topics_json(report))
     traffic = report.traffic_hits is not None
-    header = ["Topic", "Chunks", "Covered", "Untested"] + (["Unreachable"] if report.probed else [])
+    unknown = report.probed and any(r.not_probed for r in report.topics)
+    header = ["Topic", "Chunks", "Covered", "Untested"] + (["Not probed"] if unknown else [])
+    header += ["Unreachable"] if report.probed else []
     header += ["Cover", "Tests"] + (["Traffic", "Untested traffic"] if traffic else [])
     header.append("Central chunk")
     body = []
     for r in report.topics:
         row = [f"{r.topic} {r.label}", str(r.chunks), str(r.covered), str(r.untested)]
+        row += [str(r.not_probed)] if unknown else []
         row += [str(r.unreachable)] if report.probed else []
         row += [_pct(r.coverage, precision), str(r.tests)]
         if traffic:
@@ -64,8 +67,10 @@ def render_topics(report: Any, fmt: str = "text", precision: int = 0) -> str:
         body.append(row)
     total = ["TOTAL", str(report.chunks), str(report.covered),
              str(sum(r.untested for r in report.topics))]
+    total += [str(sum(r.not_probed or 0 for r in report.topics))] if unknown else []
     total += [str(sum(r.unreachable or 0 for r in report.topics))] if report.probed else []
-    total += [_pct(report.coverage, precision), str(report.queries)]
+    # Tests that retrieve something: one that retrieves nothing reaches no topic.
+    total += [_pct(report.coverage, precision), str(report.tests)]
     if traffic:
         total += [_pct(1.0 if report.traffic_hits else None, precision),
                   _pct(report.share(sum(r.untested_traffic_hits or 0 for r in report.topics)),
@@ -74,6 +79,14 @@ def render_topics(report: Any, fmt: str = "text", precision: int = 0) -> str:
     table = rows_table(header, body, total, len(header) - 2, fmt)
     lines = [table, "", f"{how_made(report.settings)}; sorted by {report.sorted_by} "
              "(what to do first)."]
+    requested, made = report.settings.get("requested"), report.settings.get("topics")
+    if isinstance(requested, int) and isinstance(made, int) and made < requested:
+        lines.append(f"{requested} topics were asked for (--topics {requested}); the chunks "
+                     f"make {made}: only {made} distinct groups of vectors (identical chunks "
+                     "share one), so the rest would be empty.")
+    if report.queries > report.tests:
+        lines.append(f"{report.queries - report.tests} of the {report.queries} tests retrieve "
+                     "no chunk in scope and reach no topic.")
     if report.unassigned:
         lines.append(f"{report.unassigned} chunk(s) in scope have no topic; run `ragcov topics "
                      "--refit`.")
@@ -89,12 +102,16 @@ def topics_json(report: Any) -> dict[str, Any]:
         "sorted_by": report.sorted_by,
         "total": {"chunks": report.chunks, "covered": report.covered,
                   "coverage": report.coverage, "queries": report.queries,
+                  "tests": report.tests,
+                  "not_probed": (sum(r.not_probed or 0 for r in report.topics)
+                                 if report.probed else None),
                   "traffic_hits": report.traffic_hits, "unassigned": report.unassigned},
         "topics": [{
             "topic": r.topic, "label": r.label, "terms": r.terms,
             "central": r.central,
             "chunks": r.chunks, "covered": r.covered, "untested": r.untested,
-            "unreachable": r.unreachable, "coverage": r.coverage, "tests": r.tests,
+            "unreachable": r.unreachable, "not_probed": r.not_probed,
+            "coverage": r.coverage, "tests": r.tests,
             "test_ids": r.test_ids, "traffic_hits": r.traffic_hits,
             "traffic_share": report.share(r.traffic_hits),
             "untested_traffic_hits": r.untested_traffic_hits,

@@ -103,16 +103,23 @@ def check_settings(kind: str, device: str | None, dtype: str | None) -> bool:
     """The spelling of ``--device`` and ``--dtype`` for a run with retriever ``kind``;
     whether that retriever embeds (dense, and a store's query encoder).
 
-    Retrievers that embed nothing ignore ``--device`` (a config file's ``device`` reaches
-    every command that has the option). ``--dtype`` is the dense retriever's alone: a
-    store's query encoder runs in fp32, as its vectors were made, so asking another
-    retriever for fp16 is refused rather than ignored."""
-    check_device(device)
+    ``--device`` is where a retriever embeds: a GPU asked of one that embeds nothing
+    (BM25, an HTTP endpoint, the user's own) would be ignored in silence, and a run on a
+    machine with no GPU would look like it ran on one, so it is refused as ``--dtype``
+    is (``auto`` and ``cpu`` pass: they ask for nothing it lacks). ``--dtype`` is the
+    dense retriever's alone: a store's query encoder runs in fp32, as its vectors were
+    made, so asking another retriever for fp16 is refused rather than ignored."""
+    place = check_device(device)
     asked = check_dtype(dtype)
+    embeds = kind in ("dense", "store")
+    if not embeds and place not in ("auto", "cpu"):
+        raise RagcovError(f"--device {place} is where the dense retriever or a store's query "
+                          f"encoder embeds; --retriever {kind} embeds nothing (leave --device "
+                          "out, or auto)")
     if kind != "dense" and asked not in ("auto", "fp32"):
         raise RagcovError(f"--dtype {asked} is a setting of the dense retriever, not of "
                           f"--retriever {kind}")
-    return kind in ("dense", "store")
+    return embeds
 
 
 def cache_variant(backend: str, dtype: str) -> str:

@@ -1,8 +1,10 @@
 """Coverage by topic: per subject, how much of it the suite reaches, and what to do first.
 
 Per topic: its chunks (in the report's scope), covered (a test retrieves them),
-untested (no test does, and a probe does, or nothing is known), unreachable (``ragcov
-probe`` found no self-query retrieves them: a retrieval defect, not a missing test),
+untested (no test does: a probe does, or the file was never probed), not probed (in a
+probed file, chunks no probe was run for or reached: nothing is known), unreachable
+(``ragcov probe`` found no self-query retrieves them: a retrieval defect, not a missing
+test),
 CC, the tests that reach it and, given production traffic, the share of traffic
 hits landing there and on its untested chunks.
 
@@ -39,6 +41,7 @@ class TopicNumbers:
     untested: int
     unreachable: int | None        # None: the data file was never probed
     tests: int                     # queries retrieving at least one of its chunks
+    not_probed: int | None = None  # uncovered, never probed and reached by no probe (probed files)
     test_ids: list[str] = field(default_factory=list)
     untested_chunks: list[str] = field(default_factory=list)
     traffic_hits: int | None = None            # production hits on its chunks
@@ -66,6 +69,7 @@ class TopicReport:
     probed: bool
     traffic_hits: int | None = None   # all production hits, when traffic was given
     unassigned: int = 0               # chunks in scope with no topic (a set made before them)
+    tests: int = 0                    # queries that retrieve a chunk in scope (the TOTAL's tests)
     sorted_by: str = "untested share"
     stored: StoredTopics | None = field(default=None, repr=False)  # labels, the map
 
@@ -100,7 +104,10 @@ def topic_numbers(scoped: Any, stored: StoredTopics, data_file: str,
     if scoped.reachability is not None:
         status = np.asarray(scoped.reachability.status, dtype=object)[full_cols]
     unreachable = (status == UNREACHABLE) if status is not None else np.zeros(m.n_chunks, bool)
-    untested = ~covered & ~unreachable
+    # In a probed file an uncovered chunk nobody probed, and no probe reached, is not known
+    # to be untested: it is counted apart, never folded into "untested".
+    unknown = (~covered & (status == None)) if status is not None else np.zeros(m.n_chunks, bool)  # noqa: E711
+    untested = ~covered & ~unreachable & ~unknown
     hits = None if traffic_hits is None else np.asarray(traffic_hits, dtype=np.int64)[full_cols]
     per_query = _queries_per_topic(m, topic, stored.n_topics)
     rows: list[TopicNumbers] = []
@@ -116,16 +123,19 @@ def topic_numbers(scoped: Any, stored: StoredTopics, data_file: str,
             covered=int((mine & covered).sum()), untested=int(ids.size),
             unreachable=None if status is None else int((mine & unreachable).sum()),
             tests=len(reach),
+            not_probed=None if status is None else int((mine & unknown).sum()),
             test_ids=[m.query_ids[q] for q, _n in sorted(reach.items(),
                                                          key=lambda r: (-r[1], r[0]))[:TEST_IDS]],
             untested_chunks=[m.chunk_ids[j] for j in ids],
             traffic_hits=None if hits is None else int(hits[mine].sum()),
-            untested_traffic_hits=None if hits is None else int(hits[mine & untested].sum())))
+            untested_traffic_hits=None if hits is None
+            else int(hits[mine & (untested | unknown)].sum())))
     report = TopicReport(data_file=data_file, settings=dict(stored.settings), topics=rows,
                          chunks=m.n_chunks, covered=int(covered.sum()), queries=m.n_queries,
                          probed=status is not None,
                          traffic_hits=None if hits is None else int(np.asarray(traffic_hits).sum()),
-                         unassigned=int((topic == 0).sum()), stored=stored)
+                         unassigned=int((topic == 0).sum()), stored=stored,
+                         tests=int((np.diff(m.indptr) > 0).sum()))
     sort_topics(report)
     return report
 

@@ -141,7 +141,11 @@ def tfidf_vectors(texts: Sequence[str], seed: int = 0) -> np.ndarray:
         raise RagcovError("no chunk holds a word to cluster on (TF-IDF); use --vectors dense "
                           "or a corpus with text") from None
     dims = min(LSA_DIMENSIONS, x.shape[1] - 1, x.shape[0] - 1)
-    with one_thread():
+    with one_thread(), warnings.catch_warnings():
+        # Chunks that are all one text have no variance: scikit-learn's explained-variance
+        # ratio (unused here) divides 0 by 0 and says so ("invalid value encountered in
+        # divide"); the vectors are right, and a user has nothing to do about the notice.
+        warnings.simplefilter("ignore", RuntimeWarning)
         z = (TruncatedSVD(dims, random_state=seed).fit_transform(x) if dims >= 2
              else x.toarray()).astype(np.float32)
     return _unit_rows(z)
