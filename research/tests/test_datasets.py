@@ -133,7 +133,7 @@ def test_beir_trec_and_tsv_qrels(beir: Path):
     ('{"query_id": "q1", "doc_id": "A"}\n{"query_id": "q9", "doc_id": "A"}\n',
      "unknown query id 'q9'", 2),
     ('{"query_id": "q1", "chunk_id": "A"}\n', "unknown chunk id 'A'", 1),
-    ('{"query_id": "q1", "doc_id": "A", "chunk_id": "a1"}\n', "exactly one", 1),
+    ('{"query_id": "q1", "doc_id": "A", "chunk_id": "a1"}\n', "not both", 1),
     ('{"doc_id": "A"}\n', "no query id", 1),
     ('{"query_id": "q1", "doc_id": "A", "score": "high"}\n', "not a number", 1),
 ])
