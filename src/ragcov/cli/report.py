@@ -165,6 +165,6 @@ def json_cmd(
     """Write the versioned JSON report."""
     options = {"entropy_support": entropy_support, "gini_over": gini_over, "pretty": pretty}
     write_scoped(data_file, scope, output, fail_under,
-                 lambda scoped: REPORTERS["json"].render(scoped, options), "JSON report", precision)
+                 lambda scoped: REPORTERS["json"].render(scoped, options), "JSON report", precision, "json")
 
 

@@ -101,7 +101,8 @@ def _from_config(name: str) -> bool:
 
 
 def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: float | None,
-                 render: Callable[[Any], str], what: str, precision: int | None = None) -> None:
+                 render: Callable[[Any], str], what: str, precision: int | None = None,
+                 format: str = "text") -> None:
     """The body the file-writing reports share: check, read the scoped data file, write the
     rendering to ``output`` (or stdout), then run the ``--fail-under`` gate."""
     check_fail_under(fail_under)
@@ -110,5 +111,5 @@ def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: 
     with api.one_read(data_file):  # the output checks and the report: one snapshot
         check_outputs([output], [data_file])
         scoped = api.report(data_file, scope)
-    emit(render(scoped), output, what)
+    emit(render(scoped), output, what, format)
     gate(scoped.summary(jaccard=False).coverage, fail_under, precision)
