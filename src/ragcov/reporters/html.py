@@ -26,7 +26,7 @@ from ragcov.config import MAX_PRECISION
 from ragcov.controls import escape_controls
 from ragcov.destinations import written_path
 from ragcov.errors import RagcovError
-from ragcov.files import exchange, remove_stale_temps, temp_prefix
+from ragcov.files import check_destination, exchange, remove_stale_temps, temp_prefix
 from ragcov.matrix import CoverageMatrix
 from ragcov.reporters.curves import (
     Curve,
@@ -97,6 +97,7 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
 
 
 def _check_target(target: Path) -> None:
+    check_destination(target)  # a folder linked by another user, or a link in the cache
     if target.exists() and not target.is_dir():
         raise RagcovError(f"{target}: exists and is not a directory")
     if target.is_dir() and any(target.iterdir()) and not (target / MARKER).exists():
