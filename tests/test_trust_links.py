@@ -277,3 +277,28 @@ def test_generate_never_cuts_a_file_that_is_not_its_journal(tmp_path: Path, city
                        str(tmp_path / "g.ragcov"), "-q")
     assert code == 1 and err.count("\n") == 1 and "not a ragcov generation record" in err, err
     assert other.read_bytes() == before
+
+
+@as_root
+@pytest.mark.parametrize("page", ["diff", "drift"])
+def test_a_planted_link_inside_a_site_folder_is_not_followed(
+        tmp_path: Path, city_corpus_file: Path, recorded: Path, capsys, page: str) -> None:
+    """The diff and drift pages add the stylesheet and the marker to a site that lacks them:
+    a dangling link another user left at ``style.css`` created its target, anywhere."""
+    site = tmp_path / "site"
+    assert cli(capsys, "html", "--data-file", str(recorded), "-d", str(site))[0] == 0
+    (site / "style.css").unlink()
+    aimed = tmp_path / "elsewhere" / "created.css"
+    aimed.parent.mkdir()
+    link = _plant(site / "style.css", aimed, uid=OTHER_USER)
+    if page == "diff":
+        args = ["diff", str(recorded), str(recorded), "--html", str(site)]
+    else:
+        args = ["drift", "--corpus", str(city_corpus_file), "--queries", str(tmp_path / "q.jsonl"),
+                "--retriever", "bm25", "-k", "2", "--data-file", str(tmp_path / "drift.ragcov"),
+                "--html", str(site), "-q"]
+    code, _, err = cli(capsys, *args)
+    assert code == 1 and err.splitlines()[-1] == (
+        f"ragcov: error: {link}: is a symbolic link made by another user (uid {OTHER_USER}); "
+        "refusing to write through it"), err
+    assert not aimed.exists()

@@ -68,8 +68,8 @@ def write_diff_page(d: CoverageDiff, directory: str | os.PathLike[str], precisio
     style = target / "style.css"
     if not style.exists():
         templates = resources.files("ragcov") / "reporters" / "templates"
-        style.write_bytes((templates / "style.css").read_bytes())
+        write_text_atomic(style, (templates / "style.css").read_text(encoding="utf-8"))
     if fresh:
-        (target / MARKER).write_text("This directory is a ragcov HTML report; "
-                                     "ragcov html replaces it whole.\n", encoding="utf-8")
+        write_text_atomic(target / MARKER, "This directory is a ragcov HTML report; "
+                                           "ragcov html replaces it whole.\n")
     return target / PAGE

@@ -296,8 +296,8 @@ def write_drift_page(s: DriftSummary, directory: str | os.PathLike[str]) -> Path
     write_text_atomic(target / DRIFT_PAGE, html)
     if not (target / "style.css").exists():
         templates = resources.files("ragcov") / "reporters" / "templates"
-        (target / "style.css").write_bytes((templates / "style.css").read_bytes())
+        write_text_atomic(target / "style.css", (templates / "style.css").read_text(encoding="utf-8"))
     if not (target / MARKER).exists():
-        (target / MARKER).write_text("This directory is a ragcov HTML report; "
-                                     "ragcov html replaces it whole.\n", encoding="utf-8")
+        write_text_atomic(target / MARKER, "This directory is a ragcov HTML report; "
+                                           "ragcov html replaces it whole.\n")
     return target / DRIFT_PAGE
