@@ -302,3 +302,22 @@ def test_a_planted_link_inside_a_site_folder_is_not_followed(
         f"ragcov: error: {link}: is a symbolic link made by another user (uid {OTHER_USER}); "
         "refusing to write through it"), err
     assert not aimed.exists()
+
+
+def test_model_digests_behind_a_planted_link_are_not_trusted(tmp_path: Path, monkeypatch) -> None:
+    """A digests file is trusted for files it names by path, size, mtime and inode: one
+    planted behind a link could give a model another model's digest."""
+    from ragcov.retrievers.model_identity import folder_digest
+
+    monkeypatch.setenv("RAGCOV_CACHE_DIR", str(tmp_path / "cache"))
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"weights")
+    honest = folder_digest(model)
+    known = json.loads((cache_dir() / "model-digests.json").read_text())
+    forged = {where: {**entry, "sha256": "0" * 64} for where, entry in known.items()}
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    (cache_dir() / "model-digests.json").unlink()
+    _plant(cache_dir() / "model-digests.json", tmp_path / "forged.json")
+    with pytest.warns(UserWarning, match="model digests not saved"):
+        assert folder_digest(model) == honest

@@ -171,6 +171,8 @@ def _known_path() -> Path:
 
 
 def _read_known() -> dict[str, Any]:
+    if os.path.islink(_known_path()):  # planted: its digests would name another model's
+        return {}
     try:
         known = json.loads(_known_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
