@@ -29,8 +29,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # The floor: the version, errors, field rules, files and their destinations, retrying,
     # warnings, Ctrl-C and threads, progress, URL redaction, settings,
     # the paused cycle collector.
-    ("version", "analyzer", "errors", "user_warnings", "sigint", "progress", "retry", "redaction", "fields",
-     "destinations", "files", "controls", "config", "collector"),
+    # Control characters are escaped below progress, whose labels may name a retriever.
+    ("version", "analyzer", "errors", "controls", "user_warnings", "sigint", "progress", "retry",
+     "redaction", "fields", "destinations", "files", "config", "collector"),
     # What is recorded and measured. ``stores`` reads a vector store's chunks (a corpus
     # may be a store URL), so it sits below ``corpus``; searching a store is a
     # retriever (``retrievers/store.py``). ``data`` records a corpus and a run and reads

@@ -294,7 +294,7 @@ def test_cli_llm_crash_is_one_line_then_rerun_resumes(gguf: Path, city_corpus_fi
     _, stderr = crash.communicate(timeout=600)
     assert crash.returncode == 1, stderr[-2000:]
     assert stderr.strip().splitlines() == ["ragcov: error: " + describe_exit(-signal.SIGILL)]
-    assert _wait_group_gone(crash.pid, 10) == []    # the dead child was reaped
+    assert _wait_group_gone(crash.pid, 120) == []   # the dead child was reaped
     accepted, rejected = read_records(out), read_records(rejected_path(out))
     assert sorted(r["seq"] for r in accepted + rejected) == [1, 2]  # both answers kept
     res = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
@@ -329,8 +329,8 @@ def test_interrupting_ragcov_ends_the_llm_process(gguf: Path, city_corpus_file: 
             os.killpg(proc.pid, signal.SIGINT)
             break
         time.sleep(0.01)
-    _, stderr = proc.communicate(timeout=30)
+    _, stderr = proc.communicate(timeout=300)  # a guard against a hang, not a bound
     assert proc.returncode == 130, stderr[-2000:]   # typer's exit status for Ctrl-C
-    assert _wait_group_gone(proc.pid, 10) == []
+    assert _wait_group_gone(proc.pid, 120) == []
     # the LLM's old spelling in generate still works, with one deprecation line
     assert stderr.count("--model is deprecated for the LLM") == 1 and "--llm-model" in stderr

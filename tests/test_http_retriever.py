@@ -376,19 +376,19 @@ def trickle_second(handler, n, stop) -> None:
 
 @pytest.mark.parametrize("reply", [trickle_head, trickle_body], ids=["headers", "body"])
 def test_timeout_is_a_deadline_for_the_whole_request(reply, monkeypatch):
+    """Each byte comes well inside a per-read timeout and the whole reply in 10 to 20 s:
+    without a deadline on the whole request it would arrive and the retrieval succeed. The
+    error is the deadline's; no elapsed time is bounded (a loaded machine stretches it)."""
     monkeypatch.setenv("MY_RAG_KEY", SECRET)
     with raw_server(reply) as (base, seen):
         r = HTTPRetriever(f"{base}/search?api_key={URL_SECRET}"
                           "#timeout=1&retries=0&api_key_env=MY_RAG_KEY")
         try:
-            start = time.monotonic()
             with pytest.raises(RagcovError, match="deadline") as info:
                 r.retrieve(["Berlin"], 1)
-            elapsed = time.monotonic() - start
         finally:
             r.close()
     message = one_line_error(info)
-    assert elapsed < 5, f"the 1 s deadline took {elapsed:.1f} s"
     assert message.startswith(f"{base}/search?api_key=%2A%2A%2A: timed out after 1 s")
     assert_no_secret(message)
     assert r.requests_sent == 1 and len(seen) == 1
@@ -399,14 +399,11 @@ def test_deadline_holds_on_a_kept_alive_connection_and_the_client_recovers():
         r = HTTPRetriever(f"{base}/search#timeout=1&retries=0")
         try:
             assert r.retrieve(["first"], 1) == [[]]
-            start = time.monotonic()
             with pytest.raises(RagcovError, match="deadline"):
                 r.retrieve(["second"], 1)
-            elapsed = time.monotonic() - start
             assert r.retrieve(["third"], 1) == [[]]  # a fresh connection after the abort
         finally:
             r.close()
-    assert elapsed < 5, f"the 1 s deadline took {elapsed:.1f} s"
     assert seen[0] == seen[1], "the second request did not reuse the first one's connection"
     assert seen[2] != seen[1]
 
@@ -427,14 +424,11 @@ def test_deadline_holds_over_tls_on_a_kept_alive_connection(tmp_path, monkeypatc
         r = HTTPRetriever(f"{base}/search#timeout=1&retries=0")
         try:
             assert r.retrieve(["first"], 1) == [[]]
-            start = time.monotonic()
             with pytest.raises(RagcovError, match="deadline"):
                 r.retrieve(["second"], 1)
-            elapsed = time.monotonic() - start
             assert r.retrieve(["third"], 1) == [[]]
         finally:
             r.close()
-    assert elapsed < 5, f"the 1 s deadline took {elapsed:.1f} s"
     assert seen[0] == seen[1] != seen[2]
 
 
@@ -456,17 +450,14 @@ def test_deadline_covers_a_tls_handshake_that_trickles():
     thread.start()
     r = HTTPRetriever(f"https://127.0.0.1:{listener.getsockname()[1]}/search#timeout=1&retries=0")
     try:
-        start = time.monotonic()
         with pytest.raises(RagcovError, match="deadline") as info:
             r.retrieve(["x"], 1)
-        elapsed = time.monotonic() - start
     finally:
         r.close()
         stop.set()
         thread.join(5)
         listener.close()
     one_line_error(info)
-    assert elapsed < 5, f"the 1 s deadline took {elapsed:.1f} s"
 
 
 def test_deeply_nested_reply_is_a_one_line_error(server):

@@ -393,14 +393,22 @@ COMPLETION = json.dumps({
                  "finish_reason": "stop", "logprobs": None}]}).encode()
 
 
+class TricklingServer(str):
+    """The server's URL, with what the server saw: ``cut``, set each time a client hung up
+    before the reply was complete (a deadline, seen from the server, whatever the load)."""
+
+    cut: threading.Event
+    requests: list[int]
+
+
 @pytest.fixture
-def trickling_llm() -> Iterator[str]:
+def trickling_llm() -> Iterator[TricklingServer]:
     """A FAKE OpenAI-compatible server on 127.0.0.1 that sends its reply one byte every
     0.1 s (about 30 s in all), each byte well inside any per-read timeout.
 
     Fake because no real LLM server can be made to trickle on demand; it answers the
     way one behind a stalled proxy does."""
-    stop = threading.Event()
+    stop, cut, requests = threading.Event(), threading.Event(), []
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -410,6 +418,7 @@ def trickling_llm() -> Iterator[str]:
 
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["Content-Length"]))
+            requests.append(1)
             reply = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                      b"Content-Length: %d\r\n\r\n" % len(COMPLETION)) + COMPLETION
             try:
@@ -420,11 +429,14 @@ def trickling_llm() -> Iterator[str]:
                     self.wfile.flush()
             except OSError:  # the client hung up at its deadline
                 self.close_connection = True
+                cut.set()
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    url = TricklingServer(f"http://127.0.0.1:{httpd.server_address[1]}/v1")
+    url.cut, url.requests = cut, requests
+    yield url
     stop.set()
     httpd.shutdown()
     httpd.server_close()
@@ -434,27 +446,32 @@ def trickling_llm() -> Iterator[str]:
 def test_openai_generator_timeout_is_a_deadline_for_the_whole_request(trickling_llm):
     from ragcov.generation import GenerationError, OpenAIGenerator
 
+    """Without the deadline the trickled reply (about 30 s) would arrive whole and the call
+    succeed: the error, the client's hang-up seen by the server and the two requests are
+    the deadline's doing. No elapsed time is bounded: a loaded machine stretches it."""
     generator = OpenAIGenerator("m", base_url=trickling_llm, api_key_env="RAGCOV_NO_SUCH_KEY",
                                 mode="completion", timeout=1, retries=1, backoff=0.01)
-    start = time.monotonic()
     with pytest.raises(GenerationError) as info:
         generator.generate(["Paris is the capital of France."], attempt=1, seed=1)
-    elapsed = time.monotonic() - start
-    assert elapsed < 4, f"two 1 s deadlines took {elapsed:.1f} s"
+    assert trickling_llm.cut.wait(60), "the server never saw the client hang up mid-reply"
+    assert len(trickling_llm.requests) == 2
     assert str(info.value) == (f"{trickling_llm}: gave up after 2 requests: request timed out "
                                "after 1 s (the deadline for the whole request)")
 
 
 def test_generate_command_with_a_trickling_server_ends_at_its_deadline(trickling_llm, tmp_path,
                                                                        city_corpus_file):
-    start = time.monotonic()
+    """The whole process is not timed (it took 22 s on a loaded machine, most of it
+    starting up): the deadline shows in the one-line error and in the server, which saw
+    the client hang up before its trickled reply (about 30 s) was complete. The child's
+    timeout only keeps a hang from stalling the suite."""
     proc = ragcov("generate", "--corpus", str(city_corpus_file), "--generator", "openai",
                   "--base-url", trickling_llm, "--model", "m", "--mode", "completion",
                   "--api-key-env", "RAGCOV_NO_SUCH_KEY", "--timeout", "2", "--retries", "0",
                   "--retriever", "bm25", "--budget", "1", "--max-calls", "1",
-                  "-o", "suite.jsonl", "-q", cwd=tmp_path, timeout=60)
-    elapsed = time.monotonic() - start
-    assert elapsed < 15, f"a 2 s deadline took {elapsed:.1f} s"
+                  "-o", "suite.jsonl", "-q", cwd=tmp_path, timeout=600)
+    assert trickling_llm.cut.wait(60), "the server never saw the client hang up mid-reply"
+    assert len(trickling_llm.requests) == 1
     assert_one_line_error(proc, f"{trickling_llm}: gave up after 1 requests: request timed out "
                                 "after 2 s (the deadline for the whole request)")
 
@@ -532,10 +549,10 @@ def test_ctrl_c_while_ragcov_is_starting_exits_130_with_one_line(tmp_path, city_
     import re
     import signal
 
-    # A retriever module that takes a minute to import: the command is still running
-    # when the last signal is sent, whatever this machine's speed.
+    # A retriever module that takes an hour to import: the command is still running when
+    # the last signal is sent, whatever this machine's speed, and only a Ctrl-C ends it.
     (tmp_path / "slow_retriever.py").write_text(
-        "import time\ntime.sleep(60)\n\ndef retrieve(query, k):\n    return []\n",
+        "import time\ntime.sleep(3600)\n\ndef retrieve(query, k):\n    return []\n",
         encoding="utf-8")
     write_jsonl(tmp_path / "queries.jsonl", [{"id": "q", "question": "capital"}])
     environ = {**os.environ, "PYTHONPATH": SRC}
@@ -558,14 +575,14 @@ def test_ctrl_c_while_ragcov_is_starting_exits_130_with_one_line(tmp_path, city_
         pressed_again = False
         try:
             try:
-                rest = child.communicate(timeout=15)[1]
+                rest = child.communicate(timeout=60)[1]
             except subprocess.TimeoutExpired:
                 # A first Ctrl-C can be lost (an exception raised in a finalizer is dropped:
                 # seen twice in about 30 runs of this test under load, never on demand). A
                 # user presses Ctrl-C again; that one ends the process at once.
                 pressed_again = True
                 child.send_signal(signal.SIGINT)
-                rest = child.communicate(timeout=30)[1]
+                rest = child.communicate(timeout=300)[1]  # a guard, not a bound
         except subprocess.TimeoutExpired:
             child.kill()
             raise
@@ -589,8 +606,10 @@ def test_ctrl_c_during_a_long_wait_reaches_the_main_thread(tmp_path, city_corpus
     environ = {k: v for k, v in os.environ.items()
                if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     environ.update(PYTHONPATH=SRC, OPENBLAS_NUM_THREADS="2")
+    # An hour: a Ctrl-C that does not end the wait leaves the child asleep past the guard
+    # below, so the exit itself says where the signal went, with no elapsed time bounded.
     child = _child_in_module_import(tmp_path, city_corpus_file, "slow_retriever",
-                                    "time.sleep(60)", environ)
+                                    "time.sleep(3600)", environ)
     try:
         tasks = Path(f"/proc/{child.pid}/task")
         others = [t for t in tasks.iterdir() if t.name != str(child.pid)]
@@ -600,14 +619,13 @@ def test_ctrl_c_during_a_long_wait_reaches_the_main_thread(tmp_path, city_corpus
             blocked = int(next(line.split()[1] for line in status.splitlines()
                                if line.startswith("SigBlk:")), 16)
             assert blocked & (1 << (signal.SIGINT - 1)), f"thread {task.name} takes SIGINT"
-        sent = time.monotonic()
         child.send_signal(signal.SIGINT)
-        err = child.communicate(timeout=20)[1]
+        err = child.communicate(timeout=300)[1]  # a guard against a hang, not a bound
     finally:
         if child.poll() is None:
             child.kill()
             child.communicate()
-    assert child.returncode == 130 and time.monotonic() - sent < 20, err
+    assert child.returncode == 130, err
     assert err.splitlines() == ["ragcov: interrupted"] or err.startswith("ragcov: interrupted"), err
 
 
@@ -618,19 +636,18 @@ def test_a_second_ctrl_c_ends_a_command_that_lost_the_first(tmp_path, city_corpu
 
     child = _child_in_module_import(
         tmp_path, city_corpus_file, "swallowing",
-        "try:\n    time.sleep(60)\nexcept BaseException:\n    pass\ntime.sleep(60)")
+        "try:\n    time.sleep(3600)\nexcept BaseException:\n    pass\ntime.sleep(3600)")
     try:
         child.send_signal(signal.SIGINT)
         time.sleep(1)
         assert child.poll() is None, "the first Ctrl-C was not swallowed: nothing to check"
-        sent = time.monotonic()
         child.send_signal(signal.SIGINT)
-        err = child.communicate(timeout=20)[1]
+        err = child.communicate(timeout=300)[1]  # asleep for an hour unless it ended it
     finally:
         if child.poll() is None:
             child.kill()
             child.communicate()
-    assert child.returncode == 130 and time.monotonic() - sent < 10, err
+    assert child.returncode == 130, err
     assert err.splitlines() == ["ragcov: interrupted"], err
 
 

@@ -141,3 +141,24 @@ def test_two_dense_runs_sharing_one_cache_at_once(tmp_path: Path, city, capsys) 
     totals = {cli(capsys, "report", "--format", "total", "--precision", "6", "--data-file",
                   str(tmp_path / name))[1] for name in ("r0.ragcov", "r1.ragcov", "solo.ragcov")}
     assert len(totals) == 1
+
+
+def test_a_link_root_made_is_written_through_by_another_user(tmp_path: Path, city, capsys) -> None:
+    """Root's links are the system's (``/dev/stdout`` -> ``/proc/self/fd/1``): no other
+    user can make one, so they are not planted, and any user writes through them (links
+    another user made are refused: tests/test_trust_links.py)."""
+    corpus, queries = city
+    data = tmp_path / ".ragcov"
+    assert cli(capsys, "run", "--corpus", str(corpus), "--queries", str(queries), "--retriever",
+               "bm25", "-k", "2", "-q", "--data-file", str(data))[0] == 0
+    os.chmod(data, 0o644)
+    out = tmp_path / "out"
+    out.mkdir()
+    os.chmod(out, 0o777)
+    link = out / "report.json"
+    link.symlink_to(out / "target.json")  # made by root, as the tests run
+    got = _as_nobody(tmp_path, ["json", "--data-file", str(data), "-o", str(link)],
+                     tmp_path / "c", ["json", "--data-file", str(data), "-o",
+                                      str(tmp_path / "warm.json")])
+    assert got["code"] == 0, got["err"]
+    assert link.is_symlink() and json.loads((out / "target.json").read_text())["meta"]

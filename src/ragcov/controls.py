@@ -39,6 +39,24 @@ def escape_controls(text: str, keep: str = "") -> str:
     return SHOWN.sub(lambda m: m.group() if m.group() in keep else _escaped(m.group()), text)
 
 
+#: Formats that carry ids and texts as data, each under its own rule: JSON and JSON lines
+#: escape C0 controls themselves (and keep the others as the text they are), XML and lcov
+#: refuse them (:func:`refuse_controls`), an SVG badge holds only a label and a number,
+#: and a list of pytest node ids must name the tests as pytest does. Every other format
+#: (text, Markdown, anything new) is for people and is escaped by :func:`shown`.
+DATA_FORMATS = frozenset({"json", "jsonl", "xml", "lcov", "svg", "node-ids"})
+
+
+def shown(text: str, fmt: str) -> str:
+    """``text`` as a report in ``fmt`` is written: escaped unless ``fmt`` is a data format.
+
+    The one place a rendered report passes on its way to stdout or a file, so a renderer
+    that forgets to escape a cell (or a new command that never heard of escaping) still
+    prints ``\\u202e`` rather than an override that reorders what a reader sees. Line
+    breaks and tabs of the report stay."""
+    return text if fmt in DATA_FORMATS else escape_controls(text, keep="\n\t")
+
+
 def refuse_controls(text: str, what: str, fmt: str) -> str:
     """``text`` itself, or a one-line error naming ``what`` when ``fmt`` cannot carry it."""
     found = CONTROL.search(text)

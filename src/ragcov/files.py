@@ -20,7 +20,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ragcov.destinations import is_special_file, replaceable_target
+from ragcov.destinations import (
+    is_special_file,
+    refuse_foreign_link,
+    refuse_links_below,
+    replaceable_target,
+)
 from ragcov.errors import InputFormatError, RagcovError
 
 
@@ -158,6 +163,23 @@ def cache_dir() -> Path:
     return Path(os.environ.get("RAGCOV_CACHE_DIR") or Path.home() / ".cache" / "ragcov")
 
 
+def check_destination(target: str | os.PathLike[str]) -> None:
+    """The rule every file ragcov writes passes first (:func:`atomic_path`,
+    :func:`write_text_atomic`, the generation journal, the HTML folders).
+
+    In the cache, whose every name ragcov makes, no symlink is followed and only a
+    regular file is replaced. Elsewhere the user named the path: a link they made is
+    written through (as an editor does), one another user made is refused.
+    """
+    root = cache_dir()
+    given = Path(os.path.abspath(target))
+    for base in {Path(os.path.abspath(root)), Path(os.path.realpath(root))}:
+        if given.is_relative_to(base) and given != base:
+            refuse_links_below(given, base)
+            return
+    refuse_foreign_link(target)
+
+
 def first_key(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
     for key in keys:
         if key in obj and obj[key] is not None:
@@ -262,9 +284,10 @@ def _alive(pid: int) -> bool:
 def atomic_path(target: str | os.PathLike[str], replace: bool = True) -> Iterator[Path]:
     """Give a temporary path beside ``target``; move it into place only on success.
 
-    A symlink is written through: the temporary goes beside the link's target and
-    replaces that, so the link stays a link and its target is current (as an editor
-    or coverage.py does). A directory, a device or a FIFO is refused: renaming a
+    A symlink the user made is written through: the temporary goes beside the link's
+    target and replaces that, so the link stays a link and its target is current (as an
+    editor or coverage.py does); a link in the cache or made by another user is refused
+    (:func:`check_destination`). A directory, a device or a FIFO is refused: renaming a
     regular file over it would put a file where the system expects something else.
 
     With ``replace=False`` the temporary is published only if ``target`` is still
@@ -272,6 +295,7 @@ def atomic_path(target: str | os.PathLike[str], replace: bool = True) -> Iterato
     :class:`TargetExists` is raised and the temporary removed, so two processes
     creating the same file never overwrite each other.
     """
+    check_destination(target)
     given, target = target, replaceable_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(target)
@@ -325,6 +349,7 @@ def write_text_atomic(target: str | os.PathLike[str], text: str) -> None:
     Nothing is ever renamed over a non-regular file: as root that would replace
     ``/dev/null`` itself with a regular file, for every program on the machine.
     """
+    check_destination(target)
     if is_special_file(target):
         with open(target, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -19,6 +19,7 @@ from ragcov.data import CoverageData
 from ragcov.data.datafile import CORPUS_SOURCE, QUERY_SOURCES
 from ragcov.destinations import is_special_file, unwritable_reason, written_path
 from ragcov.errors import RagcovError
+from ragcov.files import check_destination
 
 
 def to_stdout(output: Path | None) -> bool:
@@ -74,6 +75,7 @@ def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | str | 
             on_stdout = Path(str(output))
             continue
         assert output is not None
+        check_destination(output)  # a link another user planted, or one in the cache
         real = written_path(output)
         if real.is_dir():
             raise RagcovError(f"{output}: is a directory; give a file path")

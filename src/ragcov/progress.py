@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ragcov.controls import escape_controls
 from ragcov.sigint import threads_leave_sigint
 
 
@@ -75,7 +76,7 @@ def progress_bar(label: str, total: int, enabled: bool = True,
             bar = stack.enter_context(Progress(
                 "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                 *rate, TimeElapsedColumn(), _eta_column(), console=console, transient=True))
-        task = bar.add_task(label, total=total)
+        task = bar.add_task(escape_controls(label), total=total)
         yield lambda n: bar.advance(task, n)
 
 
@@ -88,6 +89,7 @@ def status(label: str, enabled: bool = True) -> Iterator[None]:
     from rich.console import Console
 
     console = Console(stderr=True)
+    label = escape_controls(label)  # "Building retriever NAME": a name the user gave
     start = time.monotonic()
     with contextlib.ExitStack() as stack:
         with threads_leave_sigint():  # rich's refresh thread and ours start here

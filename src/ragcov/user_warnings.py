@@ -30,6 +30,11 @@ class CredentialWarning(UserWarning):
     """A credential the user gave is not sent, because another one takes its place."""
 
 
+class NotSavedWarning(UserWarning):
+    """A cache file was not written (a link planted in the cache, a folder that cannot be
+    written): the run goes on, and says so even under ``--quiet``."""
+
+
 def _ours_or_a_library(filename: str) -> bool:
     path = os.path.abspath(filename) if not filename.startswith("<") else filename
     return (path.startswith(_RAGCOV) or path.startswith(_LIBRARIES) or filename.startswith("<")

@@ -33,7 +33,7 @@ def xml(
     """Cobertura XML: documents as files, chunks as lines, hits = queries (like `coverage xml`)."""
     write_scoped(data_file, scope, output, fail_under,
                  lambda scoped: REPORTERS["xml"].render(scoped, {}), "Cobertura XML report",
-                 precision)
+                 precision, "xml")
 
 
 @scoped
@@ -46,7 +46,7 @@ def lcov(
 ) -> None:
     """lcov tracefile: documents as SF records, chunks as DA lines (like `coverage lcov`)."""
     write_scoped(data_file, scope, output, fail_under,
-                 lambda scoped: REPORTERS["lcov"].render(scoped, {}), "lcov report", precision)
+                 lambda scoped: REPORTERS["lcov"].render(scoped, {}), "lcov report", precision, "lcov")
 
 
 @scoped
@@ -71,4 +71,4 @@ def badge(
         shown = display_percent(scoped.summary(jaccard=False).coverage, precision or 0)
         return badge_svg(f"{shown}%", colour_for(float(shown), bands), label)
 
-    write_scoped(data_file, scope, output, fail_under, render, "badge", precision)
+    write_scoped(data_file, scope, output, fail_under, render, "badge", precision, "svg")

@@ -13,7 +13,6 @@ import typer
 
 from ragcov.cli.options import check_precision, emit
 from ragcov.compare.render import render_comparison
-from ragcov.controls import escape_controls
 from ragcov.errors import RagcovError
 
 FORMATS = ("text", "markdown", "json")
@@ -59,7 +58,5 @@ def write_comparison(result: Any, name: str, format: str, output: Path | None, p
     are written escaped, as on every line ragcov prints (an ``ESC[2J`` in a query would
     clear the terminal; a bidi override would reorder the table). JSON escapes its own.
     """
-    text = render_comparison(result, format, precision, show_ids, top)
-    if format != "json":
-        text = escape_controls(text, keep="\n\t")
-    emit(text, output, _WHAT[format].format(name))
+    emit(render_comparison(result, format, precision, show_ids, top), output,
+         _WHAT[format].format(name), format)

@@ -112,7 +112,7 @@ def drift(
     else:
         text = drift_text(s, show)
     if not quiet or output is not None:
-        emit(text, output, "the drift report")
+        emit(text, output, "the drift report", format)
     if html is not None:
         page = api.write_drift_html(data_file, html)
         if not quiet:

@@ -66,7 +66,7 @@ def faults(
     # The file first: a closed stdout (``| head``) must not cost the report asked for.
     wrote = output is not None and write_output(
         json_text(report.as_dict()),
-        output)
+        output, "json")
     rule = f"< {fail_below:g}" if fail_below is not None else "at its minimum (<= 0)"
     out.print(f"{len(failures.query_ids)} queries, {failures.n_labelled} with a {failures.metric} "
               f"value; {len(failures.rows)} fail ({failures.metric} {rule}); "

@@ -195,22 +195,29 @@ def fail(message: str | None) -> None:
         raise typer.Exit(2)
 
 
-def emit(text: str, output: Path | None, what: str) -> None:
-    """A report to stdout (``None`` or ``-``) or atomically to ``output``.
+def emit(text: str, output: Path | None, what: str, format: str = "text") -> None:
+    """A report in ``format`` to stdout (``None`` or ``-``) or atomically to ``output``.
 
-    Not through rich: chunk ids, query texts and XML are written exactly as they are.
-    A device or FIFO (``-o /dev/null``) is written to, never replaced.
+    Not through rich: XML, JSON and ids in them are written exactly as they are. A
+    report for people (text, Markdown) has its control characters escaped on the way out
+    (:func:`ragcov.controls.shown`). A device or FIFO (``-o /dev/null``) is written to,
+    never replaced.
     """
     if not text.endswith("\n"):
         text += "\n"
-    if write_output(text, output):
+    if write_output(text, output, format):
         from ragcov.cli.console import out
 
         out.print(f"Wrote {what} to {output}", markup=False)
 
 
-def write_output(text: str, output: Path | None) -> bool:
-    """``text`` to stdout (``None`` or ``-``) or to ``output``; True when it went to a file."""
+def write_output(text: str, output: Path | None, format: str = "text") -> bool:
+    """``text`` in ``format`` to stdout (``None`` or ``-``) or to ``output``; True when it
+    went to a file. The one sink of rendered reports: a format that is not data
+    (:data:`ragcov.controls.DATA_FORMATS`) is escaped here, whatever its renderer did."""
+    from ragcov.controls import shown
+
+    text = shown(text, format)
     if to_stdout(output):
         sys.stdout.write(text)
         return False

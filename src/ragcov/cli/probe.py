@@ -141,7 +141,7 @@ def probe(
     view = _as_the_report_counts(ctx, data_file, done.reachability)
     if drafts_out is not None:
         drafts = draft_suite(view)
-        write_output(jsonl_text(drafts), drafts_out)
+        write_output(jsonl_text(drafts), drafts_out, "jsonl")
         if not quiet and not to_stdout(drafts_out):
             copied = sum(1 for d in drafts if "question" not in d)
             err.print(f"Wrote {len(drafts)} draft tests to {drafts_out}"
@@ -165,7 +165,7 @@ def probe(
     if not quiet:
         err.print(f"Probed {data_file}: {done.added} new probe(s), {done.already} already "
                   f"recorded", markup=False)
-    emit(text, output, "the reachability report")
+    emit(text, output, "the reachability report", format)
     fail(gate)
 
 

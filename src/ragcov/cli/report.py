@@ -181,6 +181,6 @@ def json_cmd(
     options = {"entropy_support": entropy_support, "gini_over": gini_over, "pretty": pretty}
     write_scoped(data_file, scope, output, fail_under,
                  lambda scoped: REPORTERS["json"].render(scoped, options), "JSON report", precision,
-                 fail_under_text=fail_under_text)
+                 "json", fail_under_text=fail_under_text)
 
 

@@ -102,7 +102,7 @@ def _from_config(name: str) -> bool:
 
 def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: float | None,
                  render: Callable[[Any], str], what: str, precision: int | None = None,
-                 fail_under_text: float | None = None) -> None:
+                 format: str = "text", fail_under_text: float | None = None) -> None:
     """The body the file-writing reports share: check, read the scoped data file, write the
     rendering to ``output`` (or stdout), then run the ``--fail-under`` gate."""
     check_fail_under(fail_under)
@@ -112,6 +112,6 @@ def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: 
         check_outputs([output], [data_file])
         scoped = api.report(data_file, scope)
     check_text_gate(scoped.text, fail_under_text)
-    emit(render(scoped), output, what)
+    emit(render(scoped), output, what, format)
     gate(scoped.summary(jaccard=False).coverage, fail_under, precision)
     text_gate(scoped.text, fail_under_text, precision)

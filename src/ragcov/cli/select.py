@@ -71,16 +71,16 @@ def select_cmd(
         raise RagcovError(f"--pytest-args: {data_file} holds no pytest node ids (record the suite "
                           "with pytest --ragcov to select tests by node id)")
     written = [output] if write_output(
-        json_text(doc), output) else []
+        json_text(doc), output, "json") else []
     if suite_out is not None and unread:
         err.print(f"ragcov: warning: {', '.join(unread)}, recorded as the suite's source, "
                   "cannot be read now (moved or changed): its questions are written with id and "
                   "text only, without their other fields", markup=False)
     if suite_out is not None and write_output(
-            jsonl_text(suite), suite_out):
+            jsonl_text(suite), suite_out, "jsonl"):
         written.append(suite_out)
     if pytest_args is not None and write_output("".join(f"{t}\n" for t in doc["tests"]),
-                                                pytest_args):
+                                                pytest_args, "node-ids"):
         written.append(pytest_args)
     # The order (or suite) on stdout is for a pipe: the account goes to stderr beside it.
     out = err if to_stdout(output) or (suite_out is not None and to_stdout(suite_out)) else _out

@@ -105,5 +105,5 @@ def topics(
                   else f"Topics kept from {data_file} ({what}); --refit makes them again",
                   markup=False)
     report = api.topic_coverage(data_file, scope, traffic)
-    emit(render_topics(report, format, precision or 0), output, "topic report")
+    emit(render_topics(report, format, precision or 0), output, "topic report", format)
     fail(api.min_topic_failure(report, min_topic_coverage, precision))

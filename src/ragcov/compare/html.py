@@ -15,7 +15,7 @@ from typing import Any
 from ragcov.compare.diff import CoverageDiff, DocumentChange
 from ragcov.compare.render import diff_totals, points
 from ragcov.errors import RagcovError
-from ragcov.files import write_text_atomic
+from ragcov.files import check_destination, write_text_atomic
 from ragcov.summary import display_percent
 
 PAGE = "diff.html"
@@ -55,6 +55,7 @@ def write_diff_page(d: CoverageDiff, directory: str | os.PathLike[str], precisio
     from ragcov.reporters.html import MARKER, environment
 
     target = Path(directory)
+    check_destination(target)
     if target.exists() and not target.is_dir():
         raise RagcovError(f"{target}: exists and is not a directory")
     fresh = not target.exists() or not any(target.iterdir())
@@ -67,8 +68,8 @@ def write_diff_page(d: CoverageDiff, directory: str | os.PathLike[str], precisio
     style = target / "style.css"
     if not style.exists():
         templates = resources.files("ragcov") / "reporters" / "templates"
-        style.write_bytes((templates / "style.css").read_bytes())
+        write_text_atomic(style, (templates / "style.css").read_text(encoding="utf-8"))
     if fresh:
-        (target / MARKER).write_text("This directory is a ragcov HTML report; "
-                                     "ragcov html replaces it whole.\n", encoding="utf-8")
+        write_text_atomic(target / MARKER, "This directory is a ragcov HTML report; "
+                                           "ragcov html replaces it whole.\n")
     return target / PAGE

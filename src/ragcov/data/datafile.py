@@ -45,7 +45,7 @@ from ragcov.data.spans import write_spans
 from ragcov.data.topics import carry_topics
 from ragcov.destinations import unwritable_reason, written_path
 from ragcov.errors import RagcovError
-from ragcov.files import TargetExists, atomic_path
+from ragcov.files import TargetExists, atomic_path, check_destination
 
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
@@ -145,6 +145,7 @@ class CoverageData:
         if str(self.path) == "-":  # every other output takes - for stdout; SQLite cannot
             raise RagcovError("-: a data file cannot go to stdout (it is a SQLite file); give "
                               "--data-file a file path")
+        check_destination(self.path)  # a link another user planted, or one in the cache
         # One stat, not exists() then is_file(): a file an erase or a combine's rename takes
         # away between two looks is gone (the path is free), not "not a regular file".
         try:

@@ -69,7 +69,13 @@ def writers_turn(path: Path) -> Iterator[None]:
     lock.parent.mkdir(parents=True, exist_ok=True)  # as atomic_path does for the file itself
     deadline = time.monotonic() + schema.BUSY_TIMEOUT_S
     while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        try:  # ragcov's own name beside the data file: a link there was planted
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        except OSError as exc:
+            if os.path.islink(lock):
+                raise RagcovError(f"{lock}: is a symbolic link, and ragcov's lock file never is "
+                                  "one; refusing to open it (remove it)") from exc
+            raise
         try:
             while True:
                 try:

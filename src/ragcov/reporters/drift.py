@@ -308,24 +308,19 @@ def write_drift_page(s: DriftSummary, directory: str | os.PathLike[str]) -> Path
     with the site's stylesheet when it has none; the site's other pages are left alone."""
     from importlib import resources
 
-    import jinja2
-
     from ragcov.files import write_text_atomic
-    from ragcov.reporters.html import MARKER, _check_target
+    from ragcov.reporters.html import MARKER, _check_target, environment
 
     target = Path(directory)
     _check_target(target)
-    env = jinja2.Environment(loader=jinja2.PackageLoader("ragcov", "reporters/templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
-    html = env.get_template("drift.html").render(site=(target / "index.html").exists(),
+    html = environment().get_template("drift.html").render(site=(target / "index.html").exists(),
                                                  **drift_context(s))
     target.mkdir(parents=True, exist_ok=True)
     write_text_atomic(target / DRIFT_PAGE, html)
     if not (target / "style.css").exists():
         templates = resources.files("ragcov") / "reporters" / "templates"
-        (target / "style.css").write_bytes((templates / "style.css").read_bytes())
+        write_text_atomic(target / "style.css", (templates / "style.css").read_text(encoding="utf-8"))
     if not (target / MARKER).exists():
-        (target / MARKER).write_text("This directory is a ragcov HTML report; "
-                                     "ragcov html replaces it whole.\n", encoding="utf-8")
+        write_text_atomic(target / MARKER, "This directory is a ragcov HTML report; "
+                                           "ragcov html replaces it whole.\n")
     return target / DRIFT_PAGE

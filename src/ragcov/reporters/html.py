@@ -26,7 +26,7 @@ from ragcov.config import MAX_PRECISION
 from ragcov.controls import escape_controls
 from ragcov.destinations import written_path
 from ragcov.errors import RagcovError
-from ragcov.files import exchange, remove_stale_temps, temp_prefix
+from ragcov.files import check_destination, exchange, remove_stale_temps, temp_prefix
 from ragcov.matrix import CoverageMatrix
 from ragcov.reporters.curves import (
     Curve,
@@ -97,6 +97,7 @@ def html_report(m: CoverageMatrix, chunk_texts: Mapping[str, str],
 
 
 def _check_target(target: Path) -> None:
+    check_destination(target)  # a folder linked by another user, or a link in the cache
     if target.exists() and not target.is_dir():
         raise RagcovError(f"{target}: exists and is not a directory")
     if target.is_dir() and any(target.iterdir()) and not (target / MARKER).exists():
@@ -105,14 +106,17 @@ def _check_target(target: Path) -> None:
 
 
 def environment() -> Any:
-    """The templates' environment, for the site and the diff page alike.
+    """The templates' environment, for every page ragcov writes (the site, the diff page,
+    the drift page): no page is rendered by another (``tests/test_hostile_outputs.py``).
 
     Autoescape writes ``<`` as ``&lt;``, but a control character is no markup and passed
     raw: U+202E from a document id made ``doc\u202etxt.exe`` display as "docexe.txt", and
     a NUL from chunk text reached the page. Every value a template prints is finalised
     first, so those characters show as ``\u202e`` and ``\x00``, as the terminal shows
     them (line breaks and tabs of chunk text stay). Markup (``tojson``) is left alone:
-    JSON already writes them as escapes."""
+    JSON already writes them as escapes. What a template writes itself, or a value marked
+    safe, is caught last: the rendered page is escaped as a whole, so no template or
+    filter can put a raw control character on a page."""
     import jinja2
     from markupsafe import Markup
 
@@ -121,7 +125,14 @@ def environment() -> Any:
             return escape_controls(value, keep="\n\t")
         return value
 
-    return jinja2.Environment(
+    class Page(jinja2.Template):
+        def render(self, *args: Any, **kwargs: Any) -> str:
+            return escape_controls(super().render(*args, **kwargs), keep="\n\t\r")
+
+    class Pages(jinja2.Environment):
+        template_class = Page
+
+    return Pages(
         loader=jinja2.PackageLoader("ragcov", "reporters/templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,

@@ -29,7 +29,7 @@ import numpy as np
 from ragcov.corpus import Corpus
 from ragcov.errors import RagcovError
 from ragcov.files import atomic_path, cache_dir
-from ragcov.user_warnings import warn
+from ragcov.user_warnings import NotSavedWarning, warn
 
 _BLOCK = 1 << 24
 
@@ -139,4 +139,5 @@ def save_embeddings(path: Path, emb: np.ndarray, key: str | None = None) -> None
             np.savez(fh, embeddings=emb, meta=np.array(meta))
     except (OSError, RagcovError) as exc:  # RagcovError: atomic_path found it unwritable
         reason = getattr(exc, "strerror", None) or str(exc)
-        warn(f"embedding cache {path}: not saved ({reason}); the next run embeds the corpus again")
+        warn(f"embedding cache {path}: not saved ({reason}); the next run embeds the corpus again",
+             NotSavedWarning)

@@ -31,7 +31,7 @@ import numpy as np
 from ragcov.errors import RagcovError
 from ragcov.files import atomic_path, cache_dir
 from ragcov.retrievers.embedding_cache import embeddings_digest
-from ragcov.user_warnings import warn
+from ragcov.user_warnings import NotSavedWarning, warn
 
 MAGIC = b"ragcov-hnsw-index 1\n"
 FORMAT = 1
@@ -107,7 +107,8 @@ def hnsw_index(emb: np.ndarray, m: int = 32, ef_search: int = 128, persist: bool
     try:
         save_hnsw(path, index, key)
     except (OSError, RagcovError) as exc:  # a full or read-only disk costs the next run a build
-        warn(f"HNSW index cache {path}: not saved ({exc}); the next run builds it again")
+        warn(f"HNSW index cache {path}: not saved ({exc}); the next run builds it again",
+             NotSavedWarning)
     return index
 
 

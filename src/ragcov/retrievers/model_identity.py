@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragcov.destinations import NotOurs
 from ragcov.errors import RagcovError
 from ragcov.files import atomic_path, cache_dir
+from ragcov.user_warnings import NotSavedWarning, warn
 
 # What decides a model's vectors: weights, tokenizer, configuration. Not READMEs, licences,
 # training logs or pictures, which a user may edit without changing one vector.
@@ -169,6 +171,8 @@ def _known_path() -> Path:
 
 
 def _read_known() -> dict[str, Any]:
+    if os.path.islink(_known_path()):  # planted: its digests would name another model's
+        return {}
     try:
         known = json.loads(_known_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -183,5 +187,7 @@ def _write_known(known: dict[str, Any]) -> None:
         _known_path().parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(_known_path()) as tmp:
             Path(tmp).write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
+    except NotOurs as exc:  # a planted link: said, and left alone
+        warn(f"model digests not saved: {exc}", NotSavedWarning)
     except (OSError, RagcovError):  # an unwritable folder: atomic_path says so in a RagcovError
         pass
