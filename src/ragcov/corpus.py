@@ -28,8 +28,8 @@ from ragcov.fields import (
     located,
 )
 from ragcov.files import first_key, iter_jsonl, read_text, text_hash
-from ragcov.stores.base import chunk_fields
-from ragcov.stores.urls import is_store_url, open_store
+from ragcov.stores.base import AppIds, Reading, chunk_fields
+from ragcov.stores.urls import is_store_url, open_store, parse_store_url
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 
@@ -99,6 +99,7 @@ class Corpus(Sequence[Chunk]):
         self.chunking: dict[str, Any] = dict(chunking or {"method": "given"})
         self.source = source
         self.store: Any = None  # the open store when the chunks were read from one
+        self.reading: Any = None  # how a store's rows were read (ragcov.stores.base.Reading)
         index: dict[str, int] = {}
         dupes: list[str] = []
         for i, chunk in enumerate(self.chunks):
@@ -281,27 +282,38 @@ def read_documents_jsonl(path: str | os.PathLike[str], chunk_size: int = DEFAULT
     return Corpus.from_documents(docs, chunk_size, chunk_overlap, titles=titles, source=str(path))
 
 
-def read_store(source: str | os.PathLike[str], doc_key: str | None = None) -> Corpus:
-    """A store's chunks with its own ids, paged; the open store stays on for ``--retriever store``."""
+def read_store(source: str | os.PathLike[str], doc_key: str | None = None,
+               id_key: str | None = None) -> Corpus:
+    """A store's chunks with the app's ids, paged; the open store stays on for ``--retriever store``.
+
+    ``id_key``/``doc_key`` name the metadata keys of the chunk id and the document (also
+    ``?id_key=``/``?doc_key=`` in the URL; the arguments win); see
+    :func:`ragcov.stores.base.chunk_fields` for what is found without them.
+    """
+    params = parse_store_url(source).params
     store = open_store(source)
-    doc_key = doc_key or getattr(store, "doc_key", None)  # a store URL may name it (pgvector's ?doc=)
+    # A store URL may name them (pgvector's ?doc= too).
+    doc_key = doc_key or params.get("doc_key") or getattr(store, "doc_key", None)
+    id_key = id_key or params.get("id_key")
+    reading = Reading()
     try:
         with cyclic_gc_paused():  # a chunk, a dict and a hash per row: no cycles to look for
-            corpus = Corpus((Chunk(**row) for row in chunk_fields(store, doc_key)),
+            corpus = Corpus((Chunk(**row) for row in chunk_fields(store, doc_key, id_key, reading)),
                             chunking={"method": "store", **store.describe()}, source=store.url)
     except FieldError as exc:  # a stored value that cannot be what it names
         raise RagcovError(f"{store.url}: {exc}") from None
-    corpus.store = store
+    corpus.store = AppIds(store, reading.to_app) if reading.to_app else store
+    corpus.reading = reading
     return corpus
 
 
 def load_corpus(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
                 chunk_overlap: int = DEFAULT_CHUNK_OVERLAP, split: bool = False,
-                doc_key: str | None = None) -> Corpus:
+                doc_key: str | None = None, id_key: str | None = None) -> Corpus:
     """Chunks from a .jsonl (``split``: of documents, chunked here), BEIR folder, text files or store URL."""
     p = Path(path)
     if is_store_url(path):
-        corpus = read_store(path, doc_key)
+        corpus = read_store(path, doc_key, id_key)
     elif not p.exists():
         raise RagcovError(f"{p}: no such file or directory")
     elif p.is_dir():
