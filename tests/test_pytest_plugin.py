@@ -49,6 +49,10 @@ def test_same_question_again(ragcov_retriever):
     assert ids == ["paris"]
 '''
 
+# The toy suite's headline: 3 queries at k=1 over 8 chunks can cover at most 3 of them.
+HEADLINE = ("Chunk coverage: 37.5% (3 of 8 chunks, 3 queries); workload ceiling 37.5% (3 queries x k=1 "
+            "of 8 chunks)")
+
 
 @pytest.fixture
 def toy(pytester: pytest.Pytester) -> pytest.Pytester:
@@ -74,7 +78,7 @@ def test_passes_above_the_threshold_and_records_node_ids(toy: pytest.Pytester):
     result.stdout.fnmatch_lines([
         "*- ragcov: chunk coverage -*",
         "TOTAL * 8 * 3 * 5 * 38%",
-        "Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)",
+        HEADLINE,
         "Required chunk coverage of 37% reached. Total chunk coverage: 37.50%",
     ])
     rows = recorded(toy.path / ".ragcov")
@@ -220,7 +224,8 @@ def test_function():
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
                                 "corpus.jsonl", "--ragcov-k", "2")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["Chunk coverage: 25.0% (2 of 8 chunks, 1 queries)"])
+    result.stdout.fnmatch_lines(["Chunk coverage: 25.0% (2 of 8 chunks, 1 queries); "
+                                 "workload ceiling 25.0% (1 query x k=2 of 8 chunks)"])
 
 
 def test_a_retriever_shorter_than_k_is_said_beside_the_total(pytester: pytest.Pytester):
@@ -368,7 +373,7 @@ def test_xdist_workers_files_are_combined_and_deduplicated(toy: pytest.Pytester)
                                                    "--ragcov-fail-under", "37"))
     result.assert_outcomes(passed=8)
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])
+    result.stdout.fnmatch_lines([HEADLINE])
     assert len(recorded(toy.path / ".ragcov")) == 3
     assert sorted(p.name for p in toy.path.glob(".ragcov*")) == [".ragcov"]
 
@@ -454,7 +459,7 @@ def test_corpus_from_a_vector_store_url(toy: pytest.Pytester):
     result = toy.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
                                       url, "--ragcov-retriever", "bm25", "--ragcov-k", "1")
     result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])
+    result.stdout.fnmatch_lines([HEADLINE])
 
 
 @pytest.mark.parametrize("table", ["", "[tool.ragcov.report]\n"])
@@ -516,7 +521,7 @@ def test_an_ini_corpus_path_is_relative_to_the_ini_file(toy: pytest.Pytester,
     monkeypatch.chdir(toy.path / "sub")
     result = toy.runpytest("-p", "no:cacheprovider", "--ragcov", str(toy.path / "test_toy.py"))
     assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
-    result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])
+    result.stdout.fnmatch_lines([HEADLINE])
 
 
 def test_select_writes_the_chosen_tests_for_pytest_to_run(toy: pytest.Pytester):
@@ -580,7 +585,7 @@ def test_outcomes_stand_beside_coverage(pytester: pytest.Pytester):
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         assert ragcov("report", "--min-hit-rate", "90") == 2
-    assert ("Correctness (test outcomes): 4 of 6 recorded tests passed (hit rate 66.7%); "
+    assert ("Correctness (test outcomes): 4 of 6 recorded tests passed (pass rate 66.7%); "
             "failing: test_toy.py::test_a_question_that_misses") in buffer.getvalue()
     assert ragcov("report", "--min-hit-rate", "66") == 0
     assert ragcov("json", "-o", str(report)) == 0
@@ -588,7 +593,8 @@ def test_outcomes_stand_beside_coverage(pytester: pytest.Pytester):
     missing = next(q for q in doc["queries"].values() if q["test"].endswith("question_that_misses"))
     seine = next(q for q in doc["queries"].values() if "Seine" in q["text"])
     assert missing["outcome"] == "failed" and seine["outcome"] == "failed"
-    assert doc["correctness"]["hit_rate"] == pytest.approx(4 / 6)
+    assert doc["correctness"]["pass_rate"] == pytest.approx(4 / 6)  # a hit rate is of labels
+    assert "hit_rate" not in doc["correctness"]
     assert ragcov("faults", "-o", str(pytester.path / "f.json")) == 0
     faults = json.loads((pytester.path / "f.json").read_text())
     failed = sorted(q for q, v in doc["queries"].items() if v is missing or v is seine)

@@ -19,6 +19,8 @@ import typer
 from ragcov import api
 from ragcov.api import ReportScope, check_outputs
 from ragcov.cli.options import check_fail_under, check_precision, emit, gate
+from ragcov.summary import ceiling_warning
+from ragcov.user_warnings import RetrievalWarning, warn
 
 Include = Annotated[list[str] | None, typer.Option(
     "--include", help="Report only documents whose id matches this glob (repeatable, or comma-separated).")]
@@ -110,5 +112,8 @@ def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: 
     with api.one_read(data_file):  # the output checks and the report: one snapshot
         check_outputs([output], [data_file])
         scoped = api.report(data_file, scope)
+    summary = scoped.summary(jaccard=False)
+    if warning := ceiling_warning(summary, fail_under):  # said at once, before the output
+        warn(warning, RetrievalWarning)
     emit(render(scoped), output, what)
-    gate(scoped.summary(jaccard=False).coverage, fail_under, precision)
+    gate(summary.coverage, fail_under, precision)

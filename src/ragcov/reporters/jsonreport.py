@@ -88,6 +88,8 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
             "mean_pairwise_jaccard_sampled_pairs": s.jaccard_sampled_pairs,
             "entropy_support": s.entropy_support, "gini_over": s.gini_over,
             "excluded_chunks": s.excluded,
+            # queries x k / chunks, at most 1: what this workload can cover at best
+            "workload_ceiling": s.ceiling,
         },
         "documents": {
             d.doc_id: {"chunks": d.chunks, "covered_chunks": d.covered,

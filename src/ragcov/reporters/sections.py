@@ -78,4 +78,4 @@ def correctness_line(c: Any, k: int) -> str:
     failed = f"; failing: {', '.join(c.failed[:3])}{' ...' if len(c.failed) > 3 else ''}" \
         if c.failed else ""
     return (f"Correctness (test outcomes): {c.labelled - len(c.failed)} of {c.labelled} recorded "
-            f"tests passed (hit rate {c.hit_rate * 100:.1f}%){failed}")
+            f"tests passed (pass rate {c.hit_rate * 100:.1f}%){failed}")
