@@ -43,14 +43,14 @@ def test_top_chunk(ragcov_retriever, question):
     assert ragcov_retriever(question)[0][0] == QUESTIONS[question]
 
 def test_same_question_again(ragcov_retriever):
-    # Asked by another test too: one query in the data, not two.
+    # Asked by another test too: a query of its own, named by this test.
     question = "Which capital sits on the river Seine, Paris?"
     ids = [cid for cid, _ in ragcov_retriever.retrieve([question], 1)[0]]
     assert ids == ["paris"]
 '''
 
-# The toy suite's headline: 3 queries at k=1 over 8 chunks can cover at most 3 of them.
-HEADLINE = ("Chunk coverage: 37.5% (3 of 8 chunks, 3 queries); workload ceiling 37.5% (3 queries x k=1 "
+# The toy suite's headline: 4 queries (one per test) at k=1 over 8 chunks can cover at most 4.
+HEADLINE = ("Chunk coverage: 37.5% (3 of 8 chunks, 4 queries); workload ceiling 50.0% (4 queries x k=1 "
             "of 8 chunks)")
 
 
@@ -82,11 +82,16 @@ def test_passes_above_the_threshold_and_records_node_ids(toy: pytest.Pytester):
         "Required chunk coverage of 37% reached. Total chunk coverage: 37.50%",
     ])
     rows = recorded(toy.path / ".ragcov")
-    assert len(rows) == 3  # the repeated question is one query
+    assert len(rows) == 4  # each test's question is a query, named by the test's node id
     for qid, text, context in rows:
-        assert qid.startswith("q-") and len(qid) == 14
-        assert context.startswith("test_toy.py::test_top_chunk[")
-        assert text in context
+        assert qid == context
+        assert text in context or context == "test_toy.py::test_same_question_again"
+    assert {context for _, _, context in rows} == {
+        *(f"test_toy.py::test_top_chunk[{q}]" for q in (
+            "Which capital sits on the river Seine, Paris?",
+            "How does photosynthesis in a cell turn sunlight into sugar?",
+            "What quarterly dividends per share did the company declare?")),
+        "test_toy.py::test_same_question_again"}
     m = CoverageData(toy.path / ".ragcov").matrix()
     assert sorted(m.chunk_ids[j] for j in m.covered().nonzero()[0]) == [
         "dividends", "paris", "photosynthesis"]
@@ -534,7 +539,8 @@ def test_select_writes_the_chosen_tests_for_pytest_to_run(toy: pytest.Pytester):
     with pytest.raises(SystemExit):
         main(["json", "--data-file", str(data), "-o", str(toy.path / "r.json")])
     tests = {q["test"] for q in json.loads((toy.path / "r.json").read_text())["queries"].values()}
-    assert all(t.startswith("test_toy.py::test_top_chunk[") for t in tests)
+    assert all(t.startswith(("test_toy.py::test_top_chunk[", "test_toy.py::test_same_question"))
+               for t in tests)
     with pytest.raises(SystemExit):
         main(["select", "--data-file", str(data), "--budget", "2", "--pytest-args",
               str(toy.path / "keep.txt"), "--suite-out", str(toy.path / "keep.jsonl"),
@@ -555,7 +561,7 @@ def test_a_question_that_misses(ragcov_retriever):
 
 
 def test_the_same_question_fails_here(ragcov_retriever):
-    # asked first by test_same_question_again, which passes: the question fails with this test
+    # asked by test_same_question_again too, which passes: this test's query fails
     assert ragcov_retriever("Which capital sits on the river Seine, Paris?")[0][0] == "tokyo"
 '''
 
@@ -591,8 +597,10 @@ def test_outcomes_stand_beside_coverage(pytester: pytest.Pytester):
     assert ragcov("json", "-o", str(report)) == 0
     doc = json.loads(report.read_text())
     missing = next(q for q in doc["queries"].values() if q["test"].endswith("question_that_misses"))
-    seine = next(q for q in doc["queries"].values() if "Seine" in q["text"])
+    seine = doc["queries"]["test_toy.py::test_the_same_question_fails_here"]
     assert missing["outcome"] == "failed" and seine["outcome"] == "failed"
+    # The same question in a test that passed is that test's query, and passed.
+    assert doc["queries"]["test_toy.py::test_same_question_again"]["outcome"] == "passed"
     assert doc["correctness"]["pass_rate"] == pytest.approx(4 / 6)  # a hit rate is of labels
     assert "hit_rate" not in doc["correctness"]
     assert ragcov("faults", "-o", str(pytester.path / "f.json")) == 0
