@@ -79,7 +79,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> dict:
                              else _llamaindex_docs(index))
             cells[f"llamaindex-{how}-{engine}"] = {
                 "url": url, "top": top, "docs": expected_docs, "path": path, "engine": engine}
-    cells["langchain-documents-chroma"] = _langchain_chroma(work, chunks, texts, minilm_path)
+    for engine in ("chroma", "faiss", "lancedb"):
+        cells[f"langchain-documents-{engine}"] = _langchain(engine, work, chunks, texts, minilm_path)
     return {"suite": suite, "cells": cells, "queries": [q["id"] for q in questions], "model": minilm_path,
             "work": work}
 
@@ -100,23 +101,33 @@ def _llamaindex_docs(index) -> dict[str, str]:
             for n in index.as_retriever(similarity_top_k=10_000).retrieve("revenue")}
 
 
-def _langchain_chroma(work: Path, chunks, texts: list[str], minilm_path: str) -> dict:
-    from langchain_community.vectorstores import Chroma
+def _langchain(engine: str, work: Path, chunks, texts: list[str], minilm_path: str) -> dict:
+    """``from_documents`` with the app's metadata, into the store as LangChain's users make it."""
+    from langchain_community.vectorstores import FAISS, Chroma, LanceDB
     from langchain_core.documents import Document
     from sentence_transformers import SentenceTransformer
 
     from helpers import langchain_embeddings
 
     embeddings = langchain_embeddings(SentenceTransformer(minilm_path, device="cpu"))
-    path = str(work / "chroma-langchain")
+    documents = [Document(page_content=c.text, metadata={"chunk_id": c.id, "source": c.doc_id})
+                 for c in chunks]
+    path = str(work / f"{engine}-langchain")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # langchain_community's Chroma is deprecated for langchain-chroma
-        vs = Chroma.from_documents(
-            [Document(page_content=c.text, metadata={"chunk_id": c.id, "source": c.doc_id}) for c in chunks],
-            embeddings, persist_directory=path, collection_name="app")
+        warnings.simplefilter("ignore")  # langchain_community's stores are deprecated for their own packages
+        if engine == "chroma":
+            vs = Chroma.from_documents(documents, embeddings, persist_directory=path, collection_name="app")
+            url = f"chroma://{path}?collection=app"
+        elif engine == "faiss":
+            vs = FAISS.from_documents(documents, embeddings)
+            vs.save_local(path)
+            url = f"faiss://{path}?trust=pickle"
+        else:
+            vs = LanceDB.from_documents(documents, embeddings, uri=path, table_name="app")
+            url = f"lancedb://{path}?table=app"
         top = [[d.metadata["chunk_id"] for d in vs.similarity_search(t, k=K)] for t in texts]
-    return {"url": f"chroma://{path}?collection=app", "top": top,
-            "docs": {c.id: c.doc_id for c in chunks}, "path": path, "engine": "chroma"}
+    return {"url": url, "top": top, "docs": {c.id: c.doc_id for c in chunks}, "path": path,
+            "engine": engine}
 
 
 def _ragcov(capsys, world: dict, url: str, tmp_path: Path, *extra: str) -> tuple[list[list[str]], str, list]:
@@ -132,7 +143,8 @@ def _ragcov(capsys, world: dict, url: str, tmp_path: Path, *extra: str) -> tuple
 
 
 CELLS = ["llamaindex-documents-qdrant", "llamaindex-nodes-qdrant", "llamaindex-documents-chroma",
-         "llamaindex-nodes-chroma", "langchain-documents-chroma"]
+         "llamaindex-nodes-chroma", "langchain-documents-chroma", "langchain-documents-faiss",
+         "langchain-documents-lancedb"]
 
 
 @pytest.mark.parametrize("cell", CELLS)
