@@ -219,3 +219,54 @@ def test_a_store_another_model_made_is_refused(capsys, world: dict, tmp_path: Pa
     assert code != 0
     assert "the stored vectors were not made by" in err and "MiniLM" in err
     assert len(err.strip().splitlines()) == 1
+
+
+PLUGIN_APP = '''
+import json
+
+import pytest
+from framework_stores import llamaindex_store, minilm_llamaindex
+from llama_index.core import Settings, VectorStoreIndex
+from qdrant_client import QdrantClient
+
+from ragcov.pytest_plugin import record
+
+Settings.llm = None
+QUESTIONS = [json.loads(line) for line in open({suite!r})]
+INDEX = VectorStoreIndex.from_vector_store(llamaindex_store("qdrant", {path!r}, "app"),
+                                           embed_model=minilm_llamaindex({model!r}))
+
+
+@pytest.mark.parametrize("q", QUESTIONS, ids=[q["id"] for q in QUESTIONS])
+def test_question(q):
+    retriever = record(INDEX.as_retriever(similarity_top_k={k}), query_id=q["id"])
+    assert len(retriever.retrieve(q["query"])) == {k}
+
+
+def test_the_app_opens_its_own_store():
+    client = QdrantClient(path={path!r})  # while ragcov has the store URL as its corpus
+    assert client.count("app").count > 0
+    client.close()
+'''
+
+
+def test_pytest_plugin_with_record(world: dict, tmp_path: Path) -> None:
+    """The pytest plugin, the store URL as corpus, ``record()`` around the app's LlamaIndex
+    retriever with the team's question ids: the same top-k, and the app's tests open its store."""
+    import os
+    import subprocess
+    import sys
+
+    c = world["cells"]["llamaindex-nodes-qdrant"]
+    (tmp_path / "test_app.py").write_text(PLUGIN_APP.format(
+        suite=str(world["suite"]), path=c["path"], model=world["model"], k=K))
+    tests = str(Path(__file__).resolve().parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_app.py",
+         "--ragcov", "--ragcov-corpus", c["url"], "--ragcov-k", str(K)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    m = CoverageData(tmp_path / ".ragcov").matrix()
+    rows = {qid: [m.chunk_ids[x] for x in m.retrieved(i)] for i, qid in enumerate(m.query_ids)}
+    assert [rows[q] for q in world["queries"]] == c["top"]  # keyed by the team's question ids
