@@ -178,3 +178,31 @@ def test_under_the_plugin_with_the_store_as_corpus_the_apps_tests_open_their_sto
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus", url,
                                            "--ragcov-retriever", "bm25", "--ragcov-k", "1")
     result.assert_outcomes(passed=1)
+
+
+def test_the_app_opens_its_milvus_lite_store_while_ragcov_holds_it(tmp_path: Path) -> None:
+    """Milvus Lite admits one process per store; ragcov reads a copy, so the app (here, another
+    process, as a test runner's worker is) opens its own."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("pymilvus")
+    path = tmp_path / "app.db"
+    # Built by another process: Milvus Lite keeps a store locked by the process that opened it.
+    build = subprocess.run([sys.executable, "-c", f"""
+from pymilvus import MilvusClient
+client = MilvusClient({str(path)!r})
+client.create_collection("app", dimension=3)
+client.insert("app", [{{"id": i, "vector": [1.0, float(i), 0.5], "text": f"Revenue line {{i}}.",
+                       "chunk_id": f"c{{i}}"}} for i in range(4)])
+client.close()
+"""], capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-500:]
+    corpus = load_corpus(f"milvus://{path}?collection=app")
+    assert sorted(corpus.ids) == ["c0", "c1", "c2", "c3"]
+    app = subprocess.run([sys.executable, "-c", "from pymilvus import MilvusClient; "
+                          f"c = MilvusClient({str(path)!r}); c.load_collection('app'); "
+                          "print(len(c.query('app', filter='id >= 0', output_fields=['chunk_id'])))"],
+                         capture_output=True, text=True, timeout=300)
+    assert app.returncode == 0 and app.stdout.strip() == "4", app.stderr[-500:]
+    assert corpus.store.search([[1.0, 3.0, 0.5]], 1)[0][0][0] == "c3"
