@@ -602,7 +602,7 @@ def test_outcomes_stand_beside_coverage(pytester: pytest.Pytester):
     # The same question in a test that passed is that test's query, and passed.
     assert doc["queries"]["test_toy.py::test_same_question_again"]["outcome"] == "passed"
     assert doc["correctness"]["pass_rate"] == pytest.approx(4 / 6)  # a hit rate is of labels
-    assert "hit_rate" not in doc["correctness"]
+    assert doc["correctness"]["hit_rate"] == doc["correctness"]["pass_rate"]  # the key kept
     assert ragcov("faults", "-o", str(pytester.path / "f.json")) == 0
     faults = json.loads((pytester.path / "f.json").read_text())
     failed = sorted(q for q, v in doc["queries"].items() if v is missing or v is seine)

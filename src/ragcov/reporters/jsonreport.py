@@ -22,7 +22,9 @@ FORMAT_VERSION history:
      file probed with the exact check, totals.exact_check, index_recall, lost_at,
      index_hidden_chunks, suite_exact_covered_chunks, suite_index_missed_chunks (and with
      a reranker first_stage_coverage, reranker_dropped_chunks), chunks.*.lost_at and
-     missed_by, and stages (per test index_recall and index_missed).
+     missed_by, and stages (per test index_recall and index_missed); totals.workload_ceiling
+     for every file (min(1, queries x k / chunks)), and correctness.pass_rate for test
+     outcomes (their hit_rate, the same number, is kept).
 Keys may be added within a version; none is renamed or removed.
 """
 
