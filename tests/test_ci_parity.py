@@ -389,7 +389,8 @@ def test_report_names_retriever_model_and_k(in_sample: Path, capsys) -> None:
     code, out, _ = cli(capsys, "report")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "retriever: bm25 (bm25s(k1=1.5,b=0.75)), k=5"
+    assert lines[0] == ("retriever: bm25 (bm25s(k1=1.5,b=0.75)), k=5; workload ceiling 100% (300 queries "
+                        "x k=5 of 1,184 chunks)")
     assert lines[1].split()[0] == "Document"
     _, total, _ = cli(capsys, "report", "--format", "total")
     assert total.strip() == "55.07"  # a number only, for scripts
@@ -423,7 +424,8 @@ def test_retriever_line_from_the_recorded_fingerprint(tmp_path: Path, capsys,
         ["tokyo", "paris", "berlin", "madrid", "interest"])])  # k lists: no depth note
     CoverageData(tmp_path / ".ragcov").write(load_corpus(city_corpus_file), run)
     code, out, _ = cli(capsys, "report")
-    assert code == 0 and out.splitlines()[0] == line
+    # One query at k=5 over 8 chunks: the suite can cover 5 of them at most.
+    assert code == 0 and out.splitlines()[0] == line + "; workload ceiling 62% (1 query x k=5 of 8 chunks)"
 
 
 # 7. Other libraries' warnings: once each, labelled with the library, silenced by -q --------

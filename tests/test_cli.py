@@ -62,7 +62,8 @@ def test_report_formats_and_fail_under(capsys, workdir: Path) -> None:
     lines = out.splitlines()
     # BM25 returns only chunks sharing a word with the query: one query got 1 of k = 2
     assert lines[0] == ("retriever: bm25 (bm25s(k1=1.5,b=0.75)), k=2; 1 of 3 queries retrieved "
-                        "fewer than 2 chunks (mean depth 1.7)")
+                        "fewer than 2 chunks (mean depth 1.7); workload ceiling 75% (3 queries x k=2 "
+                        "of 8 chunks)")
     assert lines[1].split()[:5] == ["Document", "Chunks", "Covered", "Missing", "Cover"]
     assert lines[-1].split()[0] == "TOTAL" and lines[-1].split()[1] == "8"
     assert "mitochondria" in out  # a missing chunk is listed

@@ -43,11 +43,15 @@ def test_top_chunk(ragcov_retriever, question):
     assert ragcov_retriever(question)[0][0] == QUESTIONS[question]
 
 def test_same_question_again(ragcov_retriever):
-    # Asked by another test too: one query in the data, not two.
+    # Asked by another test too: a query of its own, named by this test.
     question = "Which capital sits on the river Seine, Paris?"
     ids = [cid for cid, _ in ragcov_retriever.retrieve([question], 1)[0]]
     assert ids == ["paris"]
 '''
+
+# The toy suite's headline: 4 queries (one per test) at k=1 over 8 chunks can cover at most 4.
+HEADLINE = ("Chunk coverage: 37.5% (3 of 8 chunks, 4 queries); workload ceiling 50.0% (4 queries x k=1 "
+            "of 8 chunks)")
 
 
 @pytest.fixture
@@ -74,15 +78,20 @@ def test_passes_above_the_threshold_and_records_node_ids(toy: pytest.Pytester):
     result.stdout.fnmatch_lines([
         "*- ragcov: chunk coverage -*",
         "TOTAL * 8 * 3 * 5 * 38%",
-        "Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)",
+        HEADLINE,
         "Required chunk coverage of 37% reached. Total chunk coverage: 37.50%",
     ])
     rows = recorded(toy.path / ".ragcov")
-    assert len(rows) == 3  # the repeated question is one query
+    assert len(rows) == 4  # each test's question is a query, named by the test's node id
     for qid, text, context in rows:
-        assert qid.startswith("q-") and len(qid) == 14
-        assert context.startswith("test_toy.py::test_top_chunk[")
-        assert text in context
+        assert qid == context
+        assert text in context or context == "test_toy.py::test_same_question_again"
+    assert {context for _, _, context in rows} == {
+        *(f"test_toy.py::test_top_chunk[{q}]" for q in (
+            "Which capital sits on the river Seine, Paris?",
+            "How does photosynthesis in a cell turn sunlight into sugar?",
+            "What quarterly dividends per share did the company declare?")),
+        "test_toy.py::test_same_question_again"}
     m = CoverageData(toy.path / ".ragcov").matrix()
     assert sorted(m.chunk_ids[j] for j in m.covered().nonzero()[0]) == [
         "dividends", "paris", "photosynthesis"]
@@ -220,7 +229,8 @@ def test_function():
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
                                 "corpus.jsonl", "--ragcov-k", "2")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["Chunk coverage: 25.0% (2 of 8 chunks, 1 queries)"])
+    result.stdout.fnmatch_lines(["Chunk coverage: 25.0% (2 of 8 chunks, 1 queries); "
+                                 "workload ceiling 25.0% (1 query x k=2 of 8 chunks)"])
 
 
 def test_a_retriever_shorter_than_k_is_said_beside_the_total(pytester: pytest.Pytester):
@@ -368,7 +378,7 @@ def test_xdist_workers_files_are_combined_and_deduplicated(toy: pytest.Pytester)
                                                    "--ragcov-fail-under", "37"))
     result.assert_outcomes(passed=8)
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])
+    result.stdout.fnmatch_lines([HEADLINE])
     assert len(recorded(toy.path / ".ragcov")) == 3
     assert sorted(p.name for p in toy.path.glob(".ragcov*")) == [".ragcov"]
 
@@ -454,7 +464,7 @@ def test_corpus_from_a_vector_store_url(toy: pytest.Pytester):
     result = toy.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
                                       url, "--ragcov-retriever", "bm25", "--ragcov-k", "1")
     result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])
+    result.stdout.fnmatch_lines([HEADLINE])
 
 
 @pytest.mark.parametrize("table", ["", "[tool.ragcov.report]\n"])
@@ -516,7 +526,7 @@ def test_an_ini_corpus_path_is_relative_to_the_ini_file(toy: pytest.Pytester,
     monkeypatch.chdir(toy.path / "sub")
     result = toy.runpytest("-p", "no:cacheprovider", "--ragcov", str(toy.path / "test_toy.py"))
     assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
-    result.stdout.fnmatch_lines(["Chunk coverage: 37.5% (3 of 8 chunks, 3 queries)"])
+    result.stdout.fnmatch_lines([HEADLINE])
 
 
 def test_select_writes_the_chosen_tests_for_pytest_to_run(toy: pytest.Pytester):
@@ -529,7 +539,8 @@ def test_select_writes_the_chosen_tests_for_pytest_to_run(toy: pytest.Pytester):
     with pytest.raises(SystemExit):
         main(["json", "--data-file", str(data), "-o", str(toy.path / "r.json")])
     tests = {q["test"] for q in json.loads((toy.path / "r.json").read_text())["queries"].values()}
-    assert all(t.startswith("test_toy.py::test_top_chunk[") for t in tests)
+    assert all(t.startswith(("test_toy.py::test_top_chunk[", "test_toy.py::test_same_question"))
+               for t in tests)
     with pytest.raises(SystemExit):
         main(["select", "--data-file", str(data), "--budget", "2", "--pytest-args",
               str(toy.path / "keep.txt"), "--suite-out", str(toy.path / "keep.jsonl"),
@@ -550,7 +561,7 @@ def test_a_question_that_misses(ragcov_retriever):
 
 
 def test_the_same_question_fails_here(ragcov_retriever):
-    # asked first by test_same_question_again, which passes: the question fails with this test
+    # asked by test_same_question_again too, which passes: this test's query fails
     assert ragcov_retriever("Which capital sits on the river Seine, Paris?")[0][0] == "tokyo"
 '''
 
@@ -580,15 +591,18 @@ def test_outcomes_stand_beside_coverage(pytester: pytest.Pytester):
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         assert ragcov("report", "--min-hit-rate", "90") == 2
-    assert ("Correctness (test outcomes): 4 of 6 recorded tests passed (hit rate 66.7%); "
+    assert ("Correctness (test outcomes): 4 of 6 recorded tests passed (pass rate 66.7%); "
             "failing: test_toy.py::test_a_question_that_misses") in buffer.getvalue()
     assert ragcov("report", "--min-hit-rate", "66") == 0
     assert ragcov("json", "-o", str(report)) == 0
     doc = json.loads(report.read_text())
     missing = next(q for q in doc["queries"].values() if q["test"].endswith("question_that_misses"))
-    seine = next(q for q in doc["queries"].values() if "Seine" in q["text"])
+    seine = doc["queries"]["test_toy.py::test_the_same_question_fails_here"]
     assert missing["outcome"] == "failed" and seine["outcome"] == "failed"
-    assert doc["correctness"]["hit_rate"] == pytest.approx(4 / 6)
+    # The same question in a test that passed is that test's query, and passed.
+    assert doc["queries"]["test_toy.py::test_same_question_again"]["outcome"] == "passed"
+    assert doc["correctness"]["pass_rate"] == pytest.approx(4 / 6)  # a hit rate is of labels
+    assert doc["correctness"]["hit_rate"] == doc["correctness"]["pass_rate"]  # the key kept
     assert ragcov("faults", "-o", str(pytester.path / "f.json")) == 0
     faults = json.loads((pytester.path / "f.json").read_text())
     failed = sorted(q for q, v in doc["queries"].items() if v is missing or v is seine)

@@ -118,7 +118,8 @@ def test_an_older_data_file_is_read_and_its_model_named_known_by_name_only(capsy
     con.close()
     code, out, err = cli(capsys, "report", "--data-file", str(data))
     assert code == 0, err
-    assert out.splitlines()[0] == "retriever: dense (m, model known by name only), k=2"
+    assert out.splitlines()[0] == ("retriever: dense (m, model known by name only), k=2; workload ceiling "
+                                   "50% (1 query x k=2 of 4 chunks)")
     with sqlite3.connect(data) as con:
         assert read_meta(con, data).retriever["model"] == "./m"
 

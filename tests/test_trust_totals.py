@@ -261,7 +261,8 @@ def test_a_retriever_returning_fewer_than_k_is_recorded_at_its_depth(tmp_path: P
     assert said.count("returned fewer than k=5 distinct chunks for 4 of 4 queries (depth 3)") == 1
     code, out, _ = cli(capsys, "report", "--data-file", str(tmp_path / "short.ragcov"))
     assert out.splitlines()[0] == ("retriever: callable (test_trust_totals:three_at_most), k=5; "
-                                   "4 of 4 queries retrieved fewer than 5 chunks (effective depth 3)")
+                                   "4 of 4 queries retrieved fewer than 5 chunks (effective depth 3); "
+                                   "workload ceiling 100% (4 queries x k=5 of 8 chunks)")
     doc = _json(capsys, tmp_path / "short.ragcov")
     assert doc["meta"]["depth"] == {"k": 5, "effective_depth": 3, "mean_depth": 3.0, "short_queries": 4}
     assert {q["depth"] for q in doc["queries"].values()} == {3}

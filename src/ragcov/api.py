@@ -64,6 +64,8 @@ from ragcov.scope import ReportScope, load_scoped
 from ragcov.selection import ALL_STRATEGIES as ALL_STRATEGIES
 from ragcov.selection import DEFAULT_AFTER_SATURATION, order_document
 from ragcov.suite import Suite, load_suite
+from ragcov.summary import ceiling_text as ceiling_text
+from ragcov.summary import ceiling_warning as ceiling_warning
 from ragcov.summary import display_percent as display_percent
 from ragcov.summary import fail_under_failure
 from ragcov.summary import summarize as summarize
@@ -694,6 +696,7 @@ class ProbeSettings:
     chunk_overlap: int = 100
     split: bool = False
     doc_key: str | None = None
+    id_key: str | None = None
     sample: int | None = None
     include: tuple[str, ...] = ()
     omit: tuple[str, ...] = ()
@@ -753,7 +756,7 @@ def probe_corpus(settings: ProbeSettings, progress: bool = True,
     retriever (and reranker, and the LLM of ``--generator``), and :func:`probe` it."""
     s = settings
     corpus = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
-                         split=s.split, doc_key=s.doc_key)
+                         split=s.split, doc_key=s.doc_key, id_key=s.id_key)
     retriever = make_retriever(s.retriever, corpus, model=s.model, index=s.index,
                                progress=progress, backend=s.backend, device=s.device,
                                dtype=s.dtype, **dict(s.index_options))
@@ -877,6 +880,7 @@ class RunSettings:
     split: bool = False
     doc_key: str | None = None
     documents: str | os.PathLike[str] | None = None  # whole documents, to place chunks made elsewhere
+    id_key: str | None = None
     engine: str = "local"
     scheduler: str | None = None
     partitions: int | None = None
@@ -951,7 +955,8 @@ def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
     from ragcov.retrievers.store import store_run_line
 
     corpus_obj = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
-                             split=s.split, doc_key=s.doc_key, documents=s.documents)
+                             split=s.split, doc_key=s.doc_key, documents=s.documents,
+                             id_key=s.id_key)
     suite = load_suite(s.queries)
     model = s.model
     if s.engine == "dask":
@@ -1116,7 +1121,8 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus, queries: str | os.Path
                  relations: Sequence[str] | None = None, seed: int = 0, noise_rate: float = 0.02,
                  distractors: str | os.PathLike[str] | None = None, resamples: int = 2000,
                  confidence: float = 0.95, chunk_size: int = 1000, chunk_overlap: int = 100,
-                 split: bool = False, doc_key: str | None = None, progress: bool = True,
+                 split: bool = False, doc_key: str | None = None, id_key: str | None = None,
+                 progress: bool = True,
                  notify: Any = None, on_copy: Any = None) -> DriftRun:
     """``ragcov drift``: run the suite on transformed copies of the corpus and judge each
     metamorphic relation (noise, format, stale, distractors, duplicate; identity on request).
@@ -1160,7 +1166,8 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus, queries: str | os.Path
     path = Path(data_file)
     CoverageData(path).check_destination()
     corpus_obj = corpus if isinstance(corpus, Corpus) else load_corpus(
-        corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key)
+        corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key,
+        id_key=id_key)
     suite = queries if isinstance(queries, Suite) else load_suite(queries)
     if len(suite) == 0:
         raise RagcovError("the suite is empty (no queries)")

@@ -28,8 +28,8 @@ from ragcov.fields import (
     located,
 )
 from ragcov.files import first_key, iter_jsonl, read_text, text_hash
-from ragcov.stores.base import chunk_fields
-from ragcov.stores.urls import is_store_url, open_store
+from ragcov.stores.base import AppIds, Reading, chunk_fields
+from ragcov.stores.urls import is_store_url, open_store, parse_store_url
 from ragcov.textcov import SPLIT, TextSpans, locate
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
@@ -103,6 +103,7 @@ class Corpus(Sequence[Chunk]):
         # Each chunk's span in its document's text: known when ragcov split the documents,
         # located when they were given beside the chunks (--documents); else None.
         self.text_spans: TextSpans | None = None
+        self.reading: Any = None  # how a store's rows were read (ragcov.stores.base.Reading)
         index: dict[str, int] = {}
         dupes: list[str] = []
         for i, chunk in enumerate(self.chunks):
@@ -313,24 +314,35 @@ def read_documents(path: str | os.PathLike[str]) -> tuple[list[tuple[str, str]],
     return docs, titles
 
 
-def read_store(source: str | os.PathLike[str], doc_key: str | None = None) -> Corpus:
-    """A store's chunks with its own ids, paged; the open store stays on for ``--retriever store``."""
+def read_store(source: str | os.PathLike[str], doc_key: str | None = None,
+               id_key: str | None = None) -> Corpus:
+    """A store's chunks with the app's ids, paged; the open store stays on for ``--retriever store``.
+
+    ``id_key``/``doc_key`` name the metadata keys of the chunk id and the document (also
+    ``?id_key=``/``?doc_key=`` in the URL; the arguments win); see
+    :func:`ragcov.stores.base.chunk_fields` for what is found without them.
+    """
+    params = parse_store_url(source).params
     store = open_store(source)
-    doc_key = doc_key or getattr(store, "doc_key", None)  # a store URL may name it (pgvector's ?doc=)
+    # A store URL may name them (pgvector's ?doc= too).
+    doc_key = doc_key or params.get("doc_key") or getattr(store, "doc_key", None)
+    id_key = id_key or params.get("id_key")
+    reading = Reading()
     try:
         with cyclic_gc_paused():  # a chunk, a dict and a hash per row: no cycles to look for
-            corpus = Corpus((Chunk(**row) for row in chunk_fields(store, doc_key)),
+            corpus = Corpus((Chunk(**row) for row in chunk_fields(store, doc_key, id_key, reading)),
                             chunking={"method": "store", **store.describe()}, source=store.url)
     except FieldError as exc:  # a stored value that cannot be what it names
         raise RagcovError(f"{store.url}: {exc}") from None
-    corpus.store = store
+    corpus.store = AppIds(store, reading.to_app) if reading.to_app else store
+    corpus.reading = reading
     return corpus
 
 
 def load_corpus(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
                 chunk_overlap: int = DEFAULT_CHUNK_OVERLAP, split: bool = False,
                 doc_key: str | None = None,
-                documents: str | os.PathLike[str] | None = None) -> Corpus:
+                documents: str | os.PathLike[str] | None = None, id_key: str | None = None) -> Corpus:
     """Chunks from a .jsonl (``split``: of documents, chunked here), BEIR folder, text files or store URL.
 
     ``documents`` (whole documents, JSONL) places chunks made elsewhere in their
@@ -338,7 +350,7 @@ def load_corpus(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SI
     """
     p = Path(path)
     if is_store_url(path):
-        corpus = read_store(path, doc_key)
+        corpus = read_store(path, doc_key, id_key)
     elif not p.exists():
         raise RagcovError(f"{p}: no such file or directory")
     elif p.is_dir():

@@ -114,7 +114,11 @@ class Correctness:
     unresolved: Unresolved | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"source": self.source, "labelled": self.labelled, "hit_rate": self.hit_rate,
+        # A rate of labels is a hit rate; of test outcomes, the tests' pass rate (``hit_rate``
+        # stays beside it for outcomes too: the JSON report renames no key within a version).
+        rates = {"hit_rate": self.hit_rate} if self.source == "labels" else {
+            "pass_rate": self.hit_rate, "hit_rate": self.hit_rate}
+        out = {"source": self.source, "labelled": self.labelled, **rates,
                "recall_at_k": self.recall_at_k, "failed_tests": self.failed,
                **({"level": self.level} if self.source == "labels" else {})}
         if self.unresolved is not None:

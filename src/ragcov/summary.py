@@ -68,6 +68,39 @@ class CoverageSummary:
     def missing(self) -> int:
         return self.chunks - self.covered
 
+    @property
+    def ceiling(self) -> float | None:
+        """The most this workload can cover (:func:`workload_ceiling`); None when k is unknown."""
+        if self.depth is None or not self.depth.k:
+            return None
+        return workload_ceiling(self.queries, self.depth.k, self.chunks)
+
+
+def workload_ceiling(queries: int, k: int, chunks: int) -> float:
+    """``queries x k / chunks``, at most 1: the coverage a suite reaches if no two of its
+    top-k lists share a chunk. 80 questions at k=5 over 3,190 chunks retrieve at most 400
+    chunks, 12.5%; a gate above that can never pass, whatever the retriever does."""
+    return min(1.0, queries * k / chunks) if chunks else 0.0
+
+
+def ceiling_text(summary: CoverageSummary, precision: int = 1) -> str | None:
+    """``workload ceiling 12.5% (80 queries x k=5 of 3,190 chunks)``, said beside a total."""
+    ceiling = summary.ceiling
+    if ceiling is None or summary.depth is None:
+        return None
+    return (f"workload ceiling {display_percent(ceiling, precision)}% ({summary.queries:,} "
+            f"{'query' if summary.queries == 1 else 'queries'} x k={summary.depth.k} of "
+            f"{summary.chunks:,} chunks)")
+
+
+def ceiling_warning(summary: CoverageSummary, fail_under: float | None) -> str | None:
+    """One line when ``--fail-under`` asks for more than the workload can cover."""
+    ceiling = summary.ceiling
+    if fail_under is None or ceiling is None or fail_under <= ceiling * 100:
+        return None
+    return (f"--fail-under {fail_under:g} is above the {ceiling_text(summary, 2)}: no retriever "
+            "can pass it with this suite; add queries, raise k, or gate at or below the ceiling")
+
 
 @dataclass(frozen=True)
 class Depth:

@@ -18,6 +18,7 @@ from ragcov.cli.options import (
     CorpusPath,
     DataFile,
     DocKey,
+    IdKey,
     Index,
     K,
     Model,
@@ -76,6 +77,7 @@ def drift(
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
     doc_key: DocKey = None,
+    id_key: IdKey = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or report.")] = False,
 ) -> None:
     """Run the suite on transformed copies of the corpus and report each metamorphic relation.
@@ -98,7 +100,7 @@ def drift(
         corpus, queries, retriever=retriever, model=model, backend=backend, k=k, index=index,
         data_file=data_file, relations=relation, seed=seed, noise_rate=noise_rate,
         distractors=distractors, resamples=resamples, confidence=confidence,
-        chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key,
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, id_key=id_key,
         progress=not quiet, notify=lambda line: err.print(line, markup=False, highlight=False))
     s = done.summary
     if not quiet:

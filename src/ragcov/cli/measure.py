@@ -23,6 +23,7 @@ from ragcov.cli.options import (
     Dtype,
     HnswEfSearch,
     HnswM,
+    IdKey,
     Index,
     K,
     Model,
@@ -51,6 +52,7 @@ def run(
     split: Split = False,
     doc_key: DocKey = None,
     documents: Documents = None,
+    id_key: IdKey = None,
     engine: Annotated[str, typer.Option(
         help="local (this process) or dask (shard embedding and retrieval over a Dask cluster)."
     )] = "local",
@@ -73,7 +75,8 @@ def run(
     settings = api.RunSettings.checked(
         corpus, queries, retriever, data_file=data_file, parallel_mode=parallel_mode,
         model=model, backend=backend, k=k, index=index, append=append, chunk_size=chunk_size,
-        chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, documents=documents, engine=engine,
+        chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, documents=documents,
+        id_key=id_key, engine=engine,
         scheduler=scheduler, partitions=partitions, device=device, dtype=dtype, rerank=rerank,
         rerank_depth=rerank_depth, hnsw_m=hnsw_m, hnsw_ef_search=hnsw_ef_search)
     done = api.run(settings, progress=not quiet,

@@ -33,6 +33,9 @@ CorpusPath = Annotated[str, typer.Option(
 DocKey = Annotated[str | None, typer.Option(
     "--doc-key", help="Metadata key naming a store chunk's document (default: doc_id, "
     "document_id, ref_doc_id, source, file_path, file_name).")]
+IdKey = Annotated[str | None, typer.Option(
+    "--id-key", help="Metadata key holding the app's chunk id in a store (default: chunk_id when "
+    "the store's rows have it, else the store's own ids; 'store' keeps the store's ids).")]
 ChunkSize = Annotated[int, typer.Option(help="Characters per chunk when ragcov does the chunking.")]
 ChunkOverlap = Annotated[int, typer.Option(help="Characters of overlap between chunks.")]
 Split = Annotated[bool, typer.Option(
@@ -128,11 +131,12 @@ FailUnderText = Annotated[float | None, typer.Option(
 
 
 def load_corpus_opts(corpus: str | Path, chunk_size: int, chunk_overlap: int, split: bool,
-                     doc_key: str | None = None, documents: Path | None = None):
+                     doc_key: str | None = None, documents: Path | None = None,
+                     id_key: str | None = None):
     from ragcov.api import load_corpus
 
     return load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split,
-                       doc_key=doc_key, documents=documents)
+                       doc_key=doc_key, documents=documents, id_key=id_key)
 
 
 # json, xml and lcov print no total, but gate one: a flat ``precision`` setting reaches

@@ -24,6 +24,7 @@ from ragcov.cli.options import (
     Dtype,
     HnswEfSearch,
     HnswM,
+    IdKey,
     Index,
     LLMModel,
     LLMTimeout,
@@ -86,6 +87,7 @@ def probe(
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
     doc_key: DocKey = None,
+    id_key: IdKey = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or report.")] = False,
     show_ids: ShowIds = False,
     drafts_out: Annotated[Path | None, typer.Option(
@@ -124,7 +126,7 @@ def probe(
             model=llm_model_of(llm_model, generator_model, "--generator-model"),
             base_url=base_url, api_key_env=api_key_env, timeout=timeout),
         include=include or (), omit=omit or (), seed=seed, sample=sample, exact=exact,
-        chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key)
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, id_key=id_key)
     if settings.from_data_file and not quiet:
         # Said, not assumed: a probe through another retriever than the suite's measures
         # another thing, so the one taken from the data file is named.

@@ -8,7 +8,15 @@ from typing import Annotated, Any
 import typer
 
 from ragcov import api
-from ragcov.api import ReportScope, approximate_note, duplicate_groups, redundant_tests
+from ragcov.api import (
+    ReportScope,
+    approximate_note,
+    ceiling_text,
+    ceiling_warning,
+    display_percent,
+    duplicate_groups,
+    redundant_tests,
+)
 from ragcov.api import report as report_data
 from ragcov.cli.console import out
 from ragcov.cli.options import (
@@ -49,6 +57,7 @@ from ragcov.reporters.sections import (
 from ragcov.reporters.stages import report_lines
 from ragcov.reporters.table import retriever_line
 from ragcov.reporters.topics import render_topics
+from ragcov.user_warnings import RetrievalWarning, warn
 
 
 @scoped
@@ -111,6 +120,8 @@ def report(
         raise RagcovError("--min-hit-rate needs --qrels, or test outcomes recorded by "
                           "pytest --ragcov")
     summary = scoped.summary(jaccard=False)
+    if warning := ceiling_warning(summary, fail_under):  # said before the report, not after it
+        warn(warning, RetrievalWarning)
     if topics is not None:
         out.print(render_topics(topics, format, precision), markup=False)
         _gates(summary.coverage, fail_under, gate_precision, precision, right, min_hit_rate)
@@ -122,18 +133,23 @@ def report(
     show_ids = show_ids or scoped.from_store
     shown = reporter(format)  # one registry of formats: the table's, and json, xml, lcov
     if format == "text":
-        out.print(retriever_line(scoped.meta.k, scoped.meta.retriever, summary.depth), markup=False)
+        # The ceiling beside the table's total: what this suite can cover at best.
+        ceiling = ceiling_text(summary, precision)
+        out.print(retriever_line(scoped.meta.k, scoped.meta.retriever, summary.depth)
+                  + (f"; {ceiling}" if ceiling else ""), markup=False)
     out.print(shown.render(scoped, {"show_missing": show_missing, "skip_covered": skip_covered,
                                     "sort": sort, "precision": precision, "show_ids": show_ids,
                                     "correctness": right}
                            ).rstrip("\n"), markup=False)
     if format in ("text", "markdown"):
-        lines = [text_coverage_line(scoped.text, precision),
+        ceiling = ceiling_text(summary, precision) if format == "markdown" else None
+        lines = [f"Chunk coverage {display_percent(summary.coverage, precision)}% of a {ceiling}"
+                 if ceiling else None, text_coverage_line(scoped.text, precision),
                  excluded_line(scoped.excluded), generated_line(scoped.generated_left_out),
                  duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
                  approximate_note(scoped)]
-        if lines[4]:
-            lines[4] = f"Note: {lines[4]}"
+        if lines[-1]:
+            lines[-1] = f"Note: {lines[-1]}"
         if scoped.reachability is not None:
             lines += reachability_lines(scoped, show_missing, show_ids)
         lines += report_lines(scoped.stages, scoped.matrix.n_chunks)  # where chunks are lost
@@ -160,7 +176,8 @@ def _gates(coverage: float, fail_under: float | None, gate_precision: int | None
     """The total's ``--fail-under`` and ``--min-hit-rate``, after whichever table was printed."""
     gate(coverage, fail_under, gate_precision, shown_precision=shown_precision)
     if min_hit_rate is not None and right.hit_rate * 100 < min_hit_rate:
-        fail(f"Correctness failure: hit rate of {right.hit_rate * 100:.2f}% is less than "
+        rate = "hit rate" if right.source == "labels" else "pass rate of the recorded tests"
+        fail(f"Correctness failure: {rate} of {right.hit_rate * 100:.2f}% is less than "
              f"min-hit-rate={min_hit_rate:g}")
 
 

@@ -17,8 +17,9 @@ from typing import Annotated, Any, get_type_hints
 import typer
 
 from ragcov import api
-from ragcov.api import ReportScope, check_outputs
+from ragcov.api import ReportScope, ceiling_warning, check_outputs
 from ragcov.cli.options import check_fail_under, check_precision, check_text_gate, emit, gate, text_gate
+from ragcov.user_warnings import RetrievalWarning, warn
 
 Include = Annotated[list[str] | None, typer.Option(
     "--include", help="Report only documents whose id matches this glob (repeatable, or comma-separated).")]
@@ -112,6 +113,9 @@ def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: 
         check_outputs([output], [data_file])
         scoped = api.report(data_file, scope)
     check_text_gate(scoped.text, fail_under_text)
+    summary = scoped.summary(jaccard=False)
+    if warning := ceiling_warning(summary, fail_under):  # said at once, before the output
+        warn(warning, RetrievalWarning)
     emit(render(scoped), output, what, format)
-    gate(scoped.summary(jaccard=False).coverage, fail_under, precision)
+    gate(summary.coverage, fail_under, precision)
     text_gate(scoped.text, fail_under_text, precision)

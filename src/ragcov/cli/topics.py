@@ -16,6 +16,7 @@ from ragcov.cli.options import (
     ChunkSize,
     DataFile,
     DocKey,
+    IdKey,
     Split,
     check_precision,
     emit,
@@ -69,6 +70,7 @@ def topics(
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
     doc_key: DocKey = None,
+    id_key: IdKey = None,
     refit: Annotated[bool, typer.Option(
         "--refit", help="Make the topics again even when the stored ones were made this way.")]
     = False,
@@ -95,7 +97,7 @@ def topics(
     check_outputs([output], [data_file, traffic, None if corpus is None or "://" in corpus
                              else Path(corpus)])
     corpus_obj = (None if corpus is None
-                  else load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key))
+                  else load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key, id_key))
     built = api.fit_topics(data_file, n_topics, seed, vectors, model, corpus_obj, refit)
     if built.note and not quiet:
         err.print(f"ragcov: note: {built.note}", markup=False)

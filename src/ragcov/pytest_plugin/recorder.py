@@ -1,8 +1,11 @@
 """What the session's retrievals returned, and the retriever wrapper that reports them.
 
 Each query is recorded at the session's k whatever k a test asks for (the test still
-gets what it asked for), and gets the id ``q-<hash of its text>``: the same question
-asked by two tests, or by two pytest-xdist workers, is one query.
+gets what it asked for), and is named as the app names it, so relevance labels keyed by
+the team's question ids (``--qrels``) join the run: the ``query_id`` given to
+``record()``, else the id of the test that asked it (``tests/test_rag.py::test_x[q17]``;
+a test's second and later questions get ``#2``, ``#3`` ...), else, outside any test,
+``q-<hash of its text>``.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ class Recorder:
         self._known: set[str] | None = None
         self._lock = threading.Lock()
         self._resolvers: dict[int, Any] = {}  # the adapters' id resolvers, for their counts
+        self._asked: dict[str, dict[str, str]] = {}  # node id -> its questions' ids, by text
 
     def corpus(self) -> Corpus:
         if self._corpus is None:
@@ -84,7 +88,25 @@ class Recorder:
             self._known = set(self._corpus.ids)
         return self._corpus
 
-    def add(self, retriever: Any, text: str, ranked: Sequence[tuple[str, float | None]]) -> None:
+    def _name(self, text: str, query_id: str | None) -> str:
+        """The query's id: the one given, else the asking test's node id, else the text's hash."""
+        from ragcov.errors import RagcovError
+
+        if query_id is not None:
+            known = self.queries.get(query_id)
+            if known is not None and known != text:
+                raise RagcovError(f"query id {query_id!r} names two questions: {known[:60]!r} and "
+                                  f"{text[:60]!r}")
+            return query_id
+        if self.nodeid is None:
+            return _query_id(text)
+        asked = self._asked.setdefault(self.nodeid, {})
+        if text not in asked:
+            asked[text] = self.nodeid if not asked else f"{self.nodeid}#{len(asked) + 1}"
+        return asked[text]
+
+    def add(self, retriever: Any, text: str, ranked: Sequence[tuple[str, float | None]],
+            query_id: str | None = None) -> None:
         from ragcov.errors import RagcovError
 
         fp = _fingerprint(retriever)
@@ -104,7 +126,7 @@ class Recorder:
             elif fp != self.fingerprint:
                 raise RagcovError(f"ragcov records one retriever per run: {fp} differs from "
                                   f"{self.fingerprint}, recorded earlier")
-            qid = _query_id(text)
+            qid = self._name(text, query_id)
             if qid not in self.queries:
                 self.queries[qid] = text
                 self.results[qid] = ranked
@@ -177,12 +199,14 @@ class RecordingRetriever:
     ``k`` as the default.
     """
 
-    def __init__(self, inner: Any, recorder: Recorder | None, k: int | None = None) -> None:
+    def __init__(self, inner: Any, recorder: Recorder | None, k: int | None = None,
+                 query_id: str | None = None) -> None:
         if recorder is None and k is None:
             raise TypeError("RecordingRetriever needs a recorder or a default k")
         self._inner = inner
         self._recorder = recorder
         self._k = recorder.k if recorder is not None else k
+        self._query_id = query_id
 
     def fingerprint(self) -> dict[str, Any]:
         return _fingerprint(self._inner)
@@ -194,7 +218,7 @@ class RecordingRetriever:
             return self._inner.retrieve(texts, want)
         results = self._inner.retrieve(texts, max(want, self._recorder.k))
         for text, ranked in zip(texts, results):
-            self._recorder.add(self._inner, text, ranked)
+            self._recorder.add(self._inner, text, ranked, self._query_id)
         return [list(r)[:want] for r in results]
 
     def __call__(self, text: str, k: int | None = None) -> Ranked:

@@ -141,6 +141,10 @@ class _Session:
             self.lines.append(f"ragcov: {twins}")
         self.lines.append(f"ragcov data written to {s.data_file}")
         if s.fail_under is not None:
+            from ragcov.summary import ceiling_warning
+
+            if warning := ceiling_warning(self.summary, s.fail_under):
+                self.lines.append(f"ragcov: warning: {warning}")
             self.failed_under, line = fail_under_line(self.summary.coverage, s.fail_under,
                                                       s.precision)
             self.lines.append(line)

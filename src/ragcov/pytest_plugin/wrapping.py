@@ -28,10 +28,11 @@ def _query_text(query: Any) -> str | None:
 class _Recording:
     """What both wrappers share: the retriever, its adapter, the recorder, pass-through."""
 
-    def __init__(self, inner: Any, adapter: Any, recorder: Recorder) -> None:
+    def __init__(self, inner: Any, adapter: Any, recorder: Recorder, query_id: str | None = None) -> None:
         self._inner = inner
         self._adapter = count_once_per_query(adapter)
         self._recorder = recorder
+        self._query_id = query_id
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -48,7 +49,8 @@ class _Recording:
         if text is None or not isinstance(items, (list, tuple)):
             return  # not a retrieval (e.g. an exception kept by batch(return_exceptions=True))
         # Read by the adapter, exactly as its own retrieve() reads a result list.
-        self._recorder.add(self._adapter, text, self._adapter.ranked(text, items, self._recorder.k))
+        self._recorder.add(self._adapter, text, self._adapter.ranked(text, items, self._recorder.k),
+                           self._query_id)
 
 
 class RecordingLangChain(_Recording):
@@ -58,11 +60,11 @@ class RecordingLangChain(_Recording):
     through the LangChain adapter.
     """
 
-    def __init__(self, inner: Any, recorder: Recorder) -> None:
+    def __init__(self, inner: Any, recorder: Recorder, query_id: str | None = None) -> None:
         from ragcov import api
 
-        super().__init__(inner, api.LangChainRetriever(inner, recorder.corpus()), recorder)
-        self._protocol = RecordingRetriever(self._adapter, recorder)
+        super().__init__(inner, api.LangChainRetriever(inner, recorder.corpus()), recorder, query_id)
+        self._protocol = RecordingRetriever(self._adapter, recorder, query_id=query_id)
 
     def invoke(self, input: Any, *args: Any, **kwargs: Any) -> Any:
         docs = self._inner.invoke(input, *args, **kwargs)
@@ -96,10 +98,10 @@ class RecordingLangChain(_Recording):
 class RecordingLlamaIndex(_Recording):
     """A LlamaIndex retriever: ``retrieve`` and ``aretrieve`` recorded."""
 
-    def __init__(self, inner: Any, recorder: Recorder) -> None:
+    def __init__(self, inner: Any, recorder: Recorder, query_id: str | None = None) -> None:
         from ragcov import api
 
-        super().__init__(inner, api.LlamaIndexRetriever(inner, recorder.corpus()), recorder)
+        super().__init__(inner, api.LlamaIndexRetriever(inner, recorder.corpus()), recorder, query_id)
 
     def retrieve(self, query: Any, *args: Any, **kwargs: Any) -> Any:
         nodes = self._inner.retrieve(query, *args, **kwargs)
@@ -117,7 +119,7 @@ def _from(obj: Any, prefix: str) -> bool:
                for c in type(obj).__mro__)
 
 
-def framework_wrapper(retriever: Any, recorder: Recorder) -> Any | None:
+def framework_wrapper(retriever: Any, recorder: Recorder, query_id: str | None = None) -> Any | None:
     """The recording wrapper for a LangChain or LlamaIndex retriever; None for anything else.
 
     A LangChain retriever is anything with ``invoke`` that is not a ragcov retriever
@@ -128,15 +130,19 @@ def framework_wrapper(retriever: Any, recorder: Recorder) -> Any | None:
     if isinstance(retriever, type):
         return None
     if _from(retriever, "llama_index") and callable(getattr(retriever, "retrieve", None)):
-        return RecordingLlamaIndex(retriever, recorder)
+        return RecordingLlamaIndex(retriever, recorder, query_id)
     if (callable(getattr(retriever, "invoke", None))
             and not callable(getattr(retriever, "retrieve", None))):
-        return RecordingLangChain(retriever, recorder)
+        return RecordingLangChain(retriever, recorder, query_id)
     return None
 
 
-def record(retriever: Any) -> Any:
+def record(retriever: Any, query_id: str | None = None) -> Any:
     """Wrap ``retriever`` so its retrievals count towards this run's coverage.
+
+    ``query_id`` names the question the wrapper is asked (the id your relevance labels
+    use, so ``ragcov report --qrels`` joins the run); without it a question is named by
+    the test that asks it (its node id).
 
     Returns ``retriever`` itself when coverage is off, so tests can wrap
     unconditionally. A LangChain retriever keeps ``invoke``, ``ainvoke``, ``batch``
@@ -149,7 +155,11 @@ def record(retriever: Any) -> Any:
     rec = active()
     if rec is None:
         return retriever
-    wrapper = framework_wrapper(retriever, rec)
+    if query_id is not None:
+        from ragcov.fields import parse_id
+
+        query_id = parse_id(query_id)
+    wrapper = framework_wrapper(retriever, rec, query_id)
     if wrapper is not None:
         return wrapper
     inner = retriever
@@ -157,4 +167,4 @@ def record(retriever: Any) -> Any:
         from ragcov import api
 
         inner = count_once_per_query(api.wrap(retriever, rec.corpus()))
-    return RecordingRetriever(inner, rec)
+    return RecordingRetriever(inner, rec, query_id=query_id)

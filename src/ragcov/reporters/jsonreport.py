@@ -31,7 +31,10 @@ FORMAT_VERSION history:
      (present when a test's question copies 8 or more words in a row of a chunk it
      retrieves: the tests, and coverage with and without them); meta.retriever.device and
      .devices (where the queries were embedded, as resolved; "mixed" for appends made on
-     several).
+     several);
+     totals.workload_ceiling
+     for every file (min(1, queries x k / chunks)), and correctness.pass_rate for test
+     outcomes (their hit_rate, the same number, is kept).
 Keys may be added within a version; none is renamed or removed.
 """
 
@@ -109,6 +112,8 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
             "mean_pairwise_jaccard_sampled_pairs": s.jaccard_sampled_pairs,
             "entropy_support": s.entropy_support, "gini_over": s.gini_over,
             "excluded_chunks": s.excluded,
+            # queries x k / chunks, at most 1: what this workload can cover at best
+            "workload_ceiling": s.ceiling,
         },
         "documents": {
             d.doc_id: {"chunks": d.chunks, "covered_chunks": d.covered,

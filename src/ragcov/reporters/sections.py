@@ -82,7 +82,7 @@ def correctness_line(c: Any, k: int) -> str:
     failed = f"; failing: {', '.join(c.failed[:3])}{' ...' if len(c.failed) > 3 else ''}" \
         if c.failed else ""
     return (f"Correctness (test outcomes): {c.labelled - len(c.failed)} of {c.labelled} recorded "
-            f"tests passed (hit rate {c.hit_rate * 100:.1f}%){failed}")
+            f"tests passed (pass rate {c.hit_rate * 100:.1f}%){failed}")
 
 
 def text_coverage_line(text: Any, precision: int = 0) -> str | None:

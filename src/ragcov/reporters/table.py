@@ -6,7 +6,7 @@ from ragcov.controls import escape_controls
 from ragcov.data.schema import known_by_name_only
 from ragcov.errors import RagcovError
 from ragcov.reporters.names import number_ranges
-from ragcov.summary import CoverageSummary, Depth, DocumentNumbers, display_percent
+from ragcov.summary import CoverageSummary, Depth, DocumentNumbers, ceiling_text, display_percent
 
 SORT_KEYS = ("name", "chunks", "covered", "missing", "cover")
 
@@ -132,7 +132,8 @@ def render_headline(summary: CoverageSummary, precision: int = 1) -> str:
     """The numbers a reader wants first: CC and the diversity of retrieval."""
     return "\n".join([
         f"Chunk coverage: {display_percent(summary.coverage, precision)}% "
-        f"({summary.covered} of {summary.chunks} chunks, {summary.queries} queries)",
+        f"({summary.covered} of {summary.chunks} chunks, {summary.queries} queries)"
+        + (f"; {ceiling}" if (ceiling := ceiling_text(summary, precision)) else ""),
         f"Normalised entropy (over {summary.entropy_support} chunks): "
         f"{summary.normalized_entropy:.3f}",
         f"Gini (over {summary.gini_over} chunks): {summary.gini:.3f}",

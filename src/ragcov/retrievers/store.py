@@ -9,7 +9,7 @@ store readers (:mod:`ragcov.stores`), never the other way round.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ragcov.errors import RagcovError
@@ -78,7 +78,8 @@ class SettledModel:
                 "default": "the default"}[self.origin]
         if self.check.checked and self.check.agrees:
             state = (f"checked: mean cosine {self.check.mean_cosine:.4f} over "
-                     f"{self.check.compared} stored vectors")
+                     f"{self.check.compared} stored vectors"
+                     + ("" if self.check.form == "text" else f", texts embedded as {self.check.form}"))
         elif self.check.checked:
             state = "DISAGREES with the stored vectors"
         else:
@@ -113,6 +114,17 @@ def settle_model(corpus: Corpus, given: str | None) -> SettledModel:
         return encode(load_encoder(source), batch, progress=False)
 
     check = compare_vectors(texts, stored, embed, name)
+    reading = getattr(corpus, "reading", None)
+    framed = getattr(reading, "embed_texts", None) or {}
+    if any(cid in framed for cid in ids):
+        # The framework embedded more than the text (LlamaIndex: its metadata template and
+        # the text): the vectors are checked against that too, and the form that agrees is said.
+        form = f"{reading.framework or 'the framework'} embeds them (metadata template + text)"
+        as_embedded = compare_vectors([framed.get(cid, text) for cid, text in zip(ids, texts)],
+                                      stored, embed, name)
+        if as_embedded.mean_cosine is not None and (
+                check.mean_cosine is None or as_embedded.mean_cosine > check.mean_cosine):
+            check = replace(as_embedded, form=form)
     where = f"{corpus.source or store.url}"
     if not check.checked:
         if origin == "default":
@@ -196,4 +208,6 @@ def store_run_line(corpus: Corpus, kind: str, retriever: Any, k: int) -> str | N
     else:
         how = (f"read as the corpus for retriever {kind}, not searched by the store "
                "(its own search is --retriever store)")
-    return f"ragcov: {where}: {how}{model}, k={k}"
+    reading = getattr(corpus, "reading", None)
+    ids = f"; {reading.describe()}" if reading is not None else ""
+    return f"ragcov: {where}: {how}{model}{ids}, k={k}"

@@ -92,16 +92,127 @@ def doc_id_of(chunk: StoreChunk, doc_key: str | None = None) -> str:
     return chunk.id
 
 
-def chunk_fields(store: VectorStore, doc_key: str | None = None) -> Iterator[dict[str, Any]]:
-    """Each row as ``Chunk`` fields: its document, its position in it (store order), title."""
+# ``id_key=store``: the store's own ids, whatever the metadata holds.
+STORE_IDS = "store"
+# Metadata keys an app keeps its own chunk id in, found without being named: LangChain
+# and LlamaIndex apps whose store wants UUIDs keep theirs there.
+DETECTED_ID_KEYS = ("chunk_id",)
+
+
+@dataclass(slots=True)
+class Reading:
+    """How a store's rows were read, said in the run's header line.
+
+    ``to_app`` maps the store's ids to the app's where the app's ids come from the
+    metadata; ``embed_texts`` holds, by chunk id, the text a framework embedded where it is
+    not the chunk's text (LlamaIndex's metadata template), for the model check.
+    """
+
+    framework: str | None = None
+    id_key: str | None = None
+    id_origin: str = "store"  # "store", "given" (id_key) or "detected"
+    doc_key: str | None = None
+    doc_keys_used: dict[str, int] = field(default_factory=dict)
+    embed_texts: dict[str, str] = field(default_factory=dict)
+    to_app: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        how = "named" if self.id_origin == "given" else "detected"
+        ids = ("chunk ids the store's own" if self.id_origin == "store" else
+               f"chunk ids from metadata {self.id_key!r} ({how})")
+        if self.doc_keys_used:
+            docs = "documents from " + ", ".join(
+                f"{key!r}" if key != "" else "the chunk id" for key in self.doc_keys_used)
+        else:
+            docs = "no documents"
+        framework = f"{self.framework} rows (_node_content): " if self.framework else ""
+        return f"{framework}{ids}, {docs}"
+
+
+def _app_id(row: StoreChunk, key: str, given: bool, url: str) -> str:
+    value = row.metadata.get(key)
+    if value is None or value == "" or isinstance(value, (bool, list, dict)):
+        keys = ", ".join(sorted(map(str, row.metadata))[:20]) or "none"
+        how = ("name the key that holds the app's chunk ids with ?id_key=KEY, or use the store's "
+               "own ids with ?id_key=store") if not given else (
+               "name another key with ?id_key=KEY (id_key in the config), or ?id_key=store")
+        raise RagcovError(f"{url}: row {row.id} has no metadata {key!r} "
+                          f"({'named as the chunk id key' if given else 'which earlier rows have'}); "
+                          f"its metadata keys: {keys}; {how}")
+    return str(value)
+
+
+def chunk_fields(store: VectorStore, doc_key: str | None = None, id_key: str | None = None,
+                 reading: Reading | None = None) -> Iterator[dict[str, Any]]:
+    """Each row as ``Chunk`` fields: its document, its position in it (store order), title.
+
+    Rows a framework wrote are read as it meant them (:func:`ragcov.stores.payload.llamaindex_row`);
+    the chunk id is the metadata's ``id_key`` when named, else the first row's
+    ``chunk_id`` when it has one (every row must then), else the store's own id.
+    ``reading`` (when given) is filled with what was found, for the run header.
+    """
+    from ragcov.stores.payload import llamaindex_row
+
+    reading = reading if reading is not None else Reading()
+    reading.doc_key = doc_key
+    given = bool(id_key) and id_key != STORE_IDS
+    key: str | None = id_key if given else None
     positions: dict[str, int] = {}
-    for row in store.iter_chunks():
+    first = True
+    for raw in store.iter_chunks():
+        framed = llamaindex_row(raw.text, raw.metadata)
+        if framed.framework and reading.framework is None:
+            reading.framework = framed.framework
+        row = StoreChunk(raw.id, framed.text, framed.metadata)
+        if first and not id_key:
+            key = next((k for k in DETECTED_ID_KEYS if row.metadata.get(k) not in (None, "")), None)
+        first = False
+        cid = row.id
+        if key is not None:
+            cid = _app_id(row, key, given, store.url)
+            reading.to_app[row.id] = cid
+            row = StoreChunk(cid, row.text, row.metadata)
+        if framed.embed_text is not None:
+            reading.embed_texts[cid] = framed.embed_text
         doc_id = doc_id_of(row, doc_key)
+        used = next((k for k in ((doc_key,) if doc_key else STORE_DOC_KEYS)
+                     if row.metadata.get(k) not in (None, "")), "")
+        reading.doc_keys_used[used] = reading.doc_keys_used.get(used, 0) + 1
         pos = positions.get(doc_id, 0)
         positions[doc_id] = pos + 1
         title = row.metadata.get("title")
-        yield {"id": row.id, "text": row.text, "doc_id": doc_id, "position": pos,
+        yield {"id": cid, "text": row.text, "doc_id": doc_id, "position": pos,
                "title": str(title) if title else None, "metadata": row.metadata}
+    if key is not None:
+        reading.id_key = key
+        reading.id_origin = "given" if given else "detected"
+
+
+class AppIds:
+    """A store whose chunks the app names by a metadata key: the store's search, vectors and
+    pages speak the app's ids, so every command sees one set of ids."""
+
+    def __init__(self, store: VectorStore, to_app: dict[str, str]) -> None:
+        self.store = store
+        self.to_app = to_app
+        self.to_store = {app: own for own, app in to_app.items()}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
+        return [[(self.to_app.get(cid, cid), score) for cid, score in ranked]
+                for ranked in self.store.search(vectors, k)]
+
+    def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
+        return self.store.stored_vectors([self.to_store.get(i, i) for i in ids])
+
+    def iter_vectors(self, page_size: int = PAGE_SIZE) -> Iterator[tuple[list[str], Any]]:
+        reader = getattr(self.store, "iter_vectors", None)
+        if reader is None:
+            raise VectorsUnavailable("the store gives no vectors to read")
+        for ids, vectors in reader(page_size):
+            yield [self.to_app.get(i, i) for i in ids], vectors
 
 
 def require(module: str, store: str) -> Any:

@@ -17,7 +17,7 @@ from ragcov.stores.base import (
     require,
 )
 from ragcov.stores.payload import split_payload
-from ragcov.stores.urls import StoreURL
+from ragcov.stores.urls import StoreURL, private_copy
 
 SERVER_TIMEOUT_S = 10.0  # a server that is down is reported after this, not waited on
 SIMILARITIES = ("IP", "COSINE")  # metrics where a larger distance is nearer
@@ -49,7 +49,10 @@ class MilvusStore:
         self.url = url.url
         if not url.server:
             lite_store(url)
-        self.client = pymilvus.MilvusClient(uri=url.server or url.path, timeout=SERVER_TIMEOUT_S)
+        # Milvus Lite locks its store while a client is open: ragcov reads a copy, so the app
+        # (and its tests) can open its store while a run searches it.
+        uri = url.server or private_copy(url, self, skip=("*.lock",))
+        self.client = pymilvus.MilvusClient(uri=uri, timeout=SERVER_TIMEOUT_S)
         name = url.param("collection")
         known = list(self.client.list_collections())
         if not name or name not in known:

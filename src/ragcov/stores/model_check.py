@@ -54,6 +54,7 @@ class ModelCheck:
     mean_cosine: float | None
     problem: str | None = None
     checked: bool = True
+    form: str = "text"  # what was embedded: "text", or a framework's form ("LlamaIndex metadata + text")
 
     @property
     def agrees(self) -> bool:
@@ -69,8 +70,9 @@ class ModelCheck:
     def describe(self) -> str:
         if self.mean_cosine is None:
             return self.problem or "nothing compared"
+        what = "stored texts" if self.form == "text" else f"stored texts as {self.form}"
         return (f"mean cosine {self.mean_cosine:.4f} between {self.model}'s embeddings of "
-                f"{self.compared} stored texts and their stored vectors")
+                f"{self.compared} {what} and their stored vectors")
 
 
 def compare_vectors(texts: Sequence[str], stored: Sequence[Vector | None],

@@ -21,7 +21,7 @@ from ragcov.stores.base import (
     require,
 )
 from ragcov.stores.payload import split_payload
-from ragcov.stores.urls import StoreURL, local_folder, require_trust
+from ragcov.stores.urls import StoreURL, local_folder, private_copy, require_trust
 
 
 class QdrantStore:
@@ -33,8 +33,10 @@ class QdrantStore:
         if not url.server:
             local_folder(url, "meta.json", "a local Qdrant folder")
             require_trust(url, "reading a local Qdrant folder unpickles the points stored in it")
+        # Local mode locks its folder while a client is open: ragcov reads a copy, so the
+        # app (and its tests) can open its store while a run searches it.
         self.client = (client_mod.QdrantClient(url=url.server, check_compatibility=False) if url.server
-                       else client_mod.QdrantClient(path=url.path))
+                       else client_mod.QdrantClient(path=private_copy(url, self, skip=(".lock",))))
         name = url.param("collection")
         known = [c.name for c in self.client.get_collections().collections]
         if not name or name not in known:

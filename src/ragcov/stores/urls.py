@@ -190,3 +190,31 @@ def local_folder(url: StoreURL, marker: str, what: str) -> None:
 
 def with_param(url: str, name: str, value: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}{name}={value}"
+
+
+def private_copy(url: StoreURL, owner: object, skip: tuple[str, ...] = ()) -> str:
+    """A copy of a local store (folder or file) that ``owner`` reads instead of the original.
+
+    Qdrant's local mode and Milvus Lite lock their store for one client as long as it is
+    open, and a run keeps its store open to search it: the app's own tests, run beside
+    ragcov (the pytest plugin with the store URL as corpus), could not open their store.
+    The copy is ragcov's alone, taken when the store is opened (the store as the app left
+    it), and removed when ``owner`` is; ``skip`` names lock files not to copy.
+    """
+    import shutil
+    import tempfile
+    import weakref
+
+    source = Path(url.path or "")
+    scratch = tempfile.mkdtemp(prefix="ragcov-store-")
+    target = Path(scratch) / source.name
+    try:
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns(*skip))
+        else:
+            shutil.copy2(source, target)
+    except OSError as exc:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise RagcovError(f"{url.url}: cannot copy the store to read it without locking it ({exc})") from None
+    weakref.finalize(owner, shutil.rmtree, scratch, True)
+    return str(target)

@@ -1,0 +1,272 @@
+"""The conformance matrix: frameworks' own ingestion x local stores x entry points.
+
+Each cell builds its store the way the framework's users do (LlamaIndex
+``VectorStoreIndex`` over documents and over nodes, default settings, metadata embedded
+as LlamaIndex embeds it; LangChain ``from_documents`` with metadata), measures it with
+ragcov, and holds ragcov's chunk ids, document ids, covered set and every query's
+ordered top-k equal to a recount made here without ragcov: the framework's own
+retriever's top-k. The model check must pass with no warning and no ``--model``.
+docs/integrations/README.md (the conformance matrix) shows exactly these cells.
+
+Every store is built once for the module (about 45 chunks of the bundled FinQA sample,
+20 questions, k=3), with the real all-MiniLM-L6-v2 (offline).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+import warnings
+from pathlib import Path
+
+import pytest
+
+from framework_stores import K, llamaindex_store, minilm_llamaindex
+from helpers import cli
+from ragcov.corpus import load_corpus
+from ragcov.data import CoverageData
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("llama_index.core")
+
+SAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
+N_PAGES = 30
+N_QUERIES = 20
+
+
+def _pages() -> list[dict]:
+    return [json.loads(line) for line in (SAMPLE / "finqa_pages.jsonl").read_text().splitlines()][:N_PAGES]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> dict:
+    """Every cell's store, built by its framework, and the framework's own top-k per query."""
+    from llama_index.core import Document, Settings, StorageContext, VectorStoreIndex
+    from llama_index.core.schema import TextNode
+
+    Settings.llm = None
+    work = tmp_path_factory.mktemp("conformance")
+    pages = _pages()
+    docs = {p["doc_id"] for p in pages}
+    questions = [json.loads(line) for line in (SAMPLE / "finqa_questions.jsonl").read_text().splitlines()]
+    questions = [q for q in questions if q["doc_id"] in docs][:N_QUERIES]
+    suite = work / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"id": q["id"], "query": q["question"]}) + "\n" for q in questions))
+    texts = [q["question"] for q in questions]
+    embed = minilm_llamaindex(minilm_path)
+
+    # LlamaIndex over documents: its default splitter, the document's metadata embedded.
+    documents = [Document(id_=p["doc_id"], text=p["text"], metadata={"company": p["doc_id"].split("/")[0]})
+                 for p in pages]
+    # LlamaIndex over nodes: the app's chunks, UUID node ids (Qdrant's rule), its ids in metadata.
+    chunks = load_corpus(_write(work / "pages.jsonl", pages), split=True)
+    nodes = [TextNode(id_=str(uuid.uuid5(uuid.NAMESPACE_URL, c.id)), text=c.text,
+                      metadata={"chunk_id": c.id, "doc_id": c.doc_id}) for c in chunks]
+    cells: dict[str, dict] = {}
+    for engine in ("qdrant", "chroma"):
+        for how, build in (("documents", lambda s: VectorStoreIndex.from_documents(
+                                documents, storage_context=s, embed_model=embed)),
+                           ("nodes", lambda s: VectorStoreIndex(nodes, storage_context=s,
+                                                                embed_model=embed))):
+            path = str(work / f"{engine}-{how}")
+            store = llamaindex_store(engine, path, "app")
+            index = build(StorageContext.from_defaults(vector_store=store))
+            retriever = index.as_retriever(similarity_top_k=K)
+            top = [[_llamaindex_id(n) for n in retriever.retrieve(t)] for t in texts]
+            url = (f"qdrant://{path}?collection=app&trust=pickle" if engine == "qdrant"
+                   else f"chroma://{path}?collection=app")
+            expected_docs = ({n.metadata["chunk_id"]: n.metadata["doc_id"] for n in nodes} if how == "nodes"
+                             else _llamaindex_docs(index))
+            cells[f"llamaindex-{how}-{engine}"] = {
+                "url": url, "top": top, "docs": expected_docs, "path": path, "engine": engine}
+    for engine in ("chroma", "faiss", "lancedb"):
+        cells[f"langchain-documents-{engine}"] = _langchain(engine, work, chunks, texts, minilm_path)
+    return {"suite": suite, "cells": cells, "queries": [q["id"] for q in questions], "model": minilm_path,
+            "work": work}
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _llamaindex_id(scored) -> str:
+    """The app's chunk id of a retrieved node: its chunk_id where it has one, else its node id."""
+    return str(scored.node.metadata.get("chunk_id") or scored.node.node_id)
+
+
+def _llamaindex_docs(index) -> dict[str, str]:
+    """Each node's source document, as LlamaIndex reads its own nodes back (every node retrieved)."""
+    return {n.node.node_id: n.node.ref_doc_id
+            for n in index.as_retriever(similarity_top_k=10_000).retrieve("revenue")}
+
+
+def _langchain(engine: str, work: Path, chunks, texts: list[str], minilm_path: str) -> dict:
+    """``from_documents`` with the app's metadata, into the store as LangChain's users make it."""
+    from langchain_community.vectorstores import FAISS, Chroma, LanceDB
+    from langchain_core.documents import Document
+    from sentence_transformers import SentenceTransformer
+
+    from helpers import langchain_embeddings
+
+    embeddings = langchain_embeddings(SentenceTransformer(minilm_path, device="cpu"))
+    documents = [Document(page_content=c.text, metadata={"chunk_id": c.id, "source": c.doc_id})
+                 for c in chunks]
+    path = str(work / f"{engine}-langchain")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # langchain_community's stores are deprecated for their own packages
+        if engine == "chroma":
+            vs = Chroma.from_documents(documents, embeddings, persist_directory=path, collection_name="app")
+            url = f"chroma://{path}?collection=app"
+        elif engine == "faiss":
+            vs = FAISS.from_documents(documents, embeddings)
+            vs.save_local(path)
+            url = f"faiss://{path}?trust=pickle"
+        else:
+            vs = LanceDB.from_documents(documents, embeddings, uri=path, table_name="app")
+            url = f"lancedb://{path}?table=app"
+        top = [[d.metadata["chunk_id"] for d in vs.similarity_search(t, k=K)] for t in texts]
+    return {"url": url, "top": top, "docs": {c.id: c.doc_id for c in chunks}, "path": path,
+            "engine": engine}
+
+
+def _ragcov(capsys, world: dict, url: str, tmp_path: Path, *extra: str) -> tuple[list[list[str]], str, list]:
+    data = tmp_path / "run.ragcov"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the model check passes with no warning
+        code, _, err = cli(capsys, "run", "--corpus", url, "--queries", str(world["suite"]),
+                           "-k", str(K), "--data-file", str(data), "--quiet", *extra)
+    assert code == 0, err
+    m = CoverageData(data).matrix()
+    rows = {qid: [m.chunk_ids[c] for c in m.retrieved(i)] for i, qid in enumerate(m.query_ids)}
+    return [rows[q] for q in world["queries"]], err, m.chunk_ids
+
+
+CELLS = ["llamaindex-documents-qdrant", "llamaindex-nodes-qdrant", "llamaindex-documents-chroma",
+         "llamaindex-nodes-chroma", "langchain-documents-chroma", "langchain-documents-faiss",
+         "langchain-documents-lancedb"]
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_store_url(capsys, world: dict, tmp_path: Path, cell: str) -> None:
+    """``ragcov run --corpus STORE_URL``: the store's own search, the model checked."""
+    c = world["cells"][cell]
+    top, err, chunk_ids = _ragcov(capsys, world, c["url"], tmp_path)
+    assert top == c["top"]  # every query's ordered top-k
+    covered = {cid for row in top for cid in row}
+    assert 0 < len(covered) < len(chunk_ids)
+    corpus = load_corpus(c["url"])
+    assert set(corpus.ids) == set(c["docs"])  # the app's chunk ids
+    assert {ch.id: ch.doc_id for ch in corpus} == c["docs"]  # and its documents
+    assert "None" not in {ch.doc_id for ch in corpus}
+    assert "checked: mean cosine 1.0000" in err or "checked: mean cosine 0.99" in err
+    if cell.startswith("llamaindex"):
+        # LlamaIndex embedded its metadata template and the text: the check says so.
+        assert "texts embedded as LlamaIndex embeds them" in err
+    if "nodes" in cell or "langchain" in cell:
+        assert "chunk ids from metadata 'chunk_id' (detected)" in err
+
+
+FACTORY = '''
+from framework_stores import llamaindex_store, minilm_llamaindex
+from llama_index.core import Settings, VectorStoreIndex
+
+Settings.llm = None
+
+
+def build(corpus):
+    store = llamaindex_store({engine!r}, {path!r}, "app")
+    return VectorStoreIndex.from_vector_store(store, embed_model=minilm_llamaindex({model!r}))
+'''
+
+
+@pytest.mark.parametrize("cell", ["llamaindex-nodes-qdrant", "llamaindex-documents-chroma"])
+def test_framework_retriever(capsys, world: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                             cell: str) -> None:
+    """``--retriever module:attr``: the app's own LlamaIndex index, over the same store as corpus."""
+    c = world["cells"][cell]
+    module = f"app_{cell.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(FACTORY.format(engine=c["engine"], path=c["path"],
+                                                          model=world["model"]))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = tmp_path / "run.ragcov"
+    code, _, err = cli(capsys, "run", "--corpus", c["url"], "--queries", str(world["suite"]),
+                       "--retriever", f"{module}:build", "-k", str(K), "--data-file", str(data), "--quiet")
+    assert code == 0, err
+    m = CoverageData(data).matrix()
+    rows = {qid: [m.chunk_ids[x] for x in m.retrieved(i)] for i, qid in enumerate(m.query_ids)}
+    assert [rows[q] for q in world["queries"]] == c["top"]
+    assert set(m.chunk_ids) == set(c["docs"])
+
+
+def test_a_store_another_model_made_is_refused(capsys, world: dict, tmp_path: Path) -> None:
+    """The LlamaIndex form is tried as well as the bare text, and a wrong model still fails both."""
+    from qdrant_client import QdrantClient, models
+
+    source = QdrantClient(path=world["cells"]["llamaindex-documents-qdrant"]["path"])
+    points, _ = source.scroll("app", limit=1000, with_payload=True, with_vectors=True)
+    source.close()
+    moved = QdrantClient(path=str(tmp_path / "other"))
+    moved.create_collection("app", vectors_config=models.VectorParams(
+        size=len(points[0].vector), distance=models.Distance.COSINE))
+    # Each text beside another text's vector: vectors no model made from these texts.
+    moved.upsert("app", points=[models.PointStruct(id=p.id, vector=q.vector, payload=p.payload)
+                                for p, q in zip(points, points[1:] + points[:1])])
+    moved.close()
+    code, _, err = cli(capsys, "run", "--corpus", f"qdrant://{tmp_path}/other?collection=app&trust=pickle",
+                       "--queries", str(world["suite"]), "-k", str(K),
+                       "--data-file", str(tmp_path / "x.ragcov"), "--quiet")
+    assert code != 0
+    assert "the stored vectors were not made by" in err and "MiniLM" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+PLUGIN_APP = '''
+import json
+
+import pytest
+from framework_stores import llamaindex_store, minilm_llamaindex
+from llama_index.core import Settings, VectorStoreIndex
+from qdrant_client import QdrantClient
+
+from ragcov.pytest_plugin import record
+
+Settings.llm = None
+QUESTIONS = [json.loads(line) for line in open({suite!r})]
+INDEX = VectorStoreIndex.from_vector_store(llamaindex_store("qdrant", {path!r}, "app"),
+                                           embed_model=minilm_llamaindex({model!r}))
+
+
+@pytest.mark.parametrize("q", QUESTIONS, ids=[q["id"] for q in QUESTIONS])
+def test_question(q):
+    retriever = record(INDEX.as_retriever(similarity_top_k={k}), query_id=q["id"])
+    assert len(retriever.retrieve(q["query"])) == {k}
+
+
+def test_the_app_opens_its_own_store():
+    client = QdrantClient(path={path!r})  # while ragcov has the store URL as its corpus
+    assert client.count("app").count > 0
+    client.close()
+'''
+
+
+def test_pytest_plugin_with_record(world: dict, tmp_path: Path) -> None:
+    """The pytest plugin, the store URL as corpus, ``record()`` around the app's LlamaIndex
+    retriever with the team's question ids: the same top-k, and the app's tests open its store."""
+    import os
+    import subprocess
+    import sys
+
+    c = world["cells"]["llamaindex-nodes-qdrant"]
+    (tmp_path / "test_app.py").write_text(PLUGIN_APP.format(
+        suite=str(world["suite"]), path=c["path"], model=world["model"], k=K))
+    tests = str(Path(__file__).resolve().parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_app.py",
+         "--ragcov", "--ragcov-corpus", c["url"], "--ragcov-k", str(K)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    m = CoverageData(tmp_path / ".ragcov").matrix()
+    rows = {qid: [m.chunk_ids[x] for x in m.retrieved(i)] for i, qid in enumerate(m.query_ids)}
+    assert [rows[q] for q in world["queries"]] == c["top"]  # keyed by the team's question ids
