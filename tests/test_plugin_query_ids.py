@@ -12,6 +12,12 @@ from pathlib import Path
 
 import pytest
 
+# Imported here, before pytester snapshots sys.modules: it drops, at teardown, every module
+# imported during a test, and numpy's and scipy's extensions cannot be loaded twice.
+import ragcov.api
+import ragcov.reporters.jsonreport
+import ragcov.reporters.table
+import ragcov.retrievers.bm25  # noqa: F401
 from conftest import CITY_CHUNKS
 from ragcov.cli import main
 
