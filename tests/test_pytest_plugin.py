@@ -372,14 +372,15 @@ def test_sloppy(item):
 @pytest.mark.slow  # three Python processes: about 15 s on two busy cores
 def test_xdist_workers_files_are_combined_and_deduplicated(toy: pytest.Pytester):
     pytest.importorskip("xdist")
-    # --dist each runs every test on both workers: both record the same three queries,
-    # and the combined file must hold each once.
+    # --dist each runs every test on both workers: both record the same four queries (a
+    # question is named by the test that asks it: the same question in two tests is two
+    # queries), and the combined file must hold each once.
     result = toy.runpytest_subprocess(*ragcov_args("-n", "2", "--dist", "each",
                                                    "--ragcov-fail-under", "37"))
     result.assert_outcomes(passed=8)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([HEADLINE])
-    assert len(recorded(toy.path / ".ragcov")) == 3
+    assert len(recorded(toy.path / ".ragcov")) == 4
     assert sorted(p.name for p in toy.path.glob(".ragcov*")) == [".ragcov"]
 
 
