@@ -275,3 +275,16 @@ def test_an_english_catalogue_is_not_called_foreign() -> None:
     russian = [p["context"] for a in json.loads((XQUAD / "xquad.ru.slice.json").read_text())["data"]
                for p in a["paragraphs"]]
     assert "not Latin" in english_model_warning("all-MiniLM-L6-v2", russian)
+
+
+def test_html_lays_out_right_to_left_text_by_its_own_direction(in_tmp, capsys):
+    corpus_files(in_tmp, "ar", every=6)
+    assert cli(capsys, "run", "--corpus", "chunks.jsonl", "--queries", "queries.jsonl",
+               "--retriever", "bm25", "--k", str(K))[0] == 0
+    assert cli(capsys, "html", "-d", "site")[0] == 0
+    page = next(p for p in (in_tmp / "site").glob("d_a0*.html"))
+    html = page.read_text(encoding="utf-8")
+    # Each chunk's text takes its direction from its own first letter (Arabic: right to left).
+    paragraphs = json.loads((XQUAD / "xquad.ar.slice.json").read_text())["data"][0]["paragraphs"]
+    assert html.count('<div class="chunk-text" dir="auto">') == len(paragraphs)
+    assert paragraphs[0]["context"].split()[0] in html
