@@ -397,8 +397,8 @@ def test_overlapping_chunks_show_the_document_text_once(tmp_path: Path):
     CoverageData(path).write(corpus, run)
     site = build(path, tmp_path / "site")
     page = (site.parent / document_filename("greek")).read_text(encoding="utf-8")
-    stitched = page[page.index('<div class="stitched">'):page.index("</div>", page.index(
-        '<div class="stitched">'))]
+    stitched = page[page.index('<div class="stitched" dir="auto">'):page.index("</div>", page.index(
+        '<div class="stitched" dir="auto">'))]
     shown = re.sub(r"<[^>]+>", "", stitched).replace("&lt;", "<").replace("&gt;", ">")
     assert shown == text  # once, in order, nothing repeated
     assert corpus[0].text.endswith("<b>Overlapping") and corpus[1].text.startswith("<b>Overl")

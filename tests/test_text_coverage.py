@@ -269,7 +269,7 @@ def test_html_document_page_highlights_what_the_figure_counts(capsys, tmp_path: 
 
     for d in docs[:8]:
         page = (tmp_path / "site" / document_filename(d["doc_id"])).read_text(encoding="utf-8")
-        stitched = re.search(r'<div class="stitched">(.*?)</div>', page, re.S).group(1)
+        stitched = re.search(r'<div class="stitched" dir="auto">(.*?)</div>', page, re.S).group(1)
         pieces = re.findall(r'class="seg (\w+)"[^>]*>(.*?)</(?:a|span)>', stitched, re.S)
         assert unescape("".join(t for _s, t in pieces)) == d["text"]  # the document, once
         lit = sum(len(unescape(t)) - sum(ch.isspace() for ch in unescape(t))
