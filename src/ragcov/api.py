@@ -1001,16 +1001,18 @@ def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
 def _say_languages(corpus: Corpus, retriever: Any, say: Any) -> None:
     """The corpus's scripts where any is not Latin, and one warning where an English-only
     embedding model embeds a corpus that is mostly not English."""
+    from ragcov.analyzer import script_shares
     from ragcov.retrievers.languages import english_model_warning, scripts_line, stemmer_line
     from ragcov.user_warnings import RetrievalWarning, warn
 
-    if line := scripts_line(corpus.texts):
+    shares = script_shares(corpus.texts)  # read once, for the line and the warning
+    if line := scripts_line(shares):
         say(line)
     fp = retriever.fingerprint()
     if line := stemmer_line(fp):
         say(line)
     if fp.get("kind") in ("dense", "store") and (
-            line := english_model_warning(fp.get("model"), corpus.texts)):
+            line := english_model_warning(fp.get("model"), corpus.texts, shares)):
         warn(line, RetrievalWarning)
 
 

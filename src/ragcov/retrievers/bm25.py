@@ -167,12 +167,14 @@ def _stopword_set(stopwords: str | None) -> frozenset[str]:
     return frozenset(_infer_stopwords(stopwords))
 
 
-def resolve_stemmer(stemmer: str | None, texts: Sequence[str]) -> str | None:
+def resolve_stemmer(stemmer: str | None, texts: Sequence[str], named: str | None = None
+                    ) -> str | None:
     """The Snowball stemmer BM25 uses: ``auto`` picks the corpus's language's where one
     exists (Russian 91.5% -> 98.2% hit rate on XQuAD, Arabic 93.0% -> 97.3%: see
     docs/languages.md) and PyStemmer is installed; English is not stemmed, so English
     runs rank as bm25s does by default and as every earlier recording did. ``none``
-    (or None) never stems; a Snowball name (``russian``) always does."""
+    (or None) never stems; a Snowball name (``russian``) always does. ``named``: the
+    setting the value came from, said first in an error (``RAGCOV_STEMMER: ...``)."""
     if stemmer is None or stemmer == "none":
         return None
     if stemmer == "auto":
@@ -185,13 +187,14 @@ def resolve_stemmer(stemmer: str | None, texts: Sequence[str]) -> str | None:
         except ImportError:
             return None
         return name
+    said = f"{named}: " if named else ""
     try:
         import Stemmer
     except ImportError as exc:
-        raise RagcovError(f"the stemmer {stemmer!r} needs PyStemmer: pip install 'ragcov[bm25]'"
-                          ) from exc
+        raise RagcovError(f"{said}the stemmer {stemmer!r} needs PyStemmer: pip install "
+                          "'ragcov[bm25]'") from exc
     if stemmer not in Stemmer.algorithms():
-        raise RagcovError(f"unknown stemmer {stemmer!r}: expected auto, none or one of "
+        raise RagcovError(f"{said}unknown stemmer {stemmer!r}: expected auto, none or one of "
                           f"{', '.join(Stemmer.algorithms())}")
     return stemmer
 

@@ -44,18 +44,15 @@ def _dense(corpus: Corpus, model: str | None, index: str, progress: bool, backen
 
 def _bm25(corpus: Corpus, model: str | None, index: str, progress: bool, backend: str | None,
           options: dict[str, Any]) -> Retriever:
-    from ragcov.retrievers.bm25 import BM25Retriever
+    from ragcov.retrievers.bm25 import BM25Retriever, resolve_stemmer
 
     # auto (the corpus's language's Snowball stemmer; none for English), none, or a name.
     # One setting for every command, so a probe or a drift copy stems as the run did (the
     # stemmer is in the fingerprint: a different one is refused as another retriever).
-    stemmer = (os.environ.get("RAGCOV_STEMMER") or "auto").strip().lower()
-    try:
-        return BM25Retriever(corpus, progress=progress, stemmer=stemmer)
-    except RagcovError as exc:
-        if "stemmer" in str(exc) and os.environ.get("RAGCOV_STEMMER"):
-            raise RagcovError(f"RAGCOV_STEMMER: {exc}") from None
-        raise
+    given = os.environ.get("RAGCOV_STEMMER")
+    stemmer = resolve_stemmer((given or "auto").strip().lower(), corpus.texts,
+                              named="RAGCOV_STEMMER" if given else None)
+    return BM25Retriever(corpus, progress=progress, stemmer=stemmer or "none")
 
 
 def _store(corpus: Corpus, model: str | None, index: str, progress: bool, backend: str | None,

@@ -38,23 +38,26 @@ def english_only(model: str) -> bool:
     return ENGLISH_ONLY.match(name) is not None
 
 
-def english_model_warning(model: str | None, texts: Sequence[str]) -> str | None:
-    """One line when an English-only ``model`` embeds a corpus that is mostly not English."""
+def english_model_warning(model: str | None, texts: Sequence[str],
+                          shares: dict[str, float] | None = None) -> str | None:
+    """One line when an English-only ``model`` embeds a corpus that is mostly not English.
+    ``shares``: the corpus's script shares where the caller has them already."""
     if not model or not english_only(model):
         return None
-    shares = script_shares(texts)
+    shares = script_shares(texts) if shares is None else shares
     not_latin = 1.0 - shares.get("Latin", 0.0) if shares else 0.0
-    lang, lang_share = corpus_language(texts)
     if not_latin >= MOSTLY:
         what = f"{100 * not_latin:.0f}% of this corpus's letters are not Latin"
-    elif lang is not None and lang != "en" and lang_share >= MOSTLY:
-        name = LANGUAGE_NAMES.get(lang, lang)
-        what = f"{100 * lang_share:.0f}% of this corpus reads as {name}"
-    elif lang is None and english_share(texts) < NOT_ENGLISH:
-        # No language model to ask (py3langid): English's function words are nearly absent.
-        what = "this corpus has almost none of English's function words"
     else:
-        return None
+        lang, lang_share = corpus_language(texts)
+        if lang is not None and lang != "en" and lang_share >= MOSTLY:
+            name = LANGUAGE_NAMES.get(lang, lang)
+            what = f"{100 * lang_share:.0f}% of this corpus reads as {name}"
+        elif lang is None and english_share(texts) < NOT_ENGLISH:
+            # No language model to ask (py3langid): English's function words are nearly absent.
+            what = "this corpus has almost none of English's function words"
+        else:
+            return None
     return (f"the embedding model {model} was trained on English, and {what} (scripts: "
             f"{describe_scripts(shares)}): its rankings there say more about the model than "
             f"about the suite. Multilingual models: {', '.join(MULTILINGUAL)} (--model)")
@@ -70,9 +73,8 @@ def stemmer_line(fingerprint: dict) -> str | None:
             f"(RAGCOV_STEMMER=none turns stemming off)")
 
 
-def scripts_line(texts: Sequence[str]) -> str | None:
-    """The run's line naming the corpus's scripts, where any is not Latin."""
-    shares = script_shares(texts)
+def scripts_line(shares: dict[str, float]) -> str | None:
+    """The run's line naming the corpus's scripts (:func:`script_shares`), where any is not Latin."""
     if not shares or set(shares) == {"Latin"} or shares.get("Latin", 0.0) >= 0.99:
         return None
     return f"corpus written in {describe_scripts(shares)} (share of its letters)"
