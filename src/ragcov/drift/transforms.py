@@ -129,10 +129,10 @@ def scripts_without_confusions(texts: Sequence[str]) -> dict[str, float]:
     """The scripts of ``texts`` (share of their letters) whose letters the noise relation
     has no confusion for: their characters are only dropped or broken across lines, so
     a 0% violation rate there says little about a scanner's noise."""
-    from ragcov.analyzer import script_shares
+    from ragcov.analyzer import main_scripts, script_shares
 
-    return {s: share for s, share in script_shares(texts).items()
-            if s not in NOISE_SCRIPTS and share >= 0.05}
+    shares = script_shares(texts)
+    return {s: shares[s] for s in main_scripts(shares) if s not in NOISE_SCRIPTS}
 
 
 def _misread(text: str, i: int, rng: random.Random, allowed: list[bool] | None
