@@ -237,9 +237,13 @@ INDEX = VectorStoreIndex.from_vector_store(llamaindex_store("qdrant", {path!r}, 
                                            embed_model=minilm_llamaindex({model!r}))
 
 
+def make_retriever():
+    return INDEX.as_retriever(similarity_top_k={k})
+
+
 @pytest.mark.parametrize("q", QUESTIONS, ids=[q["id"] for q in QUESTIONS])
 def test_question(q):
-    retriever = record(INDEX.as_retriever(similarity_top_k={k}), query_id=q["id"])
+    retriever = record(make_retriever(), query_id=q["id"], source="test_app:make_retriever")
     assert len(retriever.retrieve(q["query"])) == {k}
 
 
@@ -270,3 +274,9 @@ def test_pytest_plugin_with_record(world: dict, tmp_path: Path) -> None:
     m = CoverageData(tmp_path / ".ragcov").matrix()
     rows = {qid: [m.chunk_ids[x] for x in m.retrieved(i)] for i, qid in enumerate(m.query_ids)}
     assert [rows[q] for q in world["queries"]] == c["top"]  # keyed by the team's question ids
+    # The session named its retriever's factory: the probe builds it again from the data file.
+    probe = subprocess.run(
+        [sys.executable, "-m", "ragcov", "probe", "--corpus", c["url"], "--sample", "4"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
+    assert probe.returncode == 0, probe.stdout + probe.stderr
+    assert "was recorded with: test_app:make_retriever" in probe.stderr

@@ -463,7 +463,10 @@ def generate_questions(corpus: str | os.PathLike[str], output: str | os.PathLike
         raise RagcovError("--targets and --topic both choose the chunks to aim at: give one")
     prompt = llm.get("prompt")
     check_outputs([output, ragas, deepeval], [corpus, prompt, targets, data_file], extends=output)
-    kind = default_retriever(chosen.get("retriever"), corpus)
+    kind, model, backend = recorded_choice(data_file, corpus, chosen.get("retriever"),
+                                           chosen.get("model"), chosen.get("backend"),
+                                           "generated questions")
+    chosen.update(model=model, backend=backend)
     from ragcov.retrievers.dense import check_hardware
 
     check_hardware(kind, chosen.get("device", "auto"), chosen.get("dtype", "auto"),
@@ -1116,7 +1119,22 @@ class DriftRun:
     embedded: int      # chunks embedded now (a dense run's changed chunks)
 
 
-def corpus_drift(corpus: str | os.PathLike[str] | Corpus, queries: str | os.PathLike[str] | Suite,
+def recorded_suite(data_file: str | os.PathLike[str]) -> Suite:
+    """The questions a run recorded (``ragcov run``, a pytest session) as a suite, so a
+    command that reruns them (drift) needs no queries file of its own."""
+    data = CoverageData(data_file)
+    texts = data.query_texts() if data.exists() else {}
+    if not texts:
+        raise RagcovError(f"{data_file} holds no recorded queries: give --queries, or record "
+                          "the suite first (ragcov run, or pytest --ragcov)")
+    from ragcov.suite import Query
+
+    return Suite([Query(qid, text) for qid, text in texts.items()],
+                 source=f"{data_file} (its recorded queries)")
+
+
+def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
+                 queries: str | os.PathLike[str] | Suite | None,
                  retriever: Any = None, model: str | None = None, backend: str | None = None,
                  k: int = 5, index: str = "flat",
                  data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE,
@@ -1130,6 +1148,7 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus, queries: str | os.Path
     metamorphic relation (noise, format, stale, distractors, duplicate; identity on request).
 
     ``corpus`` and ``queries`` are paths (as ``run`` takes them) or loaded objects;
+    ``queries`` None reruns the questions ``data_file`` recorded (a pytest session's);
     ``retriever`` is a name (``dense``, ``bm25``, ``store``, ``module:attr`` naming a
     factory that takes the corpus) or, from Python, a callable ``corpus -> retriever``.
     The suite's baseline is recorded in ``data_file`` as ``run --append`` records it; the
@@ -1162,15 +1181,16 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus, queries: str | os.Path
         check_distractor_path(distractors, corpus)
     kind = retriever if retriever is not None and not isinstance(retriever, str) else None
     if kind is None:
-        from ragcov.retrievers import default_retriever
-
-        kind = default_retriever(retriever, corpus if not isinstance(corpus, Corpus) else "")
+        kind, model, backend = recorded_choice(
+            data_file, corpus if not isinstance(corpus, Corpus) else "", retriever, model,
+            backend, "the drift run")
     path = Path(data_file)
     CoverageData(path).check_destination()
     corpus_obj = corpus if isinstance(corpus, Corpus) else load_corpus(
         corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key,
         id_key=id_key)
-    suite = queries if isinstance(queries, Suite) else load_suite(queries)
+    suite = (queries if isinstance(queries, Suite) else recorded_suite(path) if queries is None
+             else load_suite(queries))
     if len(suite) == 0:
         raise RagcovError("the suite is empty (no queries)")
     unique_id_check(corpus_obj)
@@ -1364,9 +1384,22 @@ def recorded_retriever(data_file: str | os.PathLike[str]) -> dict[str, Any] | No
     return data.meta().retriever if data.exists() else None
 
 
+def recorded_choice(data_file: str | os.PathLike[str], corpus: str | os.PathLike[str],
+                    retriever: str | None, model: str | None = None, backend: str | None = None,
+                    who: str = "its additions") -> tuple[str, str | None, str | None]:
+    """Retriever, model and backend of a command that adds to ``data_file`` (generate,
+    drift): what was given, else the run's own, so one recorded run (``ragcov run`` or a
+    pytest session) serves every command; a new file takes the default."""
+    try:
+        fp = recorded_retriever(data_file)
+    except NoDataFile:
+        fp = None  # an empty file: nothing recorded yet
+    return probe_settings(data_file, fp, str(corpus), retriever, model, backend, who)
+
+
 def probe_settings(data_file: str | os.PathLike[str], fp: dict[str, Any] | None, corpus: str,
-                   retriever: str | None, model: str | None, backend: str | None
-                   ) -> tuple[str, str | None, str | None]:
+                   retriever: str | None, model: str | None, backend: str | None,
+                   who: str = "probes") -> tuple[str, str | None, str | None]:
     """Retriever, model and backend for ``ragcov probe``: what was given, else what the
     recorded run used. Probes must go through the run's own retriever (the check in
     :func:`probe` says so if they would not); an int8 dense run's backend is recorded,
@@ -1384,19 +1417,28 @@ def probe_settings(data_file: str | os.PathLike[str], fp: dict[str, Any] | None,
         # Refused now: the check in :func:`probe` would come after the corpus is embedded.
         if resolve_model(model)[0] != fp.get("model"):
             raise RagcovError(f"{data_file} was recorded with the model {fp.get('model')!r}; "
-                              f"probes must use the same one (drop --model, or give "
+                              f"{who} must use the same one (drop --model, or give "
                               f"{fp.get('model')!r})")
     if retriever is not None:
         # Refused now, not after embedding a whole corpus for a run that cannot be mixed.
         if retriever in built_in and kind in built_in and retriever != kind:
-            raise RagcovError(f"{data_file} was recorded with the {kind} retriever; probes must "
+            raise RagcovError(f"{data_file} was recorded with the {kind} retriever; {who} must "
                               f"go through the same one (drop --retriever, or give {kind})")
         return retriever, model, backend
     if kind in built_in:
         recorded_model = fp.get("model") if kind == "dense" else None
         return kind, model or recorded_model, backend or fp.get("backend")
-    raise RagcovError(f"{data_file} was recorded with a {kind} retriever: give --retriever, the "
-                      "same one, to probe it")
+    from ragcov.retrievers.loader import is_spec
+
+    name = fp.get("name")
+    if is_spec(name):  # recorded as `module:attr` (ragcov run, or the plugin told its source)
+        return str(name), model, backend
+    what = f"{kind} retriever {name}" if name else f"{kind} retriever"
+    raise RagcovError(
+        f"{data_file} was recorded with the {what}, which names no module:attr that builds it "
+        "again: record the run under the factory's name (ragcov run --retriever module:attr; "
+        "under pytest --ragcov-retriever module:attr, or ragcov_recorder(retriever, "
+        "source='module:attr')), then every command reuses it")
 
 
 OUTCOMES = "outcomes"
@@ -1541,18 +1583,20 @@ def make_generator(kind: str, corpus_texts: Sequence[str], **options: Any) -> An
     return make(kind, corpus_texts, **options)
 
 
-def LangChainRetriever(retriever: Any, corpus: Corpus | None = None) -> Any:  # noqa: N802
+def LangChainRetriever(retriever: Any, corpus: Corpus | None = None,  # noqa: N802
+                  name: str | None = None) -> Any:
     """A LangChain retriever as a ragcov one (the pytest plugin's ``record`` wraps with it)."""
     from ragcov.retrievers.langchain import LangChainRetriever as adapter
 
-    return adapter(retriever, corpus)
+    return adapter(retriever, corpus, name)
 
 
-def LlamaIndexRetriever(retriever: Any, corpus: Corpus | None = None) -> Any:  # noqa: N802
+def LlamaIndexRetriever(retriever: Any, corpus: Corpus | None = None,  # noqa: N802
+                   name: str | None = None) -> Any:
     """A LlamaIndex retriever as a ragcov one (the pytest plugin's ``record`` wraps with it)."""
     from ragcov.retrievers.llamaindex import LlamaIndexRetriever as adapter
 
-    return adapter(retriever, corpus)
+    return adapter(retriever, corpus, name)
 
 
 def loop_config(**settings: Any) -> LoopConfig:

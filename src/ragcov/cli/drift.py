@@ -36,9 +36,10 @@ FORMATS = ("text", "json", "markdown")
 
 def drift(
     corpus: CorpusPath,
-    queries: Annotated[Path, typer.Option(
+    queries: Annotated[Path | None, typer.Option(
         help="Test queries: .jsonl, .csv or RAGAS/DeepEval .json (their baseline is recorded "
-        "in the data file as `run --append` records it).")],
+        "in the data file as `run --append` records it). Default: the queries the data file "
+        "recorded (a pytest --ragcov session's).")] = None,
     retriever: RetrieverName = None,
     model: Model = None,
     backend: Backend = None,

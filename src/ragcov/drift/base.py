@@ -22,6 +22,9 @@ class Rebuilder:
     def on(self, copy: Corpus) -> Any:  # pragma: no cover - every kind defines it
         raise NotImplementedError
 
+    def check_searches_copies(self, k: int) -> None:
+        """Raise unless ``on(copy)`` searches the copy (ragcov's own kinds do by construction)."""
+
     def close(self) -> None:
         """Remove what the copies left on disk (scratch stores)."""
 

@@ -96,6 +96,8 @@ def run_drift(corpus: Corpus, suite: Suite, rebuild: Rebuilder, data: CoverageDa
     baseline = [m.retrieved(row_of[qid]) for qid in ids]
     plans = plan(corpus, settings.relations, baseline, k, settings.seed, settings.noise_rate,
                  settings.distractors, versions)
+    if any(p.build is not None for p in plans):  # before anything is recorded
+        rebuild.check_searches_copies(k)
     key = run_key(corpus, suite, k, fingerprint, settings)
     done, replaced = start_drift(data, key, settings.recorded(k, fingerprint, len(ids)), k, corpus.hash,
                                  fingerprint)

@@ -107,15 +107,45 @@ class DenseRebuilder(Rebuilder):
         return r
 
 
+CANARY_ID = "ragcov-drift-check"
+CANARY_TEXT = ("ragcov drift check: quorvane tillbeck the marsupine ledger of oxtallow "
+               "fennimore grist, vendrake ossifer and plumbright causeway")
+
+
 class FactoryRebuilder(Rebuilder):
     """A factory of the user's own, called with each copy."""
 
-    def __init__(self, corpus: Corpus, make: Callable[[Corpus], Any]) -> None:
+    def __init__(self, corpus: Corpus, make: Callable[[Corpus], Any], name: str = "") -> None:
         self.make = make
+        self.name = name
+        self.corpus = corpus
         self.base = make(corpus)
 
     def on(self, copy: Corpus) -> Any:
         return self.make(copy)
+
+    def check_searches_copies(self, k: int) -> None:
+        """Refuse a factory whose retriever ignores the corpus it is handed (a fixed
+        collection, an index opened by name): every copy would return the corpus's own
+        results and each relation would hold by construction, a silent pass. A chunk of
+        words found nowhere else is added to a copy; the retriever built on that copy
+        must find it by its own text."""
+        from ragcov.retrieval import run_retriever
+
+        canary = Chunk(CANARY_ID, CANARY_TEXT, CANARY_ID, 0)
+        copy = Corpus([*self.corpus.chunks, canary], chunking=self.corpus.chunking,
+                      source=self.corpus.source)
+        found = run_retriever(self.on(copy), [("check", CANARY_TEXT)], k, progress=False,
+                              corpus=copy, warn_short=False).results.get("check", [])
+        ids = [cid for cid, _ in found]
+        if CANARY_ID not in ids:
+            who = f"retriever {self.name!r}" if self.name else "the retriever"
+            shown = ", ".join(ids[:3]) or "nothing"
+            raise RagcovError(
+                f"{who} does not search the corpus copy it is handed: a chunk added to the copy "
+                f"is not in its top-{k} for its own text (it returned {shown}), so every relation "
+                "would hold by construction; build the retriever from the factory's `corpus` "
+                "argument (its chunks' ids and texts)")
 
 
 def rebuilder(retriever: str | Callable[[Corpus], Any], corpus: Corpus, model: str | None = None,
@@ -145,7 +175,7 @@ def rebuilder(retriever: str | Callable[[Corpus], Any], corpus: Corpus, model: s
             raise RagcovError(f"retriever {retriever!r} is built without the corpus, so it cannot "
                               "be built on a transformed copy: name a factory that takes it (a "
                               "class, or a function with a `corpus` parameter)")
-        return FactoryRebuilder(corpus, lambda c: load_retriever(retriever, c))
+        return FactoryRebuilder(corpus, lambda c: load_retriever(retriever, c), retriever)
     from ragcov.retrievers import make_retriever
 
     make_retriever(retriever, corpus)  # the factory's own "unknown retriever" line

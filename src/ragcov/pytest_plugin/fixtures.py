@@ -10,6 +10,7 @@ import pytest
 from ragcov.pytest_plugin.options import Settings
 from ragcov.pytest_plugin.recorder import RecordingRetriever, active
 from ragcov.pytest_plugin.wrapping import record
+from ragcov.retrievers.loader import is_spec
 
 
 @pytest.fixture(scope="session")
@@ -20,11 +21,14 @@ def ragcov_recorder() -> Callable[[Any], Any]:
 
 @pytest.fixture(scope="session")
 def ragcov_retriever(pytestconfig: pytest.Config) -> Any:
-    """The built-in retriever over the ragcov corpus, recording when --ragcov is on."""
+    """The retriever ``--ragcov-retriever`` names over the ragcov corpus (a built-in one,
+    or the app's own ``module:attr``), recording when --ragcov is on."""
     from ragcov import api
 
     rec = active()
     if rec is not None:
+        if is_spec(rec.settings.retriever):
+            return _app_retriever(rec.settings.retriever, rec.corpus())
         return RecordingRetriever(api.make_retriever(rec.settings.retriever, rec.corpus(),
                                                  progress=False, device=rec.settings.device), rec)
     settings = Settings(pytestconfig)
@@ -38,5 +42,21 @@ def ragcov_retriever(pytestconfig: pytest.Config) -> Any:
     except (RagcovError, OSError) as exc:
         # Once for the session, not an error (and a traceback) for every test using it.
         pytest.exit(f"ragcov: --ragcov-corpus: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+    if is_spec(settings.retriever):
+        return _app_retriever(settings.retriever, corpus)
     return RecordingRetriever(api.make_retriever(settings.retriever, corpus, progress=False,
                                                  device=settings.device), None, settings.k)
+
+
+def _app_retriever(spec: str, corpus: Any) -> Any:
+    """The app's own retriever that ``module:attr`` builds, with its own methods, recorded
+    under that name: ``ragcov probe``, ``generate`` and ``drift`` build it again from the
+    data file, and ``ragcov run --retriever module:attr`` records the same retriever."""
+    from ragcov.errors import RagcovError
+    from ragcov.retrievers.loader import build_object
+
+    try:
+        obj = build_object(spec, corpus)
+    except RagcovError as exc:
+        pytest.exit(f"ragcov: --ragcov-retriever: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+    return record(obj, source=spec)

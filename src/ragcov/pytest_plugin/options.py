@@ -34,9 +34,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="term (default), term-missing (either with :skip-covered), html[:DIR], "
                          "json[:FILE]; repeatable.")
     group.addoption("--ragcov-retriever", metavar="KIND", default=None,
-                    help="Built-in retriever behind the ragcov_retriever fixture: dense, bm25, "
-                         "or store (the --ragcov-corpus store's own search; the default for a "
-                         "store URL, else dense).")
+                    help="The retriever behind the ragcov_retriever fixture: dense, bm25, "
+                         "store (the --ragcov-corpus store's own search; the default for a "
+                         "store URL, else dense), module:attr (your retriever or its factory; "
+                         "probe, generate and drift then rebuild it from the data file) or an "
+                         "http(s) URL.")
     group.addoption("--ragcov-data-file", metavar="FILE", default=None,
                     help=f"The coverage data file (default {DEFAULT_DATA_FILE}).")
     group.addoption("--ragcov-device", metavar="DEVICE", default=None,
@@ -44,7 +46,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "query encoder) embeds: auto (default), cpu, cuda, cuda:N or mps.")
     parser.addini("ragcov_corpus", "Corpus for --ragcov (as --ragcov-corpus).", default=None)
     parser.addini("ragcov_k", "Chunks recorded per query (as --ragcov-k).", default=None)
-    parser.addini("ragcov_retriever", "dense, bm25 or store (as --ragcov-retriever).",
+    parser.addini("ragcov_retriever", "dense, bm25, store, module:attr or a URL (as "
+                  "--ragcov-retriever).",
                   default=None)
     parser.addini("ragcov_device", "auto, cpu, cuda, cuda:N or mps (as --ragcov-device).",
                   default=None)
@@ -113,9 +116,13 @@ def _retriever(config: pytest.Config, corpus: Path | str | None) -> str:
     default = "store" if corpus is not None and is_store_url(corpus) else "dense"
     kind = (config.getoption("ragcov_retriever") or config.getini("ragcov_retriever")
             or default)
-    if kind not in RETRIEVER_KINDS:
+    from ragcov.retrievers.loader import is_spec
+
+    if kind not in RETRIEVER_KINDS and not is_spec(kind) \
+            and not kind.startswith(("http://", "https://")):
         raise pytest.UsageError(f"--ragcov-retriever must be one of "
-                                f"{', '.join(RETRIEVER_KINDS)}, got {kind!r}")
+                                f"{', '.join(RETRIEVER_KINDS)}, module:attr (your factory) or an "
+                                f"http(s) URL, got {kind!r}")
     return kind
 
 

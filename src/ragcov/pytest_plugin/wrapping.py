@@ -60,10 +60,12 @@ class RecordingLangChain(_Recording):
     through the LangChain adapter.
     """
 
-    def __init__(self, inner: Any, recorder: Recorder, query_id: str | None = None) -> None:
+    def __init__(self, inner: Any, recorder: Recorder, query_id: str | None = None,
+                 source: str | None = None) -> None:
         from ragcov import api
 
-        super().__init__(inner, api.LangChainRetriever(inner, recorder.corpus()), recorder, query_id)
+        super().__init__(inner, api.LangChainRetriever(inner, recorder.corpus(), source), recorder,
+                         query_id)
         self._protocol = RecordingRetriever(self._adapter, recorder, query_id=query_id)
 
     def invoke(self, input: Any, *args: Any, **kwargs: Any) -> Any:
@@ -98,10 +100,12 @@ class RecordingLangChain(_Recording):
 class RecordingLlamaIndex(_Recording):
     """A LlamaIndex retriever: ``retrieve`` and ``aretrieve`` recorded."""
 
-    def __init__(self, inner: Any, recorder: Recorder, query_id: str | None = None) -> None:
+    def __init__(self, inner: Any, recorder: Recorder, query_id: str | None = None,
+                 source: str | None = None) -> None:
         from ragcov import api
 
-        super().__init__(inner, api.LlamaIndexRetriever(inner, recorder.corpus()), recorder, query_id)
+        super().__init__(inner, api.LlamaIndexRetriever(inner, recorder.corpus(), source), recorder,
+                         query_id)
 
     def retrieve(self, query: Any, *args: Any, **kwargs: Any) -> Any:
         nodes = self._inner.retrieve(query, *args, **kwargs)
@@ -119,7 +123,8 @@ def _from(obj: Any, prefix: str) -> bool:
                for c in type(obj).__mro__)
 
 
-def framework_wrapper(retriever: Any, recorder: Recorder, query_id: str | None = None) -> Any | None:
+def framework_wrapper(retriever: Any, recorder: Recorder, query_id: str | None = None,
+                      source: str | None = None) -> Any | None:
     """The recording wrapper for a LangChain or LlamaIndex retriever; None for anything else.
 
     A LangChain retriever is anything with ``invoke`` that is not a ragcov retriever
@@ -130,19 +135,22 @@ def framework_wrapper(retriever: Any, recorder: Recorder, query_id: str | None =
     if isinstance(retriever, type):
         return None
     if _from(retriever, "llama_index") and callable(getattr(retriever, "retrieve", None)):
-        return RecordingLlamaIndex(retriever, recorder, query_id)
+        return RecordingLlamaIndex(retriever, recorder, query_id, source)
     if (callable(getattr(retriever, "invoke", None))
             and not callable(getattr(retriever, "retrieve", None))):
-        return RecordingLangChain(retriever, recorder, query_id)
+        return RecordingLangChain(retriever, recorder, query_id, source)
     return None
 
 
-def record(retriever: Any, query_id: str | None = None) -> Any:
+def record(retriever: Any, query_id: str | None = None, source: str | None = None) -> Any:
     """Wrap ``retriever`` so its retrievals count towards this run's coverage.
 
     ``query_id`` names the question the wrapper is asked (the id your relevance labels
     use, so ``ragcov report --qrels`` joins the run); without it a question is named by
-    the test that asks it (its node id).
+    the test that asks it (its node id). ``source`` is the ``module:attr`` that builds
+    this retriever (the object or its factory): the run is recorded under that name, as
+    ``ragcov run --retriever module:attr`` records it, so ``ragcov probe``, ``generate``
+    and ``drift`` build the same retriever again from the data file.
 
     Returns ``retriever`` itself when coverage is off, so tests can wrap
     unconditionally. A LangChain retriever keeps ``invoke``, ``ainvoke``, ``batch``
@@ -159,12 +167,20 @@ def record(retriever: Any, query_id: str | None = None) -> Any:
         from ragcov.fields import parse_id
 
         query_id = parse_id(query_id)
-    wrapper = framework_wrapper(retriever, rec, query_id)
+    if source is not None:
+        from ragcov.retrievers.loader import is_spec
+
+        if not is_spec(source):
+            from ragcov.errors import RagcovError
+
+            raise RagcovError(f"source {source!r}: expected module:attr, the retriever or the "
+                              "factory that builds it (e.g. myapp.rag:make_retriever)")
+    wrapper = framework_wrapper(retriever, rec, query_id, source)
     if wrapper is not None:
         return wrapper
     inner = retriever
     if not callable(getattr(retriever, "retrieve", None)):
         from ragcov import api
 
-        inner = count_once_per_query(api.wrap(retriever, rec.corpus()))
+        inner = count_once_per_query(api.wrap(retriever, rec.corpus(), name=source))
     return RecordingRetriever(inner, rec, query_id=query_id)

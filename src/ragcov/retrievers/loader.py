@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -132,6 +133,15 @@ def takes_corpus(spec: str) -> bool:
     return _factory_call(_resolve(spec)) in ("corpus=", "corpus")
 
 
+SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def is_spec(name: object) -> bool:
+    """Whether ``name`` reads as ``module:attr``: a run recorded under such a name can be
+    rebuilt by every command (probe, generate, drift) without ``--retriever``."""
+    return isinstance(name, str) and SPEC.fullmatch(name) is not None
+
+
 def load_retriever(spec: str, corpus: Corpus) -> Retriever:
     """Load ``module:attr`` (attr may be dotted) and wrap what it names.
 
@@ -139,6 +149,12 @@ def load_retriever(spec: str, corpus: Corpus) -> Retriever:
     makes one: a class, or a function with no parameters or a ``corpus``
     parameter, which is called (with the corpus when it takes it).
     """
+    return wrap(build_object(spec, corpus), corpus, name=spec)
+
+
+def build_object(spec: str, corpus: Corpus) -> Any:
+    """What ``module:attr`` names, its factory called: the app's own retriever object,
+    before any wrapping (the pytest plugin hands it to tests with its own methods)."""
     obj = _resolve(spec)
     call = _factory_call(obj)
     if call is not None:
@@ -154,4 +170,4 @@ def load_retriever(spec: str, corpus: Corpus) -> Retriever:
         except Exception as exc:
             raise RagcovError(f"retriever {spec!r}: the factory failed: "
                               f"{type(exc).__name__}: {exc}") from exc
-    return wrap(obj, corpus, name=spec)
+    return obj
