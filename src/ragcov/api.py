@@ -756,7 +756,8 @@ def probe_corpus(settings: ProbeSettings, progress: bool = True,
     retriever (and reranker, and the LLM of ``--generator``), and :func:`probe` it."""
     s = settings
     corpus = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
-                         split=s.split, doc_key=s.doc_key, id_key=s.id_key)
+                         split=s.split, doc_key=s.doc_key, id_key=s.id_key,
+                         chunk_ids=chunk_ids_of(s.data_file, None, "a probe"))
     retriever = make_retriever(s.retriever, corpus, model=s.model, index=s.index,
                                progress=progress, backend=s.backend, device=s.device,
                                dtype=s.dtype, **dict(s.index_options))
@@ -881,6 +882,7 @@ class RunSettings:
     doc_key: str | None = None
     documents: str | os.PathLike[str] | None = None  # whole documents, to place chunks made elsewhere
     id_key: str | None = None
+    chunk_ids: str | None = None  # position or content; an --append: the file's own
     engine: str = "local"
     scheduler: str | None = None
     partitions: int | None = None
@@ -932,6 +934,8 @@ class RunSettings:
             raise RagcovError("--rerank runs the reranker in this process: use --engine local")
         # Before the corpus is embedded: a destination that cannot take the run fails now.
         CoverageData(path).check_destination()
+        if options.get("append"):
+            options["chunk_ids"] = chunk_ids_of(path, options.get("chunk_ids"), "an --append")
         return cls(corpus=corpus, queries=queries, kind=kind, destination=path, **options)
 
 
@@ -956,7 +960,7 @@ def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
 
     corpus_obj = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
                              split=s.split, doc_key=s.doc_key, documents=s.documents,
-                             id_key=s.id_key)
+                             id_key=s.id_key, chunk_ids=s.chunk_ids)
     suite = load_suite(s.queries)
     model = s.model
     if s.engine == "dask":
@@ -1083,7 +1087,8 @@ class Indexed:
 
 def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str | None = None,
           chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False,
-          device: str | None = "auto", dtype: str | None = "auto") -> Indexed:
+          device: str | None = "auto", dtype: str | None = "auto",
+          chunk_ids: str | None = None) -> Indexed:
     """``ragcov index``: embed the corpus for the dense retriever into the cache."""
     from ragcov.retrievers import make_retriever
     from ragcov.retrievers.dense import check_hardware
@@ -1092,7 +1097,7 @@ def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str
     check_backend(backend)  # before the corpus is read
     check_hardware("dense", device, dtype, backend, model)
     corpus_obj = load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-                             split=split)
+                             split=split, chunk_ids=chunk_ids)
     # The dense retriever's own door: over a store URL the store's model is settled first
     # (checked against its vectors), as ``run --retriever dense`` does, so the cache
     # ``index`` fills is the one that run will read.
@@ -1356,6 +1361,23 @@ def erase(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> list[Path]:
     """``ragcov erase``: delete the data file and its shards; returns shard-named files spared."""
 
     return erase_files(Path(data_file))
+
+
+def chunk_ids_of(data_file: str | os.PathLike[str], given: str | None, what: str) -> str | None:
+    """The id scheme a command that adds to ``data_file`` splits with: the one the file
+    recorded (``--chunk-ids`` need not be repeated); another one given is refused, since
+    every chunk would be renamed and the corpus no longer the recorded one."""
+    from ragcov.corpus import POSITION_IDS, check_chunk_ids
+    from ragcov.data.spans import recorded_chunk_ids
+
+    data = CoverageData(data_file)
+    if not data.exists():
+        return given
+    recorded = recorded_chunk_ids(data)
+    if given is not None and check_chunk_ids(given) != (recorded or POSITION_IDS):
+        raise RagcovError(f"{data_file} names its chunks by {recorded or POSITION_IDS}; {what} "
+                          f"uses the same ids (drop --chunk-ids, or give {recorded or POSITION_IDS})")
+    return recorded or given
 
 
 def recorded_retriever(data_file: str | os.PathLike[str]) -> dict[str, Any] | None:
