@@ -230,6 +230,13 @@ def test_a_file_without_spans_reports_no_figure_and_refuses_the_text_gate(
     assert "text_coverage" not in _report(capsys, data, tmp_path / "c.json")["totals"]
     code, _o, err = cli(capsys, "report", "--data-file", str(data), "--fail-under-text", "10")
     assert code == 1 and "--documents" in err
+    for command, out_flag in (("json", "-o"), ("xml", "-o"), ("lcov", "-o"), ("badge", "-o"),
+                              ("html", "-d")):
+        target = tmp_path / f"gated-{command}"
+        code, _o, err = cli(capsys, command, "--data-file", str(data), out_flag, str(target),
+                            "--fail-under-text", "10")
+        assert code == 1 and "--documents" in err, (command, err)
+        assert not target.exists(), command  # refused before anything is written
 
 
 def test_an_older_file_without_the_span_tables_is_read_and_combine_keeps_spans(
