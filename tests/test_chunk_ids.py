@@ -161,6 +161,19 @@ def test_the_scheme_is_recorded_and_later_commands_on_the_file_use_it(
     assert _ids(merged) == ids
 
 
+def test_generate_on_a_content_file_splits_as_its_run_did(capsys, tmp_path: Path,
+                                                          pages: Path) -> None:
+    data = tmp_path / "g.ragcov"
+    base = ["--corpus", str(pages), "--split", "--retriever", "bm25", "--data-file", str(data)]
+    code, _o, err = cli(capsys, "run", *base, "-q", "--chunk-ids", "content",
+                        "--queries", str(_questions(tmp_path, 0, 10)))
+    assert code == 0, err
+    code, out, err = cli(capsys, "generate", *base, "--budget", "2", "-o", str(tmp_path / "g.jsonl"))
+    assert code == 0, err
+    assert "Generated 2 questions" in out
+    assert all("@" in i for i in _ids(data))
+
+
 def test_chunk_ids_in_the_config_file(capsys, tmp_path: Path, pages: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)

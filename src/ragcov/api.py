@@ -468,7 +468,9 @@ def generate_questions(corpus: str | os.PathLike[str], output: str | os.PathLike
 
     check_hardware(kind, chosen.get("device", "auto"), chosen.get("dtype", "auto"),
                    chosen.get("backend"), chosen.get("model"))
-    corpus_obj = load_corpus(corpus, **(chunking or {}))
+    chunking = dict(chunking or {})  # split as the data file's run did (--chunk-ids)
+    chunking["chunk_ids"] = chunk_ids_of(data_file, chunking.get("chunk_ids"), "generate")
+    corpus_obj = load_corpus(corpus, **chunking)
     if targets is not None:
         ids, unknown = gap_targets(targets, corpus_obj)
         if unknown:
