@@ -152,6 +152,10 @@ def test_the_scheme_is_recorded_and_later_commands_on_the_file_use_it(
     # probe reads the corpus as the run did, with no flag to repeat.
     code, _o, err = cli(capsys, "probe", "--corpus", str(pages), "--split", "--data-file", str(data))
     assert code == 0, err
+    # topics, given the corpus, reads it as the run did too.
+    code, _o, err = cli(capsys, "topics", "--data-file", str(data), "--corpus", str(pages), "--split",
+                        "--vectors", "tfidf", "-q")
+    assert code == 0, err
     # combine keeps the scheme, so a probe of the combined file splits the same way.
     merged = tmp_path / "m.ragcov"
     code, _o, err = cli(capsys, "combine", str(data), "--data-file", str(merged), "--keep")
