@@ -193,6 +193,11 @@ def test_chunk_ids_in_the_config_file(capsys, tmp_path: Path, pages: Path,
                         "--chunk-ids", "position")
     assert code == 0, err
     assert all("#" in i for i in _ids(tmp_path / "flag.ragcov"))
+    (tmp_path / "ragcov.toml").write_text('chunk_ids = "hash"\n', encoding="utf-8")
+    code, _o, err = cli(capsys, "run", "--corpus", str(pages), "--split", "--retriever", "bm25",
+                        "-q", "--queries", str(q), "--data-file", "bad.ragcov")
+    assert code == 1 and "ragcov.toml: chunk_ids = 'hash'" in err and "position or content" in err
+    assert not (tmp_path / "bad.ragcov").exists()
 
 
 def test_labels_on_content_ids_stay_valid_where_the_chunk_is_unchanged(
