@@ -248,3 +248,14 @@ def test_an_append_with_documents_adds_spans_to_a_file_recorded_without(
     again = json.loads(out)
     assert again["text"]["method"] == "located"
     assert again["totals"]["text_characters"] == doc["totals"]["text_characters"]
+
+
+def test_unknown_content_ids_of_known_documents_point_at_the_chunking() -> None:
+    """A store or trace split at another size names chunks of the corpus's documents that the
+    corpus does not have: the hint says to split the same way, as it does for DOC#N ids."""
+    from ragcov.retrieval import mismatch_hint
+
+    corpus = Corpus.from_documents([("d.md", "One paragraph.\n\nAnother one.")], 20, 0,
+                                   chunk_ids="content")
+    hint = mismatch_hint([f"d.md@0-30:{_sha8('x')}"], corpus)
+    assert "the same --chunk-size and --chunk-overlap with --split" in hint
