@@ -259,3 +259,29 @@ def test_unknown_content_ids_of_known_documents_point_at_the_chunking() -> None:
                                    chunk_ids="content")
     hint = mismatch_hint([f"d.md@0-30:{_sha8('x')}"], corpus)
     assert "the same --chunk-size and --chunk-overlap with --split" in hint
+
+
+def test_an_import_append_with_documents_adds_spans_too(capsys, tmp_path: Path, pages: Path) -> None:
+    docs = [json.loads(line) for line in pages.read_text(encoding="utf-8").splitlines()]
+    rows = [{"id": f"{d['doc_id']}::{n}", "doc_id": d["doc_id"], "text": p}
+            for d in docs for n, p in enumerate(d["text"].split("\n\n")) if p.strip()]
+    chunks = _jsonl(tmp_path / "chunks.jsonl", rows)
+    docs_file = _jsonl(tmp_path / "docs.jsonl", [{"doc_id": d["doc_id"], "text": d["text"]} for d in docs])
+    first, second = tmp_path / "a.trec", tmp_path / "b.trec"
+    first.write_text(f"t1 Q0 {rows[0]['id']} 1 2.0 prod\n", encoding="utf-8")
+    second.write_text(f"t2 Q0 {rows[1]['id']} 1 1.0 prod\n", encoding="utf-8")
+    data = tmp_path / "t.ragcov"
+    base = ["--format", "trec", "--corpus", str(chunks), "--data-file", str(data), "-q"]
+    code, _o, err = cli(capsys, "import", str(first), *base)
+    assert code == 0, err
+    code, _o, err = cli(capsys, "import", str(second), *base, "--append", "--documents", str(docs_file))
+    assert code == 0, err
+    code, out, _e = cli(capsys, "json", "--data-file", str(data), "-o", "-")
+    doc = json.loads(out)
+    assert doc["text"]["method"] == "located"
+    # Both imports' chunks count: the first document's first two paragraphs are covered.
+    text = docs[0]["text"]
+    covered = len("".join(rows[0]["text"].split())) + len("".join(rows[1]["text"].split()))
+    assert rows[1]["doc_id"] == docs[0]["doc_id"]
+    assert doc["documents"][docs[0]["doc_id"]]["covered_text_characters"] == covered
+    assert doc["documents"][docs[0]["doc_id"]]["text_characters"] == len("".join(text.split()))
