@@ -218,6 +218,16 @@ def test_labels_on_content_ids_stay_valid_where_the_chunk_is_unchanged(
     assert code == 0, err
     unchanged = len(_pieces(old).keys() & _pieces(new).keys())
     assert json.loads(out)["counts"]["valid"] == unchanged > 0
+    # Without --chunk-ids the new chunks are named as the data file's were, and --fix writes
+    # content ids: the labels keep the names the team chose.
+    fixed = tmp_path / "fixed.jsonl"
+    code, out, err = cli(capsys, "qrels", "check", str(labels), "--corpus", str(pages), "--split",
+                         "--chunk-size", "900", "--chunk-overlap", "0", "--data-file", str(data),
+                         "--format", "json", "--fix", "-o", str(fixed))
+    assert code == 0, err
+    assert json.loads(out)["counts"]["valid"] == unchanged
+    written = [json.loads(line)["chunk_id"] for line in fixed.read_text(encoding="utf-8").splitlines()]
+    assert written and set(written) <= set(new.ids)
 
 
 # ----------------------------------------------------------------- spans and --append

@@ -1462,9 +1462,12 @@ def check_qrels(qrels: str | os.PathLike[str], corpus: str | os.PathLike[str] | 
     sound ones under their new ids there (:class:`ragcov.compare.labels.LabelCheck`).
 
     ``chunking`` holds how the new corpus is read (``chunk_size``, ``chunk_overlap``,
-    ``split``, ``documents``), as ``run`` takes them."""
+    ``split``, ``documents``, ``chunk_ids``), as ``run`` takes them; without ``chunk_ids``
+    documents ragcov splits are named as the data file's were, so the repaired labels
+    keep the names the team chose."""
     from ragcov.compare.labels import check_labels, fixed_text
-    from ragcov.data.spans import recorded_corpus
+    from ragcov.corpus import splits_documents
+    from ragcov.data.spans import recorded_chunk_ids, recorded_corpus
     from ragcov.files import write_text_atomic
 
     if level is not None and level not in ("doc", "chunk"):
@@ -1473,7 +1476,11 @@ def check_qrels(qrels: str | os.PathLike[str], corpus: str | os.PathLike[str] | 
         check_outputs([Path(fix)], [qrels, corpus if not isinstance(corpus, Corpus) else None,
                                     old_corpus if not isinstance(old_corpus, Corpus) else None,
                                     data_file if old_corpus is None else None])
-    new = corpus if isinstance(corpus, Corpus) else load_corpus(corpus, **(chunking or {}))
+    chunking = dict(chunking or {})
+    if (chunking.get("chunk_ids") is None and old_corpus is None and not isinstance(corpus, Corpus)
+            and splits_documents(corpus, bool(chunking.get("split")))):
+        chunking["chunk_ids"] = recorded_chunk_ids(CoverageData(data_file))
+    new = corpus if isinstance(corpus, Corpus) else load_corpus(corpus, **chunking)
     if isinstance(old_corpus, Corpus):
         old = old_corpus
     elif old_corpus is not None:

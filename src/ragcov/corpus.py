@@ -382,6 +382,18 @@ def read_store(source: str | os.PathLike[str], doc_key: str | None = None,
     return corpus
 
 
+def splits_documents(path: str | os.PathLike[str], split: bool = False) -> bool:
+    """Whether :func:`load_corpus` cuts this corpus's documents itself (and so names its
+    chunks), as against reading chunks that come with their ids."""
+    if is_store_url(path):
+        return False
+    p = Path(path)
+    if p.is_dir():
+        return not (p / "corpus.jsonl").is_file()
+    suffix = p.suffix.lower()
+    return suffix in TEXT_SUFFIXES or (split and suffix in (".jsonl", ".ndjson"))
+
+
 def load_corpus(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
                 chunk_overlap: int = DEFAULT_CHUNK_OVERLAP, split: bool = False,
                 doc_key: str | None = None,
