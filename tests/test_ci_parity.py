@@ -71,6 +71,41 @@ def test_every_reporter_has_the_same_gate(in_sample: Path, capsys, command: str)
     assert code == 1 and "--fail-under must be a percentage from 0 to 100" in err
 
 
+def _text_total(capsys) -> str:
+    """The sample's text coverage as the gate compares it (2 decimals)."""
+    from ragcov.summary import display_percent
+
+    code, out, err = cli(capsys, "json", "-o", "-")
+    assert code == 0, err
+    return display_percent(json.loads(out)["totals"]["text_coverage"], 2)
+
+
+@pytest.mark.parametrize("command", REPORTERS)
+def test_every_reporter_has_the_same_text_gate(in_sample: Path, capsys, command: str) -> None:
+    """--fail-under-text wherever --fail-under is: one check, one message, one exit status."""
+    shown = _text_total(capsys)
+    above = f"{float(shown) + 0.01:.2f}"
+    code, _, err = cli(capsys, command, "--fail-under-text", above)
+    assert code == 2, err
+    assert err.strip().splitlines()[-1] == (f"Coverage failure: text coverage of {shown}% is less "
+                                            f"than fail-under-text={above}")
+    assert cli(capsys, command, "--fail-under-text", shown)[0] == 0
+    code, _, err = cli(capsys, command, "--fail-under-text", "101")
+    assert code == 1 and "--fail-under-text must be a percentage from 0 to 100" in err
+
+
+def test_flat_fail_under_text_gates_every_reporter(in_sample: Path, capsys) -> None:
+    (in_sample / "ragcov.toml").write_text("fail_under_text = 99\n")
+    try:
+        for command in REPORTERS:
+            code, _, err = cli(capsys, command)
+            assert code == 2 and "fail-under-text=99" in err, (command, err)
+        code, _, err = cli(capsys, "gap", "--tests", ".ragcov", "--traffic", ".ragcov")
+        assert code == 0, err
+    finally:
+        (in_sample / "ragcov.toml").unlink()
+
+
 @pytest.mark.parametrize("command", REPORTERS)
 def test_fail_under_in_a_reporters_own_table(in_sample: Path, capsys, command: str) -> None:
     (in_sample / "pyproject.toml").write_text(f"[tool.ragcov.{command}]\nfail_under = 60\n")

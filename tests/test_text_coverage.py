@@ -230,6 +230,13 @@ def test_a_file_without_spans_reports_no_figure_and_refuses_the_text_gate(
     assert "text_coverage" not in _report(capsys, data, tmp_path / "c.json")["totals"]
     code, _o, err = cli(capsys, "report", "--data-file", str(data), "--fail-under-text", "10")
     assert code == 1 and "--documents" in err
+    for command, out_flag in (("json", "-o"), ("xml", "-o"), ("lcov", "-o"), ("badge", "-o"),
+                              ("html", "-d")):
+        target = tmp_path / f"gated-{command}"
+        code, _o, err = cli(capsys, command, "--data-file", str(data), out_flag, str(target),
+                            "--fail-under-text", "10")
+        assert code == 1 and "--documents" in err, (command, err)
+        assert not target.exists(), command  # refused before anything is written
 
 
 def test_an_older_file_without_the_span_tables_is_read_and_combine_keeps_spans(
@@ -417,3 +424,47 @@ def test_passages_in_a_pull_request_comment_carry_no_markup_of_their_own() -> No
     assert "- `+` 7-" in md
     text = "\n".join(passage_lines(t))
     assert "  + 7-" in text and "</details>" in text  # the terminal shows the text as it is
+
+
+def test_html_diff_page_shows_the_passages_as_text_escaped(capsys, tmp_path: Path) -> None:
+    """``diff --html`` across chunkers: each passage newly covered or no longer covered is
+    on the page with its whole text, as the JSON gives it, and markup in a document is text."""
+    import markupsafe
+
+    from ragcov.demo import sample_path
+
+    pages = [json.loads(line) for line in
+             sample_path("finqa_pages.jsonl").read_text(encoding="utf-8").splitlines()[:12]]
+    hostile = {"doc_id": "evil<b>.md", "text": "Zebra migration starts in spring. <script>alert('x')"
+               "</script> & the herds \"cross\" rivers.\n\nOther zebra facts: stripes differ."}
+    docs = _jsonl(tmp_path / "docs.jsonl", [*pages, hostile])
+    questions = sample_path("finqa_questions.jsonl").read_text(encoding="utf-8").splitlines()
+    ours = [json.loads(q) for q in questions if json.loads(q)["id"].rsplit("-", 1)[0]
+            in {p["doc_id"] for p in pages}][:10]
+    base_q = _jsonl(tmp_path / "bq.jsonl", ours)
+    head_q = _jsonl(tmp_path / "hq.jsonl", [*ours, {"id": "z", "text": "zebra migration script"}])
+    sides = {}
+    for name, size, queries in (("base", 400, base_q), ("head", 300, head_q)):
+        sides[name] = tmp_path / f"{name}.ragcov"
+        code, _o, err = cli(capsys, "run", "--corpus", str(docs), "--split", "--chunk-size", str(size),
+                            "--chunk-overlap", "0", "--retriever", "bm25", "-k", "2", "-q",
+                            "--queries", str(queries), "--data-file", str(sides[name]))
+        assert code == 0, err
+    site = tmp_path / "site"
+    code, out, err = cli(capsys, "diff", str(sides["base"]), str(sides["head"]), "--format", "json",
+                         "--allow-different-retriever", "--html", str(site))
+    assert code == 0, err
+    changed = json.loads(out[:out.rindex("}") + 1])["text"]["documents"]
+    page = (site / "diff.html").read_text(encoding="utf-8")
+    assert 'id="passages"' in page
+    assert "<script>" not in page and "evil&lt;b&gt;.md" in page
+    assert any(p["doc_id"] == hostile["doc_id"] and p["gained"] for p in changed)
+    for doc in changed:
+        for kind, css in (("gained", "gain"), ("lost", "loss")):
+            for p in doc[kind]:
+                sign = "+" if kind == "gained" else "-"
+                assert (f'<span class="span {css}">{sign} {p["start"]}-{p["end"]}</span>\n'
+                        f'      <div class="text" dir="auto">{markupsafe.escape(p["text"])}</div>'
+                        ) in page
+    shown = sum(len(d["gained"]) + len(d["lost"]) for d in changed)
+    assert page.count('<div class="passage ') == shown

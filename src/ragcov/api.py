@@ -471,7 +471,9 @@ def generate_questions(corpus: str | os.PathLike[str], output: str | os.PathLike
 
     check_hardware(kind, chosen.get("device", "auto"), chosen.get("dtype", "auto"),
                    chosen.get("backend"), chosen.get("model"))
-    corpus_obj = load_corpus(corpus, **(chunking or {}))
+    chunking = dict(chunking or {})  # split as the data file's run did (--chunk-ids)
+    chunking["chunk_ids"] = chunk_ids_of(data_file, chunking.get("chunk_ids"), "generate")
+    corpus_obj = load_corpus(corpus, **chunking)
     if targets is not None:
         ids, unknown = gap_targets(targets, corpus_obj)
         if unknown:
@@ -759,7 +761,8 @@ def probe_corpus(settings: ProbeSettings, progress: bool = True,
     retriever (and reranker, and the LLM of ``--generator``), and :func:`probe` it."""
     s = settings
     corpus = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
-                         split=s.split, doc_key=s.doc_key, id_key=s.id_key)
+                         split=s.split, doc_key=s.doc_key, id_key=s.id_key,
+                         chunk_ids=chunk_ids_of(s.data_file, None, "a probe"))
     retriever = make_retriever(s.retriever, corpus, model=s.model, index=s.index,
                                progress=progress, backend=s.backend, device=s.device,
                                dtype=s.dtype, **dict(s.index_options))
@@ -884,6 +887,7 @@ class RunSettings:
     doc_key: str | None = None
     documents: str | os.PathLike[str] | None = None  # whole documents, to place chunks made elsewhere
     id_key: str | None = None
+    chunk_ids: str | None = None  # position or content; an --append: the file's own
     engine: str = "local"
     scheduler: str | None = None
     partitions: int | None = None
@@ -935,6 +939,8 @@ class RunSettings:
             raise RagcovError("--rerank runs the reranker in this process: use --engine local")
         # Before the corpus is embedded: a destination that cannot take the run fails now.
         CoverageData(path).check_destination()
+        if options.get("append"):
+            options["chunk_ids"] = chunk_ids_of(path, options.get("chunk_ids"), "an --append")
         return cls(corpus=corpus, queries=queries, kind=kind, destination=path, **options)
 
 
@@ -959,7 +965,7 @@ def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
 
     corpus_obj = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
                              split=s.split, doc_key=s.doc_key, documents=s.documents,
-                             id_key=s.id_key)
+                             id_key=s.id_key, chunk_ids=s.chunk_ids)
     suite = load_suite(s.queries)
     model = s.model
     if s.engine == "dask":
@@ -1086,7 +1092,8 @@ class Indexed:
 
 def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str | None = None,
           chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False,
-          device: str | None = "auto", dtype: str | None = "auto") -> Indexed:
+          device: str | None = "auto", dtype: str | None = "auto",
+          chunk_ids: str | None = None) -> Indexed:
     """``ragcov index``: embed the corpus for the dense retriever into the cache."""
     from ragcov.retrievers import make_retriever
     from ragcov.retrievers.dense import check_hardware
@@ -1095,7 +1102,7 @@ def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str
     check_backend(backend)  # before the corpus is read
     check_hardware("dense", device, dtype, backend, model)
     corpus_obj = load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-                             split=split)
+                             split=split, chunk_ids=chunk_ids)
     # The dense retriever's own door: over a store URL the store's model is settled first
     # (checked against its vectors), as ``run --retriever dense`` does, so the cache
     # ``index`` fills is the one that run will read.
@@ -1378,6 +1385,23 @@ def erase(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> list[Path]:
     return erase_files(Path(data_file))
 
 
+def chunk_ids_of(data_file: str | os.PathLike[str], given: str | None, what: str) -> str | None:
+    """The id scheme a command that adds to ``data_file`` splits with: the one the file
+    recorded (``--chunk-ids`` need not be repeated); another one given is refused, since
+    every chunk would be renamed and the corpus no longer the recorded one."""
+    from ragcov.corpus import POSITION_IDS, check_chunk_ids
+    from ragcov.data.spans import recorded_chunk_ids
+
+    data = CoverageData(data_file)
+    if not data.exists():
+        return given
+    recorded = recorded_chunk_ids(data)
+    if given is not None and check_chunk_ids(given) != (recorded or POSITION_IDS):
+        raise RagcovError(f"{data_file} names its chunks by {recorded or POSITION_IDS}; {what} "
+                          f"uses the same ids (drop --chunk-ids, or give {recorded or POSITION_IDS})")
+    return recorded or given
+
+
 def recorded_retriever(data_file: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The retriever fingerprint a data file recorded; None when there is no data file."""
     data = CoverageData(data_file)
@@ -1480,9 +1504,12 @@ def check_qrels(qrels: str | os.PathLike[str], corpus: str | os.PathLike[str] | 
     sound ones under their new ids there (:class:`ragcov.compare.labels.LabelCheck`).
 
     ``chunking`` holds how the new corpus is read (``chunk_size``, ``chunk_overlap``,
-    ``split``, ``documents``), as ``run`` takes them."""
+    ``split``, ``documents``, ``chunk_ids``), as ``run`` takes them; without ``chunk_ids``
+    documents ragcov splits are named as the data file's were, so the repaired labels
+    keep the names the team chose."""
     from ragcov.compare.labels import check_labels, fixed_text
-    from ragcov.data.spans import recorded_corpus
+    from ragcov.corpus import splits_documents
+    from ragcov.data.spans import recorded_chunk_ids, recorded_corpus
     from ragcov.files import write_text_atomic
 
     if level is not None and level not in ("doc", "chunk"):
@@ -1491,7 +1518,11 @@ def check_qrels(qrels: str | os.PathLike[str], corpus: str | os.PathLike[str] | 
         check_outputs([Path(fix)], [qrels, corpus if not isinstance(corpus, Corpus) else None,
                                     old_corpus if not isinstance(old_corpus, Corpus) else None,
                                     data_file if old_corpus is None else None])
-    new = corpus if isinstance(corpus, Corpus) else load_corpus(corpus, **(chunking or {}))
+    chunking = dict(chunking or {})
+    if (chunking.get("chunk_ids") is None and old_corpus is None and not isinstance(corpus, Corpus)
+            and splits_documents(corpus, bool(chunking.get("split")))):
+        chunking["chunk_ids"] = recorded_chunk_ids(CoverageData(data_file))
+    new = corpus if isinstance(corpus, Corpus) else load_corpus(corpus, **chunking)
     if isinstance(old_corpus, Corpus):
         old = old_corpus
     elif old_corpus is not None:

@@ -131,7 +131,7 @@ FLAT_SCOPE: dict[str, frozenset[str]] = {
     # A flat fail_under gates total coverage in every reporter, as coverage.py's [report]
     # fail_under does; gap's traffic-weighted gate is another number, set in [gap].
     "fail_under": frozenset({"report", "json", "xml", "lcov", "html", "badge"}),
-    "fail_under_text": frozenset({"report", "json"}),
+    "fail_under_text": frozenset({"report", "json", "xml", "lcov", "html", "badge"}),
     # Judges topics, so it needs --by topic in report: flat, it is the topics command's gate.
     "min_topic_coverage": frozenset({"topics"}),
 }

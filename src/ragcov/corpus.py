@@ -2,8 +2,9 @@
 
 Chunk ids are what every other file refers to, so they must not depend on list
 positions: ids given in the input are kept; chunks cut from plain-text files get
-``<document>#<n>``. Each chunk's content hash is recorded so a changed corpus is
-detected (the corpus hash covers ids, document ids and content, in order).
+``<document>#<n>``, or with ``chunk_ids="content"`` ``<document>@<start>-<stop>:<hash8>``
+(see :func:`content_chunk_id`). Each chunk's content hash is recorded so a changed
+corpus is detected (the corpus hash covers ids, document ids and content, in order).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 100
+#: How ragcov names the chunks it splits: ``position`` (``DOC#N``, what every file before
+#: the choice existed holds) or ``content`` (``DOC@START-STOP:HASH8``).
+CHUNK_ID_SCHEMES = ("position", "content")
+POSITION_IDS, CONTENT_IDS = CHUNK_ID_SCHEMES
 SHOW_DUPLICATES = 20  # ids listed in a duplicate-id error
 SHOW_REPEATS = 5      # of which this many with their lines
 
@@ -175,8 +180,11 @@ class Corpus(Sequence[Chunk]):
         chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
         titles: dict[str, str] | None = None,
         source: str | None = None,
+        chunk_ids: str | None = None,
     ) -> Corpus:
-        """Chunk whole documents ``(doc_id, text)`` into ``<doc_id>#<n>`` chunks."""
+        """Chunk whole documents ``(doc_id, text)`` into ``<doc_id>#<n>`` chunks, or into
+        :func:`content_chunk_id` ones with ``chunk_ids="content"``."""
+        scheme = check_chunk_ids(chunk_ids)
         items = documents.items() if isinstance(documents, dict) else documents
         splitter = make_splitter(chunk_size, chunk_overlap)
         chunks: list[Chunk] = []
@@ -186,11 +194,15 @@ class Corpus(Sequence[Chunk]):
             texts[doc_id] = text
             # The splitter's own offsets (characters): each chunk's place is known, not searched.
             for n, (start, piece) in enumerate(splitter.chunk_indices(text)):
-                cid = f"{doc_id}#{n}"
-                spans[cid] = (start, start + len(piece))
+                digest = text_hash(piece)
+                stop = start + len(piece)
+                cid = (f"{doc_id}#{n}" if scheme == POSITION_IDS
+                       else content_chunk_id(doc_id, start, stop, digest))
+                spans[cid] = (start, stop)
                 chunks.append(Chunk(id=cid, text=piece, doc_id=doc_id, position=n,
-                                    title=(titles or {}).get(doc_id)))
-        corpus = cls(chunks, chunking=chunking_descriptor(chunk_size, chunk_overlap), source=source)
+                                    title=(titles or {}).get(doc_id), hash=digest))
+        corpus = cls(chunks, chunking=chunking_descriptor(chunk_size, chunk_overlap, scheme),
+                     source=source)
         corpus.text_spans = TextSpans(texts, spans, SPLIT)
         return corpus
 
@@ -201,9 +213,37 @@ class Corpus(Sequence[Chunk]):
         return self
 
 
-def chunking_descriptor(chunk_size: int, chunk_overlap: int) -> dict[str, Any]:
-    return {"method": "semantic-text-splitter", "unit": "characters",
-            "size": chunk_size, "overlap": chunk_overlap}
+def chunking_descriptor(chunk_size: int, chunk_overlap: int,
+                        chunk_ids: str = POSITION_IDS) -> dict[str, Any]:
+    """How the chunks were cut and named. Position ids add no key, so a fingerprint
+    recorded before the choice existed is the same one today (``--append`` still fits)."""
+    described: dict[str, Any] = {"method": "semantic-text-splitter", "unit": "characters",
+                                 "size": chunk_size, "overlap": chunk_overlap}
+    if chunk_ids != POSITION_IDS:
+        described["ids"] = chunk_ids
+    return described
+
+
+def content_chunk_id(doc_id: str, start: int, stop: int, digest: str) -> str:
+    """``<doc_id>@<start>-<stop>:<first 8 hex digits of the text's SHA-256>``.
+
+    Made of what the chunk is, not of where it falls in a list: the same text at the
+    same character span of the same document has the same id on any machine and after
+    any re-chunk that leaves it whole, and any other chunk has another. The span makes
+    it unique (two equal passages of one document lie at two spans; one span is one
+    chunk); the hash makes an edited document rename the chunks whose text changed
+    even where their offsets did not.
+    """
+    return f"{doc_id}@{start}-{stop}:{digest[:8]}"
+
+
+def check_chunk_ids(chunk_ids: str | None) -> str:
+    """The id scheme named, ``position`` when none is; anything else is refused."""
+    if chunk_ids is None:
+        return POSITION_IDS
+    if chunk_ids not in CHUNK_ID_SCHEMES:
+        raise RagcovError(f"--chunk-ids must be {' or '.join(CHUNK_ID_SCHEMES)}, got {chunk_ids!r}")
+    return chunk_ids
 
 
 def make_splitter(chunk_size: int, chunk_overlap: int):
@@ -271,19 +311,22 @@ def read_chunks_jsonl(path: str | os.PathLike[str]) -> Corpus:
 
 
 def read_text_folder(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
-                     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP) -> Corpus:
+                     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP, chunk_ids: str | None = None) -> Corpus:
     """Every .txt/.md file under ``path`` is a document, chunked; its relative path is its id."""
     root = Path(path)
     files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
     docs = [(f.relative_to(root).as_posix(), read_text(f)) for f in files]
-    return Corpus.from_documents(docs, chunk_size, chunk_overlap, source=str(path))
+    return Corpus.from_documents(docs, chunk_size, chunk_overlap, source=str(path),
+                                 chunk_ids=chunk_ids)
 
 
 def read_documents_jsonl(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
-                        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP) -> Corpus:
+                        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+                        chunk_ids: str | None = None) -> Corpus:
     """Whole documents one per JSONL line (same keys as chunks), chunked here."""
     docs, titles = read_documents(path)
-    return Corpus.from_documents(docs, chunk_size, chunk_overlap, titles=titles, source=str(path))
+    return Corpus.from_documents(docs, chunk_size, chunk_overlap, titles=titles, source=str(path),
+                                 chunk_ids=chunk_ids)
 
 
 def read_documents(path: str | os.PathLike[str]) -> tuple[list[tuple[str, str]], dict[str, str]]:
@@ -339,15 +382,30 @@ def read_store(source: str | os.PathLike[str], doc_key: str | None = None,
     return corpus
 
 
+def splits_documents(path: str | os.PathLike[str], split: bool = False) -> bool:
+    """Whether :func:`load_corpus` cuts this corpus's documents itself (and so names its
+    chunks), as against reading chunks that come with their ids."""
+    if is_store_url(path):
+        return False
+    p = Path(path)
+    if p.is_dir():
+        return not (p / "corpus.jsonl").is_file()
+    suffix = p.suffix.lower()
+    return suffix in TEXT_SUFFIXES or (split and suffix in (".jsonl", ".ndjson"))
+
+
 def load_corpus(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
                 chunk_overlap: int = DEFAULT_CHUNK_OVERLAP, split: bool = False,
                 doc_key: str | None = None,
-                documents: str | os.PathLike[str] | None = None, id_key: str | None = None) -> Corpus:
+                documents: str | os.PathLike[str] | None = None, id_key: str | None = None,
+                chunk_ids: str | None = None) -> Corpus:
     """Chunks from a .jsonl (``split``: of documents, chunked here), BEIR folder, text files or store URL.
 
     ``documents`` (whole documents, JSONL) places chunks made elsewhere in their
-    documents' text, for text coverage.
+    documents' text, for text coverage. ``chunk_ids`` names the chunks ragcov splits
+    (``position``, the default, or ``content``); chunks given with their ids keep them.
     """
+    scheme = check_chunk_ids(chunk_ids)
     p = Path(path)
     if is_store_url(path):
         corpus = read_store(path, doc_key, id_key)
@@ -357,18 +415,21 @@ def load_corpus(path: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SI
         if (p / "corpus.jsonl").is_file():
             corpus = read_chunks_jsonl(p / "corpus.jsonl")
         else:
-            corpus = read_text_folder(p, chunk_size, chunk_overlap)
+            corpus = read_text_folder(p, chunk_size, chunk_overlap, scheme)
     elif p.suffix.lower() in (".jsonl", ".ndjson"):
-        corpus = (read_documents_jsonl(p, chunk_size, chunk_overlap) if split
+        corpus = (read_documents_jsonl(p, chunk_size, chunk_overlap, scheme) if split
                   else read_chunks_jsonl(p))
     elif p.suffix.lower() in TEXT_SUFFIXES:
         corpus = Corpus.from_documents([(p.name, read_text(p))], chunk_size, chunk_overlap,
-                                       source=str(p))
+                                       source=str(p), chunk_ids=scheme)
     else:
         raise RagcovError(
             f"{p}: unsupported corpus (expected a .jsonl of chunks, a BEIR folder with "
             "corpus.jsonl, or a folder of .txt/.md files)"
         )
+    if scheme != POSITION_IDS and corpus.chunking.get("ids") != scheme:
+        raise RagcovError(f"--chunk-ids {scheme} names the chunks ragcov splits (--split, a folder "
+                          f"of .txt/.md files); {corpus.source}'s chunks come with their own ids")
     if len(corpus) == 0:
         raise RagcovError(f"{corpus.source}: the corpus is empty (no chunks); chunk coverage is undefined")
     if documents is not None:

@@ -196,7 +196,8 @@ def mismatch_hint(unknown: Sequence[str], corpus: Any) -> str:
                 "Document(id=...)), or keep each chunk's id in its metadata under 'id' or "
                 "'chunk_id'.")
     docs = {c.doc_id for c in corpus}
-    if any(i.rsplit("#", 1)[0] in docs or i.rsplit("-", 1)[0] in docs for i in unknown):
+    if any(i.rsplit("#", 1)[0] in docs or i.rsplit("-", 1)[0] in docs
+           or i.rsplit("@", 1)[0] in docs for i in unknown):
         return ("Their documents are in the corpus but these chunks are not: the store was "
                 "split with another splitter, chunk size or overlap than --corpus; give "
                 "--corpus the chunks as the store holds them, or the same --chunk-size and "

@@ -12,6 +12,7 @@ from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,
     FailUnder,
+    FailUnderText,
     GatePrecision,
     check_precision,
 )
@@ -28,12 +29,13 @@ def xml(
     output: Output = Path("ragcov.xml"),
     scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
+    fail_under_text: FailUnderText = None,
     precision: GatePrecision = None,
 ) -> None:
     """Cobertura XML: documents as files, chunks as lines, hits = queries (like `coverage xml`)."""
     write_scoped(data_file, scope, output, fail_under,
                  lambda scoped: REPORTERS["xml"].render(scoped, {}), "Cobertura XML report",
-                 precision, "xml")
+                 precision, "xml", fail_under_text=fail_under_text)
 
 
 @scoped
@@ -42,11 +44,13 @@ def lcov(
     output: Output = Path("ragcov.lcov"),
     scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
+    fail_under_text: FailUnderText = None,
     precision: GatePrecision = None,
 ) -> None:
     """lcov tracefile: documents as SF records, chunks as DA lines (like `coverage lcov`)."""
     write_scoped(data_file, scope, output, fail_under,
-                 lambda scoped: REPORTERS["lcov"].render(scoped, {}), "lcov report", precision, "lcov")
+                 lambda scoped: REPORTERS["lcov"].render(scoped, {}), "lcov report", precision, "lcov",
+                 fail_under_text=fail_under_text)
 
 
 @scoped
@@ -62,6 +66,7 @@ def badge(
     = None,
     scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
+    fail_under_text: FailUnderText = None,
 ) -> None:
     """A shields-style SVG badge of total chunk coverage, for a README."""
     check_precision(precision or 0)
@@ -71,4 +76,5 @@ def badge(
         shown = display_percent(scoped.summary(jaccard=False).coverage, precision or 0)
         return badge_svg(f"{shown}%", colour_for(float(shown), bands), label)
 
-    write_scoped(data_file, scope, output, fail_under, render, "badge", precision, "svg")
+    write_scoped(data_file, scope, output, fail_under, render, "badge", precision, "svg",
+                 fail_under_text=fail_under_text)

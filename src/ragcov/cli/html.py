@@ -15,9 +15,12 @@ from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,
     FailUnder,
+    FailUnderText,
     check_fail_under,
     check_precision,
+    check_text_gate,
     gate,
+    text_gate,
 )
 from ragcov.cli.report_options import scoped
 from ragcov.cli.topics import check_by
@@ -45,6 +48,7 @@ def html(
     precision: Precision = None,
     scope: ReportScope = ReportScope(),
     fail_under: FailUnder = None,
+    fail_under_text: FailUnderText = None,
     by: Annotated[str, typer.Option(
         "--by", help="document, or topic (the topic page is required: the data file must hold "
         "topics from `ragcov topics`). Either way the site has a topic page when it does.")]
@@ -60,6 +64,7 @@ def html(
     with api.one_read(data_file):
         site = report_data(data_file, scope)
         topics = _topics(data_file, site, by)
+    check_text_gate(site.text, fail_under_text)  # a gate with no figure: refused before writing
     index = write_html(site, directory, order or [], greedy=greedy, title=title,
                        precision=precision or 0, topics=topics)
     out.print(f"Wrote HTML report to {index}")
@@ -68,6 +73,7 @@ def html(
         out.print(f"Wrote the drift page to {drift_page}", markup=False)
     if fail_under is not None:
         gate(site.summary(jaccard=False).coverage, fail_under, precision)
+    text_gate(site.text, fail_under_text, precision)
 
 
 def _topics(data_file: Path, site: object, by: str) -> object:

@@ -7,9 +7,11 @@ from typing import Annotated
 
 import typer
 
+from ragcov import api
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
+    ChunkIds,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
@@ -44,6 +46,7 @@ def import_cmd(
     chunk_size: ChunkSize = 1000,
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
+    chunk_ids: ChunkIds = None,
     documents: Documents = None,
     engine: Annotated[str, typer.Option(
         help="local (this machine; a large JSON-lines span file is read by several "
@@ -58,7 +61,10 @@ def import_cmd(
     from ragcov.api import record_traces, summarize
     from ragcov.reporters.table import render_headline
 
-    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, documents=documents)
+    if append:  # the ids the file recorded, so an append finds the same corpus
+        chunk_ids = api.chunk_ids_of(data_file, chunk_ids, "an --append")
+    corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, documents=documents,
+                                  chunk_ids=chunk_ids)
     texts = None
     if queries is not None:
         from ragcov.api import load_suite

@@ -13,6 +13,7 @@ from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     Backend,
+    ChunkIds,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
@@ -50,6 +51,7 @@ def run(
     chunk_size: ChunkSize = 1000,
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
+    chunk_ids: ChunkIds = None,
     doc_key: DocKey = None,
     documents: Documents = None,
     id_key: IdKey = None,
@@ -76,7 +78,7 @@ def run(
         corpus, queries, retriever, data_file=data_file, parallel_mode=parallel_mode,
         model=model, backend=backend, k=k, index=index, append=append, chunk_size=chunk_size,
         chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, documents=documents,
-        id_key=id_key, engine=engine,
+        id_key=id_key, chunk_ids=chunk_ids, engine=engine,
         scheduler=scheduler, partitions=partitions, device=device, dtype=dtype, rerank=rerank,
         rerank_depth=rerank_depth, hnsw_m=hnsw_m, hnsw_ef_search=hnsw_ef_search)
     done = api.run(settings, progress=not quiet,
@@ -94,12 +96,14 @@ def index(
     chunk_size: ChunkSize = 1000,
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
+    chunk_ids: ChunkIds = None,
     device: Device = "auto",
     dtype: Dtype = "auto",
 ) -> None:
     """Embed the corpus for the dense retriever and cache the embeddings (runs reuse them)."""
     done = api.index(corpus, model=model, backend=backend, chunk_size=chunk_size,
-                     chunk_overlap=chunk_overlap, split=split, device=device, dtype=dtype)
+                     chunk_overlap=chunk_overlap, split=split, device=device, dtype=dtype,
+                     chunk_ids=chunk_ids)
     state = "embedded" if done.embedded else "already cached"
     how = done.backend if done.placement.dtype == "fp32" else f"{done.backend}, {done.placement.dtype}"
     out.print(f"{done.chunks} chunks {state} with {done.model} ({how}) on {done.placement.device} "

@@ -38,6 +38,11 @@ IdKey = Annotated[str | None, typer.Option(
     "the store's rows have it, else the store's own ids; 'store' keeps the store's ids).")]
 ChunkSize = Annotated[int, typer.Option(help="Characters per chunk when ragcov does the chunking.")]
 ChunkOverlap = Annotated[int, typer.Option(help="Characters of overlap between chunks.")]
+ChunkIds = Annotated[str | None, typer.Option(
+    "--chunk-ids", metavar="position|content", help="How ragcov names the chunks it splits: "
+    "position (DOC#N, the default) or content (DOC@START-STOP:HASH8: the same text at the same "
+    "span keeps its id across runs and re-chunks). Recorded in the data file; --append and "
+    "probe use the file's own.")]
 Split = Annotated[bool, typer.Option(
     "--split/--no-split", help="Read a .jsonl corpus as whole documents and chunk them.")]
 Documents = Annotated[Path | None, typer.Option(
@@ -132,11 +137,11 @@ FailUnderText = Annotated[float | None, typer.Option(
 
 def load_corpus_opts(corpus: str | Path, chunk_size: int, chunk_overlap: int, split: bool,
                      doc_key: str | None = None, documents: Path | None = None,
-                     id_key: str | None = None):
+                     id_key: str | None = None, chunk_ids: str | None = None):
     from ragcov.api import load_corpus
 
     return load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split,
-                       doc_key=doc_key, documents=documents, id_key=id_key)
+                       doc_key=doc_key, documents=documents, id_key=id_key, chunk_ids=chunk_ids)
 
 
 # json, xml and lcov print no total, but gate one: a flat ``precision`` setting reaches

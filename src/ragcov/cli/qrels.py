@@ -11,6 +11,7 @@ from ragcov import api
 from ragcov.cli.console import out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
+    ChunkIds,
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
@@ -40,6 +41,7 @@ def check(
     chunk_size: ChunkSize = 1000,
     chunk_overlap: ChunkOverlap = 100,
     split: Split = False,
+    chunk_ids: ChunkIds = None,
     documents: Documents = None,
     qrels_level: Annotated[str | None, typer.Option(
         help="doc or chunk, for TREC and BEIR files (default: chunk where the id is a chunk "
@@ -61,7 +63,8 @@ def check(
     done = api.check_qrels(qrels, corpus, old_corpus, data_file, qrels_level,
                            fix=output if fix else None,
                            chunking={"chunk_size": chunk_size, "chunk_overlap": chunk_overlap,
-                                     "split": split, "documents": documents})
+                                     "split": split, "documents": documents,
+                                     "chunk_ids": chunk_ids})
     if format == "json":
         emit(json_text(done.as_dict()), Path("-"), "label check")
         return

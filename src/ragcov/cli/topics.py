@@ -97,7 +97,8 @@ def topics(
     check_outputs([output], [data_file, traffic, None if corpus is None or "://" in corpus
                              else Path(corpus)])
     corpus_obj = (None if corpus is None
-                  else load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key, id_key))
+                  else load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key, id_key,
+                                        chunk_ids=api.chunk_ids_of(data_file, None, "topics")))
     built = api.fit_topics(data_file, n_topics, seed, vectors, model, corpus_obj, refit)
     if built.note and not quiet:
         err.print(f"ragcov: note: {built.note}", markup=False)

@@ -19,6 +19,7 @@ from ragcov.files import check_destination, write_text_atomic
 from ragcov.summary import display_percent
 
 PAGE = "diff.html"
+PASSAGE_DOCUMENTS = 50  # documents whose passages the page shows, most changed first
 
 
 def _pc(x: float | None, precision: int) -> str:
@@ -32,9 +33,26 @@ def _doc(x: DocumentChange, precision: int) -> dict[str, Any]:
             "head_chunks": x.head_chunks, "head_covered": x.head_covered}
 
 
+def _passages(t: Any) -> list[dict[str, Any]]:
+    """Per document, its passages newly covered and no longer covered in document order,
+    each with its whole text as the document has it (the page escapes it; the terminal's
+    100-character cut is not needed where the text can wrap)."""
+    out = []
+    for p in t.changed()[:PASSAGE_DOCUMENTS]:
+        items = sorted([(s, e, "gain") for s, e in p.gained] + [(s, e, "loss") for s, e in p.lost])
+        out.append({"doc_id": p.doc_id, "gained": f"{p.gained_chars:,}", "lost": f"{p.lost_chars:,}",
+                    "spans": [{"start": s, "end": e, "kind": kind, "sign": "+" if kind == "gain" else "-",
+                               "text": p.text[s:e]} for s, e, kind in items]})
+    return out
+
+
 def diff_context(d: CoverageDiff, precision: int = 1, queries: int = 200) -> dict[str, Any]:
     """What the page shows; the 200 most changed queries (the JSON has them all)."""
+    by_span = d.text is not None and d.text.by_span
+    changed = len(d.text.changed()) if by_span else 0
     return {
+        "passages": _passages(d.text) if by_span else [],
+        "passages_more": max(changed - PASSAGE_DOCUMENTS, 0),
         "title": f"Chunk coverage diff: {points(d.delta, precision)} points",
         "totals": diff_totals(d, precision),
         "base": _pc(d.base_coverage, precision), "head": _pc(d.head_coverage, precision),

@@ -41,7 +41,7 @@ from ragcov.data.schema import (
     read_meta,
     sqlite_errors,
 )
-from ragcov.data.spans import write_spans
+from ragcov.data.spans import add_spans, write_spans
 from ragcov.data.topics import carry_topics
 from ragcov.destinations import unwritable_reason, written_path
 from ragcov.errors import RagcovError
@@ -350,6 +350,8 @@ class CoverageData:
                     _insert_chunks(con, corpus)
                 check_appendable(con, self.path, read_meta(con, self.path), run.k, corpus.hash,
                                  run.retriever, corpus)
+                # Spans this run knows (--documents) and the file was recorded without: kept.
+                add_spans(con, corpus)
                 existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
                 if same_hits:
                     _check_recorded_hits(con, corpus, run, existing)

@@ -3,11 +3,13 @@
 Two tables of their own, written with the chunks when the corpus knows where its
 chunks lie (ragcov split the documents, or they were given with ``--documents``):
 ``documents`` (each document's text) and ``chunk_spans`` (per chunk, its ``start``
-and ``stop`` character offsets, or why it has none), plus a ``span_meta`` row
-saying how the spans were found. A file written before these tables existed, or
-from chunks given without their documents, has none: readers then find no text
-coverage (None), never a guess, and older ragcov versions ignore the tables, so no
-format change is needed to read or append to any file.
+and ``stop`` character offsets, or why it has none), plus ``span_meta`` rows
+saying how the spans were found (``method``) and, for chunks ragcov split and named
+by their content, the id scheme (``ids``: ``content``; no row is ``position``), so a
+later command on the file splits and names the documents the same way. A file
+written before these tables existed, or from chunks given without their documents,
+has none: readers then find no text coverage (None), never a guess, and older ragcov
+versions ignore the tables, so no format change is needed to read or append to any file.
 """
 
 from __future__ import annotations
@@ -43,16 +45,35 @@ def write_spans(con: sqlite3.Connection, corpus: Corpus) -> None:
     spans = getattr(corpus, "text_spans", None)
     if spans is None:
         return
-    _insert(con, spans, {c.id: i for i, c in enumerate(corpus)})
+    ids = corpus.chunking.get("ids")
+    _insert(con, spans, {c.id: i for i, c in enumerate(corpus)},
+            {"ids": ids} if isinstance(ids, str) else {})
 
 
-def _insert(con: sqlite3.Connection, spans: TextSpans, idx: dict[str, int]) -> None:
+def add_spans(con: sqlite3.Connection, corpus: Corpus) -> bool:
+    """The corpus's spans into a file that has none yet (an ``--append`` that knows them,
+    to a file recorded without): True when written. A file that has them keeps its own:
+    the corpus is the same (its hash was checked), so they are the same spans."""
+    if getattr(corpus, "text_spans", None) is None or _has_any_table(con):
+        return False
+    write_spans(con, corpus)
+    return True
+
+
+def _insert(con: sqlite3.Connection, spans: TextSpans, idx: dict[str, int],
+            meta: dict[str, str] | None = None) -> None:
     _create(con)
     con.executemany("INSERT INTO documents VALUES (?, ?)", spans.documents.items())
     con.executemany("INSERT INTO chunk_spans VALUES (?, ?, ?, ?)", (
         (i, *spans.spans[cid], None) if cid in spans.spans
         else (i, None, None, spans.unlocated.get(cid)) for cid, i in idx.items()))
-    con.execute("INSERT INTO span_meta VALUES ('method', ?)", (spans.method,))
+    con.executemany("INSERT INTO span_meta VALUES (?, ?)",
+                    [("method", spans.method), *(meta or {}).items()])
+
+
+def _has_any_table(con: sqlite3.Connection) -> bool:
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN (?, ?, ?)",
+                       SPAN_TABLES).fetchone() is not None
 
 
 def _has_tables(con: sqlite3.Connection) -> bool:
@@ -78,6 +99,22 @@ def _read(con: sqlite3.Connection) -> TextSpans | None:
     return TextSpans(documents, spans, method[0] if method else "located", unlocated)
 
 
+def _chunk_ids(con: sqlite3.Connection) -> str | None:
+    if not _has_tables(con):
+        return None
+    row = con.execute("SELECT value FROM span_meta WHERE key = 'ids'").fetchone()
+    return row[0] if row else None
+
+
+def recorded_chunk_ids(data: Any) -> str | None:
+    """How the data file's split chunks were named (``content``), or None: position ids,
+    chunks given with their own, or no file. What ``probe`` and ``run --append`` split with."""
+    if not data.exists():
+        return None
+    with data.reading() as con:
+        return _chunk_ids(con)
+
+
 def read_text_spans(data: Any) -> TextSpans | None:
     """The data file's text spans (``data``: a CoverageData), or None when it has none."""
     with data.reading() as con:
@@ -92,7 +129,9 @@ def copy_spans(con: sqlite3.Connection, src: sqlite3.Connection, path: Path) -> 
     found = _read(src)
     if found is None:
         return False
-    _insert(con, found, {cid: i for cid, i in con.execute("SELECT id, idx FROM chunks")})
+    ids = _chunk_ids(src)
+    _insert(con, found, {cid: i for cid, i in con.execute("SELECT id, idx FROM chunks")},
+            {"ids": ids} if ids else {})
     return True
 
 
