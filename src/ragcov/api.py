@@ -1195,7 +1195,7 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
     CoverageData(path).check_destination()
     corpus_obj = corpus if isinstance(corpus, Corpus) else load_corpus(
         corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key,
-        id_key=id_key)
+        id_key=id_key, chunk_ids=chunk_ids_of(path, None, "drift"))
     suite = (queries if isinstance(queries, Suite) else recorded_suite(path) if queries is None
              else load_suite(queries))
     if len(suite) == 0:
