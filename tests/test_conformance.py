@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from framework_stores import K, llamaindex_store, minilm_llamaindex
+from framework_stores import K, close_store, llamaindex_store, minilm_llamaindex
 from helpers import cli
 from ragcov.corpus import load_corpus
 from ragcov.data import CoverageData
@@ -77,6 +77,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> dict:
                    else f"chroma://{path}?collection=app")
             expected_docs = ({n.metadata["chunk_id"]: n.metadata["doc_id"] for n in nodes} if how == "nodes"
                              else _llamaindex_docs(index))
+            close_store(store)  # the app's client lets go of a local Qdrant folder
             cells[f"llamaindex-{how}-{engine}"] = {
                 "url": url, "top": top, "docs": expected_docs, "path": path, "engine": engine}
     for engine in ("chroma", "faiss", "lancedb"):
@@ -248,7 +249,10 @@ def test_question(q):
 
 
 def test_the_app_opens_its_own_store():
-    client = QdrantClient(path={path!r})  # while ragcov has the store URL as its corpus
+    # After ragcov read the store URL as its corpus, the app lets go of its folder and opens
+    # it again: nothing of ragcov's holds the folder's lock. (Runs last: file order.)
+    INDEX.vector_store.client.close()
+    client = QdrantClient(path={path!r})
     assert client.count("app").count > 0
     client.close()
 '''
