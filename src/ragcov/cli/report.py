@@ -154,7 +154,7 @@ def report(
         if lines[-1]:
             lines[-1] = f"Note: {lines[-1]}"
         if scoped.reachability is not None:
-            lines += reachability_lines(scoped, show_missing, show_ids)
+            lines += reachability_lines(scoped, show_missing, show_ids, format == "markdown")
         lines += report_lines(scoped.stages, scoped.matrix.n_chunks)  # where chunks are lost
         lines += [copied_line(scoped), copied_gate_note(scoped, fail_under)]
         if right is not None:
