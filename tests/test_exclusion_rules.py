@@ -219,3 +219,17 @@ def test_the_rules_leave_out_exactly_what_they_count(rows, min_chunk_chars: int)
     missed = set(found.reasons) - excluded
     last = found.config_lines[-1] if found.config_lines else ""
     assert bool(missed) == last.startswith(f"# {len(missed)} more candidate")
+
+
+def test_a_long_text_no_general_rule_reaches_is_named_by_its_first_words() -> None:
+    """Two long tables of numbers, uncovered, in a document with content, while a covered
+    table makes "no words" unsafe: each gets a rule of its own, by its first four words,
+    which begin no other chunk."""
+    texts = {"a": _table(1), "b": _table(2), "c": "12 | 13",
+             "d": "Herons nest in reeds along the northern shore of the wetland reserve"}
+    docs = {"a": "r/1", "b": "r/1", "c": "r/2", "d": "r/1"}
+    uncovered = {"a": (texts["a"], "ha"), "b": (texts["b"], "hb")}
+    found = exclusion_candidates(uncovered, Counter({"ha": 1, "hb": 1}), texts, doc_of=docs)
+    assert [(r.value, r.chunks, r.what) for r in found.rules] == [
+        (r"\A\s*14\.0 \| 15\.1 \|", ("b",), "a text of its own in 1 chunk"),
+        (r"\A\s*7\.0 \| 8\.1 \|", ("a",), "a text of its own in 1 chunk")]

@@ -137,6 +137,10 @@ def _glob(doc_id: str) -> str | None:
     return re.sub(r"([*?\[])", r"[\1]", doc_id)
 
 
+#: The order scope applies the keys in: a chunk two rules match is left out by the first.
+_ORDER = {"exclude_docs": 0, "min_chunk_chars": 1, "exclude": 2}
+
+
 @dataclass
 class _Option:
     key: str
@@ -174,9 +178,10 @@ def exclusion_candidates(uncovered: Mapping[str, tuple[str, str]], hash_counts: 
         return Candidates(reasons, [])
     candidates = set(reasons)
     boilerplate = {c for c, why in reasons.items() if why.startswith("boilerplate")}
+    index = _Index(every_text)
     options = _options(candidates, boilerplate, uncovered, every_text, doc_of or {}, shortest,
-                       min_chunk_chars)
-    rules = _choose(options, candidates, uncovered, every_text)
+                       min_chunk_chars, index)
+    rules = _choose(options, candidates, uncovered, every_text, index)
     return Candidates(reasons, _lines(rules, candidates, uncovered, min_chunk_chars, exclude,
                                       exclude_docs), rules)
 
@@ -206,9 +211,8 @@ class _Index:
 
 def _options(candidates: set[str], boilerplate: set[str], uncovered: Mapping[str, tuple[str, str]],
              every_text: Mapping[str, str], doc_of: Mapping[str, str], shortest: int,
-             min_chunk_chars: int) -> list[_Option]:
+             min_chunk_chars: int, index: _Index) -> list[_Option]:
     """Every rule that could be offered, each with the counted chunks it matches."""
-    index = _Index(every_text)
     options = _folder_options(candidates, every_text, doc_of)
     others = {cid: t for cid, t in every_text.items() if cid not in candidates}
     # A length: the longest that leaves out no chunk but candidates.
@@ -226,20 +230,26 @@ def _options(candidates: set[str], boilerplate: set[str], uncovered: Mapping[str
     # out no more than the whole text does.
     counts = Counter(uncovered[c][0].strip() for c in boilerplate)
     for text, _n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:MAX_TEXTS]:
-        words = text.split()
-        first = words[0] if words else ""
-        pattern = _exact(text)
-        matches = index.matching(pattern, first)
-        for n in PREFIX_WORDS:
-            if n < len(words):
-                prefix = r"\A\s*" + readable(" ".join(words[:n]))
-                if index.matching(prefix, first) == matches:
-                    pattern = prefix
-                    break
-        copies = len(matches)
-        options.append(_Option("exclude", pattern, f"boilerplate, one text in {copies} chunk"
-                               f"{'s' if copies != 1 else ''}", matches))
+        options.append(_text_option(text, index, "boilerplate, one text"))
     return options + _prefix_options(candidates, uncovered, index)
+
+
+def _text_option(text: str, index: _Index, what: str) -> _Option:
+    """One text's rule: its first words, as few as leave out what the whole text does (its
+    copies), else the whole text."""
+    words = text.split()
+    first = words[0] if words else ""
+    pattern = _exact(text)
+    matches = index.matching(pattern, first)
+    for n in PREFIX_WORDS:
+        if n < len(words):
+            prefix = r"\A\s*" + readable(" ".join(words[:n]))
+            if index.matching(prefix, first) == matches:
+                pattern = prefix
+                break
+    copies = len(matches)
+    return _Option("exclude", pattern, f"{what} in {copies} chunk{'s' if copies != 1 else ''}",
+                   matches)
 
 
 def _folder_options(candidates: set[str], every_text: Mapping[str, str],
@@ -291,7 +301,7 @@ def _prefix_options(candidates: set[str], uncovered: Mapping[str, tuple[str, str
         words = tuple(uncovered[cid][0].split())
         counts.update(words[:n] for n in range(1, min(len(words), MAX_PREFIX) + 1))
     found: dict[frozenset[str], tuple[int, str, str]] = {}
-    for prefix, n in counts.most_common(MAX_PREFIXES):
+    for prefix, n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:MAX_PREFIXES]:
         if n < 2:
             break
         head = " ".join(prefix)
@@ -311,24 +321,29 @@ def _matching(pattern: str, texts: Mapping[str, str]) -> set[str]:
 
 
 def _choose(options: list[_Option], candidates: set[str], uncovered: Mapping[str, tuple[str, str]],
-            every_text: Mapping[str, str]) -> list[Rule]:
+            every_text: Mapping[str, str], index: _Index) -> list[Rule]:
     """At most MAX_RULES rules, each chosen for the most candidates it adds (then for the
-    fewest other chunks it takes): the general rules, each boilerplate text, or the short
-    texts of the candidates still left in one alternation."""
+    fewest other chunks it takes): the general rules, each boilerplate text, or for the
+    candidates still left their short texts in one alternation, or the most frequent of
+    their longer texts by its first words."""
     chosen: list[_Option] = []
     left = set(candidates)
+    # In one order whatever the order of the sets they came from: ties go to the first.
+    options = sorted(options, key=lambda o: (_ORDER[o.key], str(o.value)))
     while left and len(chosen) < MAX_RULES:
-        alternation = _alternation(left, uncovered, every_text)
-        best = max([*options, *([alternation] if alternation is not None else [])],
-                   key=lambda o: (len(o.matches & left), -len(o.matches - candidates)),
-                   default=None)
-        if best is None or not best.matches & left:
+        rest = _alternation(left, uncovered, every_text)
+        if rest is None:
+            counts = Counter(uncovered[c][0].strip() for c in left)
+            text = min(counts, key=lambda t: (-counts[t], t))
+            rest = _text_option(text, index, "a text of its own")
+        best = max([*options, rest],
+                   key=lambda o: (len(o.matches & left), -len(o.matches - candidates)))
+        if not best.matches & left:
             break
         chosen.append(best)
         options = [o for o in options if o is not best]
         left -= best.matches
-    order = {"exclude_docs": 0, "min_chunk_chars": 1, "exclude": 2}
-    chosen.sort(key=lambda o: order[o.key])  # stable: exclude patterns keep their order
+    chosen.sort(key=lambda o: _ORDER[o.key])  # stable: exclude patterns keep their order
     covered = set(every_text) - set(uncovered)
     rules: list[Rule] = []
     taken: set[str] = set()
