@@ -142,9 +142,10 @@ def test_junk_is_an_exclusion_candidate_and_its_config_lines_exclude_it(tmp_path
     excluded = set(after["excluded"])
     assert candidates <= excluded
     # Besides the candidates they leave out only the covered copies of the disclaimer (the
-    # same text), and a comment beside the lines says so.
+    # same text), and the comment beside its rule counts them.
     assert excluded - candidates == covered_legal
-    assert bool(covered_legal) == any(x.startswith("# these also leave out") for x in lines)
+    assert bool(covered_legal) == any(f"({len(covered_legal)} of them retrieved by a test)" in x
+                                      for x in lines)
     assert after["totals"]["exclusion_candidates"] == 0
 
 
@@ -335,9 +336,11 @@ def test_report_shows_hit_rate_and_recall_from_labels_and_gates(probed: Path, ca
 
 def test_junk_lines_take_a_general_rule_only_where_it_leaves_out_nothing_else() -> None:
     """Hand-worked: "[1]" is uncovered, "[2]" covered. "No words at all" would leave out
-    the covered "[2]" too, so the line names "[1]" alone; with "[2]" gone the rule is
-    general. Three copies of a footer are boilerplate; the covered copy is named."""
+    the covered "[2]" too, so the rule names "[1]" alone; with "[2]" gone the rule is
+    general (its length). Three copies of a footer are boilerplate; the covered copy is counted."""
     from collections import Counter
+
+    import tomllib
 
     from ragcov.reachability.junk import NO_WORDS, exclusion_candidates
 
@@ -349,14 +352,15 @@ def test_junk_lines_take_a_general_rule_only_where_it_leaves_out_nothing_else() 
     found = exclusion_candidates(uncovered, hashes, texts)
     assert set(found.reasons) == {"a", "c", "d"}
     assert found.reasons["c"].startswith("boilerplate: the same text in 3")
-    exclude = json.loads(found.config_lines[0].split("=", 1)[1])
+    exclude = tomllib.loads("\n".join(found.config_lines))["exclude"]
     assert NO_WORDS not in exclude and len(exclude) == 2
-    assert any(x.startswith("# these also leave out 1 chunk(s)") and x.endswith(": e")
+    assert any("# 3 chunks: boilerplate, one text in 3 chunks (1 of them retrieved by a test)" in x
                for x in found.config_lines)
     general = exclusion_candidates(uncovered, hashes, {k: v for k, v in texts.items() if k != "b"})
-    assert NO_WORDS in json.loads(general.config_lines[0].split("=", 1)[1])
+    config = tomllib.loads("\n".join(general.config_lines))
+    assert config["min_chunk_chars"] == 40 and len(config["exclude"]) == 1  # "[1]" by its length
     # A chunk "f" (content) is never a candidate; a text of its own below 40 characters is.
     short = exclusion_candidates({"g": ("Aspirin dose", "h4")}, Counter({"h4": 1}),
                                  {"g": "Aspirin dose", "f": texts["f"]})
     assert short.reasons == {"g": "short: under 40 characters"}
-    assert short.config_lines == ["min_chunk_chars = 40"]
+    assert short.config_lines == ["min_chunk_chars = 40  # 1 chunk: shorter than 40 characters"]

@@ -137,7 +137,8 @@ def test_probes_never_change_the_suite_coverage(capsys, tmp_path: Path, planted:
     added = {"status", "displaced_by", "unreachable_reason", "probed_chunks", "reachable_chunks",
              "unreachable_chunks", "coverage_of_reachable", "workload_ceiling",
              "coverage_of_ceiling", "not_probed_chunks", "untested_chunks", "unknown_chunks",
-             "draft", "exclusion_candidate", "exclusion_candidates", "exclusion_config"}
+             "draft", "exclusion_candidate", "exclusion_candidates", "exclusion_config",
+             "exclusion_rules"}
 
     def strip(text: str) -> dict:
         """The report less its meta and the fields a probed file adds."""

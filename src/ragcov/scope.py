@@ -244,13 +244,14 @@ def _load_scoped(data: Any, data_file: str | os.PathLike[str], scope: ReportScop
         # against the chunks this report counts, so they exclude the candidates and nothing
         # the suite covers.
         reachability.with_candidates(texts, dict(zip(m.chunk_ids, chunk_hashes(data.path))),
-                                     scoped.matrix.chunk_ids, scope.min_chunk_chars)
+                                     scoped.matrix.chunk_ids, scope.min_chunk_chars, scope)
         view = scoped.reachability
         if view is not reachability:  # the report's view was cut before junk was known
             at = {cid: j for j, cid in enumerate(reachability.chunk_ids)}
             view.junk = {i: reachability.junk[at[cid]] for i, cid in enumerate(view.chunk_ids)
                          if at[cid] in reachability.junk}
             view.junk_config = reachability.junk_config
+            view.junk_rules = reachability.junk_rules
     if scoped.reachability is not None:
         scoped.stages = scoped.reachability.stages
     elif record is not None:

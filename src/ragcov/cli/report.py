@@ -72,6 +72,9 @@ def report(
         "--skip-covered/--no-skip-covered", help="Leave out fully covered documents.")] = False,
     sort: Annotated[str | None, typer.Option(
         help="Sort by name, chunks, covered, missing or cover; prefix - to reverse.")] = None,
+    top: Annotated[int | None, typer.Option(
+        help="List the N documents with the lowest coverage and sum the rest in one row "
+        "(default: 25 in markdown, every document in text; 0: every document).")] = None,
     precision: Annotated[int | None, typer.Option(
         help="Digits after the decimal point (default 0; 2 for --format total).")] = None,
     format: Annotated[str, typer.Option("--format", help=f"One of: {names_help()}.")] = "text",
@@ -139,7 +142,7 @@ def report(
                   + (f"; {ceiling}" if ceiling else ""), markup=False)
     out.print(shown.render(scoped, {"show_missing": show_missing, "skip_covered": skip_covered,
                                     "sort": sort, "precision": precision, "show_ids": show_ids,
-                                    "correctness": right}
+                                    "top": top, "correctness": right}
                            ).rstrip("\n"), markup=False)
     if format in ("text", "markdown"):
         ceiling = ceiling_text(summary, precision) if format == "markdown" else None
@@ -151,7 +154,7 @@ def report(
         if lines[-1]:
             lines[-1] = f"Note: {lines[-1]}"
         if scoped.reachability is not None:
-            lines += reachability_lines(scoped, show_missing, show_ids)
+            lines += reachability_lines(scoped, show_missing, show_ids, format == "markdown")
         lines += report_lines(scoped.stages, scoped.matrix.n_chunks)  # where chunks are lost
         lines += [copied_line(scoped), copied_gate_note(scoped, fail_under)]
         if right is not None:
@@ -162,13 +165,31 @@ def report(
                                            scoped.matrix.n_queries)]
         if scoped.drift is not None:  # a drift run recorded in the file (ragcov drift)
             lines += drift_lines(scoped.drift)
-        for line in lines:
-            if line is not None:
-                out.print(line, markup=False)
+        shown_lines = [line for line in lines if line is not None]
+        for line in (markdown_list(shown_lines) if format == "markdown" else shown_lines):
+            out.print(line, markup=False)
     _gates(summary.coverage, fail_under, gate_precision,
            precision if format != "total" else None, right, min_hit_rate)
     text_gate(scoped.text, fail_under_text, gate_precision)
     fail(api.index_failure(scoped.reachability, min_index_recall, max_index_hidden))
+
+
+def markdown_list(lines: list[str]) -> list[str]:
+    """The lines under the table as a Markdown list: printed one after another they would run
+    together into one paragraph in a pull-request comment. An indented line is an item of the
+    line above it; a line of a fenced block is kept as it is, indented into its item."""
+    items = [""]
+    fenced = False
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            items.append(f"  {line.strip()}")
+        elif fenced:
+            items.append(f"  {line}")
+        elif line.strip():
+            depth = len(line) - len(line.lstrip())
+            items.append(f"{'  ' if depth else ''}- {line.strip()}")
+    return items
 
 
 def _gates(coverage: float, fail_under: float | None, gate_precision: int | None,

@@ -164,6 +164,7 @@ class Reachability:
     # lines that exclude them (ragcov.reachability.junk). Not tests to write.
     junk: dict[int, str] = field(default_factory=dict)
     junk_config: list[str] = field(default_factory=list)
+    junk_rules: list[dict[str, Any]] = field(default_factory=list)  # each rule and its counts
     # Where each unreachable chunk is lost (embedding, index, reranker) and the index's
     # recall against exact search, when ``ragcov probe`` recorded the stages (else None).
     stages: Stages | None = None
@@ -184,10 +185,11 @@ class Reachability:
 
     def with_candidates(self, texts: Mapping[str, str], hashes: Mapping[str, str],
                         counted: Sequence[str] | None = None,
-                        min_chunk_chars: int = 0) -> Reachability:
+                        min_chunk_chars: int = 0, scope: Any = None) -> Reachability:
         """This view with its uncovered junk chunks found (see :mod:`ragcov.reachability.junk`):
         ``texts`` and ``hashes`` by chunk id, ``counted`` the chunks a report counts (the
-        lines are checked against them; default: every chunk of this view)."""
+        lines are checked against them; default: every chunk of this view), ``scope`` the
+        report's :class:`~ragcov.scope.ReportScope` (its exclusions are carried into the lines)."""
         from collections import Counter
 
         from ragcov.reachability.junk import exclusion_candidates
@@ -198,12 +200,15 @@ class Reachability:
                                          hashes.get(self.chunk_ids[j], ""))
                      for j in np.flatnonzero(self.status != COVERED)
                      if self.chunk_ids[j] in keep}
+        doc_of = {cid: str(doc) for cid, doc in zip(self.chunk_ids, self.doc_ids) if cid in keep}
         found = exclusion_candidates(uncovered, Counter(hashes.values()),
                                      {cid: texts.get(cid, "") for cid in counted_ids},
-                                     min_chunk_chars)
+                                     min_chunk_chars, doc_of,
+                                     getattr(scope, "exclude", ()), getattr(scope, "exclude_docs", ()))
         position = {cid: j for j, cid in enumerate(self.chunk_ids)}
         self.junk = {position[cid]: reason for cid, reason in found.reasons.items()}
         self.junk_config = found.config_lines
+        self.junk_rules = [r.as_dict() for r in found.rules]
         return self
 
     def cause(self, j: int) -> str | None:
@@ -289,7 +294,7 @@ class Reachability:
             drafts={new: self.drafts[int(old)] for new, old in enumerate(cols)
                     if int(old) in self.drafts},
             junk={new: self.junk[int(old)] for new, old in enumerate(cols) if int(old) in self.junk},
-            junk_config=self.junk_config,
+            junk_config=self.junk_config, junk_rules=self.junk_rules,
             stages=None if self.stages is None else self.stages.restricted(cols))
 
     def totals(self) -> dict[str, Any]:

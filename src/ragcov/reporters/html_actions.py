@@ -56,7 +56,7 @@ def add_next_actions(ctx: dict[str, Any], scoped: Scoped) -> None:
             actions.append({
                 "id": "exclude", "title": f"Exclude {len(r.junk)} junk chunks (no words, "
                                           "boilerplate, too short) instead of testing them",
-                "items": [{"text": line, "href": ""} for line in r.junk_config],
+                "items": [{"text": "\n".join(r.junk_config), "href": "", "block": True}],
                 "command": "add the lines above to ragcov.toml ([tool.ragcov] in pyproject.toml)"})
     else:
         actions.append({

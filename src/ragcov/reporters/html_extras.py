@@ -48,6 +48,8 @@ def add_extras(ctx: dict[str, Any], scoped: Scoped) -> None:
              "chunks": ", ".join(ids[i] for i in s.chunks),
              "href": next((f"#{anchor[ids[i]]}" for i in s.chunks if ids[i] in anchor), "")}
             for s in segs]
+        page["legend"] = None if segs is None else text_legend(
+            {s.state for s in segs}, page["doc"].get("text"), bool(page["doc"]["covered"]))
     text = scoped.text
     ctx["totals"]["text"] = None if text is None else {
         "percent": display_percent(text.coverage, ctx.get("precision", 0)),
@@ -67,6 +69,36 @@ def add_extras(ctx: dict[str, Any], scoped: Scoped) -> None:
         "tests": copied["tests"], "words": copied["min_words"],
         "percent": display_percent(copied["coverage_without"], 1),
         "covered": copied["covered_without"], "chunks": copied["chunks"]}
+
+
+#: What each highlight of a document's text means, in the order the legend lists them.
+LEGEND_KEYS = (("covered", "retrieved", "in a chunk at least one test retrieved"),
+               ("missing", "not retrieved", "in chunks no test retrieved"),
+               ("excluded", "excluded", "in chunks left out of the count"),
+               ("gap", "in no chunk", "between the chunks, not counted"))
+
+
+def text_legend(states: set[str], text: dict[str, Any] | None, retrieved: bool = True
+                ) -> dict[str, Any]:
+    """The legend of a document's text, from the highlights the page shows: a document no
+    test retrieved says so, and names no highlight the text does not carry (a page of a
+    document at 0% is all "not retrieved", never "highlighted text was retrieved")."""
+    keys = [{"state": state, "name": name, "text": what}
+            for state, name, what in LEGEND_KEYS if state in states]
+    figures = (f" ({text['covered']:,} of {text['characters']:,} characters, whitespace aside: "
+               "the text coverage above)") if text else ""
+    if not retrieved:
+        summary = ("No test retrieved any chunk of this document: none of its text is marked "
+                   "retrieved" + figures + ".")
+    elif "covered" not in states:
+        summary = ("None of this document's text is marked retrieved" + figures + ": the chunks "
+                   "tests retrieved were not found in it.")
+    elif "missing" not in states:
+        summary = "Every chunk of this document that counts was retrieved by a test" + figures + "."
+    else:
+        summary = ("Text marked retrieved lies in a chunk at least one test retrieved"
+                   + figures + "; text marked not retrieved lies only in chunks no test retrieved.")
+    return {"summary": summary, "keys": keys}
 
 
 def _recorded_text(scoped: Scoped, page: dict[str, Any], ids: list[str], states: list[str],

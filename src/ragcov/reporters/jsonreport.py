@@ -196,6 +196,7 @@ def _add_reachability(doc: dict[str, Any], r: Any) -> None:
         "workload_ceiling", "coverage_of_ceiling", "exclusion_candidates")})
     if r.junk_config:
         doc["exclusion_config"] = r.junk_config
+        doc["exclusion_rules"] = r.junk_rules
     # Where chunks are lost (ragcov probe's exact check): totals and the per-test view.
     doc["totals"].update({key: totals[key] for key in STAGE_TOTALS if key in totals})
     if r.stages is not None:

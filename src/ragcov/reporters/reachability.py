@@ -141,6 +141,7 @@ def reachability_json(r: Reachability, lost_gold: dict[str, Any] | None = None) 
                        **({"exclusion_candidate": r.junk[i]} if i in r.junk else {}),
                        **chunk_entry(r.stages, i)})
     doc: dict[str, Any] = {"format": 1, "totals": r.totals(), "exclusion_config": r.junk_config,
+                           "exclusion_rules": r.junk_rules,
                            "hubs": {"tests": r.tests.as_dict(r.chunk_ids),
                                     "probes": r.probes.as_dict(r.chunk_ids)},
                            "chunks": chunks}
@@ -158,10 +159,12 @@ def lost_gold_text(gold: dict[str, Any]) -> str:
             f"retrieves; {len(gold['unreachable'])} of them no probe retrieves either")
 
 
-def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool = False
-                       ) -> list[str]:
+def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool = False,
+                       fenced: bool = False) -> list[str]:
     """What ``ragcov report`` adds under the table of a probed file: the uncovered chunks
-    split into untested and unreachable, and with ``--show-missing`` the unreachable ones."""
+    split into untested and unreachable, the rules that exclude the junk among them (in a
+    fenced TOML block with ``fenced``, for Markdown), and with ``--show-missing`` the
+    unreachable ones."""
     from ragcov.reporters.names import chunk_ranges
 
     r: Reachability = scoped.reachability
@@ -173,9 +176,14 @@ def reachability_lines(scoped: Any, show_missing: bool = False, show_ids: bool =
              f"({t['covered_chunks']} of {t['reachable_chunks']})"
              + ("" if scoped.scope.reachable else "; --reachable counts only those")]
     if r.junk:
+        n = len(r.junk_rules)
         lines.append(f"Exclusion candidates: {len(r.junk)} uncovered chunks are junk (no words, "
-                     "boilerplate copies, too short), not tests to write; to exclude them add to "
-                     "ragcov.toml: " + "; ".join(r.junk_config))
+                     "boilerplate copies, too short), not tests to write; "
+                     + (f"{'this rule' if n == 1 else f'these {n} rules'} in ragcov.toml "
+                        f"([tool.ragcov] in pyproject.toml) exclude{'s' if n == 1 else ''} them:" if n else
+                        "no rule excludes them without content:"))
+        lines += (["```toml", *r.junk_config, "```"] if fenced
+                  else [f"    {line}" for line in r.junk_config])
     lost = r.unreachable()
     if show_missing and lost:
         full = scoped.full if scoped.full is not None else scoped.matrix

@@ -35,12 +35,15 @@ class Reporter:
 
 def _table(fmt: str) -> Render:
     def render(scoped: Any, options: dict[str, Any]) -> str:
-        from ragcov.reporters.table import render_table
+        from ragcov.reporters.table import MARKDOWN_ROWS, render_table
 
+        top = options.get("top")
+        if top is None and fmt == "markdown":  # a pull-request comment: the worst documents
+            top = MARKDOWN_ROWS
         return render_table(scoped.summary(jaccard=False), fmt,
                             options.get("show_missing", False), options.get("skip_covered", False),
                             options.get("sort"), options.get("precision", 0 if fmt != "total" else 2),
-                            options.get("show_ids", False))
+                            options.get("show_ids", False), top)
 
     return render
 
@@ -77,9 +80,10 @@ def _lcov(scoped: Any, options: dict[str, Any]) -> str:
 
 REPORTERS: dict[str, Reporter] = {r.name: r for r in (
     Reporter("text", "the per-document table (as `coverage report`)", _table("text"),
-             options=("show_missing", "skip_covered", "sort", "precision", "show_ids")),
-    Reporter("markdown", "the same table in Markdown, for a pull request", _table("markdown"),
-             options=("show_missing", "skip_covered", "sort", "precision", "show_ids")),
+             options=("show_missing", "skip_covered", "sort", "precision", "show_ids", "top")),
+    Reporter("markdown", "the same table in Markdown, for a pull request: the 25 documents "
+             "with the lowest coverage and one row for the rest", _table("markdown"),
+             options=("show_missing", "skip_covered", "sort", "precision", "show_ids", "top")),
     Reporter("total", "the total alone, for scripts and ratchets", _table("total"),
              options=("precision",)),
     Reporter("json", "the versioned JSON report", _json, ".json", "ragcov.json",

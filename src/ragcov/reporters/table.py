@@ -9,12 +9,26 @@ from ragcov.reporters.names import number_ranges
 from ragcov.summary import CoverageSummary, Depth, DocumentNumbers, ceiling_text, display_percent
 
 SORT_KEYS = ("name", "chunks", "covered", "missing", "cover")
+#: Documents a Markdown table lists by default: a pull-request comment over a corpus of
+#: hundreds of documents is read for its worst ones, not scrolled through.
+MARKDOWN_ROWS = 25
 
 
-def _rows(summary: CoverageSummary, skip_covered: bool, sort: str | None) -> list[DocumentNumbers]:
+def worst_first(docs: list[DocumentNumbers]) -> list[DocumentNumbers]:
+    """Lowest coverage first, then the most missing chunks, then by name (as the HTML index)."""
+    return sorted(docs, key=lambda d: (d.coverage, -d.missing, d.doc_id))
+
+
+def _rows(summary: CoverageSummary, skip_covered: bool, sort: str | None,
+          top: int | None = None) -> tuple[list[DocumentNumbers], list[DocumentNumbers]]:
+    """The rows shown and the rows left out by ``top`` (the worst ``top`` are shown)."""
     docs = list(summary.documents)
     if skip_covered:
         docs = [d for d in docs if d.missing]
+    rest: list[DocumentNumbers] = []
+    if top:
+        ranked = worst_first(docs)
+        docs, rest = ranked[:top], ranked[top:]
     if sort:
         key = sort.lower().lstrip("-")
         reverse = sort.startswith("-")
@@ -28,7 +42,15 @@ def _rows(summary: CoverageSummary, skip_covered: bool, sort: str | None) -> lis
             "cover": lambda d: d.coverage,
         }[key]
         docs.sort(key=keyfun, reverse=reverse)
-    return docs
+    return docs, rest
+
+
+def _rest(rest: list[DocumentNumbers]) -> DocumentNumbers:
+    """The documents ``--top`` leaves out, summed into one row: the rows still add up to TOTAL."""
+    n = len(rest)
+    return DocumentNumbers(f"... and {n} more document{'s' if n != 1 else ''}",
+                           sum(d.chunks for d in rest), sum(d.covered for d in rest),
+                           excluded=sum(d.excluded for d in rest))
 
 
 def missing_ranges(positions: list[int]) -> str:
@@ -50,11 +72,16 @@ def missing_cell(d: DocumentNumbers, show_ids: bool = False) -> str:
 
 def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool = False,
                  skip_covered: bool = False, sort: str | None = None, precision: int = 0,
-                 show_ids: bool = False) -> str:
+                 show_ids: bool = False, top: int | None = None) -> str:
+    """The table; ``top`` (0 or None: every document) lists the documents with the lowest
+    coverage and sums the others into one row, so a comment on a large corpus stays short
+    while its TOTAL is the same."""
     if fmt == "total":
         return display_percent(summary.coverage, precision)
     if fmt not in ("text", "markdown"):
         raise RagcovError(f"unknown format {fmt!r}: expected text, markdown or total")
+    if top is not None and top < 0:
+        raise RagcovError(f"--top must be 0 (every document) or more, got {top}")
     # An Excluded column only when something was excluded, as coverage.py adds columns
     # (Branch, BrPart) only when they mean something.
     with_excluded = summary.excluded > 0
@@ -63,14 +90,15 @@ def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool
     if show_missing:
         header.append("Missing chunks")
     body: list[list[str]] = []
-    for d in _rows(summary, skip_covered, sort):
+    shown, rest = _rows(summary, skip_covered, sort, top)
+    for d, listed in [*((d, True) for d in shown), *([(_rest(rest), False)] if rest else [])]:
         # Escaped before the columns are measured: a U+202E or U+2028 in an id is printed
         # as \u202e, and padding by the raw id's length misaligned the row.
         row = [escape_controls(d.doc_id), str(d.chunks), str(d.covered), str(d.missing)]
         row += [str(d.excluded)] if with_excluded else []
         row.append(display_percent(d.coverage, precision) + "%")
         if show_missing:
-            row.append(escape_controls(missing_cell(d, show_ids)))
+            row.append(escape_controls(missing_cell(d, show_ids)) if listed else "")
         body.append(row)
     total = ["TOTAL", str(summary.chunks), str(summary.covered), str(summary.missing)]
     total += [str(summary.excluded)] if with_excluded else []
@@ -80,7 +108,11 @@ def render_table(summary: CoverageSummary, fmt: str = "text", show_missing: bool
     numeric = len(header) - 1 - int(show_missing)
     table = (_markdown(header, body, total, numeric) if fmt == "markdown"
              else _text(header, body, total, numeric))
-    skipped = len(summary.documents) - len(body)
+    if rest:
+        table += (f"\n\n{len(shown)} of {len(shown) + len(rest)} documents listed, those with the "
+                  f"lowest coverage; the other {len(rest)} ({_rest(rest).chunks:,} chunks) are summed "
+                  "in one row. `--top 0`, `ragcov html` and `ragcov json` list every document.")
+    skipped = len(summary.documents) - len(shown) - len(rest)
     if skipped:  # as coverage.py says how many files --skip-covered left out
         table += (f"\n\n{skipped} document{'s' if skipped != 1 else ''} skipped due to "
                   "complete coverage.")
