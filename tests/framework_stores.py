@@ -39,6 +39,10 @@ def llamaindex_store(engine: str, path: str, collection: str) -> Any:
 
         return ChromaVectorStore(chroma_collection=chromadb.PersistentClient(path=path)
                                  .get_or_create_collection(collection))
+    if engine == "lancedb":
+        from llama_index.vector_stores.lancedb import LanceDBVectorStore
+
+        return LanceDBVectorStore(uri=path, table_name=collection)
     raise ValueError(engine)
 
 

@@ -63,21 +63,28 @@ def world(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> dict:
     nodes = [TextNode(id_=str(uuid.uuid5(uuid.NAMESPACE_URL, c.id)), text=c.text,
                       metadata={"chunk_id": c.id, "doc_id": c.doc_id}) for c in chunks]
     cells: dict[str, dict] = {}
-    for engine in ("qdrant", "chroma"):
-        for how, build in (("documents", lambda s: VectorStoreIndex.from_documents(
-                                documents, storage_context=s, embed_model=embed)),
-                           ("nodes", lambda s: VectorStoreIndex(nodes, storage_context=s,
-                                                                embed_model=embed))):
+    urls = {"qdrant": "qdrant://{path}?collection=app&trust=pickle",
+            "chroma": "chroma://{path}?collection=app", "lancedb": "lancedb://{path}?table=app",
+            "storage": "llamaindex://{path}"}
+    for engine, hows in (("qdrant", ("documents", "nodes")), ("chroma", ("documents", "nodes")),
+                         ("lancedb", ("nodes",)), ("storage", ("documents",))):
+        for how in hows:
             path = str(work / f"{engine}-{how}")
-            store = llamaindex_store(engine, path, "app")
-            index = build(StorageContext.from_defaults(vector_store=store))
+            # LlamaIndex's own storage: its default SimpleVectorStore, persisted to a folder.
+            store = None if engine == "storage" else llamaindex_store(engine, path, "app")
+            context = StorageContext.from_defaults(vector_store=store)
+            index = (VectorStoreIndex.from_documents(documents, storage_context=context, embed_model=embed)
+                     if how == "documents" else
+                     VectorStoreIndex(nodes, storage_context=context, embed_model=embed))
+            if engine == "storage":
+                index.storage_context.persist(persist_dir=path)
             retriever = index.as_retriever(similarity_top_k=K)
             top = [[_llamaindex_id(n) for n in retriever.retrieve(t)] for t in texts]
-            url = (f"qdrant://{path}?collection=app&trust=pickle" if engine == "qdrant"
-                   else f"chroma://{path}?collection=app")
+            url = urls[engine].format(path=path)
             expected_docs = ({n.metadata["chunk_id"]: n.metadata["doc_id"] for n in nodes} if how == "nodes"
                              else _llamaindex_docs(index))
-            close_store(store)  # the app's client lets go of a local Qdrant folder
+            if store is not None:
+                close_store(store)  # the app's client lets go of a local Qdrant folder
             cells[f"llamaindex-{how}-{engine}"] = {
                 "url": url, "top": top, "docs": expected_docs, "path": path, "engine": engine}
     for engine in ("chroma", "faiss", "lancedb"):
@@ -144,8 +151,8 @@ def _ragcov(capsys, world: dict, url: str, tmp_path: Path, *extra: str) -> tuple
 
 
 CELLS = ["llamaindex-documents-qdrant", "llamaindex-nodes-qdrant", "llamaindex-documents-chroma",
-         "llamaindex-nodes-chroma", "langchain-documents-chroma", "langchain-documents-faiss",
-         "langchain-documents-lancedb"]
+         "llamaindex-nodes-chroma", "llamaindex-nodes-lancedb", "llamaindex-documents-storage",
+         "langchain-documents-chroma", "langchain-documents-faiss", "langchain-documents-lancedb"]
 
 
 @pytest.mark.parametrize("cell", CELLS)

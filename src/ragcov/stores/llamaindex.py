@@ -45,17 +45,19 @@ class LlamaIndexStore:
         return list(self.storage.docstore.docs)
 
     def iter_chunks(self, page_size: int = PAGE_SIZE) -> Iterator[StoreChunk]:
+        """Each node as LlamaIndex's own vector stores write it (``node_to_metadata_dict``),
+        so one reader (:func:`ragcov.stores.payload.llamaindex_row`) takes its text, its
+        metadata, its document and the text LlamaIndex embedded, whatever the store."""
         from llama_index.core.schema import MetadataMode
+        from llama_index.core.vector_stores.utils import node_to_metadata_dict
 
         docstore = self.storage.docstore
         for node_id in self._node_ids():
             node = docstore.get_node(node_id, raise_error=False)
             if node is None:
                 continue
-            meta = dict(node.metadata or {})
-            if node.ref_doc_id and "ref_doc_id" not in meta:
-                meta["ref_doc_id"] = node.ref_doc_id
-            yield StoreChunk(str(node_id), node.get_content(metadata_mode=MetadataMode.NONE), meta)
+            payload = node_to_metadata_dict(node, remove_text=False, flat_metadata=False)
+            yield StoreChunk(str(node_id), node.get_content(metadata_mode=MetadataMode.NONE), payload)
 
     def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
         held = getattr(getattr(self.vector_store, "data", None), "embedding_dict", None) or {}
