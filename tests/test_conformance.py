@@ -291,3 +291,43 @@ def test_pytest_plugin_with_record(world: dict, tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
     assert probe.returncode == 0, probe.stdout + probe.stderr
     assert "was recorded with: test_app:make_retriever" in probe.stderr
+
+
+def test_imported_traces(capsys, world: dict, tmp_path: Path) -> None:
+    """OpenInference spans recorded from the app's LlamaIndex retriever by
+    openinference-instrumentation-llama-index, imported with the store URL as corpus: each
+    query's ordered top-k, by the app's chunk ids, equals the framework's own."""
+    pytest.importorskip("openinference.instrumentation.llama_index")
+    from llama_index.core import Settings, VectorStoreIndex
+    from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    Settings.llm = None
+    c = world["cells"]["llamaindex-nodes-qdrant"]
+    store = llamaindex_store("qdrant", c["path"], "app")
+    retriever = VectorStoreIndex.from_vector_store(
+        store, embed_model=minilm_llamaindex(world["model"])).as_retriever(similarity_top_k=K)
+    questions = [json.loads(line) for line in world["suite"].read_text().splitlines()]
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = LlamaIndexInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        for q in questions:
+            retriever.retrieve(q["query"])
+    finally:
+        instrumentor.uninstrument()
+        close_store(store)
+    spans = tmp_path / "spans.jsonl"
+    spans.write_text("".join(s.to_json().replace("\n", " ") + "\n" for s in exporter.get_finished_spans()))
+    data = tmp_path / "traces.ragcov"
+    code, _, err = cli(capsys, "import", str(spans), "--format", "openinference", "--corpus", c["url"],
+                       "--data-file", str(data), "-k", str(K))
+    assert code == 0, err
+    m = CoverageData(data).matrix()
+    texts = CoverageData(data).query_texts()
+    by_text = {texts[qid]: [m.chunk_ids[x] for x in m.retrieved(i)] for i, qid in enumerate(m.query_ids)}
+    assert [by_text[q["query"]] for q in questions] == c["top"]
