@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from ragcov.fields import Ranked
@@ -13,7 +14,7 @@ from ragcov.stores.base import (
     missing_collection,
     require,
 )
-from ragcov.stores.urls import StoreURL, local_folder
+from ragcov.stores.urls import StoreURL, changed_while_read, folder_state, local_folder
 
 # Chroma pages by offset, and each page re-walks the rows before it: with pages of
 # 1,000 a million rows took 226 s, against 35 s in pages of 10,000 (benchmarks/bench_stores.py).
@@ -53,6 +54,7 @@ class ChromaStore:
             raise missing_collection(url.url, "collection", name, known)
         self.collection = self.client.get_collection(name)
         self.name = name
+        self.folder = None if url.server else Path(url.path or "")
 
     def _function(self) -> dict[str, Any]:
         config = getattr(self.collection, "configuration_json", None) or {}
@@ -67,8 +69,17 @@ class ChromaStore:
     def normalizes(self) -> bool:
         return bool((self._function().get("config") or {}).get("normalize_embeddings"))
 
+    def _state(self) -> tuple[Any, ...]:
+        """What changes when the collection is written: its row count and, for a folder,
+        its SQLite files (a write between two pages moves rows across the pages)."""
+        files = () if self.folder is None else folder_state(self.folder, "chroma.sqlite3*")
+        return (self.collection.count(), files)
+
     def iter_chunks(self, page_size: int = CHROMA_PAGE) -> Iterator[StoreChunk]:
+        """Every row, in pages; refused when the collection was written between the first
+        page and the last (the rows would be no state the collection was ever in)."""
         offset = 0
+        before = self._state()
         while True:
             page = self.collection.get(limit=page_size, offset=offset,
                                        include=["documents", "metadatas"])
@@ -77,8 +88,10 @@ class ChromaStore:
                                        page["metadatas"] or [None] * len(ids)):
                 yield StoreChunk(str(cid), text or "", dict(meta or {}))
             if len(ids) < page_size:
-                return
+                break
             offset += len(ids)
+        if self._state() != before:
+            raise changed_while_read(self.url)
 
     def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
         got = self.collection.get(ids=list(ids), include=["embeddings"])

@@ -7,6 +7,7 @@ a time. The embedding model is read from the table's embedding-function metadata
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -37,6 +38,10 @@ class LanceDBStore:
         if not name or name not in known:
             raise missing_collection(url.url, "table", name, known)
         self.table = self.db.open_table(name)
+        # Every read of the run (chunks, vectors, search) sees this one version of the
+        # table, whatever the app writes meanwhile: a consistent snapshot by construction.
+        with contextlib.suppress(AttributeError, NotImplementedError):
+            self.table.checkout(self.table.version)
         self.name = name
         self.id_column = url.param("id") or "id"
         self.vector_column = url.param("vector")

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from ragcov.errors import RagcovError
@@ -192,6 +192,47 @@ def with_param(url: str, name: str, value: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}{name}={value}"
 
 
+COPY_TRIES = 3
+
+
+def folder_state(path: Path, pattern: str = "*", skip: tuple[str, ...] = ()) -> tuple[Any, ...]:
+    """Each file under ``path`` matching ``pattern`` (a file itself, when ``path`` is one)
+    with its size and modification time: two equal states bracket a read no write landed in."""
+    import fnmatch
+
+    if path.is_file():
+        files = [path]
+    else:
+        files = sorted(f for f in path.rglob(pattern) if f.is_file()
+                       and not any(fnmatch.fnmatch(f.name, s) for s in skip))
+    state = []
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:  # removed while listed: a write
+            state.append((str(f), None, None))
+            continue
+        state.append((str(f), st.st_size, st.st_mtime_ns))
+    return tuple(state)
+
+
+def changed_while_read(url: str, tries: int = 1) -> RagcovError:
+    """The one line for a store written while ragcov read it: never a torn read."""
+    again = f" ({tries} tries)" if tries > 1 else ""
+    return RagcovError(f"{url}: the store changed while ragcov read it{again}: the app is writing "
+                       "it; read it again when its writes are done (ragcov reads one consistent "
+                       "state or none)")
+
+
+def _copy(source: Path, target: Path, skip: tuple[str, ...]) -> None:
+    import shutil
+
+    if source.is_dir():
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns(*skip))
+    else:
+        shutil.copy2(source, target)
+
+
 def private_copy(url: StoreURL, owner: object, skip: tuple[str, ...] = ()) -> str:
     """A copy of a local store (folder or file) that ``owner`` reads instead of the original.
 
@@ -208,13 +249,24 @@ def private_copy(url: StoreURL, owner: object, skip: tuple[str, ...] = ()) -> st
     source = Path(url.path or "")
     scratch = tempfile.mkdtemp(prefix="ragcov-store-")
     target = Path(scratch) / source.name
-    try:
-        if source.is_dir():
-            shutil.copytree(source, target, ignore=shutil.ignore_patterns(*skip))
+    # A copy taken while the app writes may hold half a write: the store's files are
+    # compared before and after, and a copy a write landed in is taken again.
+    for _ in range(COPY_TRIES):
+        before = folder_state(source, skip=skip)
+        try:
+            _copy(source, target, skip)
+        except OSError as exc:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise RagcovError(f"{url.url}: cannot copy the store to read it without locking it "
+                              f"({exc})") from None
+        if folder_state(source, skip=skip) == before:
+            break
+        if target.is_dir():
+            shutil.rmtree(target, ignore_errors=True)
         else:
-            shutil.copy2(source, target)
-    except OSError as exc:
+            target.unlink(missing_ok=True)
+    else:
         shutil.rmtree(scratch, ignore_errors=True)
-        raise RagcovError(f"{url.url}: cannot copy the store to read it without locking it ({exc})") from None
+        raise changed_while_read(url.url, COPY_TRIES)
     weakref.finalize(owner, shutil.rmtree, scratch, True)
     return str(target)
