@@ -291,6 +291,7 @@ def test_pytest_plugin_with_record(world: dict, tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
     assert probe.returncode == 0, probe.stdout + probe.stderr
     assert "was recorded with: test_app:make_retriever" in probe.stderr
+    assert "queries embedded in batches by the retriever's own model" in probe.stderr
 
 
 def test_imported_traces(capsys, world: dict, tmp_path: Path) -> None:

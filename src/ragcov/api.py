@@ -668,6 +668,12 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
         with progress_bar("Exact check", total=sum(map(len, work.values())),
                           enabled=progress) as advance:
             late = check_pending(data, settings, retriever, work, same_run, advance)
+    batching = getattr(retriever, "batch_embedding", None)  # a framework retriever's (LlamaIndex)
+    if notify is not None and added and batching is not None:
+        notify("ragcov: probes' queries embedded in batches by the retriever's own model (checked "
+               "equal to its per-query vectors)" if batching else
+               "ragcov: probes' queries embedded one at a time, as the retriever embeds them (its "
+               "model embeds a query apart from a text)")
     return ProbeRun(built=len(probes) + len(asks), added=added,
                     already=len(probes) - len(todo), wordless=wordless,
                     reachability=audit_reachability(data_file), checked=late)
