@@ -585,13 +585,16 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
           sample: int | None = None, include: Sequence[str] = (), omit: Sequence[str] = (),
           seed: int = 0, progress: bool = True, batch_size: int = 512,
           generator: Any = None, exact: bool = True, device: str | None = None,
-          notify: Any = None) -> ProbeRun:
+          notify: Any = None, dask: dict[str, Any] | None = None) -> ProbeRun:
     """Run each chunk's self-queries through ``retriever`` and record them as probes
     (``ragcov probe``); resumable: probes already recorded are not retrieved again.
 
     Probes are measured against a recorded run: the data file must exist and its k,
     corpus and retriever must match, checked before any retrieval. The suite's own
-    coverage is untouched (probes have their own tables). With ``generator`` (any of
+    coverage is untouched (probes have their own tables). With ``dask`` (the
+    retriever by name, ``retriever``/``model``/``index``, and ``scheduler``/``workers``)
+    the self-queries are retrieved on a Dask cluster, each worker building that retriever
+    once, and recorded here batch by batch. With ``generator`` (any of
     ``ragcov generate``'s), each chunk also gets one LLM-written question, asked and
     recorded in batches so an interrupted run keeps the questions it paid for.
 
@@ -654,9 +657,30 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
                          str(data.path), "this probe run")
 
     late = 0
-    with progress_bar("Probing", total=len(todo) + len(asks), enabled=progress) as advance:
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start:start + batch_size]
+    if dask is not None and todo:
+        if recorder is not None and recorder.settings.vectors is not None:
+            raise RagcovError("probe --engine dask runs without the exact check, which searches "
+                              "the index's vectors in this process: add --no-exact, or use "
+                              "--engine local")
+        from ragcov.distributed import probe_dask
+
+        batches = [todo[start:start + batch_size] for start in range(0, len(todo), batch_size)]
+
+        def recorded(i: int, results: dict[str, Any]) -> None:
+            nonlocal added
+            added += append_probes(data, corpus, meta.k, fingerprint, batches[i],
+                                   [results.get(p.id, []) for p in batches[i]])
+
+        spec = {"kind": dask["retriever"], "model": dask.get("model"),
+                "index": dask.get("index", "flat"), "batch_size": 64, "threads": 1}
+        probe_dask(corpus, spec, fingerprint,
+                   [[(p.id, p.text) for p in b if p.text] for b in batches], meta.k, recorded,
+                   scheduler=dask.get("scheduler"), workers=dask.get("workers"),
+                   progress=progress)
+    local = [] if dask is not None else todo
+    with progress_bar("Probing", total=len(local) + len(asks), enabled=progress) as advance:
+        for start in range(0, len(local), batch_size):
+            batch = local[start:start + batch_size]
             added += record(batch)
             advance(len(batch))
         step = max(1, batch_size // 32)  # LLM calls are slow: commit what they wrote often
@@ -716,6 +740,9 @@ class ProbeSettings:
     generator: str | None = None
     generator_options: tuple[tuple[str, Any], ...] = ()
     labels: Any = None  # the --qrels file's labels, read (and refused if malformed) here
+    engine: str = "local"  # or "dask": the self-queries retrieved on a Dask cluster
+    scheduler: str | None = None
+    workers: int | None = None
 
     @classmethod
     def checked(cls, corpus: str | os.PathLike[str],
@@ -732,6 +759,10 @@ class ProbeSettings:
         """Every setting checked and resolved against the recorded run, once."""
         check_seed(seed)
         check_index_gates(min_index_recall, max_index_hidden)
+        if options.get("engine", "local") not in ("local", "dask"):
+            raise RagcovError(f"unknown --engine {options['engine']!r}: expected local or dask")
+        if options.get("workers") is not None and options["workers"] < 1:
+            raise RagcovError(f"--workers must be at least 1, got {options['workers']}")
         # The labels are read first: a malformed line stops the command before any probe.
         labels = read_qrels(qrels, qrels_level) if qrels is not None else None
         fp = recorded_retriever(data_file)  # read once: retriever, precision and reranker
@@ -777,9 +808,12 @@ def probe_corpus(settings: ProbeSettings, progress: bool = True,
     generator = None
     if s.generator is not None:
         generator = make_generator(s.generator, corpus.texts, **dict(s.generator_options))
+    dask = None if s.engine == "local" else {
+        "retriever": s.retriever, "model": s.model, "index": s.index,
+        "scheduler": s.scheduler, "workers": s.workers}
     done = probe(corpus, retriever, s.data_file, sample=s.sample, include=s.include,
                  omit=s.omit, seed=s.seed, progress=progress, generator=generator,
-                 exact=s.exact, notify=notify)
+                 exact=s.exact, notify=notify, dask=dask)
     gold = lost_gold_of(done.reachability, s.labels) if s.labels is not None else None
     return CorpusProbed(done, gold)
 

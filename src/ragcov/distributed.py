@@ -459,3 +459,63 @@ def _record(data: CoverageData, corpus: Corpus, runs: Sequence[Run], empty: Run,
         merged.queries.update(run.queries)
         merged.results.update(run.results)
     data.write(corpus, merged, append=append)
+
+
+# ----------------------------------------------------------------------- probe
+def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any],
+               batches: Sequence[list[tuple[str, str]]], k: int, on_batch: Any,
+               scheduler: str | None = None, workers: int | None = None,
+               progress: bool = True) -> None:
+    """``ragcov probe --engine dask``: each batch of probe queries retrieved on a worker.
+
+    The corpus goes to each worker once (scattered, broadcast), and each worker builds the
+    retriever once (``spec``, as a run names it) over the whole corpus, so its scores are
+    one process's; a worker whose retriever's fingerprint is not ``fingerprint`` (another
+    package version, another model) is refused before any probe. ``on_batch(i, results)``
+    records batch ``i`` in this process as it completes, so an interrupted probe keeps its
+    finished batches and a rerun resumes as a local one does.
+    """
+    from dask.distributed import as_completed
+
+    token = uuid.uuid4().hex
+    shown: set[str] = set()
+    with dask_client(scheduler, workers) as client:
+        corpus_f = client.scatter(corpus, broadcast=True, hash=False)
+        try:
+            theirs, caught = client.submit(_worker_fingerprint, token, spec, corpus_f, None,
+                                           pure=False).result()
+            _warn_caught(caught, shown)
+            if theirs != fingerprint:
+                from ragcov.data.schema import retriever_key
+
+                raise RagcovError(f"the Dask workers build another retriever than this process "
+                                  f"({retriever_key(theirs)} there, {retriever_key(fingerprint)} "
+                                  "here): give them the same packages, model and settings")
+            # A few batches per worker in flight: memory stays bounded, every worker busy.
+            ahead = 2 * n_workers(client)
+            pending = list(enumerate(batches))
+            futures: dict[str, int] = {}
+            live = as_completed()
+
+            def submit() -> None:
+                if pending:
+                    i, batch = pending.pop(0)
+                    fut = client.submit(_retrieve_shard, token, spec, corpus_f, None, batch, k,
+                                        pure=False)
+                    futures[fut.key] = i
+                    live.add(fut)
+
+            for _ in range(ahead):
+                submit()
+            total = sum(len(b) for b in batches)
+            with progress_bar("Probing (dask)", total=total, enabled=progress) as advance:
+                for fut in live:
+                    i = futures.pop(fut.key)
+                    run, caught, _place = fut.result()
+                    _warn_caught(caught, shown)
+                    on_batch(i, run.results)
+                    advance(len(batches[i]))
+                    submit()
+        finally:
+            with contextlib.suppress(Exception):
+                client.run(_forget, token)

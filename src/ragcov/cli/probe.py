@@ -35,6 +35,7 @@ from ragcov.cli.options import (
     Rerank,
     RerankDepth,
     RetrieverName,
+    Scheduler,
     ShowIds,
     Split,
     emit,
@@ -104,6 +105,13 @@ def probe(
         "--exact/--no-exact", help="Also search every probe and test exactly over the vectors "
         "the index holds, to tell a chunk lost to the index from one lost to the embedding "
         "(retrievers with vectors: dense, vector stores).")] = True,
+    engine: Annotated[str, typer.Option(
+        help="local (this process) or dask (the self-queries retrieved on a Dask cluster, each "
+        "worker building the retriever once; recorded here as they come back).")] = "local",
+    scheduler: Scheduler = None,
+    workers: Annotated[int | None, typer.Option(
+        help="Worker processes of the LocalCluster for --engine dask (default: one per core).")]
+    = None,
     min_index_recall: MinIndexRecall = None,
     max_index_hidden: MaxIndexHidden = None,
     ctx: typer.Context = None,  # type: ignore[assignment]
@@ -126,7 +134,8 @@ def probe(
             model=llm_model_of(llm_model, generator_model, "--generator-model"),
             base_url=base_url, api_key_env=api_key_env, timeout=timeout),
         include=include or (), omit=omit or (), seed=seed, sample=sample, exact=exact,
-        chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, id_key=id_key)
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, id_key=id_key,
+        engine=engine, scheduler=scheduler, workers=workers)
     if settings.from_data_file and not quiet:
         # Said, not assumed: a probe through another retriever than the suite's measures
         # another thing, so the one taken from the data file is named.
