@@ -75,6 +75,35 @@ def _probe_command(n_chunks: int) -> list[dict]:
                 met=(seconds < 60) if n_chunks >= 100_000 else None)]
 
 
+def _probe_dask(n_chunks: int, workers: int = 2) -> list[dict]:
+    """`ragcov probe` in one process against `--engine dask --workers N` (a LocalCluster
+    started by the command, its start counted), same corpus, same machine and cores."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        corpus = folder / "chunks.jsonl"
+        _corpus(corpus, n_chunks)
+        queries = folder / "q.jsonl"
+        queries.write_text(json.dumps({"id": "q0", "text": "net revenue growth"}) + "\n")
+        env = dict(os.environ, HF_HUB_OFFLINE="1")
+        ragcov = [sys.executable, "-c", "from ragcov.cli import main; main()"]
+        times = {}
+        for engine in ("local", "dask"):
+            data = folder / f"{engine}.ragcov"
+            subprocess.run([*ragcov, "run", "--corpus", str(corpus), "--queries", str(queries),
+                            "--retriever", "bm25", "--data-file", str(data), "-q"],
+                           check=True, env=env, cwd=folder)
+            extra = ["--engine", "dask", "--workers", str(workers)] if engine == "dask" else []
+            t = time.perf_counter()
+            subprocess.run([*ragcov, "probe", "--corpus", str(corpus), "--data-file", str(data),
+                            "-q", *extra], check=True, env=env, cwd=folder)
+            times[engine] = time.perf_counter() - t
+    return [row(f"probe: `ragcov probe --engine dask --workers {workers}` bm25, {n_chunks:,} chunks",
+                times["dask"], times["local"],
+                note=f"baseline: `ragcov probe` in one process on the same {os.cpu_count()} cores; "
+                "the LocalCluster's start counted",
+                aim="2-worker LocalCluster >= 1.7x one process", met=times["local"] / times["dask"] >= 1.7)]
+
+
 def _bm25s_floor(corpus_path: Path) -> float:
     import bm25s
 
@@ -149,7 +178,7 @@ def _summary(n_chunks: int, n_retrievals: int) -> list[dict]:
 
 def main(mode: str = "full") -> list[dict]:
     n_probe, n_summary = SIZES[mode]
-    return _probe_command(n_probe) + _summary(n_summary, n_summary)
+    return _probe_command(n_probe) + _probe_dask(n_probe) + _summary(n_summary, n_summary)
 
 
 MODES = ("tiny", "quick", "full")
