@@ -1190,7 +1190,8 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
                  confidence: float = 0.95, chunk_size: int = 1000, chunk_overlap: int = 100,
                  split: bool = False, doc_key: str | None = None, id_key: str | None = None,
                  progress: bool = True,
-                 notify: Any = None, on_copy: Any = None) -> DriftRun:
+                 notify: Any = None, on_copy: Any = None, engine: str = "local",
+                 scheduler: str | None = None, workers: int | None = None) -> DriftRun:
     """``ragcov drift``: run the suite on transformed copies of the corpus and judge each
     metamorphic relation (noise, format, stale, distractors, duplicate; identity on request).
 
@@ -1212,6 +1213,10 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
     say = notify or (lambda line: None)
     check_seed(seed)
     validate_k(k)
+    if engine not in ("local", "dask"):
+        raise RagcovError(f"unknown --engine {engine!r}: expected local or dask")
+    if workers is not None and workers < 1:
+        raise RagcovError(f"--workers must be at least 1, got {workers}")
     if isinstance(noise_rate, bool) or not isinstance(noise_rate, (int, float)) or \
             not 0 <= noise_rate <= 1:
         raise RagcovError(f"--noise-rate must be a rate from 0 to 1, got {noise_rate}")
@@ -1279,8 +1284,17 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
                 say(line)
         _drift_mix(measure, corpus_obj, suite, rebuild.base, k=k, data_file=path, append=True,
                    progress=progress)
+        remote = None
+        if engine == "dask":
+            from ragcov.distributed import drift_dask
+
+            remote = drift_dask(
+                {"corpus": corpus_obj, "retriever": kind, "model": model, "index_kind": index,
+                 "backend": backend, "relations": settings.relations, "k": k, "seed": seed,
+                 "noise_rate": float(noise_rate), "distractors": settings.distractors,
+                 "versions": versions}, rebuild.base.fingerprint(), scheduler, workers)
         done = run_drift(corpus_obj, suite, rebuild, CoverageData(path), k, settings, versions,
-                         progress=progress, notify=say, on_copy=on_copy)
+                         progress=progress, notify=say, on_copy=on_copy, remote=remote)
     finally:
         rebuild.close()
     summary = drift_summary(path)

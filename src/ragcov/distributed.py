@@ -519,3 +519,85 @@ def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any]
         finally:
             with contextlib.suppress(Exception):
                 client.run(_forget, token)
+
+
+# ----------------------------------------------------------------------- drift
+# Each worker's rebuilder and plans, by drift run token: built once per worker per run.
+_WORKER_DRIFT: dict[str, Any] = {}
+
+
+def _drift_state(token: str, job: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """This worker's rebuilder and the run's plans (made again here: :func:`plan` is
+    deterministic by the seed, so the copies are the driver's, without shipping them)."""
+    with _WORKER_LOCK:
+        got = _WORKER_DRIFT.get(token)
+        if got is None:
+            from ragcov.drift.rebuild import rebuilder
+            from ragcov.drift.relations import plan
+
+            corpus = job["corpus"]
+            rebuild = rebuilder(job["retriever"], corpus, model=job["model"], index=job["index_kind"],
+                                backend=job["backend"], progress=False)
+            plans = {p.name: p for p in plan(corpus, job["relations"], job["baseline"], job["k"],
+                                             job["seed"], job["noise_rate"], job["distractors"],
+                                             job["versions"])}
+            got = _WORKER_DRIFT[token] = (rebuild, plans)
+        return got
+
+
+def _drift_fingerprint(token: str, job: dict[str, Any]) -> tuple[dict[str, Any], Caught]:
+    with _catching() as caught:
+        fingerprint = _drift_state(token, job)[0].base.fingerprint()
+    return fingerprint, caught
+
+
+def _drift_copy(token: str, job: dict[str, Any], name: str) -> tuple[Any, ...]:
+    from ragcov.drift.engine import judged
+
+    with _catching() as caught:
+        rebuild, plans = _drift_state(token, job)
+        copy, rows = judged(plans[name], job["corpus"], rebuild, job["queries"], job["baseline"],
+                            job["index"])
+    return name, copy.changed, copy.added, rows, caught
+
+
+def _drift_forget(token: str) -> None:
+    with _WORKER_LOCK:
+        got = _WORKER_DRIFT.pop(token, None)
+    if got is not None:
+        got[0].close()  # scratch stores a store rebuilder made
+
+
+def drift_dask(job: dict[str, Any], fingerprint: dict[str, Any], scheduler: str | None = None,
+               workers: int | None = None) -> Any:
+    """A remote for :func:`ragcov.drift.engine.run_drift`: the copies made, searched and
+    judged on Dask workers, each building the retriever once on the corpus (sent once)
+    and on each copy it is given; ``job`` holds what :func:`_drift_state` needs."""
+    def remote(names: list[str], context: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
+        from dask.distributed import as_completed
+
+        token = uuid.uuid4().hex
+        shown: set[str] = set()
+        with dask_client(scheduler, workers) as client:
+            job_f = client.scatter({**job, **context}, broadcast=True, hash=False)
+            try:
+                theirs, caught = client.submit(_drift_fingerprint, token, job_f,
+                                               pure=False).result()
+                _warn_caught(caught, shown)
+                if theirs != fingerprint:
+                    from ragcov.data.schema import retriever_key
+
+                    raise RagcovError(f"the Dask workers build another retriever than this "
+                                      f"process ({retriever_key(theirs)} there, "
+                                      f"{retriever_key(fingerprint)} here): give them the same "
+                                      "packages, model and settings")
+                futures = [client.submit(_drift_copy, token, job_f, name, pure=False)
+                           for name in names]
+                for fut in as_completed(futures):
+                    name, changed, added, rows, caught = fut.result()
+                    _warn_caught(caught, shown)
+                    yield name, changed, added, rows
+            finally:
+                with contextlib.suppress(Exception):
+                    client.run(_drift_forget, token)
+    return remote

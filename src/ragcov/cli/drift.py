@@ -23,6 +23,7 @@ from ragcov.cli.options import (
     K,
     Model,
     RetrieverName,
+    Scheduler,
     Split,
     emit,
     fail,
@@ -79,6 +80,13 @@ def drift(
     split: Split = False,
     doc_key: DocKey = None,
     id_key: IdKey = None,
+    engine: Annotated[str, typer.Option(
+        help="local (this process) or dask (the copies made, searched and judged on a Dask "
+        "cluster, each worker building the retriever once; recorded here).")] = "local",
+    scheduler: Scheduler = None,
+    workers: Annotated[int | None, typer.Option(
+        help="Worker processes of the LocalCluster for --engine dask (default: one per core).")]
+    = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or report.")] = False,
 ) -> None:
     """Run the suite on transformed copies of the corpus and report each metamorphic relation.
@@ -102,7 +110,8 @@ def drift(
         data_file=data_file, relations=relation, seed=seed, noise_rate=noise_rate,
         distractors=distractors, resamples=resamples, confidence=confidence,
         chunk_size=chunk_size, chunk_overlap=chunk_overlap, split=split, doc_key=doc_key, id_key=id_key,
-        progress=not quiet, notify=lambda line: err.print(line, markup=False, highlight=False))
+        progress=not quiet, notify=lambda line: err.print(line, markup=False, highlight=False),
+        engine=engine, scheduler=scheduler, workers=workers)
     s = done.summary
     if not quiet:
         embedded = f"; {done.embedded} changed chunks embedded" if done.embedded else ""

@@ -79,11 +79,20 @@ def run_key(corpus: Corpus, suite: Suite, k: int, retriever: dict[str, Any],
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
+# Judges copies elsewhere (a Dask cluster): given the names of the copies to make and what
+# every copy is judged against (the queries, their baseline, their rows in the data file),
+# yields (name, changed chunks, added chunks, rows) for each as it is done, in any order.
+Remote = Callable[[list[str], dict[str, Any]], Any]
+
+
 def run_drift(corpus: Corpus, suite: Suite, rebuild: Rebuilder, data: CoverageData, k: int,
               settings: DriftSettings, versions: Versions | None = None, progress: bool = True,
               notify: Callable[[str], None] | None = None,
-              on_copy: Callable[[str], None] | None = None) -> DriftProgress:
-    """Judge every relation's copies against the suite's recorded run in ``data``."""
+              on_copy: Callable[[str], None] | None = None,
+              remote: Remote | None = None) -> DriftProgress:
+    """Judge every relation's copies against the suite's recorded run in ``data``; with
+    ``remote``, the copies are made, searched and judged there, and recorded here as each
+    comes back (so an interrupted run resumes as a local one does)."""
     say = notify or (lambda line: None)
     fingerprint = rebuild.base.fingerprint()
     m = data.matrix()
@@ -109,19 +118,33 @@ def run_drift(corpus: Corpus, suite: Suite, rebuild: Rebuilder, data: CoverageDa
             f"{len(plans)} copies already recorded")
     index = query_indexes(data, ids)
     queries = [(q.id, q.text) for q in suite]
+    far = [p for p in todo if remote is not None and p.build is not None]
     with progress_bar("Drift copies", total=len(todo), enabled=progress) as advance:
         for p in todo:
-            copy, rows = _judged(p, corpus, rebuild, queries, baseline, index)
+            if p in far:
+                continue
+            copy, rows = judged(p, corpus, rebuild, queries, baseline, index)
             record_copy(data, key, k, corpus.hash, fingerprint,
                         DriftCopy(p.name, p.relation, copy.changed, copy.added, p.detail), rows)
             advance(1)
             if on_copy is not None:
                 on_copy(p.name)
+        if far:
+            assert remote is not None
+            named = {p.name: p for p in far}
+            context = {"queries": queries, "baseline": baseline, "index": index}
+            for name, changed, added, rows in remote(list(named), context):
+                p = named[name]
+                record_copy(data, key, k, corpus.hash, fingerprint,
+                            DriftCopy(p.name, p.relation, changed, added, p.detail), rows)
+                advance(1)
+                if on_copy is not None:
+                    on_copy(p.name)
     finish_drift(data, key)
     return DriftProgress(len(plans), len(todo), len(plans) - len(todo), replaced)
 
 
-def _judged(p: Plan, corpus: Corpus, rebuild: Rebuilder, queries: Sequence[tuple[str, str]],
+def judged(p: Plan, corpus: Corpus, rebuild: Rebuilder, queries: Sequence[tuple[str, str]],
             baseline: Sequence[list[int]], index: dict[str, int]) -> tuple[Copy, list[DriftRow]]:
     if p.build is None:  # the corpus's own versions: judged on the baseline itself
         copy = Copy(corpus)

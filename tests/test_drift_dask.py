@@ -1,0 +1,68 @@
+"""``ragcov drift --engine dask``: the copies made, searched and judged on a real
+LocalCluster give the drift run one process records, copy for copy and test for test."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from helpers import cli
+
+pytest.importorskip("dask.distributed")
+SAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
+
+
+@pytest.fixture(scope="module")
+def cluster_address():
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+def _rows(path: Path) -> list[tuple]:
+    with sqlite3.connect(path) as con:
+        tables = [t for (t,) in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'drift%'")]
+        out = []
+        for table in sorted(tables):
+            cols = [c[1] for c in con.execute(f"PRAGMA table_info({table})")]
+            keep = [c for c in cols if c not in ("created", "finished", "started")]
+            out.append((table, sorted(con.execute(f"SELECT {', '.join(keep)} FROM {table}"))))
+    return out
+
+
+def test_a_dask_drift_records_what_a_local_drift_records(capsys, tmp_path: Path,
+                                                         cluster_address: str) -> None:
+    questions = tmp_path / "q.jsonl"
+    rows = [json.loads(line) for line in (SAMPLE / "finqa_questions.jsonl").read_text().splitlines()]
+    questions.write_text("".join(json.dumps({"id": r["id"], "text": r["question"]}) + "\n"
+                                 for r in rows[:40]))
+    args = ["--corpus", str(SAMPLE / "finqa_pages.jsonl"), "--split", "--queries", str(questions),
+            "--retriever", "bm25", "-k", "3", "--relation", "noise,format,duplicate",
+            "--resamples", "200", "--format", "json"]
+    code, here, err = cli(capsys, "drift", *args, "--data-file", str(tmp_path / "local.ragcov"))
+    assert code == 0, err
+    code, there, err = cli(capsys, "drift", *args, "--data-file", str(tmp_path / "dask.ragcov"),
+                           "--engine", "dask", "--scheduler", cluster_address)
+    assert code == 0, err
+    assert json.loads(there) == json.loads(here)
+    assert len(json.loads(here)["relations"]) >= 3
+    assert _rows(tmp_path / "dask.ragcov") == _rows(tmp_path / "local.ragcov")
+
+
+def test_dask_drift_refusals(capsys, tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q", "text": "net revenue"}) + "\n")
+    args = ["--corpus", str(SAMPLE / "finqa_pages.jsonl"), "--split", "--queries", str(questions),
+            "--retriever", "bm25", "--relation", "noise", "--resamples", "100", "-q",
+            "--data-file", str(tmp_path / "x.ragcov")]
+    code, _, err = cli(capsys, "drift", *args, "--engine", "spark")
+    assert code == 1 and "unknown --engine 'spark'" in err
+    code, _, err = cli(capsys, "drift", *args, "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9")
+    assert code == 1 and "cannot reach the Dask scheduler" in err
+    assert len(err.strip().splitlines()) == 1
