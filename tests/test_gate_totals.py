@@ -185,6 +185,17 @@ def test_generated_questions_stay_out_of_the_kept_total(capsys, tmp_path: Path, 
     assert _gate(capsys)[1] == "50.00\n"
 
 
+def test_rows_ragcov_never_writes_are_refused_as_the_rows_path_refuses_them(
+        capsys, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    CoverageData(".ragcov").write(corpus(6), run_of({"q1": ["c2", "c0"], "q2": ["c0"]}, 3))
+    with sqlite3.connect(tmp_path / ".ragcov") as con:  # a hit naming no chunk
+        con.execute("UPDATE hits SET chunk_idx = 99 WHERE query_idx = 1")
+    code, out, err = _gate(capsys)
+    assert (code, out) == (1, "") and "damaged" in err and len(err.strip().splitlines()) == 1
+    assert _gate(capsys, "--include", "*")[0] == 1
+
+
 def test_no_data_file_is_the_report_s_own_error(capsys, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     code, _out, err = _gate(capsys)

@@ -240,7 +240,7 @@ class CoverageData:
         back (:mod:`ragcov.data.totals`); None for a file whose meta they cannot be
         counted from (the matrix's read names the damage)."""
         with self.reading() as con:
-            return read_totals(con, include_generated)
+            return read_totals(con, self.path, include_generated)
 
     def query_texts(self) -> dict[str, str]:
         with self.reading() as con:

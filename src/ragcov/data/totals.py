@@ -27,7 +27,9 @@ import hashlib
 import json
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 
+from ragcov.data.checks import check_rows
 from ragcov.data.schema import _whole_number
 
 SUITE, ALL = "suite", "all"
@@ -131,12 +133,14 @@ def count_totals(con: sqlite3.Connection) -> dict[str, Totals]:
     return {SUITE: Totals(chunks, len(suite), queries - len(left_out), k), ALL: every}
 
 
-def read_totals(con: sqlite3.Connection, include_generated: bool = False) -> Totals | None:
+def read_totals(con: sqlite3.Connection, path: Path, include_generated: bool = False) -> Totals | None:
     """The totals of the scope asked for, inside the reader's transaction.
 
     The kept ones when their key matches the rows now; otherwise counted from the
-    rows. None when the meta cannot be counted from (a damaged file: the full read
-    names what is wrong).
+    rows, once they pass the checks every reader of rows makes (a file edited by hand
+    may hold rows ragcov never writes: refused in one line, as the matrix's read
+    refuses them). None when the meta cannot be counted from (the full read names
+    what is wrong).
     """
     scope = ALL if include_generated else SUITE
     if has_totals_table(con):
@@ -145,6 +149,8 @@ def read_totals(con: sqlite3.Connection, include_generated: bool = False) -> Tot
         if row is not None and row[4] == rows_key(con):
             return Totals(*row[:4], kept=True)
     try:
-        return count_totals(con)[scope]
+        counted = count_totals(con)[scope]
     except ValueError:
         return None
+    check_rows(con, path)
+    return counted
