@@ -133,13 +133,17 @@ def _load_deferred() -> None:
 
     A verb's body finds its names in this module's namespace, where no ``__getattr__``
     is asked; so they are all put there before a caller holds any verb. A name already
-    there (a test's monkeypatch) is kept.
+    there (a test's monkeypatch) is kept. numpy loads here, and the threads its BLAS
+    starts must leave Ctrl-C to the main thread (:mod:`ragcov.sigint`).
     """
     names = globals()
     if names.get("_deferred_loaded"):
         return
-    for name, (module, attr) in _DEFERRED.items():
-        names.setdefault(name, getattr(importlib.import_module(module), attr))
+    from ragcov.sigint import threads_leave_sigint
+
+    with threads_leave_sigint():
+        for name, (module, attr) in _DEFERRED.items():
+            names.setdefault(name, getattr(importlib.import_module(module), attr))
     names["_deferred_loaded"] = True
 
 
