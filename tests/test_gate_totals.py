@@ -172,6 +172,27 @@ def test_the_gate_says_the_same_from_kept_totals_from_rows_and_through_a_scope(
                                         ("--fail-under", "50"))] == fast
 
 
+def test_the_badge_is_the_same_from_kept_totals_and_from_rows(capsys, tmp_path: Path,
+                                                               monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    CoverageData(".ragcov").write(corpus(9), run_of({"q1": ["c2", "c0"], "q2": ["c0", "c7"]}, 2))
+
+    def badge(*args: str) -> tuple[int, str, str, str]:
+        with warnings.catch_warnings():
+            code, out, err = cli(capsys, "badge", "-o", "b.svg", "--precision", "1", *args)
+        return code, out, err, (tmp_path / "b.svg").read_text()
+
+    fast = [badge(), badge("--fail-under", "50")]
+    assert fast[0][0] == 0 and ">33.3%<" in fast[0][3]
+    assert fast[1][0] == 2 and "above the workload ceiling" in fast[1][2]
+    assert [badge("--include", "*"), badge("--include", "*", "--fail-under", "50")] == fast
+    drop_totals(tmp_path / ".ragcov")
+    assert [badge(), badge("--fail-under", "50")] == fast
+    # Its own data file is never its output, whichever way the total is read.
+    code, _out, err = cli(capsys, "badge", "-o", ".ragcov")
+    assert code == 1 and ".ragcov" in err
+
+
 def test_generated_questions_stay_out_of_the_kept_total(capsys, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     data = CoverageData(".ragcov")
