@@ -85,18 +85,23 @@ def store_totals(con: sqlite3.Connection) -> None:
     for stmt in _triggers():
         con.execute(stmt)
     con.execute("DELETE FROM totals")
+    counts = row_counts(con)
     try:
-        counted = count_totals(con)
+        counted = count_totals(con, counts)
     except ValueError:
         return  # meta ragcov never writes (an old hand-edited file): readers count the rows
-    key = rows_key(con)
+    key = rows_key(con, counts)
     con.executemany("INSERT INTO totals VALUES (?, ?, ?, ?, ?, ?)",
                     ((scope, t.chunks, t.covered, t.queries, t.k, key) for scope, t in counted.items()))
 
 
-def rows_key(con: sqlite3.Connection) -> str:
+def row_counts(con: sqlite3.Connection) -> list[int]:
+    """The rows of chunks, queries and hits (each count one pass over the table's smallest index)."""
+    return [con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in _COUNTED_TABLES]
+
+
+def rows_key(con: sqlite3.Connection, counts: list[int]) -> str:
     """What the kept totals must match: the row counts, k and the generated questions' marks."""
-    counts = [con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] for table in _COUNTED_TABLES]
     k, generated = _meta(con, "k"), _meta(con, "x:generated")
     marks = hashlib.sha256((generated or "").encode()).hexdigest()[:16]
     return json.dumps({"rows": counts, "k": k, "generated": marks})
@@ -107,7 +112,7 @@ def _meta(con: sqlite3.Connection, key: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def count_totals(con: sqlite3.Connection) -> dict[str, Totals]:
+def count_totals(con: sqlite3.Connection, counts: list[int]) -> dict[str, Totals]:
     """Both scopes' totals counted from the rows (SQL; no Python object per chunk).
 
     Raises ValueError on a meta row ragcov never writes (a k that is no whole number,
@@ -121,8 +126,7 @@ def count_totals(con: sqlite3.Connection) -> dict[str, Totals]:
     generated = json.loads(raw) if raw else {}
     if not isinstance(generated, dict):
         raise ValueError("the generated questions' marks are not an object")
-    chunks = con.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
-    queries = con.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+    chunks, queries, _hits = counts
     covered = con.execute("SELECT COUNT(DISTINCT chunk_idx) FROM hits").fetchone()[0]
     every = Totals(chunks, covered, queries, k)
     left_out = {idx for idx, qid in con.execute("SELECT idx, id FROM queries")
@@ -143,13 +147,14 @@ def read_totals(con: sqlite3.Connection, path: Path, include_generated: bool = F
     what is wrong).
     """
     scope = ALL if include_generated else SUITE
+    counts = row_counts(con)
     if has_totals_table(con):
         row = con.execute("SELECT chunks, covered, queries, k, rows_key FROM totals WHERE scope = ?",
                           (scope,)).fetchone()
-        if row is not None and row[4] == rows_key(con):
+        if row is not None and row[4] == rows_key(con, counts):
             return Totals(*row[:4], kept=True)
     try:
-        counted = count_totals(con)[scope]
+        counted = count_totals(con, counts)[scope]
     except ValueError:
         return None
     check_rows(con, path)
