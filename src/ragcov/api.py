@@ -18,65 +18,145 @@ loading a retriever's, a store's or a generator's stack.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import os
+import sys
+import types
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# What `ragcov report --format total` and a gate read from the data file's kept totals use
+# (and the exceptions verbs catch): loaded with the module. numpy is not among them.
 from ragcov.config import scope_settings
-from ragcov.corpus import Corpus, load_corpus
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
-from ragcov.data.columns import chunk_hashes, chunk_positions
 from ragcov.data.datafile import INDEX_RECALL
-from ragcov.data.probes import (
-    ProbeRow,
-    append_probes,
-    chunk_details,
-    probe_texts,
-    read_probes,
-    recorded_probe_ids,
-)
 from ragcov.data.schema import NoDataFile, check_compatible
-from ragcov.data.shards import combine_shards, shard_path
-from ragcov.data.shards import erase as erase_files
 from ragcov.errors import RagcovError
 from ragcov.files import cache_dir, load_json
-from ragcov.matrix import CoverageMatrix
 
 # Reached by the CLI and the pytest plugin through this door (explicit re-exports): what
 # formats a number, what guards an output, and the names of strategies and settings.
-from ragcov.metrics import duplicate_groups as duplicate_groups
-from ragcov.metrics import redundant_tests as redundant_tests
 from ragcov.overwrite import check_outputs as check_outputs
 from ragcov.overwrite import to_stdout as to_stdout
-from ragcov.progress import progress_bar, status
-from ragcov.qrels import load_qrels
-from ragcov.reachability.audit import audit, lost_gold
-from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
-from ragcov.reporters.table import approximate_index_note
-from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
-from ragcov.retrievers.twins import MatchCounts as MatchCounts
-from ragcov.retrievers.twins import record_matching, resolver_counts
 from ragcov.scope import ReportScope, load_scoped
-from ragcov.selection import ALL_STRATEGIES as ALL_STRATEGIES
-from ragcov.selection import DEFAULT_AFTER_SATURATION, order_document
-from ragcov.suite import Suite, load_suite
 from ragcov.summary import ceiling_text as ceiling_text
 from ragcov.summary import ceiling_warning as ceiling_warning
 from ragcov.summary import display_percent as display_percent
 from ragcov.summary import fail_under_failure
 from ragcov.summary import summarize as summarize
+from ragcov.summary import workload_warning as workload_warning
 
+# The verbs' own modules (corpus, retrieval, matrix, probes, selection ...; numpy under
+# most of them) load the first time a caller takes any other name from this module
+# (`api.measure`, `from ragcov.api import load_corpus`): see _DEFERRED and _Door below.
 if TYPE_CHECKING:
     from ragcov.compare.diff import CoverageDiff
     from ragcov.compare.gap import TrafficGap
+    from ragcov.corpus import Corpus, load_corpus
+    from ragcov.data.columns import chunk_hashes, chunk_positions
+    from ragcov.data.probes import (
+        ProbeRow,
+        append_probes,
+        chunk_details,
+        probe_texts,
+        read_probes,
+        recorded_probe_ids,
+    )
+    from ragcov.data.shards import combine_shards, shard_path
+    from ragcov.data.shards import erase as erase_files
     from ragcov.failures import Failures
     from ragcov.faults import FaultReport
     from ragcov.generation.loop_types import GenerationSummary, LoopConfig
+    from ragcov.matrix import CoverageMatrix
+    from ragcov.metrics import duplicate_groups as duplicate_groups
+    from ragcov.metrics import redundant_tests as redundant_tests
+    from ragcov.progress import progress_bar, status
+    from ragcov.qrels import load_qrels
+    from ragcov.reachability.audit import audit, lost_gold
+    from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
+    from ragcov.reporters.table import approximate_index_note
+    from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
+    from ragcov.retrievers.twins import MatchCounts as MatchCounts
+    from ragcov.retrievers.twins import record_matching, resolver_counts
+    from ragcov.selection import ALL_STRATEGIES as ALL_STRATEGIES
+    from ragcov.selection import DEFAULT_AFTER_SATURATION, order_document
+    from ragcov.suite import Suite, load_suite
     from ragcov.traces import ImportResult
+
+# name -> (module, attribute): the imports above that run (tests/test_api_lazy.py checks the
+# two lists agree). Type-only names (CoverageDiff, ImportResult ...) are not loaded.
+_DEFERRED: dict[str, tuple[str, str]] = {
+    "Corpus": ("ragcov.corpus", "Corpus"), "load_corpus": ("ragcov.corpus", "load_corpus"),
+    "chunk_hashes": ("ragcov.data.columns", "chunk_hashes"),
+    "chunk_positions": ("ragcov.data.columns", "chunk_positions"),
+    **{name: ("ragcov.data.probes", name) for name in (
+        "ProbeRow", "append_probes", "chunk_details", "probe_texts", "read_probes",
+        "recorded_probe_ids")},
+    "combine_shards": ("ragcov.data.shards", "combine_shards"),
+    "shard_path": ("ragcov.data.shards", "shard_path"),
+    "erase_files": ("ragcov.data.shards", "erase"),
+    "CoverageMatrix": ("ragcov.matrix", "CoverageMatrix"),
+    "duplicate_groups": ("ragcov.metrics", "duplicate_groups"),
+    "redundant_tests": ("ragcov.metrics", "redundant_tests"),
+    "progress_bar": ("ragcov.progress", "progress_bar"), "status": ("ragcov.progress", "status"),
+    "load_qrels": ("ragcov.qrels", "load_qrels"),
+    "audit": ("ragcov.reachability.audit", "audit"),
+    "lost_gold": ("ragcov.reachability.audit", "lost_gold"),
+    **{name: ("ragcov.reachability.selfquery", name) for name in (
+        "LLM", "NONE", "build_probes", "choose_chunks", "probe_id")},
+    "approximate_index_note": ("ragcov.reporters.table", "approximate_index_note"),
+    **{name: ("ragcov.retrieval", name) for name in (
+        "Run", "run_retriever", "validate_k", "warn_if_k_takes_the_corpus")},
+    **{name: ("ragcov.retrievers.twins", name) for name in (
+        "MatchCounts", "record_matching", "resolver_counts")},
+    **{name: ("ragcov.selection", name) for name in (
+        "ALL_STRATEGIES", "DEFAULT_AFTER_SATURATION", "order_document")},
+    "Suite": ("ragcov.suite", "Suite"), "load_suite": ("ragcov.suite", "load_suite"),
+}
+
+# The names a caller may take without loading the verbs' modules: the total and its gate
+# (``report --format total``, ``--fail-under``) and what the CLI's options are declared with.
+_LIGHT = frozenset({
+    "DEFAULT_DATA_FILE", "CoverageData", "INDEX_RECALL", "NoDataFile", "RagcovError",
+    "ReportScope", "check_outputs", "to_stdout", "ceiling_text", "ceiling_warning",
+    "display_percent", "summarize", "workload_warning", "fail_under_message", "gate_total",
+    "configured_scope", "configured_run", "one_read", "load_scoped", "check_compatible",
+})
+
+
+def _load_deferred() -> None:
+    """Import every name of :data:`_DEFERRED` into this module, once.
+
+    A verb's body finds its names in this module's namespace, where no ``__getattr__``
+    is asked; so they are all put there before a caller holds any verb. A name already
+    there (a test's monkeypatch) is kept. numpy loads here, and the threads its BLAS
+    starts must leave Ctrl-C to the main thread (:mod:`ragcov.sigint`).
+    """
+    names = globals()
+    if names.get("_deferred_loaded"):
+        return
+    from ragcov.sigint import threads_leave_sigint
+
+    with threads_leave_sigint():
+        for name, (module, attr) in _DEFERRED.items():
+            names.setdefault(name, getattr(importlib.import_module(module), attr))
+    names["_deferred_loaded"] = True
+
+
+class _Door(types.ModuleType):
+    """This module's type: taking any name but the light ones loads the verbs' modules first."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if not (name in _LIGHT or name.startswith("__") or name == "_deferred_loaded"):
+            _load_deferred()
+        return super().__getattribute__(name)
+
+
+sys.modules[__name__].__class__ = _Door
 
 
 def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
@@ -1420,6 +1500,19 @@ def fail_under_message(coverage: float, fail_under: float | None, precision: int
                        flag: str = "fail-under") -> str | None:
     """The one ``--fail-under`` gate: None when it passes, else the message to print."""
     return fail_under_failure(coverage, fail_under, precision, what, shown_precision, flag)
+
+
+def gate_total(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = None) -> Any:
+    """The total a gate compares (``report --format total``, ``--fail-under``) from the
+    totals the data file keeps, without reading its rows back: a
+    :class:`ragcov.data.totals.Totals`, or None where they cannot answer (a scope that
+    leaves chunks out, no data file): the caller reads the rows (:func:`report`), which
+    gives the same number."""
+    scope = scope if scope is not None else ReportScope()
+    data = CoverageData(data_file)
+    if not scope.whole or not data.exists():
+        return None
+    return data.totals(scope.include_generated)
 
 
 def combine(files: Sequence[str | os.PathLike[str]] = (),

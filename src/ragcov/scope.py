@@ -28,14 +28,18 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ragcov.errors import RagcovError
-from ragcov.matrix import CoverageMatrix
-from ragcov.summary import CoverageSummary, query_depth, summarize
-from ragcov.textcov import TextCoverage, TextSpans, text_coverage
+
+# numpy and the matrix stack load where a report reads rows: a gate answered from the data
+# file's kept totals (``report --format total``) only needs ReportScope.
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ragcov.matrix import CoverageMatrix
+    from ragcov.summary import CoverageSummary
+    from ragcov.textcov import TextCoverage, TextSpans
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,19 @@ class ReportScope:
     def filters(self) -> bool:
         return bool(self.include or self.omit)
 
+    @property
+    def whole(self) -> bool:
+        """Every chunk counts (no include/omit, exclusion or ``reachable``): the scope whose
+        totals the data file keeps (:mod:`ragcov.data.totals`)."""
+        return not (self.include or self.omit or self.exclude or self.exclude_docs
+                    or self.min_chunk_chars or self.reachable or self.reachable_if_probed)
+
+
+def _no_columns() -> np.ndarray:
+    import numpy as np
+
+    return np.zeros(0, dtype=np.int64)
+
 
 def _globs(given: Sequence[str] | str) -> tuple[str, ...]:
     values = (given,) if isinstance(given, str) else given
@@ -95,7 +112,7 @@ class Scoped:
     texts: Mapping[str, str]
     positions: Mapping[str, int]
     excluded: list[ExcludedChunk] = field(default_factory=list)
-    columns: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    columns: np.ndarray = field(default_factory=lambda: _no_columns())
     omitted_documents: int = 0
     full: CoverageMatrix | None = None  # the matrix before any chunk was left out
     scope: ReportScope = field(default_factory=ReportScope)
@@ -124,6 +141,8 @@ class Scoped:
 
     def summary(self, **options: Any) -> CoverageSummary:
         """The summary every reporter prints: excluded chunks counted aside."""
+        from ragcov.summary import query_depth, summarize
+
         return summarize(self.matrix, excluded=self.excluded, positions=self.positions,
                          omitted_documents=self.omitted_documents,
                          depth=query_depth(self.full if self.full is not None else self.matrix),
@@ -152,6 +171,8 @@ def exclusion_reason(doc_id: str, text: str, scope: ReportScope,
 
 def apply_scope(m: CoverageMatrix, texts: Mapping[str, str], positions: Mapping[str, int],
                 scope: ReportScope, reachability: Any = None) -> Scoped:
+    import numpy as np
+
     unreachable = _unreachable(m, reachability, scope) if scope.reachable else {}
     compiled = [re.compile(p, re.MULTILINE) for p in scope.exclude]
     keep: list[int] = []
@@ -183,6 +204,8 @@ def apply_scope(m: CoverageMatrix, texts: Mapping[str, str], positions: Mapping[
 
 def _unreachable(m: CoverageMatrix, reachability: Any, scope: ReportScope) -> dict[int, str]:
     """Column -> why, for the chunks a probe run found unreachable (``--reachable``)."""
+    import numpy as np
+
     if reachability is None and scope.reachable_if_probed:
         from ragcov.user_warnings import RetrievalWarning, warn
 
@@ -214,6 +237,8 @@ def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = N
 
 
 def _load_scoped(data: Any, data_file: str | os.PathLike[str], scope: ReportScope) -> Scoped:
+    import numpy as np
+
     from ragcov.data.columns import chunk_hashes, chunk_positions
     from ragcov.data.datafile import CORPUS_KIND
     from ragcov.data.probes import chunk_details, probe_texts, read_probes
@@ -273,6 +298,8 @@ def scoped_text_coverage(scoped: Scoped, spans: TextSpans | None) -> TextCoverag
     excluded ones (whose characters leave the denominator). None without spans."""
     if spans is None:
         return None
+    from ragcov.textcov import text_coverage
+
     m = scoped.matrix
     covered = m.chunk_frequencies() > 0
     every = scoped.full if scoped.full is not None else m

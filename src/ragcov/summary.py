@@ -9,19 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
+# numpy and the metrics load where a summary is computed: a gate read from the data file's
+# kept totals formats and compares its number with what is below, and nothing else.
+if TYPE_CHECKING:
+    import numpy as np
 
-from ragcov.matrix import CoverageMatrix
-from ragcov.metrics import (
-    Support,
-    chunk_coverage,
-    gini,
-    normalized_entropy,
-    pairwise_jaccard,
-    per_document,
-)
+    from ragcov.matrix import CoverageMatrix
+    from ragcov.metrics import Support
 
 
 @dataclass(frozen=True)
@@ -85,21 +81,32 @@ def workload_ceiling(queries: int, k: int, chunks: int) -> float:
 
 def ceiling_text(summary: CoverageSummary, precision: int = 1) -> str | None:
     """``workload ceiling 12.5% (80 queries x k=5 of 3,190 chunks)``, said beside a total."""
-    ceiling = summary.ceiling
-    if ceiling is None or summary.depth is None:
+    if summary.ceiling is None or summary.depth is None:
         return None
-    return (f"workload ceiling {display_percent(ceiling, precision)}% ({summary.queries:,} "
-            f"{'query' if summary.queries == 1 else 'queries'} x k={summary.depth.k} of "
-            f"{summary.chunks:,} chunks)")
+    return workload_text(summary.queries, summary.depth.k, summary.chunks, precision)
+
+
+def workload_text(queries: int, k: int, chunks: int, precision: int = 1) -> str:
+    """:func:`ceiling_text` from the three numbers it is made of."""
+    return (f"workload ceiling {display_percent(workload_ceiling(queries, k, chunks), precision)}% "
+            f"({queries:,} {'query' if queries == 1 else 'queries'} x k={k} of {chunks:,} chunks)")
 
 
 def ceiling_warning(summary: CoverageSummary, fail_under: float | None) -> str | None:
     """One line when ``--fail-under`` asks for more than the workload can cover."""
-    ceiling = summary.ceiling
-    if fail_under is None or ceiling is None or fail_under <= ceiling * 100:
+    if summary.ceiling is None or summary.depth is None:
         return None
-    return (f"--fail-under {fail_under:g} is above the {ceiling_text(summary, 2)}: no retriever "
-            "can pass it with this suite; add queries, raise k, or gate at or below the ceiling")
+    return workload_warning(summary.queries, summary.depth.k, summary.chunks, fail_under)
+
+
+def workload_warning(queries: int, k: int, chunks: int, fail_under: float | None) -> str | None:
+    """:func:`ceiling_warning` from the numbers a data file keeps (``report --format total``
+    read from its totals warns as the report read from its rows does)."""
+    if fail_under is None or not k or fail_under <= workload_ceiling(queries, k, chunks) * 100:
+        return None
+    return (f"--fail-under {fail_under:g} is above the {workload_text(queries, k, chunks, 2)}: no "
+            "retriever can pass it with this suite; add queries, raise k, or gate at or below "
+            "the ceiling")
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,8 @@ class Depth:
 def query_depth(m: CoverageMatrix) -> Depth:
     """The depth of every recorded list (of the whole file: a report's scope leaves the
     lists as they were retrieved)."""
+    import numpy as np
+
     depths = m.depths()
     k = int(m.k or 0)
     return Depth(k=k, queries=int(depths.size), short=int(np.count_nonzero(depths < k)),
@@ -146,6 +155,8 @@ def summarize(m: CoverageMatrix, entropy_support: Support = "retrieved",
               excluded: Sequence[_Excluded] = (), positions: Mapping[str, int] | None = None,
               omitted_documents: int = 0, depth: Depth | None = None) -> CoverageSummary:
     """The numbers of ``m``; ``excluded`` (chunks already dropped from ``m``) are counted aside."""
+    from ragcov.metrics import chunk_coverage, gini, normalized_entropy, pairwise_jaccard, per_document
+
     freq = m.chunk_frequencies()
     chunk_coverage(m)  # raises on an empty corpus
     covered = freq > 0
@@ -186,6 +197,8 @@ def document_positions(m: CoverageMatrix, positions: Mapping[str, int] | None = 
 def positions_in_documents(doc_ids: Sequence[object], chunk_ids: Sequence[str],
                            positions: Mapping[str, int] | None = None) -> np.ndarray:
     """:func:`document_positions` for any parallel lists of documents and chunk ids."""
+    import numpy as np
+
     out = np.zeros(len(doc_ids), dtype=np.int64)
     by_doc: dict[str, list[int]] = {}
     for j, d in enumerate(doc_ids):

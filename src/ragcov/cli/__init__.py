@@ -63,8 +63,10 @@ def main(argv: list[str] | None = None) -> None:
         try:
             from ragcov.sigint import threads_leave_sigint
 
-            # numpy loads here, and its BLAS starts a thread that must not take the
-            # Ctrl-C meant for the main thread (a Ctrl-C meanwhile waits for the block's end).
+            # A library loaded here may start a thread (numpy's BLAS did, when the api
+            # loaded it at once; it now loads with the verbs' modules, in a block of its
+            # own) that must not take the Ctrl-C meant for the main thread (a Ctrl-C
+            # meanwhile waits for the block's end).
             with threads_leave_sigint():
                 from ragcov.cli.entry import INTERRUPTED
                 from ragcov.cli.entry import main as run

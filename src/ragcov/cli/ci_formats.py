@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -16,7 +16,7 @@ from ragcov.cli.options import (
     GatePrecision,
     check_precision,
 )
-from ragcov.cli.report_options import scoped, write_scoped
+from ragcov.cli.report_options import scoped, write_scoped, write_total
 from ragcov.reporters.badge import badge_svg, colour_for, parse_thresholds
 from ragcov.reporters.registry import REPORTERS
 
@@ -72,9 +72,14 @@ def badge(
     check_precision(precision or 0)
     bands = parse_thresholds(thresholds)
 
-    def render(scoped: Any) -> str:
-        shown = display_percent(scoped.summary(jaccard=False).coverage, precision or 0)
+    def render(coverage: float) -> str:
+        shown = display_percent(coverage, precision or 0)
         return badge_svg(f"{shown}%", colour_for(float(shown), bands), label)
 
-    write_scoped(data_file, scope, output, fail_under, render, "badge", precision, "svg",
-                 fail_under_text=fail_under_text)
+    # The total alone: the data file's kept totals answer it without reading the rows back
+    # (a text gate needs the rows' spans).
+    if fail_under_text is not None or not write_total(data_file, scope, output, fail_under, render,
+                                                      "badge", precision, "svg"):
+        write_scoped(data_file, scope, output, fail_under,
+                     lambda scoped: render(scoped.summary(jaccard=False).coverage), "badge",
+                     precision, "svg", fail_under_text=fail_under_text)

@@ -8,16 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ragcov import api
-from ragcov.api import (
-    ReportScope,
-    approximate_note,
-    ceiling_text,
-    ceiling_warning,
-    display_percent,
-    duplicate_groups,
-    redundant_tests,
-)
-from ragcov.api import report as report_data
+from ragcov.api import ReportScope
 from ragcov.cli.console import out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -40,23 +31,7 @@ from ragcov.cli.report_options import scoped, write_scoped
 from ragcov.cli.topics import MinTopicCoverage, check_by
 from ragcov.errors import RagcovError
 from ragcov.reporters import DEFAULT_JSON_FILE
-from ragcov.reporters.drift import drift_lines
-from ragcov.reporters.reachability import reachability_lines
 from ragcov.reporters.registry import REPORTERS, names_help, reporter
-from ragcov.reporters.sections import (
-    copied_gate_note,
-    copied_line,
-    correctness_line,
-    duplicates_line,
-    excluded_line,
-    generated_line,
-    redundant_lines,
-    text_coverage_line,
-    unresolved_labels_line,
-)
-from ragcov.reporters.stages import report_lines
-from ragcov.reporters.table import retriever_line
-from ragcov.reporters.topics import render_topics
 from ragcov.user_warnings import RetrievalWarning, warn
 
 
@@ -113,7 +88,57 @@ def report(
     if min_hit_rate is not None and not 0 <= min_hit_rate <= 100:
         raise RagcovError(f"--min-hit-rate must be a percentage from 0 to 100, got {min_hit_rate:g}")
     check_by(by, format, min_topic_coverage)
-    api.check_index_gates(min_index_recall, max_index_hidden)
+    index_gates = min_index_recall is not None or max_index_hidden is not None
+    if index_gates:
+        api.check_index_gates(min_index_recall, max_index_hidden)
+    if format == "total" and not (qrels or min_hit_rate is not None or fail_under_text is not None
+                                  or index_gates):
+        # The ratchet: the data file's kept totals answer it without reading its rows back.
+        total = api.gate_total(data_file, scope)
+        if total is not None:
+            if warning := api.workload_warning(total.queries, total.k, total.chunks, fail_under):
+                warn(warning, RetrievalWarning)
+            out.print(api.display_percent(total.coverage, precision), markup=False)
+            gate(total.coverage, fail_under, gate_precision)
+            return
+    _report(data_file, show_missing, show_ids, skip_covered, sort, top, precision, gate_precision, format,
+            fail_under, fail_under_text, redundant, qrels, qrels_level, min_hit_rate, scope, by,
+            min_topic_coverage, min_index_recall, max_index_hidden)
+
+
+def _report(data_file: Path, show_missing: bool, show_ids: bool, skip_covered: bool,
+            sort: str | None, top: int | None, precision: int, gate_precision: int | None, format: str,
+            fail_under: float | None, fail_under_text: float | None, redundant: bool,
+            qrels: Path | None, qrels_level: str | None, min_hit_rate: float | None,
+            scope: ReportScope, by: str, min_topic_coverage: float | None,
+            min_index_recall: float | None, max_index_hidden: int | None) -> None:
+    """The report read from the rows: every format, scope and gate."""
+    from ragcov.api import (
+        approximate_note,
+        ceiling_text,
+        ceiling_warning,
+        display_percent,
+        duplicate_groups,
+        redundant_tests,
+    )
+    from ragcov.api import report as report_data
+    from ragcov.reporters.drift import drift_lines
+    from ragcov.reporters.reachability import reachability_lines
+    from ragcov.reporters.sections import (
+        copied_gate_note,
+        copied_line,
+        correctness_line,
+        duplicates_line,
+        excluded_line,
+        generated_line,
+        redundant_lines,
+        text_coverage_line,
+        unresolved_labels_line,
+    )
+    from ragcov.reporters.stages import report_lines
+    from ragcov.reporters.table import retriever_line
+    from ragcov.reporters.topics import render_topics
+
     with api.one_read(data_file):  # the report, and its topics: one snapshot of the file
         scoped = report_data(data_file, scope)
         topics = api.topic_coverage(data_file, scoped=scoped) if by == "topic" else None

@@ -101,6 +101,27 @@ def _from_config(name: str) -> bool:
     return getattr(source, "name", None) == "DEFAULT_MAP"
 
 
+def write_total(data_file: Path, scope: ReportScope, output: Path, fail_under: float | None,
+                render: Callable[[float], str], what: str, precision: int | None = None,
+                format: str = "text") -> bool:
+    """:func:`write_scoped` for an output of the total alone (the badge), read from the totals
+    the data file keeps; False, having written nothing, where they cannot answer the scope
+    (the caller then reads the rows, which give the same number)."""
+    check_fail_under(fail_under)
+    if precision is not None:
+        check_precision(precision)
+    with api.one_read(data_file):
+        check_outputs([output], [data_file])
+        total = api.gate_total(data_file, scope)
+    if total is None:
+        return False
+    if warning := api.workload_warning(total.queries, total.k, total.chunks, fail_under):
+        warn(warning, RetrievalWarning)
+    emit(render(total.coverage), output, what, format)
+    gate(total.coverage, fail_under, precision)
+    return True
+
+
 def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: float | None,
                  render: Callable[[Any], str], what: str, precision: int | None = None,
                  format: str = "text", fail_under_text: float | None = None) -> None:

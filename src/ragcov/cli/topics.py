@@ -49,7 +49,8 @@ def check_by(by: str, format: str = "text", min_topic_coverage: float | None = N
                           "or markdown)")
     if min_topic_coverage is not None and by != "topic":
         raise RagcovError("--min-topic-coverage judges each topic: give it with --by topic")
-    api.check_min_topic_coverage(min_topic_coverage)
+    if min_topic_coverage is not None:
+        api.check_min_topic_coverage(min_topic_coverage)
 
 
 @scoped

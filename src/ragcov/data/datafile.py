@@ -42,7 +42,7 @@ from ragcov.data.schema import (
     sqlite_errors,
 )
 from ragcov.data.spans import add_spans, write_spans
-from ragcov.data.topics import carry_topics
+from ragcov.data.totals import Totals, read_totals, store_totals
 from ragcov.destinations import unwritable_reason, written_path
 from ragcov.errors import RagcovError
 from ragcov.files import TargetExists, atomic_path, check_destination
@@ -235,6 +235,13 @@ class CoverageData:
             con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                         (f"x:{key}", json.dumps(value, sort_keys=True)))
 
+    def totals(self, include_generated: bool = False) -> Totals | None:
+        """The chunks, covered chunks, queries and k a gate compares, without reading the rows
+        back (:mod:`ragcov.data.totals`); None for a file whose meta they cannot be
+        counted from (the matrix's read names the damage)."""
+        with self.reading() as con:
+            return read_totals(con, self.path, include_generated)
+
     def query_texts(self) -> dict[str, str]:
         with self.reading() as con:
             return dict(con.execute("SELECT id, text FROM queries").fetchall())
@@ -330,7 +337,10 @@ class CoverageData:
             _mark_generated(con, marks)
             # Topics describe the corpus, not the run: a new recording keeps the old one's
             # (stale, and said to be, when the corpus changed).
+            from ragcov.data.topics import carry_topics
+
             carry_topics(self.path, con)
+            store_totals(con)  # what a gate reads, counted from the rows just written
             return added
 
     def _append(self, corpus: Corpus, run: Run, context: dict[str, str],
@@ -358,6 +368,7 @@ class CoverageData:
                 start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
                 added = _insert_queries(con, corpus, run, existing, start, context)
                 _mark_generated(con, marks)
+                store_totals(con)  # in the append's transaction: never a total of other rows
                 return added
 
 
@@ -379,7 +390,7 @@ def _mark_generated(con: sqlite3.Connection, marks: _Marks | None) -> None:
     marked: dict[str, Any] = json.loads(row[0]) if row else {}
     before = len(marked)
     marked.update(marks.mark)
-    accepted = [qid for ids in marks.accept for qid in ids if qid in marked]
+    accepted = {qid for ids in marks.accept for qid in ids if qid in marked}  # each once
     for qid in accepted:
         del marked[qid]
     if marks.mark or len(marked) != before:

@@ -23,6 +23,7 @@ from ragcov.data.schema import (
 )
 from ragcov.data.spans import copy_spans
 from ragcov.data.topics import copy_topics
+from ragcov.data.totals import store_totals
 from ragcov.errors import RagcovError
 from ragcov.files import TargetExists, atomic_path
 from ragcov.user_warnings import RetrievalWarning, warn
@@ -142,6 +143,7 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
                     _add_counts(con, src)
         if shards:
             con.execute("INSERT INTO meta VALUES (?, ?)", (_MERGED_KEY, json.dumps(list(shards))))
+        store_totals(con)  # what a gate reads, counted from the combined rows
     return next_idx
 
 

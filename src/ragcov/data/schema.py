@@ -20,7 +20,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ragcov.corpus import corpus_digest
 from ragcov.data.names import FORMAT_VERSION
 from ragcov.errors import RagcovError
 from ragcov.user_warnings import warn
@@ -122,6 +121,8 @@ def read_meta(con: sqlite3.Connection, path: Path) -> Meta:
             raise ValueError(f"format {rows['format']!r} is not a whole number")
         corpus_hash = rows["corpus_hash"]
         if fmt < 2:
+            from ragcov.corpus import corpus_digest
+
             corpus_hash = corpus_digest(con.execute("SELECT id, doc_id, hash FROM chunks ORDER BY idx"))
         k = _whole_number(rows["k"])
         if k is None:
