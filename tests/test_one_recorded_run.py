@@ -53,6 +53,44 @@ def fixed_collection(corpus):
 
 
 search = _over(CHUNKS)
+
+
+def top_one(corpus):
+    """Fixed at one chunk a query, whatever k it is asked for (an app's top-1 retriever)."""
+    inner = _over({c.id: c.text for c in corpus})
+    return lambda query, k: inner(query, 1)
+
+
+class Incremental:
+    """Adds to its index only the chunk ids it lacks: a changed text under a known id is
+    never seen (a common upsert-by-id ingestion)."""
+
+    index = {}
+
+    def __init__(self, corpus):
+        for c in corpus:
+            Incremental.index.setdefault(c.id, c.text)
+        self.search = _over(dict(Incremental.index))
+
+    def __call__(self, query, k):
+        return self.search(query, k)
+
+
+class Protocol:
+    """A retriever of ragcov's own protocol: retrieve(texts, k) and fingerprint()."""
+
+    def __init__(self, corpus=None):
+        self.search = _over({c.id: c.text for c in corpus} if corpus is not None else CHUNKS)
+
+    def retrieve(self, texts, k):
+        return [self.search(t, k) for t in texts]
+
+    def fingerprint(self):
+        return {"kind": "protocol", "version": 1}
+
+
+def returns_a_class():
+    return Protocol
 '''.replace("CITY_CHUNKS", json.dumps(CITY_CHUNKS))
 
 QUESTIONS = {"q1": "What is the capital of France?", "q2": "Which city is Germany's capital?",
@@ -122,8 +160,10 @@ def test_a_pytest_run_through_a_factory_serves_probe_generate_and_drift(
     assert code == 0, err
     (noise,) = json.loads(out)["relations"]
     recorded = ragcov.api.CoverageData(data).query_texts()
-    assert {"test_app.py::test_retrieves[q1]", "q4"} <= set(recorded)  # pytest's, the CLI's
-    assert {t["query_id"] for t in noise["per_test"]} == set(recorded)
+    suite = {"test_app.py::test_retrieves[q1]", "test_app.py::test_retrieves[q2]",
+             "test_app.py::test_retrieves[q3]", "q4"}  # pytest's and the CLI's questions
+    assert suite < set(recorded)  # and generate's, not accepted into the suite
+    assert {t["query_id"] for t in noise["per_test"]} == suite
 
 
 def test_record_with_source_serves_probe_and_without_it_says_how(
@@ -178,8 +218,107 @@ def test_drift_refuses_a_retriever_that_ignores_the_copy(tmp_path: Path, capsys,
     code, err = _drift(capsys, "rag_app:fixed_collection")
     assert code == 1
     assert "does not search the corpus copy it is handed" in err
-    # Refused before anything of the drift run was recorded.
-    assert ragcov.api.drift_summary("fixed_collection.ragcov") is None
+    # Refused before anything was recorded: not even the suite's baseline.
+    assert not (tmp_path / "fixed_collection.ragcov").exists()
     code, err = _drift(capsys, "rag_app:make_retriever")
     assert code == 0, err
     assert ragcov.api.drift_summary("make_retriever.ragcov") is not None
+
+
+def test_a_protocol_retriever_is_rebuilt_by_its_source(pytester: pytest.Pytester, capsys,
+                                                      monkeypatch) -> None:
+    """A retriever of ragcov's own protocol fingerprints itself without the name it was
+    loaded by: its source is kept beside the fingerprint, by the plugin and by run."""
+    test = THROUGH_RECORD.replace("rag_app.search", "rag_app.Protocol()").replace(
+        "retriever(QUESTIONS[qid], 2)", "retriever.retrieve([QUESTIONS[qid]], 2)[0]")
+    data = _session(pytester, test.replace("SOURCE", "'rag_app:Protocol'"))
+    monkeypatch.syspath_prepend(str(pytester.path))
+    assert ragcov.api.recorded_retriever(data) == {"kind": "protocol", "version": 1}
+    code, _, err = cli(capsys, "probe", "--corpus", "corpus.jsonl")
+    assert code == 0, err
+    assert "was recorded with: rag_app:Protocol" in err
+    code, _, err = cli(capsys, "run", "--corpus", "corpus.jsonl", "--queries", "q.jsonl",
+                       "--retriever", "rag_app:Protocol", "-k", "2", "-q", "--data-file", "cli.ragcov") \
+        if (pytester.path / "q.jsonl").write_text(json.dumps({"id": "x", "text": "capital"}) + "\n") \
+        else (1, "", "")
+    assert code == 0, err
+    code, _, err = cli(capsys, "probe", "--corpus", "corpus.jsonl", "--data-file", "cli.ragcov")
+    assert code == 0, err
+
+
+def test_the_fixture_hands_tests_the_same_shapes_with_coverage_on_or_off(
+        pytester: pytest.Pytester) -> None:
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CITY_CHUNKS))
+    pytester.makepyfile(rag_app=APP, test_app='''
+def test_shape(ragcov_retriever):
+    got = ragcov_retriever("What is the capital of France?", 2)
+    assert [cid for cid, _ in got][0] == "paris"
+    assert ragcov_retriever.retrieve(["capital of France"], 1)[0][0][0] == "paris"
+''')
+    common = ("-p", "no:cacheprovider", "--ragcov-corpus", "corpus.jsonl", "--ragcov-retriever",
+              "rag_app:make_retriever")
+    pytester.runpytest_subprocess(*common).assert_outcomes(passed=1)
+    pytester.runpytest_subprocess(*common, "--ragcov", "--ragcov-k", "2").assert_outcomes(passed=1)
+
+
+def test_the_fixture_wrapped_with_a_query_id_records_each_question_once(
+        pytester: pytest.Pytester) -> None:
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CITY_CHUNKS))
+    pytester.makepyfile(rag_app=APP, test_app=f'''
+import pytest
+from ragcov.pytest_plugin import record
+
+QUESTIONS = {QUESTIONS!r}
+
+
+@pytest.mark.parametrize("qid", sorted(QUESTIONS))
+def test_labelled(ragcov_retriever, qid):
+    assert record(ragcov_retriever, query_id=qid)(QUESTIONS[qid], 2)
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+                                           "corpus.jsonl", "--ragcov-k", "2", "--ragcov-retriever",
+                                           "rag_app:make_retriever")
+    result.assert_outcomes(passed=3)
+    assert set(ragcov.api.CoverageData(pytester.path / ".ragcov").query_texts()) == set(QUESTIONS)
+
+
+def test_a_factory_returning_a_class_is_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".jsonl", corpus="\n".join(json.dumps(c) for c in CITY_CHUNKS))
+    pytester.makepyfile(rag_app=APP, test_app=THROUGH_FIXTURE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ragcov", "--ragcov-corpus",
+                                           "corpus.jsonl", "--ragcov-retriever",
+                                           "rag_app:returns_a_class")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*the factory returned the class Protocol; return an instance of it*"])
+
+
+def test_drift_refuses_an_index_that_only_adds_new_ids_and_writes_nothing(
+        tmp_path: Path, capsys, monkeypatch) -> None:
+    (tmp_path / "rag_app.py").write_text(APP)
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CITY_CHUNKS))
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps({"id": qid, "text": text}) + "\n"
+                                              for qid, text in QUESTIONS.items()))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    code, err = _drift(capsys, "rag_app:Incremental")
+    assert code == 1
+    assert "does not search the corpus copy it is handed" in err
+    assert not (tmp_path / "Incremental.ragcov").exists()  # nothing recorded at all
+
+
+def test_drift_judges_copies_at_the_depth_the_suite_was_recorded(tmp_path: Path, capsys,
+                                                                  monkeypatch) -> None:
+    """An app fixed at top-1, recorded at k = 2: the identity copy changes nothing."""
+    (tmp_path / "rag_app.py").write_text(APP)
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CITY_CHUNKS))
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps({"id": qid, "text": text}) + "\n"
+                                              for qid, text in QUESTIONS.items()))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "drift", "--corpus", "corpus.jsonl", "--queries", "q.jsonl", "-k", "2",
+                         "--retriever", "rag_app:top_one", "--relation", "identity", "--resamples",
+                         "100", "--format", "json")
+    assert code == 0, err
+    assert "returned at most 1 chunks a query (k = 2)" in err
+    (identity,) = json.loads(out)["relations"]
+    assert identity["violated"] == 0 and identity["tests"] == 3

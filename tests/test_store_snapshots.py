@@ -38,6 +38,20 @@ def test_a_chroma_write_between_pages_refuses_the_read(tmp_path: Path) -> None:
     assert len(list(store.iter_chunks(page_size=2))) == 7
 
 
+def test_a_chroma_collection_read_in_one_page_is_one_state(tmp_path: Path) -> None:
+    chromadb = pytest.importorskip("chromadb")
+    from ragcov.stores.chroma import ChromaStore
+    from ragcov.stores.urls import parse_store_url
+
+    app = chromadb.PersistentClient(path=str(tmp_path / "c")).create_collection("app")
+    app.add(ids=["a", "b"], documents=["one", "two"], embeddings=[[1.0, 0.0], [0.0, 1.0]])
+    store = ChromaStore(parse_store_url(f"chroma://{tmp_path}/c?collection=app"))
+    rows = store.iter_chunks(page_size=10)
+    first = next(rows)
+    app.add(ids=["late"], documents=["after the one query"], embeddings=[[1.0, 1.0]])
+    assert [first.id, *(r.id for r in rows)] == ["a", "b"]  # the state the one query read
+
+
 def test_a_quiet_chroma_folder_reads_whole(tmp_path: Path) -> None:
     chromadb = pytest.importorskip("chromadb")
     from ragcov.stores.chroma import ChromaStore

@@ -772,8 +772,9 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
         with progress_bar("Exact check", total=sum(map(len, work.values())),
                           enabled=progress) as advance:
             late = check_pending(data, settings, retriever, work, same_run, advance)
-    batching = getattr(retriever, "batch_embedding", None)  # a framework retriever's (LlamaIndex)
-    if notify is not None and added and batching is not None:
+    # A framework's vector retriever (LlamaIndex): how its probes' queries were embedded.
+    batching = getattr(retriever, "batch_embedding", None)
+    if notify is not None and added and getattr(retriever, "vector_retriever", False):
         notify("ragcov: probes' queries embedded in batches by the retriever's own model (checked "
                "equal to its per-query vectors)" if batching else
                "ragcov: probes' queries embedded one at a time, as the retriever embeds them (its "
@@ -1119,6 +1120,8 @@ def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
         say(line)
     m = measure(corpus_obj, suite, r, k=s.k, data_file=s.destination, append=s.append,
                 progress=progress)
+    if is_retriever_spec(s.kind):
+        record_retriever_source(s.destination, s.kind)
     if line := precision_recall_line(r, suite, s.k, CoverageData(s.destination), s.append):
         say(line)
     twins = resolver_counts(r)
@@ -1251,6 +1254,9 @@ def recorded_suite(data_file: str | os.PathLike[str]) -> Suite:
     command that reruns them (drift) needs no queries file of its own."""
     data = CoverageData(data_file)
     texts = data.query_texts() if data.exists() else {}
+    if texts:  # the suite: questions ``generate`` wrote and no suite accepted are not in it
+        kept = set(data.suite_matrix().query_ids)
+        texts = {qid: text for qid, text in texts.items() if qid in kept}
     if not texts:
         raise RagcovError(f"{data_file} holds no recorded queries: give --queries, or record "
                           "the suite first (ragcov run, or pytest --ragcov)")
@@ -1357,6 +1363,7 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
     rebuild = rebuilder(kind, corpus_obj, model=model, index=index, backend=backend,
                         progress=progress)
     try:
+        rebuild.check_searches_copies(k)  # before anything is recorded
         if isinstance(kind, str):
             from ragcov.retrievers.store import store_run_line
 
@@ -1604,6 +1611,9 @@ def probe_settings(data_file: str | os.PathLike[str], fp: dict[str, Any] | None,
     name = fp.get("name")
     if is_spec(name):  # recorded as `module:attr` (ragcov run, or the plugin told its source)
         return str(name), model, backend
+    source = CoverageData(data_file).annotation(RETRIEVER_SOURCE)
+    if is_spec(source):  # a retriever of ragcov's protocol, loaded or recorded by that name
+        return str(source), model, backend
     what = f"{kind} retriever {name}" if name else f"{kind} retriever"
     raise RagcovError(
         f"{data_file} was recorded with the {what}, which names no module:attr that builds it "
@@ -1694,6 +1704,23 @@ def probe_dtype(fp: dict[str, Any] | None, dtype: str | None) -> str | None:
     if dtype not in (None, "auto"):
         return dtype
     return (fp or {}).get("precision") or dtype
+
+
+RETRIEVER_SOURCE = "retriever_source"
+
+
+def is_retriever_spec(name: object) -> bool:
+    """Whether ``name`` reads as ``module:attr`` (a retriever or its factory)."""
+    from ragcov.retrievers.loader import is_spec
+
+    return is_spec(name)
+
+
+def record_retriever_source(data_file: str | os.PathLike[str], source: str) -> None:
+    """Keep the ``module:attr`` that builds the run's retriever beside its fingerprint, so
+    every command can build it again (a retriever of ragcov's own protocol fingerprints
+    itself, without the name it was loaded by)."""
+    CoverageData(data_file).annotate(RETRIEVER_SOURCE, source)
 
 
 def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],

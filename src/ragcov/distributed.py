@@ -557,7 +557,7 @@ def _drift_copy(token: str, job: dict[str, Any], name: str) -> tuple[Any, ...]:
     with _catching() as caught:
         rebuild, plans = _drift_state(token, job)
         copy, rows = judged(plans[name], job["corpus"], rebuild, job["queries"], job["baseline"],
-                            job["index"])
+                            job["index"], job.get("depth"))
     return name, copy.changed, copy.added, rows, caught
 
 

@@ -105,8 +105,6 @@ def run_drift(corpus: Corpus, suite: Suite, rebuild: Rebuilder, data: CoverageDa
     baseline = [m.retrieved(row_of[qid]) for qid in ids]
     plans = plan(corpus, settings.relations, baseline, k, settings.seed, settings.noise_rate,
                  settings.distractors, versions)
-    if any(p.build is not None for p in plans):  # before anything is recorded
-        rebuild.check_searches_copies(k)
     key = run_key(corpus, suite, k, fingerprint, settings)
     done, replaced = start_drift(data, key, settings.recorded(k, fingerprint, len(ids)), k, corpus.hash,
                                  fingerprint)
@@ -118,12 +116,17 @@ def run_drift(corpus: Corpus, suite: Suite, rebuild: Rebuilder, data: CoverageDa
             f"{len(plans)} copies already recorded")
     index = query_indexes(data, ids)
     queries = [(q.id, q.text) for q in suite]
+    deepest = max((len(top) for top in baseline), default=k)
+    depth = (deepest, k) if deepest < k else None
+    if depth is not None:
+        say(f"ragcov: the suite's run returned at most {deepest} chunks a query (k = {k}): each "
+            f"copy is judged at that depth too")
     far = [p for p in todo if remote is not None and p.build is not None]
     with progress_bar("Drift copies", total=len(todo), enabled=progress) as advance:
         for p in todo:
             if p in far:
                 continue
-            copy, rows = judged(p, corpus, rebuild, queries, baseline, index)
+            copy, rows = judged(p, corpus, rebuild, queries, baseline, index, depth)
             record_copy(data, key, k, corpus.hash, fingerprint,
                         DriftCopy(p.name, p.relation, copy.changed, copy.added, p.detail), rows)
             advance(1)
@@ -132,7 +135,7 @@ def run_drift(corpus: Corpus, suite: Suite, rebuild: Rebuilder, data: CoverageDa
         if far:
             assert remote is not None
             named = {p.name: p for p in far}
-            context = {"queries": queries, "baseline": baseline, "index": index}
+            context = {"queries": queries, "baseline": baseline, "index": index, "depth": depth}
             for name, changed, added, rows in remote(list(named), context):
                 p = named[name]
                 record_copy(data, key, k, corpus.hash, fingerprint,
@@ -145,7 +148,12 @@ def run_drift(corpus: Corpus, suite: Suite, rebuild: Rebuilder, data: CoverageDa
 
 
 def judged(p: Plan, corpus: Corpus, rebuild: Rebuilder, queries: Sequence[tuple[str, str]],
-            baseline: Sequence[list[int]], index: dict[str, int]) -> tuple[Copy, list[DriftRow]]:
+            baseline: Sequence[list[int]], index: dict[str, int],
+            depth: tuple[int, int] | None = None) -> tuple[Copy, list[DriftRow]]:
+    """Make, search and judge plan ``p``'s copy. ``depth``: (the suite run's deepest list,
+    k) where that run returned fewer than k (an app's retriever fixed at top-3 recorded at
+    k = 5): each copy's lists are cut to the same depth, else every copy would seem to
+    change its tests by the chunks the suite's run never returned."""
     if p.build is None:  # the corpus's own versions: judged on the baseline itself
         copy = Copy(corpus)
         results = {qid: [(corpus[c].id, None) for c in top]
@@ -159,6 +167,10 @@ def judged(p: Plan, corpus: Corpus, rebuild: Rebuilder, queries: Sequence[tuple[
             warnings.simplefilter("ignore", RetrievalWarning)
             results = run_retriever(retriever, list(queries), p.depth, progress=False,
                                     corpus=copy.corpus, warn_short=False).results
+        if depth is not None:
+            deepest, k = depth
+            cut = deepest * max(1, p.depth // k)
+            results = {qid: ranked[:cut] for qid, ranked in results.items()}
     rows = []
     for (qid, _), seen in zip(queries, baseline):
         outcome = p.judge(copy, seen, results.get(qid, []))

@@ -107,7 +107,6 @@ class DenseRebuilder(Rebuilder):
         return r
 
 
-CANARY_ID = "ragcov-drift-check"
 CANARY_TEXT = ("ragcov drift check: quorvane tillbeck the marsupine ledger of oxtallow "
                "fennimore grist, vendrake ossifer and plumbright causeway")
 
@@ -126,26 +125,38 @@ class FactoryRebuilder(Rebuilder):
 
     def check_searches_copies(self, k: int) -> None:
         """Refuse a factory whose retriever ignores the corpus it is handed (a fixed
-        collection, an index opened by name): every copy would return the corpus's own
-        results and each relation would hold by construction, a silent pass. A chunk of
-        words found nowhere else is added to a copy; the retriever built on that copy
-        must find it by its own text."""
+        collection, an index opened by name, an index that adds only ids it lacks): every
+        copy would return the corpus's own results and each relation would hold by
+        construction, a silent pass. One chunk of a copy is given words found nowhere else,
+        under its own id and document; the retriever built on that copy must find it by
+        those words."""
         from ragcov.retrieval import run_retriever
 
-        canary = Chunk(CANARY_ID, CANARY_TEXT, CANARY_ID, 0)
-        copy = Corpus([*self.corpus.chunks, canary], chunking=self.corpus.chunking,
-                      source=self.corpus.source)
-        found = run_retriever(self.on(copy), [("check", CANARY_TEXT)], k, progress=False,
-                              corpus=copy, warn_short=False).results.get("check", [])
-        ids = [cid for cid, _ in found]
-        if CANARY_ID not in ids:
+        def top(retriever: Any, corpus: Corpus) -> list[str]:
+            found = run_retriever(retriever, [("check", CANARY_TEXT)], k, progress=False,
+                                  corpus=corpus, warn_short=False).results.get("check", [])
+            return [cid for cid, _ in found]
+
+        # The chunk rewritten is one the corpus itself does not return for those words, so
+        # finding it can only come from the copy (ties at score 0 come back in any order).
+        before = set(top(self.base, self.corpus))
+        chunks = list(self.corpus.chunks)
+        at = next((i for i, c in enumerate(chunks) if c.id not in before), None)
+        if at is None:
+            return  # every chunk is in the top-k: a corpus this small cannot tell
+        old = chunks[at]
+        chunks[at] = Chunk(old.id, CANARY_TEXT, old.doc_id, old.position, old.title,
+                           dict(old.metadata))
+        copy = Corpus(chunks, chunking=self.corpus.chunking, source=self.corpus.source)
+        ids = top(self.on(copy), copy)
+        if old.id not in ids:
             who = f"retriever {self.name!r}" if self.name else "the retriever"
             shown = ", ".join(ids[:3]) or "nothing"
             raise RagcovError(
-                f"{who} does not search the corpus copy it is handed: a chunk added to the copy "
-                f"is not in its top-{k} for its own text (it returned {shown}), so every relation "
-                "would hold by construction; build the retriever from the factory's `corpus` "
-                "argument (its chunks' ids and texts)")
+                f"{who} does not search the corpus copy it is handed: a chunk whose text the "
+                f"copy changed ({old.id}) is not in its top-{k} for its new text (it returned "
+                f"{shown}), so every relation would hold by construction; build the retriever "
+                "from the factory's `corpus` argument (its chunks' ids and texts)")
 
 
 def rebuilder(retriever: str | Callable[[Corpus], Any], corpus: Corpus, model: str | None = None,

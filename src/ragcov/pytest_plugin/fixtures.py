@@ -28,7 +28,7 @@ def ragcov_retriever(pytestconfig: pytest.Config) -> Any:
     rec = active()
     if rec is not None:
         if is_spec(rec.settings.retriever):
-            return _app_retriever(rec.settings.retriever, rec.corpus())
+            return _app_retriever(rec.settings.retriever, rec.corpus(), rec.k)
         return RecordingRetriever(api.make_retriever(rec.settings.retriever, rec.corpus(),
                                                  progress=False, device=rec.settings.device), rec)
     settings = Settings(pytestconfig)
@@ -43,20 +43,34 @@ def ragcov_retriever(pytestconfig: pytest.Config) -> Any:
         # Once for the session, not an error (and a traceback) for every test using it.
         pytest.exit(f"ragcov: --ragcov-corpus: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     if is_spec(settings.retriever):
-        return _app_retriever(settings.retriever, corpus)
+        return _app_retriever(settings.retriever, corpus, settings.k)
     return RecordingRetriever(api.make_retriever(settings.retriever, corpus, progress=False,
                                                  device=settings.device), None, settings.k)
 
 
-def _app_retriever(spec: str, corpus: Any) -> Any:
-    """The app's own retriever that ``module:attr`` builds, with its own methods, recorded
-    under that name: ``ragcov probe``, ``generate`` and ``drift`` build it again from the
-    data file, and ``ragcov run --retriever module:attr`` records the same retriever."""
+def _app_retriever(spec: str, corpus: Any, k: int) -> Any:
+    """The app's own retriever that ``module:attr`` builds, recorded under that name:
+    ``ragcov probe``, ``generate`` and ``drift`` build it again from the data file, and
+    ``ragcov run --retriever module:attr`` records the same retriever.
+
+    A LangChain or LlamaIndex retriever is handed over with its own methods; anything
+    else speaks ragcov's protocol (``retriever(query, k)`` -> ``[(chunk id, score)]``,
+    ``retrieve(texts, k)``). The same object and the same shapes with coverage on or off,
+    so no test passes or fails by whether ``--ragcov`` was given.
+    """
+    from ragcov import api
     from ragcov.errors import RagcovError
+    from ragcov.pytest_plugin.wrapping import is_framework_retriever
     from ragcov.retrievers.loader import build_object
 
     try:
         obj = build_object(spec, corpus)
     except RagcovError as exc:
         pytest.exit(f"ragcov: --ragcov-retriever: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-    return record(obj, source=spec)
+    if active() is not None:
+        return record(obj, source=spec)
+    if is_framework_retriever(obj):
+        return obj
+    # As record() wraps it with coverage on: its own retrieve(texts, k), else the adapter.
+    inner = obj if callable(getattr(obj, "retrieve", None)) else api.wrap(obj, corpus, name=spec)
+    return RecordingRetriever(inner, None, k)

@@ -76,6 +76,9 @@ class Recorder:
         self._lock = threading.Lock()
         self._resolvers: dict[int, Any] = {}  # the adapters' id resolvers, for their counts
         self._asked: dict[str, dict[str, str]] = {}  # node id -> its questions' ids, by text
+        # The module:attr that builds the session's retriever (record(source=...) or
+        # --ragcov-retriever module:attr): kept with the data file for probe, generate, drift.
+        self.source: str | None = None
 
     def corpus(self) -> Corpus:
         if self._corpus is None:
@@ -144,7 +147,19 @@ class Recorder:
         api.record_retrievals(self.corpus(), self.k, self.fingerprint or {}, self.queries,
                               self.results, path, context=self.context,
                               matching=self.matching())
+        if self.source is not None:
+            api.record_retriever_source(path, self.source)
         return True
+
+    def name_source(self, source: str) -> None:
+        """The session's retriever is built by ``source``: one per session, as the retriever is."""
+        from ragcov.errors import RagcovError
+
+        with self._lock:
+            if self.source is not None and self.source != source:
+                raise RagcovError(f"ragcov records one retriever per run: source {source!r} "
+                                  f"differs from {self.source!r}, named earlier")
+            self.source = source
 
     def matching(self) -> Any:
         """How the session's hits without ids were matched to chunks (a MatchCounts)."""

@@ -28,11 +28,13 @@ def _query_text(query: Any) -> str | None:
 class _Recording:
     """What both wrappers share: the retriever, its adapter, the recorder, pass-through."""
 
-    def __init__(self, inner: Any, adapter: Any, recorder: Recorder, query_id: str | None = None) -> None:
+    def __init__(self, inner: Any, adapter: Any, recorder: Recorder, query_id: str | None = None,
+                 source: str | None = None) -> None:
         self._inner = inner
         self._adapter = count_once_per_query(adapter)
         self._recorder = recorder
         self._query_id = query_id
+        self._source = source
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -65,7 +67,7 @@ class RecordingLangChain(_Recording):
         from ragcov import api
 
         super().__init__(inner, api.LangChainRetriever(inner, recorder.corpus(), source), recorder,
-                         query_id)
+                         query_id, source)
         self._protocol = RecordingRetriever(self._adapter, recorder, query_id=query_id)
 
     def invoke(self, input: Any, *args: Any, **kwargs: Any) -> Any:
@@ -105,7 +107,7 @@ class RecordingLlamaIndex(_Recording):
         from ragcov import api
 
         super().__init__(inner, api.LlamaIndexRetriever(inner, recorder.corpus(), source), recorder,
-                         query_id)
+                         query_id, source)
 
     def retrieve(self, query: Any, *args: Any, **kwargs: Any) -> Any:
         nodes = self._inner.retrieve(query, *args, **kwargs)
@@ -121,6 +123,17 @@ class RecordingLlamaIndex(_Recording):
 def _from(obj: Any, prefix: str) -> bool:
     return any((getattr(c, "__module__", "") or "").startswith(prefix)
                for c in type(obj).__mro__)
+
+
+def is_framework_retriever(retriever: Any) -> bool:
+    """Whether :func:`framework_wrapper` keeps ``retriever``'s own methods (a LangChain or
+    LlamaIndex retriever) rather than ragcov's protocol."""
+    if isinstance(retriever, type):
+        return False
+    if _from(retriever, "llama_index") and callable(getattr(retriever, "retrieve", None)):
+        return True
+    return (callable(getattr(retriever, "invoke", None))
+            and not callable(getattr(retriever, "retrieve", None)))
 
 
 def framework_wrapper(retriever: Any, recorder: Recorder, query_id: str | None = None,
@@ -175,6 +188,14 @@ def record(retriever: Any, query_id: str | None = None, source: str | None = Non
 
             raise RagcovError(f"source {source!r}: expected module:attr, the retriever or the "
                               "factory that builds it (e.g. myapp.rag:make_retriever)")
+        rec.name_source(source)
+    # A recording wrapper wrapped again (the ragcov_retriever fixture, given a question's
+    # id) names its questions anew; it does not record them twice.
+    if isinstance(retriever, _Recording):
+        return type(retriever)(retriever._inner, rec, query_id or retriever._query_id,
+                               source or retriever._source)
+    if isinstance(retriever, RecordingRetriever):
+        return RecordingRetriever(retriever._inner, rec, query_id=query_id or retriever._query_id)
     wrapper = framework_wrapper(retriever, rec, query_id, source)
     if wrapper is not None:
         return wrapper

@@ -54,7 +54,8 @@ class LlamaIndexRetriever:
         self._retrievers: dict[int, Any] = {}
         # Whether the retriever's model embeds a batch of queries as it embeds each one
         # (None: not checked yet); see _query_vectors.
-        self.batch_embedding: bool | None = None if _vector_retriever(self._retriever(None)) else False
+        self.vector_retriever = _vector_retriever(self._retriever(None))
+        self.batch_embedding: bool | None = None if self.vector_retriever else False
 
     @property
     def batches_queries(self) -> bool:

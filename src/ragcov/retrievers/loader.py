@@ -170,4 +170,7 @@ def build_object(spec: str, corpus: Corpus) -> Any:
         except Exception as exc:
             raise RagcovError(f"retriever {spec!r}: the factory failed: "
                               f"{type(exc).__name__}: {exc}") from exc
+    if isinstance(obj, type):
+        raise RagcovError(f"retriever {spec!r}: the factory returned the class {obj.__name__}; "
+                          "return an instance of it")
     return obj

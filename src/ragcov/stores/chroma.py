@@ -90,7 +90,8 @@ class ChromaStore:
             if len(ids) < page_size:
                 break
             offset += len(ids)
-        if self._state() != before:
+        # One page is one query, one consistent state; across pages a write may land.
+        if offset and self._state() != before:
             raise changed_while_read(self.url)
 
     def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
