@@ -32,6 +32,23 @@ def skewed_hits(n_queries: int, n_chunks: int, k: int, seed: int = 0) -> np.ndar
     return cols
 
 
+def synthetic_run(n_chunks: int, n_queries: int, k: int):  # type: ignore[no-untyped-def]
+    """A corpus of ``n_chunks`` short chunks (10 to a document) and a run of ``n_queries``
+    skewed top-k lists over it: the data file's rows without a retriever."""
+    from ragcov.corpus import Chunk, Corpus
+    from ragcov.retrieval import Run
+
+    corpus = Corpus([Chunk(id=f"c{j}", doc_id=f"d{j // 10}", position=j % 10,
+                           text=f"Synthetic chunk {j} of document {j // 10}.")
+                     for j in range(n_chunks)])
+    cols = skewed_hits(n_queries, n_chunks, k, seed=1)
+    run = Run(k=k, retriever={"kind": "synthetic"})
+    ids = corpus.ids
+    for i in range(n_queries):
+        run.add(f"q{i}", f"query {i}", [(ids[c], 1.0 / r) for r, c in enumerate(cols[i], 1)])
+    return corpus, run
+
+
 def best_of(fn: Callable[[], object], repeats: int = 3) -> float:
     """Best wall-clock seconds over ``repeats`` calls."""
     best = float("inf")

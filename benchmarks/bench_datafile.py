@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import row, skewed_hits  # noqa: E402
+from _common import row, synthetic_run  # noqa: E402
 
 MODES = ("tiny", "quick", "full")
 SIZES = {"tiny": 20_000, "quick": 200_000, "full": 1_000_000}
@@ -27,19 +27,7 @@ K = 5
 
 
 def _inputs(n_queries: int):  # type: ignore[no-untyped-def]
-    from ragcov.corpus import Chunk, Corpus
-    from ragcov.retrieval import Run
-
-    n_chunks = max(100, n_queries // 10)
-    corpus = Corpus([Chunk(id=f"c{j}", doc_id=f"d{j // 10}", position=j % 10,
-                           text=f"Synthetic chunk {j} of document {j // 10}.")
-                     for j in range(n_chunks)])
-    cols = skewed_hits(n_queries, n_chunks, K, seed=1)
-    run = Run(k=K, retriever={"kind": "synthetic"})
-    ids = corpus.ids
-    for i in range(n_queries):
-        run.add(f"q{i}", f"query {i}", [(ids[c], 1.0 / r) for r, c in enumerate(cols[i], 1)])
-    return corpus, run
+    return synthetic_run(max(100, n_queries // 10), n_queries, K)
 
 
 def main(mode: str = "full") -> list[dict]:

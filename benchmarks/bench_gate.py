@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import row, skewed_hits  # noqa: E402
+from _common import row, synthetic_run  # noqa: E402
 
 MODES = ("tiny", "quick", "full")
 SIZES = {"tiny": (20_000, 400), "quick": (200_000, 4_000), "full": (1_000_000, 20_000)}
@@ -44,19 +44,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _write(path: Path, n_chunks: int, n_queries: int) -> None:
-    from ragcov.corpus import Chunk, Corpus
     from ragcov.data import CoverageData
-    from ragcov.retrieval import Run
 
-    corpus = Corpus([Chunk(id=f"c{j}", doc_id=f"d{j // 10}", position=j % 10,
-                           text=f"Synthetic chunk {j} of document {j // 10}.")
-                     for j in range(n_chunks)])
-    cols = skewed_hits(n_queries, n_chunks, K, seed=1)
-    run = Run(k=K, retriever={"kind": "synthetic"})
-    ids = corpus.ids
-    for i in range(n_queries):
-        run.add(f"q{i}", f"query {i}", [(ids[c], 1.0 / r) for r, c in enumerate(cols[i], 1)])
-    CoverageData(path).write(corpus, run)
+    CoverageData(path).write(*synthetic_run(n_chunks, n_queries, K))
 
 
 def _best(fn, repeats: int = 3):  # type: ignore[no-untyped-def]

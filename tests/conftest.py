@@ -68,3 +68,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if why:
         for item in gpu:
             item.add_marker(pytest.mark.skip(reason=why))
+
+
+@pytest.fixture(scope="module")
+def cluster_address():
+    """A real 2-worker Dask LocalCluster on 127.0.0.1 for the module's tests: its address."""
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        yield cluster.scheduler_address

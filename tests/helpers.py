@@ -59,3 +59,21 @@ def stop(proc: subprocess.Popen, timeout: float) -> None:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+def record_spans(instrumentor: object, ask, path) -> None:
+    """OpenInference spans the real ``instrumentor`` records while ``ask()`` queries the
+    app, written to ``path`` as an exporter's JSON, one span after another."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor.instrument(tracer_provider=provider)  # type: ignore[attr-defined]
+    try:
+        ask()
+    finally:
+        instrumentor.uninstrument()  # type: ignore[attr-defined]
+    path.write_text("".join(s.to_json() + "\n" for s in exporter.get_finished_spans()))

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from framework_stores import K, close_store, llamaindex_store, minilm_llamaindex
-from helpers import cli
+from helpers import cli, record_spans
 from ragcov.corpus import load_corpus
 from ragcov.data import CoverageData
 
@@ -301,9 +301,6 @@ def test_imported_traces(capsys, world: dict, tmp_path: Path) -> None:
     pytest.importorskip("openinference.instrumentation.llama_index")
     from llama_index.core import Settings, VectorStoreIndex
     from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     Settings.llm = None
     c = world["cells"]["llamaindex-nodes-qdrant"]
@@ -311,19 +308,12 @@ def test_imported_traces(capsys, world: dict, tmp_path: Path) -> None:
     retriever = VectorStoreIndex.from_vector_store(
         store, embed_model=minilm_llamaindex(world["model"])).as_retriever(similarity_top_k=K)
     questions = [json.loads(line) for line in world["suite"].read_text().splitlines()]
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = LlamaIndexInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
+    spans = tmp_path / "spans.json"
     try:
-        for q in questions:
-            retriever.retrieve(q["query"])
+        record_spans(LlamaIndexInstrumentor(), lambda: [retriever.retrieve(q["query"]) for q in questions],
+                     spans)
     finally:
-        instrumentor.uninstrument()
         close_store(store)
-    spans = tmp_path / "spans.jsonl"
-    spans.write_text("".join(s.to_json().replace("\n", " ") + "\n" for s in exporter.get_finished_spans()))
     data = tmp_path / "traces.ragcov"
     code, _, err = cli(capsys, "import", str(spans), "--format", "openinference", "--corpus", c["url"],
                        "--data-file", str(data), "-k", str(K))

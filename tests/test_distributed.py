@@ -45,15 +45,6 @@ WORDS = ["capital", "France", "Germany", "energy", "cell", "plants", "debt", "di
          "Japan", "Spain", "sunlight", "share"]
 
 
-@pytest.fixture(scope="module")
-def cluster_address():
-    from dask.distributed import LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
-        yield cluster.scheduler_address
-
-
 def city_suite(n: int = 150) -> Suite:
     # More than two retrieval batches of 64, so the suite really is split into shards.
     return Suite.from_texts([f"{WORDS[i % 12]} {WORDS[(i * 5) % 12]} {WORDS[(i * 7) % 11]}"

@@ -15,15 +15,6 @@ pytest.importorskip("dask.distributed")
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
 
 
-@pytest.fixture(scope="module")
-def cluster_address():
-    from dask.distributed import LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
-        yield cluster.scheduler_address
-
-
 def _rows(path: Path) -> list[tuple]:
     with sqlite3.connect(path) as con:
         tables = [t for (t,) in con.execute(

@@ -207,19 +207,24 @@ def _drift(capsys, factory: str) -> tuple[int, str]:
     return code, err
 
 
-def test_drift_refuses_a_retriever_that_ignores_the_copy(tmp_path: Path, capsys,
-                                                          monkeypatch) -> None:
+@pytest.fixture
+def app_folder(tmp_path: Path, monkeypatch) -> Path:
+    """The app's module, its corpus and its questions in a folder, the working one."""
     (tmp_path / "rag_app.py").write_text(APP)
     (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CITY_CHUNKS))
     (tmp_path / "q.jsonl").write_text("".join(json.dumps({"id": qid, "text": text}) + "\n"
                                               for qid, text in QUESTIONS.items()))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_drift_refuses_a_retriever_that_ignores_the_copy(app_folder: Path, capsys) -> None:
     code, err = _drift(capsys, "rag_app:fixed_collection")
     assert code == 1
     assert "does not search the corpus copy it is handed" in err
     # Refused before anything was recorded: not even the suite's baseline.
-    assert not (tmp_path / "fixed_collection.ragcov").exists()
+    assert not (app_folder / "fixed_collection.ragcov").exists()
     code, err = _drift(capsys, "rag_app:make_retriever")
     assert code == 0, err
     assert ragcov.api.drift_summary("make_retriever.ragcov") is not None
@@ -237,10 +242,9 @@ def test_a_protocol_retriever_is_rebuilt_by_its_source(pytester: pytest.Pytester
     code, _, err = cli(capsys, "probe", "--corpus", "corpus.jsonl")
     assert code == 0, err
     assert "was recorded with: rag_app:Protocol" in err
+    (pytester.path / "q.jsonl").write_text(json.dumps({"id": "x", "text": "capital"}) + "\n")
     code, _, err = cli(capsys, "run", "--corpus", "corpus.jsonl", "--queries", "q.jsonl",
-                       "--retriever", "rag_app:Protocol", "-k", "2", "-q", "--data-file", "cli.ragcov") \
-        if (pytester.path / "q.jsonl").write_text(json.dumps({"id": "x", "text": "capital"}) + "\n") \
-        else (1, "", "")
+                       "--retriever", "rag_app:Protocol", "-k", "2", "-q", "--data-file", "cli.ragcov")
     assert code == 0, err
     code, _, err = cli(capsys, "probe", "--corpus", "corpus.jsonl", "--data-file", "cli.ragcov")
     assert code == 0, err
@@ -293,28 +297,16 @@ def test_a_factory_returning_a_class_is_one_line(pytester: pytest.Pytester) -> N
 
 
 def test_drift_refuses_an_index_that_only_adds_new_ids_and_writes_nothing(
-        tmp_path: Path, capsys, monkeypatch) -> None:
-    (tmp_path / "rag_app.py").write_text(APP)
-    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CITY_CHUNKS))
-    (tmp_path / "q.jsonl").write_text("".join(json.dumps({"id": qid, "text": text}) + "\n"
-                                              for qid, text in QUESTIONS.items()))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.chdir(tmp_path)
+        app_folder: Path, capsys) -> None:
     code, err = _drift(capsys, "rag_app:Incremental")
     assert code == 1
     assert "does not search the corpus copy it is handed" in err
-    assert not (tmp_path / "Incremental.ragcov").exists()  # nothing recorded at all
+    assert not (app_folder / "Incremental.ragcov").exists()  # nothing recorded at all
 
 
-def test_drift_judges_copies_at_the_depth_the_suite_was_recorded(tmp_path: Path, capsys,
-                                                                  monkeypatch) -> None:
+def test_drift_judges_copies_at_the_depth_the_suite_was_recorded(app_folder: Path,
+                                                                  capsys) -> None:
     """An app fixed at top-1, recorded at k = 2: the identity copy changes nothing."""
-    (tmp_path / "rag_app.py").write_text(APP)
-    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in CITY_CHUNKS))
-    (tmp_path / "q.jsonl").write_text("".join(json.dumps({"id": qid, "text": text}) + "\n"
-                                              for qid, text in QUESTIONS.items()))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.chdir(tmp_path)
     code, out, err = cli(capsys, "drift", "--corpus", "corpus.jsonl", "--queries", "q.jsonl", "-k", "2",
                          "--retriever", "rag_app:top_one", "--relation", "identity", "--resamples",
                          "100", "--format", "json")

@@ -15,15 +15,6 @@ pytest.importorskip("dask.distributed")
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
 
 
-@pytest.fixture(scope="module")
-def cluster_address():
-    from dask.distributed import LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
-        yield cluster.scheduler_address
-
-
 def _probes(path: Path) -> dict[str, list[tuple[int, int, float]]]:
     with sqlite3.connect(path) as con:
         ids = dict(con.execute("SELECT idx, id FROM probes"))

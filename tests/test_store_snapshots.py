@@ -19,15 +19,20 @@ import pytest
 from ragcov.errors import RagcovError
 
 
-def test_a_chroma_write_between_pages_refuses_the_read(tmp_path: Path) -> None:
+def _chroma(tmp_path: Path, n: int):
+    """The app's Chroma collection of ``n`` chunks, and ragcov's store over its folder."""
     chromadb = pytest.importorskip("chromadb")
     from ragcov.stores.chroma import ChromaStore
     from ragcov.stores.urls import parse_store_url
 
     app = chromadb.PersistentClient(path=str(tmp_path / "c")).create_collection("app")
-    app.add(ids=[f"c{i}" for i in range(6)], documents=[f"chunk {i}" for i in range(6)],
-            embeddings=[[float(i), 1.0] for i in range(6)])
-    store = ChromaStore(parse_store_url(f"chroma://{tmp_path}/c?collection=app"))
+    app.add(ids=[f"c{i}" for i in range(n)], documents=[f"chunk {i}" for i in range(n)],
+            embeddings=[[float(i), 1.0] for i in range(n)])
+    return app, ChromaStore(parse_store_url(f"chroma://{tmp_path}/c?collection=app"))
+
+
+def test_a_chroma_write_between_pages_refuses_the_read(tmp_path: Path) -> None:
+    app, store = _chroma(tmp_path, 6)
     rows = store.iter_chunks(page_size=2)
     first = [next(rows).id, next(rows).id]
     app.add(ids=["late"], documents=["written while ragcov read"], embeddings=[[9.0, 1.0]])
@@ -39,28 +44,15 @@ def test_a_chroma_write_between_pages_refuses_the_read(tmp_path: Path) -> None:
 
 
 def test_a_chroma_collection_read_in_one_page_is_one_state(tmp_path: Path) -> None:
-    chromadb = pytest.importorskip("chromadb")
-    from ragcov.stores.chroma import ChromaStore
-    from ragcov.stores.urls import parse_store_url
-
-    app = chromadb.PersistentClient(path=str(tmp_path / "c")).create_collection("app")
-    app.add(ids=["a", "b"], documents=["one", "two"], embeddings=[[1.0, 0.0], [0.0, 1.0]])
-    store = ChromaStore(parse_store_url(f"chroma://{tmp_path}/c?collection=app"))
+    app, store = _chroma(tmp_path, 2)
     rows = store.iter_chunks(page_size=10)
     first = next(rows)
-    app.add(ids=["late"], documents=["after the one query"], embeddings=[[1.0, 1.0]])
-    assert [first.id, *(r.id for r in rows)] == ["a", "b"]  # the state the one query read
+    app.add(ids=["late"], documents=["after the one query"], embeddings=[[9.0, 1.0]])
+    assert [first.id, *(r.id for r in rows)] == ["c0", "c1"]  # the state the one query read
 
 
 def test_a_quiet_chroma_folder_reads_whole(tmp_path: Path) -> None:
-    chromadb = pytest.importorskip("chromadb")
-    from ragcov.stores.chroma import ChromaStore
-    from ragcov.stores.urls import parse_store_url
-
-    app = chromadb.PersistentClient(path=str(tmp_path / "c")).create_collection("app")
-    app.add(ids=[f"c{i}" for i in range(5)], documents=[f"chunk {i}" for i in range(5)],
-            embeddings=[[float(i), 1.0] for i in range(5)])
-    store = ChromaStore(parse_store_url(f"chroma://{tmp_path}/c?collection=app"))
+    _, store = _chroma(tmp_path, 5)
     assert [r.id for r in store.iter_chunks(page_size=2)] == [f"c{i}" for i in range(5)]
 
 

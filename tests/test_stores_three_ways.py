@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import cli
+from helpers import cli, record_spans
 from ragcov.data import CoverageData
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
@@ -101,9 +101,6 @@ def test_duplicate_texts_without_ids_agree_four_ways(capsys, tmp_path_factory: p
     from langchain_community.embeddings import HuggingFaceEmbeddings
     from langchain_community.vectorstores import Chroma
     from openinference.instrumentation.langchain import LangChainInstrumentor
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from ragcov.api import measure
     from ragcov.corpus import load_corpus
@@ -167,18 +164,8 @@ def test_duplicate_texts_without_ids_agree_four_ways(capsys, tmp_path_factory: p
     plugin_json = json.loads((app_dir / "plugin.json").read_text())
 
     # 4. spans recorded from the app by the real instrumentor (document ids absent), imported
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = LangChainInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        for q in questions:
-            retriever.invoke(q)
-    finally:
-        instrumentor.uninstrument()
     spans = tmp_path / "spans.json"
-    spans.write_text("".join(s.to_json() + "\n" for s in exporter.get_finished_spans()))
+    record_spans(LangChainInstrumentor(), lambda: [retriever.invoke(q) for q in questions], spans)
     code, out, err = cli(capsys, "import", str(spans), "--format", "openinference", "--corpus",
                          url, "-k", str(K), "--data-file", str(tmp_path / "traces.ragcov"))
     assert code == 0, err
@@ -208,9 +195,6 @@ def test_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_path: str
     from langchain_community.vectorstores import FAISS
     from langchain_text_splitters import RecursiveCharacterTextSplitter
     from openinference.instrumentation.langchain import LangChainInstrumentor
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from ragcov.api import measure
     from ragcov.corpus import load_corpus
@@ -247,18 +231,8 @@ def test_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_path: str
     by_adapter = covered(tmp_path / "adapter.ragcov")
 
     # 3. spans recorded from the app by the real instrumentor, imported
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = LangChainInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        for q in questions:
-            retriever.invoke(q["question"])
-    finally:
-        instrumentor.uninstrument()
     spans = tmp_path / "spans.json"
-    spans.write_text("".join(s.to_json() + "\n" for s in exporter.get_finished_spans()))
+    record_spans(LangChainInstrumentor(), lambda: [retriever.invoke(q["question"]) for q in questions], spans)
     code, out, err = cli(capsys, "import", str(spans), "--format", "openinference", "--corpus",
                          store_url, "--data-file", str(tmp_path / "traces.ragcov"))
     assert code == 0, err
@@ -277,9 +251,6 @@ def test_pgvector_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_
     from langchain_postgres import PGVector
     from langchain_text_splitters import RecursiveCharacterTextSplitter
     from openinference.instrumentation.langchain import LangChainInstrumentor
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from ragcov.api import measure
     from ragcov.corpus import load_corpus
@@ -317,18 +288,8 @@ def test_pgvector_store_adapter_and_traces_agree(capsys, tmp_path: Path, minilm_
     by_adapter = covered(tmp_path / "adapter.ragcov")
 
     # 3. spans recorded from the app by the real instrumentor, imported
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor = LangChainInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        for q in questions:
-            retriever.invoke(q["question"])
-    finally:
-        instrumentor.uninstrument()
     spans = tmp_path / "spans.json"
-    spans.write_text("".join(s.to_json() + "\n" for s in exporter.get_finished_spans()))
+    record_spans(LangChainInstrumentor(), lambda: [retriever.invoke(q["question"]) for q in questions], spans)
     code, out, err = cli(capsys, "import", str(spans), "--format", "openinference", "--corpus", url,
                          "--data-file", str(tmp_path / "traces.ragcov"))
     assert code == 0, err

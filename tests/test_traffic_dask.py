@@ -28,12 +28,8 @@ from ragcov.traces import parallel  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:openinference trace results carry no corpus")
 
 @pytest.fixture(scope="module")
-def scheduler():
-    from dask.distributed import LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
-        yield cluster.scheduler_address
+def scheduler(cluster_address: str) -> str:
+    return cluster_address
 
 
 def rows(path: Path) -> list[tuple]:

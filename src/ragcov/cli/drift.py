@@ -16,6 +16,7 @@ from ragcov.cli.options import (
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
+    DaskWorkers,
     DataFile,
     DocKey,
     IdKey,
@@ -84,9 +85,7 @@ def drift(
         help="local (this process) or dask (the copies made, searched and judged on a Dask "
         "cluster, each worker building the retriever once; recorded here).")] = "local",
     scheduler: Scheduler = None,
-    workers: Annotated[int | None, typer.Option(
-        help="Worker processes of the LocalCluster for --engine dask (default: one per core).")]
-    = None,
+    workers: DaskWorkers = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or report.")] = False,
 ) -> None:
     """Run the suite on transformed copies of the corpus and report each metamorphic relation.

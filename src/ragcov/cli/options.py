@@ -96,6 +96,8 @@ ShowIds = Annotated[bool, typer.Option(
 # Declared once, for every command that takes them.
 Scheduler = Annotated[str | None, typer.Option(
     help="Dask scheduler address; default: a LocalCluster on 127.0.0.1.")]
+DaskWorkers = Annotated[int | None, typer.Option(
+    help="Worker processes of the LocalCluster for --engine dask (default: one per core).")]
 LLMModel = Annotated[str | None, typer.Option(
     "--llm-model", help="The LLM: openai, the served model's name; llama-cpp, a GGUF file "
     "(default: Gemma 3 270M).")]

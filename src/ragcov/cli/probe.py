@@ -18,6 +18,7 @@ from ragcov.cli.options import (
     ChunkOverlap,
     ChunkSize,
     CorpusPath,
+    DaskWorkers,
     DataFile,
     Device,
     DocKey,
@@ -109,9 +110,7 @@ def probe(
         help="local (this process) or dask (the self-queries retrieved on a Dask cluster, each "
         "worker building the retriever once; recorded here as they come back).")] = "local",
     scheduler: Scheduler = None,
-    workers: Annotated[int | None, typer.Option(
-        help="Worker processes of the LocalCluster for --engine dask (default: one per core).")]
-    = None,
+    workers: DaskWorkers = None,
     min_index_recall: MinIndexRecall = None,
     max_index_hidden: MaxIndexHidden = None,
     ctx: typer.Context = None,  # type: ignore[assignment]

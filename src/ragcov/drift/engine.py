@@ -122,9 +122,10 @@ def run_drift(corpus: Corpus, suite: Suite, rebuild: Rebuilder, data: CoverageDa
         say(f"ragcov: the suite's run returned at most {deepest} chunks a query (k = {k}): each "
             f"copy is judged at that depth too")
     far = [p for p in todo if remote is not None and p.build is not None]
+    named = {p.name: p for p in far}
     with progress_bar("Drift copies", total=len(todo), enabled=progress) as advance:
         for p in todo:
-            if p in far:
+            if p.name in named:
                 continue
             copy, rows = judged(p, corpus, rebuild, queries, baseline, index, depth)
             record_copy(data, key, k, corpus.hash, fingerprint,
@@ -134,7 +135,6 @@ def run_drift(corpus: Corpus, suite: Suite, rebuild: Rebuilder, data: CoverageDa
                 on_copy(p.name)
         if far:
             assert remote is not None
-            named = {p.name: p for p in far}
             context = {"queries": queries, "baseline": baseline, "index": index, "depth": depth}
             for name, changed, added, rows in remote(list(named), context):
                 p = named[name]

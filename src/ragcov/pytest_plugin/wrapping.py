@@ -125,20 +125,8 @@ def _from(obj: Any, prefix: str) -> bool:
                for c in type(obj).__mro__)
 
 
-def is_framework_retriever(retriever: Any) -> bool:
-    """Whether :func:`framework_wrapper` keeps ``retriever``'s own methods (a LangChain or
-    LlamaIndex retriever) rather than ragcov's protocol."""
-    if isinstance(retriever, type):
-        return False
-    if _from(retriever, "llama_index") and callable(getattr(retriever, "retrieve", None)):
-        return True
-    return (callable(getattr(retriever, "invoke", None))
-            and not callable(getattr(retriever, "retrieve", None)))
-
-
-def framework_wrapper(retriever: Any, recorder: Recorder, query_id: str | None = None,
-                      source: str | None = None) -> Any | None:
-    """The recording wrapper for a LangChain or LlamaIndex retriever; None for anything else.
+def _wrapper_class(retriever: Any) -> type[_Recording] | None:
+    """Which recording wrapper keeps ``retriever``'s own methods; None for anything else.
 
     A LangChain retriever is anything with ``invoke`` that is not a ragcov retriever
     (LangChain retrievers have no ``retrieve``); a LlamaIndex one is a ``llama_index``
@@ -148,11 +136,24 @@ def framework_wrapper(retriever: Any, recorder: Recorder, query_id: str | None =
     if isinstance(retriever, type):
         return None
     if _from(retriever, "llama_index") and callable(getattr(retriever, "retrieve", None)):
-        return RecordingLlamaIndex(retriever, recorder, query_id, source)
+        return RecordingLlamaIndex
     if (callable(getattr(retriever, "invoke", None))
             and not callable(getattr(retriever, "retrieve", None))):
-        return RecordingLangChain(retriever, recorder, query_id, source)
+        return RecordingLangChain
     return None
+
+
+def is_framework_retriever(retriever: Any) -> bool:
+    """Whether :func:`framework_wrapper` keeps ``retriever``'s own methods (a LangChain or
+    LlamaIndex retriever) rather than ragcov's protocol."""
+    return _wrapper_class(retriever) is not None
+
+
+def framework_wrapper(retriever: Any, recorder: Recorder, query_id: str | None = None,
+                      source: str | None = None) -> Any | None:
+    """The recording wrapper for a LangChain or LlamaIndex retriever; None for anything else."""
+    wrapper = _wrapper_class(retriever)
+    return None if wrapper is None else wrapper(retriever, recorder, query_id, source)
 
 
 def record(retriever: Any, query_id: str | None = None, source: str | None = None) -> Any:
