@@ -1858,19 +1858,29 @@ def configured_scope(command: str = "report", start: str | os.PathLike[str] | No
 
 def fit_topics(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, n_topics: int | None = None,
                seed: int = 0, vectors: str = "auto", model: str | None = None,
-               corpus: Corpus | None = None, refit: bool = False) -> Any:
+               corpus: Corpus | None = None, refit: bool = False, engine: str = "local",
+               scheduler: str | None = None, workers: int | None = None) -> Any:
     """Cluster the data file's chunks into topics and store them there (``ragcov topics``).
 
     ``vectors``: ``auto`` (the run's own: a dense run's cached embeddings, a store's
     vectors when ``corpus`` is its URL, else TF-IDF), ``dense``, ``store`` or ``tfidf``.
     ``n_topics`` None chooses N. The stored set is kept when it was made the same way
-    from the same corpus (``refit`` makes it again). Returns
+    from the same corpus (``refit`` makes it again). ``engine="dask"`` counts the chunks'
+    words on a Dask cluster (``scheduler``, else a LocalCluster of
+    ``workers``), with the topics of one process. Returns
     :class:`ragcov.topics.build.BuiltTopics`.
     """
     from ragcov.topics.build import build_topics
 
     check_seed(seed)
-    return build_topics(str(data_file), n_topics, seed, vectors, model, corpus, refit)
+    if engine not in ("local", "dask"):
+        raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+    if engine == "local":
+        return build_topics(str(data_file), n_topics, seed, vectors, model, corpus, refit)
+    from ragcov.distributed import dask_mapper
+
+    with dask_mapper(scheduler, workers) as mapper:
+        return build_topics(str(data_file), n_topics, seed, vectors, model, corpus, refit, mapper)
 
 
 def topic_coverage(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = None,

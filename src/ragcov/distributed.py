@@ -521,6 +521,31 @@ def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any]
                 client.run(_forget, token)
 
 
+# ---------------------------------------------------------------------- topics
+@contextlib.contextmanager
+def dask_mapper(scheduler: str | None = None, workers: int | None = None) -> Iterator[Any]:
+    """``ragcov topics --engine dask``: a ``mapper(fn, items)`` that runs each item on a
+    worker and gives the results back in order (:data:`ragcov.topics.terms.Mapper`).
+
+    The cluster starts at the first call, so topics the data file already holds are kept
+    without one. Each item is scattered to the cluster on its own (a shard of chunk texts
+    is tens of MiB), not packed into the task graph.
+    """
+    with contextlib.ExitStack() as stack:
+        client: Any = None
+
+        def mapper(fn: Any, items: Sequence[Any]) -> list[Any]:
+            nonlocal client
+            if not items:
+                return []
+            if client is None:
+                client = stack.enter_context(dask_client(scheduler, workers))
+            futures = client.map(fn, client.scatter(list(items), hash=False), pure=False)
+            return client.gather(futures)
+
+        yield mapper
+
+
 # ----------------------------------------------------------------------- drift
 # Each worker's rebuilder and plans, by drift run token: built once per worker per run.
 _WORKER_DRIFT: dict[str, Any] = {}

@@ -14,9 +14,11 @@ from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     ChunkOverlap,
     ChunkSize,
+    DaskWorkers,
     DataFile,
     DocKey,
     IdKey,
+    Scheduler,
     Split,
     check_precision,
     emit,
@@ -85,6 +87,11 @@ def topics(
     min_topic_coverage: MinTopicCoverage = None,
     scope: ReportScope = ReportScope(),
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No status line.")] = False,
+    engine: Annotated[str, typer.Option(
+        help="local (this process) or dask (each chunk's words counted on a Dask cluster, "
+        "in shards; the same topics).")] = "local",
+    scheduler: Scheduler = None,
+    workers: DaskWorkers = None,
 ) -> None:
     """Cluster the corpus into topics and report coverage per topic, what to test first on top.
 
@@ -100,7 +107,8 @@ def topics(
     corpus_obj = (None if corpus is None
                   else load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key, id_key,
                                         chunk_ids=api.chunk_ids_of(data_file, None, "topics")))
-    built = api.fit_topics(data_file, n_topics, seed, vectors, model, corpus_obj, refit)
+    built = api.fit_topics(data_file, n_topics, seed, vectors, model, corpus_obj, refit,
+                           engine=engine, scheduler=scheduler, workers=workers)
     if built.note and not quiet:
         err.print(f"ragcov: note: {built.note}", markup=False)
     if not quiet:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cache
 from typing import TYPE_CHECKING
 
 from ragcov.data import CoverageData
@@ -22,7 +23,8 @@ from ragcov.data.topics import (
 )
 from ragcov.data.topics import read_topics as read_stored
 from ragcov.errors import RagcovError
-from ragcov.topics.fit import check_topic_count, fit, require_sklearn
+from ragcov.topics.fit import check_topic_count, corpus_terms, fit, require_sklearn
+from ragcov.topics.terms import Mapper, local_map
 from ragcov.topics.vectors import check_source, chunk_vectors
 
 if TYPE_CHECKING:
@@ -57,9 +59,12 @@ def stale_message(where: str, stored: StoredTopics, corpus_hash: str) -> str:
 
 def build_topics(data_file: str, n_topics: int | None = None, seed: int = 0,
                  vectors: str = "auto", model: str | None = None, corpus: Corpus | None = None,
-                 refit: bool = False) -> BuiltTopics:
+                 refit: bool = False, mapper: Mapper = local_map) -> BuiltTopics:
     """Cluster the data file's chunks into topics and store them there (or keep the
-    stored ones when they were made the same way from the same corpus)."""
+    stored ones when they were made the same way from the same corpus).
+
+    ``mapper`` runs the work that grows with the corpus (counting each chunk's words) and
+    the search for N, here or on Dask workers, with the same topics either way."""
     check_source(vectors)
     data = CoverageData(data_file)
     meta = data.meta()  # the readers' own refusals: no file, an empty one
@@ -75,8 +80,10 @@ def build_topics(data_file: str, n_topics: int | None = None, seed: int = 0,
         return BuiltTopics(stored, made=False)
     require_sklearn()  # only to make topics: stored ones are read without it
     texts = chunk_texts_in_order(data)
-    found = chunk_vectors(str(data_file), meta, texts, vectors, model, corpus, seed)
-    fitted = fit(found.matrix, texts, n_topics, seed)
+    # Counted once, after the vectors' own refusals, and read by the TF-IDF and the labels.
+    terms = cache(lambda: corpus_terms(texts, mapper))
+    found = chunk_vectors(str(data_file), meta, texts, vectors, model, corpus, seed, terms)
+    fitted = fit(found.matrix, texts, n_topics, seed, terms(), mapper)
     labels = [TopicLabel(t, ", ".join(terms[:3]) or f"topic {t}", tuple(terms), ids[c],
                          int((fitted.assignment == t).sum()))
               for t, (terms, c) in enumerate(zip(fitted.terms, fitted.central), start=1)]

@@ -27,13 +27,14 @@ cluster (``ragcov topics``); reading stored topics never loads it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ragcov.errors import RagcovError
+from ragcov.topics.terms import Mapper, TermCounts, local_map, term_counts
 
 #: KMeans is fitted on at most this many chunks (a seeded sample); the rest take their
 #: nearest centre. Centres from 20,000 chunks of 100,000 are the same subjects.
@@ -111,35 +112,37 @@ def one_thread() -> Iterator[None]:
         yield
 
 
-def corpus_words(texts: Sequence[str]) -> Callable[[str], list[str]]:
-    """The words topics are made of and labelled by: :func:`ragcov.tfidf.words` (the house
-    text rule, English stopwords out) less the stopwords of the corpus's own language
-    (stopwordsiso, where a list exists), so a German topic is not labelled "der, und, die"."""
+def extra_stopwords(texts: Sequence[str]) -> frozenset[str]:
+    """The stopwords of the corpus's own language (stopwordsiso, where a list exists), left
+    out of topics beside :func:`ragcov.tfidf.words`' English ones, so a German topic is not
+    labelled "der, und, die"."""
     from ragcov.analyzer import corpus_language, stopwords_for
-    from ragcov.tfidf import words
 
     lang, share = corpus_language(texts)
-    extra = stopwords_for(lang) if lang != "en" and share >= 0.5 else frozenset()
-    if not extra:
-        return words
-    return lambda text: [w for w in words(text) if w not in extra]
+    return stopwords_for(lang) if lang != "en" and share >= 0.5 else frozenset()
 
 
-def tfidf_vectors(texts: Sequence[str], seed: int = 0) -> np.ndarray:
+def corpus_terms(texts: Sequence[str], mapper: Mapper = local_map) -> TermCounts:
+    """The words topics are made of and labelled by, counted per chunk: the house text rule
+    (:func:`ragcov.tfidf.words`), less :func:`extra_stopwords`."""
+    return term_counts(texts, extra_stopwords(texts), mapper)
+
+
+def tfidf_vectors(texts: Sequence[str], seed: int = 0, terms: TermCounts | None = None) -> np.ndarray:
     """Unit rows of the chunks' TF-IDF reduced by LSA: what a BM25 run's topics cluster.
 
-    Words are ragcov's own (:func:`ragcov.tfidf.words`: the BM25 retriever's
-    vocabulary rule, stopwords out), sublinear term frequency as in LSA practice.
+    Words are ragcov's own (:func:`corpus_terms`: the BM25 retriever's vocabulary rule,
+    stopwords out), sublinear term frequency as in LSA practice. ``terms``: the chunks'
+    counts when the caller has them (the labels read the same table).
     """
     from sklearn.decomposition import TruncatedSVD
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.feature_extraction.text import TfidfTransformer
 
-    words = corpus_words(texts)
-    try:
-        x = TfidfVectorizer(analyzer=words, sublinear_tf=True, dtype=np.float32).fit_transform(texts)
-    except ValueError:  # scikit-learn's "empty vocabulary"
+    terms = terms if terms is not None else corpus_terms(texts)
+    if not terms.vocab:
         raise RagcovError("no chunk holds a word to cluster on (TF-IDF); use --vectors dense "
-                          "or a corpus with text") from None
+                          "or a corpus with text")
+    x = TfidfTransformer(sublinear_tf=True).fit_transform(terms.counts.astype(np.float32))
     dims = min(LSA_DIMENSIONS, x.shape[1] - 1, x.shape[0] - 1)
     with one_thread(), warnings.catch_warnings():
         # Chunks that are all one text have no variance: scikit-learn's explained-variance
@@ -157,11 +160,13 @@ def _unit_rows(v: np.ndarray) -> np.ndarray:
 
 
 def fit(vectors: np.ndarray, texts: Sequence[str], n_topics: int | None = None,
-        seed: int = 0) -> Fitted:
+        seed: int = 0, terms: TermCounts | None = None, mapper: Mapper = local_map) -> Fitted:
     """Cluster ``vectors`` (one row per chunk, in corpus order) into topics.
 
     Deterministic for a given ``seed``: the samples, the restarts and the projection
-    all draw from it, and topics are numbered by size (ties: the first chunk).
+    all draw from it, and topics are numbered by size (ties: the first chunk). ``terms``:
+    the chunks' word counts when the caller has them, else counted through ``mapper``
+    (here, or on Dask workers: the same counts).
     """
     n = len(vectors)
     check_topic_count(n_topics, n, "the data file")
@@ -180,7 +185,8 @@ def fit(vectors: np.ndarray, texts: Sequence[str], n_topics: int | None = None,
         assignment, order = _number_by_size(raw)
         central = _central(v, assignment, len(order))
         xy = map_positions(v, assignment, seed)
-    return Fitted(assignment=assignment, terms=class_terms(texts, assignment, len(order)),
+    terms = terms if terms is not None else corpus_terms(texts, mapper)
+    return Fitted(assignment=assignment, terms=class_terms(texts, assignment, len(order), terms=terms),
                   central=central, xy=xy, candidates=candidates)
 
 
@@ -250,29 +256,35 @@ def choose_topic_count(v: np.ndarray) -> tuple[int, dict[int, float]]:
     cands = [c for c in CANDIDATES if floor <= c <= top and c < n]
     if not cands:
         return 1, {}  # two chunks or fewer
-    from sklearn.cluster import KMeans
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.metrics import silhouette_score
-
     sample = v[_sample(n, SEARCH_SAMPLE, np.random.default_rng(SEARCH_SEED))]
-    scores: dict[int, float] = {}
-    for c in cands:
-        if c >= len(sample):
-            break
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            labels = KMeans(c, n_init=SEARCH_RESTARTS, random_state=SEARCH_SEED).fit_predict(sample)
-        if np.unique(labels).size < 2:
-            continue  # every sampled chunk the same vector: no silhouette
-        scores[c] = round(float(silhouette_score(sample, labels, metric="cosine")), 4)
+    tried = [c for c in cands if c < len(sample)]
+    # Here, not on Dask workers: a fixed-size sample (seconds at any corpus size), where a
+    # fresh worker would first spend longer importing scikit-learn.
+    found = [candidate_silhouette(sample, c) for c in tried]
+    scores = {c: s for c, s in zip(tried, found) if s is not None}
     if not scores:
         return 1, {}
     best = max(scores.values())
     return min(c for c, s in scores.items() if s == best), scores
 
 
+def candidate_silhouette(sample: np.ndarray, c: int) -> float | None:
+    """The mean cosine silhouette of ``c`` topics on the search sample (None: every sampled
+    chunk the same vector)."""
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.metrics import silhouette_score
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        labels = KMeans(c, n_init=SEARCH_RESTARTS, random_state=SEARCH_SEED).fit_predict(sample)
+    if np.unique(labels).size < 2:
+        return None
+    return round(float(silhouette_score(sample, labels, metric="cosine")), 4)
+
+
 def class_terms(texts: Sequence[str], assignment: np.ndarray, n_topics: int,
-                top: int = TERMS) -> list[list[str]]:
+                top: int = TERMS, terms: TermCounts | None = None) -> list[list[str]]:
     """Per topic, its most distinctive terms by class-based TF-IDF.
 
     ``W(t, c) = tf(t, c) / |c| * log(1 + A / f(t))``: the term's share of the topic's
@@ -280,17 +292,14 @@ def class_terms(texts: Sequence[str], assignment: np.ndarray, n_topics: int,
     all topics. Ties go to the term first in alphabetical order.
     """
     import scipy.sparse as sp
-    from sklearn.feature_extraction.text import CountVectorizer
 
-    try:
-        cv = CountVectorizer(analyzer=corpus_words(texts), dtype=np.int64)
-        counts = cv.fit_transform(texts)
-    except ValueError:  # no chunk holds a word: topics without terms
+    terms = terms if terms is not None else corpus_terms(texts)
+    if not terms.vocab:  # no chunk holds a word: topics without terms
         return [[] for _ in range(n_topics)]
-    vocab = np.asarray(cv.get_feature_names_out())
+    vocab = np.asarray(terms.vocab, dtype=object)
     onehot = sp.csr_matrix((np.ones(len(assignment)), (assignment - 1, np.arange(len(assignment)))),
                            shape=(n_topics, len(assignment)))
-    per_topic = np.asarray((onehot @ counts).todense(), dtype=np.float64)
+    per_topic = np.asarray((onehot @ terms.counts).todense(), dtype=np.float64)
     return weighted_terms(per_topic, vocab, top)
 
 

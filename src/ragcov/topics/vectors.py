@@ -11,7 +11,7 @@ when its URL is given, else TF-IDF, and says which.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from ragcov.errors import RagcovError
 if TYPE_CHECKING:
     from ragcov.corpus import Corpus
     from ragcov.data.schema import Meta
+    from ragcov.topics.terms import TermCounts
 
 SOURCES = ("auto", "dense", "tfidf", "store")
 STORE_PAGE = 1000
@@ -44,16 +45,18 @@ def check_source(vectors: str) -> None:
 
 def chunk_vectors(where: str, meta: Meta, texts: Sequence[str], vectors: str = "auto",
                   model: str | None = None, corpus: Corpus | None = None,
-                  seed: int = 0) -> ChunkVectors:
+                  seed: int = 0, terms: Callable[[], TermCounts] | None = None) -> ChunkVectors:
     """The vectors of the data file ``where`` (its ``meta`` and chunk ``texts``).
 
     ``corpus`` (when given, already checked to be the recorded one) lets the dense
     view embed what the cache lacks and the store view read the store's vectors.
+    ``terms`` gives the chunks' word counts (counted once, for the labels too) when
+    TF-IDF is what is clustered.
     """
     check_source(vectors)
     fp = meta.retriever
     if vectors == "tfidf":
-        return _tfidf(texts, seed)
+        return _tfidf(texts, seed, terms)
     if vectors == "store" or (vectors == "auto" and corpus is not None and corpus.store is not None):
         return _store(where, corpus, len(texts))
     if vectors == "dense":
@@ -63,16 +66,17 @@ def chunk_vectors(where: str, meta: Meta, texts: Sequence[str], vectors: str = "
         if found is not None:
             return found
         name = _model_name(model or fp.get("model"))
-        return _tfidf(texts, seed, note=f"no cached {name} vectors for this corpus; clustered its "
+        return _tfidf(texts, seed, terms, note=f"no cached {name} vectors for this corpus; clustered its "
                       "TF-IDF (run `ragcov index` with the corpus, or give --corpus, for dense "
                       "topics)")
-    return _tfidf(texts, seed)
+    return _tfidf(texts, seed, terms)
 
 
-def _tfidf(texts: Sequence[str], seed: int, note: str | None = None) -> ChunkVectors:
+def _tfidf(texts: Sequence[str], seed: int, terms: Callable[[], TermCounts] | None,
+           note: str | None = None) -> ChunkVectors:
     from ragcov.topics.fit import tfidf_vectors
 
-    return ChunkVectors(tfidf_vectors(texts, seed), "tfidf", note)
+    return ChunkVectors(tfidf_vectors(texts, seed, terms() if terms else None), "tfidf", note)
 
 
 def _model_name(model: str | None) -> str:
