@@ -38,7 +38,7 @@ class TermCounts:
     """Per chunk (rows, corpus order) the count of each term (columns, sorted terms)."""
 
     vocab: list[str]
-    counts: sp.csr_matrix  # int64; each row's column indices ascending
+    counts: sp.csr_matrix  # int32 counts; each row's column indices ascending
 
 
 def shard_counts(texts: Sequence[str], extra_stopwords: frozenset[str] = frozenset()
@@ -62,10 +62,12 @@ def shard_counts(texts: Sequence[str], extra_stopwords: frozenset[str] = frozens
         data.extend(counted.values())
         indptr.append(len(indices))
     terms = sorted(numbers)
-    renumber = np.empty(len(terms), dtype=np.int64)
+    renumber = np.empty(len(terms), dtype=np.int32)
     for new, term in enumerate(terms):
         renumber[numbers[term]] = new
-    matrix = sp.csr_matrix((np.asarray(data, dtype=np.int64),
+    # 32-bit counts and term numbers: half the memory of int64, and a chunk's count of one
+    # word, like a shard's vocabulary, stays far below 2**31.
+    matrix = sp.csr_matrix((np.asarray(data, dtype=np.int32),
                             renumber[np.asarray(indices, dtype=np.int64)],
                             np.asarray(indptr, dtype=np.int64)), shape=(len(texts), len(terms)))
     matrix.sort_indices()
@@ -92,15 +94,19 @@ def term_counts(texts: Sequence[str], extra_stopwords: frozenset[str] = frozense
     """The chunks' term counts (the house word rule, ``extra_stopwords`` left out), counted
     shard by shard through ``mapper``; the same table whichever mapper runs the shards."""
     shard = shard or SHARD
-    shards = [_pack(texts[a:a + shard]) for a in range(0, len(texts), shard)] or [_pack([])]
-    parts = mapper(partial(packed_counts, extra_stopwords=extra_stopwords), shards)
+    starts = range(0, max(1, len(texts)), shard)
+    if mapper is local_map:  # no copy of the texts to pack: the shards are counted here
+        parts = [shard_counts(texts[a:a + shard], extra_stopwords) for a in starts]
+    else:
+        parts = mapper(partial(packed_counts, extra_stopwords=extra_stopwords),
+                       [_pack(texts[a:a + shard]) for a in starts])
     vocab = sorted(set().union(*(p[0] for p in parts)))
     place = {term: i for i, term in enumerate(vocab)}
     indptrs, indices, data = [np.zeros(1, dtype=np.int64)], [], []
     offset = 0
     for terms, indptr, idx, values in parts:
         # The shard's sorted terms keep their order among all terms: rows stay ascending.
-        to_global = np.fromiter((place[t] for t in terms), dtype=np.int64, count=len(terms))
+        to_global = np.fromiter((place[t] for t in terms), dtype=np.int32, count=len(terms))
         indices.append(to_global[idx])
         data.append(values)
         indptrs.append(np.asarray(indptr[1:], dtype=np.int64) + offset)
