@@ -14,7 +14,7 @@ which is a third of their start-up; the analyses that need sparse products
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,6 +53,17 @@ def csr_arrays(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]
     indptr = np.zeros(n_rows + 1, dtype=idx)
     np.cumsum(np.bincount(r, minlength=n_rows), out=indptr[1:])
     return indptr, c.astype(idx), order
+
+
+def document_codes(doc_ids: Iterable[object]) -> tuple[list[str], np.ndarray]:
+    """The distinct documents (as strings, in first-seen order) and each chunk's number
+    among them: one pass, so per-document work runs once per document, not per chunk."""
+    keys = list(map(str, doc_ids))
+    codes: dict[str, int] = dict.fromkeys(keys)  # type: ignore[arg-type]  # first-seen order
+    for i, d in enumerate(codes):
+        codes[d] = i
+    inverse = np.fromiter(map(codes.__getitem__, keys), dtype=np.int64, count=len(keys))
+    return list(codes), inverse
 
 
 class CoverageMatrix:
@@ -213,6 +224,14 @@ class CoverageMatrix:
     def chunk_frequencies(self) -> np.ndarray:
         """f_c: how many queries retrieved each chunk."""
         return np.bincount(self.indices, minlength=self.n_chunks).astype(np.int64)
+
+    def documents(self) -> tuple[list[str], np.ndarray]:
+        """The distinct documents (first-seen order) and each chunk's number among them,
+        made once per matrix: scoping, positions and the summary all group by document."""
+        made = self.__dict__.get("_documents")
+        if made is None:
+            made = self.__dict__["_documents"] = document_codes(self.doc_ids)
+        return made
 
     def covered(self) -> np.ndarray:
         """Boolean mask of chunks retrieved at least once."""

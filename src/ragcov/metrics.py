@@ -14,6 +14,7 @@ Conventions, chosen so every value is defined:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -306,10 +307,13 @@ def duplicate_groups(m: CoverageMatrix, texts: Mapping[str, str]) -> list[Duplic
     numbers, because what they explain is a number: a chunk coverage held down by
     ties rather than by missing tests; reports list them so it is recognised as such.
     """
+    in_order = [texts.get(cid, "") for cid in m.chunk_ids]
+    # Counted first (in C): at a million chunks almost every text is unique, and only the
+    # repeated ones need their chunks gathered.
+    seen = Counter(in_order)
     by_text: dict[str, list[int]] = {}
-    for j, cid in enumerate(m.chunk_ids):
-        text = texts.get(cid, "")
-        if text:
+    for j, text in enumerate(in_order):
+        if text and seen[text] > 1:
             by_text.setdefault(text, []).append(j)
     covered = m.covered()
     return [DuplicateGroup([m.chunk_ids[j] for j in cols],

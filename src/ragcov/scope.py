@@ -130,6 +130,8 @@ class Scoped:
     # Text coverage (ragcov.textcov.TextCoverage) when the file knows where chunks lie.
     text: Any = None
     text_spans: Any = None  # ragcov.textcov.TextSpans: the documents' text and chunk spans
+    _summaries: dict[tuple[Any, ...], CoverageSummary] = field(default_factory=dict, repr=False,
+                                                               compare=False)
 
     @functools.cached_property
     def copied(self) -> list[Any]:
@@ -140,13 +142,21 @@ class Scoped:
         return copied_tests(self.matrix, self.texts)
 
     def summary(self, **options: Any) -> CoverageSummary:
-        """The summary every reporter prints: excluded chunks counted aside."""
+        """The summary every reporter prints: excluded chunks counted aside.
+
+        Made once per set of options: a command's gate and its reporter ask for the same
+        one, and at a million chunks each making costs seconds. (The summary is frozen, and
+        a Scoped's rows do not change once read.)"""
         from ragcov.summary import query_depth, summarize
 
-        return summarize(self.matrix, excluded=self.excluded, positions=self.positions,
-                         omitted_documents=self.omitted_documents,
-                         depth=query_depth(self.full if self.full is not None else self.matrix),
-                         **options)
+        key = tuple(sorted(options.items()))
+        made = self._summaries.get(key)
+        if made is None:
+            made = self._summaries[key] = summarize(
+                self.matrix, excluded=self.excluded, positions=self.positions,
+                omitted_documents=self.omitted_documents,
+                depth=query_depth(self.full if self.full is not None else self.matrix), **options)
+        return made
 
 
 def _matches(doc_id: str, globs: Sequence[str]) -> str | None:
@@ -171,33 +181,53 @@ def exclusion_reason(doc_id: str, text: str, scope: ReportScope,
 
 def apply_scope(m: CoverageMatrix, texts: Mapping[str, str], positions: Mapping[str, int],
                 scope: ReportScope, reachability: Any = None) -> Scoped:
+    """The chunks that count under ``scope``, and why each other one was set aside.
+
+    Document rules (``include``, ``omit``, ``exclude_docs``) are decided once per
+    document, not once per chunk, and chunks are read one by one only for the rules that
+    look at a chunk (``min_chunk_chars``, ``exclude``, ``--reachable``): at a million
+    chunks with no such rule, scoping is a few array operations.
+    """
     import numpy as np
 
     unreachable = _unreachable(m, reachability, scope) if scope.reachable else {}
     compiled = [re.compile(p, re.MULTILINE) for p in scope.exclude]
-    keep: list[int] = []
+    names, doc_of = m.documents()
+    out_docs = np.fromiter(((bool(scope.include) and _matches(d, scope.include) is None)
+                            or _matches(d, scope.omit) is not None for d in names),
+                           dtype=bool, count=len(names))
+    doc_glob = [_matches(d, scope.exclude_docs) for d in names]
+    counted = ~out_docs[doc_of]
+    if compiled or scope.min_chunk_chars:
+        looked_at = np.flatnonzero(counted)  # every counted chunk's text is read
+    else:
+        globbed = np.fromiter((g is not None for g in doc_glob), dtype=bool, count=len(names))
+        marked = globbed[doc_of]
+        if unreachable:
+            marked[np.fromiter(unreachable, dtype=np.int64, count=len(unreachable))] = True
+        looked_at = np.flatnonzero(counted & marked)
     excluded: list[ExcludedChunk] = []
-    omitted: set[str] = set()
-    for j, (cid, doc) in enumerate(zip(m.chunk_ids, m.doc_ids)):
-        doc = str(doc)
-        if (scope.include and _matches(doc, scope.include) is None) or _matches(doc, scope.omit):
-            omitted.add(doc)
-            continue
+    dropped = np.zeros(m.n_chunks, dtype=bool)
+    chunk_ids = m.chunk_ids
+    for j in looked_at.tolist():
+        cid, doc = chunk_ids[j], names[doc_of[j]]
         reason = exclusion_reason(doc, texts.get(cid, ""), scope, compiled, unreachable.get(j))
-        if reason is None:
-            keep.append(j)
-        else:
+        if reason is not None:
             excluded.append(ExcludedChunk(cid, doc, reason, j))
-    if not keep:
+            dropped[j] = True
+    keep = np.flatnonzero(counted & ~dropped)
+    omitted = {names[d] for d in np.flatnonzero(out_docs).tolist()}
+    if not keep.size:
         what = "every chunk is excluded" if excluded else "no document matches --include/--omit"
         raise RagcovError(f"{what}; nothing left to report")
-    columns = np.asarray(keep, dtype=np.int64)
+    columns = keep.astype(np.int64)
     inner = m if len(keep) == m.n_chunks else m.select_columns(columns)
     if reachability is not None:
         # Counted over the report's chunks, as its table is: the chunks it set aside as
         # unreachable (--reachable) stay in, the rest of the exclusions and omissions do not.
-        counted = sorted([*keep, *(e.column for e in excluded if e.reason.startswith("unreachable: "))])
-        reachability = reachability.restricted(np.asarray(counted, dtype=np.int64))
+        over = sorted([*keep.tolist(),
+                       *(e.column for e in excluded if e.reason.startswith("unreachable: "))])
+        reachability = reachability.restricted(np.asarray(over, dtype=np.int64))
     return Scoped(inner, texts, positions, excluded, columns, len(omitted), full=m, scope=scope,
                   reachability=reachability)
 

@@ -155,22 +155,30 @@ def summarize(m: CoverageMatrix, entropy_support: Support = "retrieved",
               excluded: Sequence[_Excluded] = (), positions: Mapping[str, int] | None = None,
               omitted_documents: int = 0, depth: Depth | None = None) -> CoverageSummary:
     """The numbers of ``m``; ``excluded`` (chunks already dropped from ``m``) are counted aside."""
-    from ragcov.metrics import chunk_coverage, gini, normalized_entropy, pairwise_jaccard, per_document
+    import numpy as np
+
+    from ragcov.metrics import chunk_coverage, gini, normalized_entropy, pairwise_jaccard
 
     freq = m.chunk_frequencies()
     chunk_coverage(m)  # raises on an empty corpus
     covered = freq > 0
     pos = document_positions(m, positions)
-    missing_by_doc: dict[str, list[int]] = {}
-    for j in (~covered).nonzero()[0]:
-        missing_by_doc.setdefault(m.doc_ids[j], []).append(int(j))
+    names, doc = m.documents()
+    # Each document's missing chunks, in corpus order: the uncovered columns grouped by
+    # document with one stable sort, then cut at the documents' bounds.
+    missing = np.flatnonzero(~covered)
+    missing = missing[np.argsort(doc[missing], kind="stable")]
+    bounds = np.searchsorted(doc[missing], np.arange(len(names) + 1)).tolist()
+    missing_ids = np.asarray(m.chunk_ids, dtype=object)[missing].tolist()
+    missing_pos = pos[missing].tolist()
     excluded_by_doc: dict[str, int] = {}
     for e in excluded:
         excluded_by_doc[e.doc_id] = excluded_by_doc.get(e.doc_id, 0) + 1
-    docs = [DocumentNumbers(d, n, c, [m.chunk_ids[j] for j in missing_by_doc.get(d, [])],
-                            excluded_by_doc.get(d, 0),
-                            [int(pos[j]) for j in missing_by_doc.get(d, [])])
-            for d, (n, c) in per_document(m).items()]
+    n_chunks = np.bincount(doc, minlength=len(names)).tolist()
+    n_covered = np.bincount(doc, weights=covered, minlength=len(names)).astype(np.int64).tolist()
+    docs = [DocumentNumbers(d, n_chunks[i], n_covered[i], missing_ids[bounds[i]:bounds[i + 1]],
+                            excluded_by_doc.get(d, 0), missing_pos[bounds[i]:bounds[i + 1]])
+            for i, d in enumerate(names)]
     jac, sampled = pairwise_jaccard(m) if jaccard else (float("nan"), 0)
     return CoverageSummary(
         chunks=m.n_chunks, covered=int(covered.sum()), queries=m.n_queries,
@@ -191,25 +199,45 @@ def document_positions(m: CoverageMatrix, positions: Mapping[str, int] | None = 
     recorded, or repeated) the chunk's order within the document in the corpus, so
     two chunks never share a position, nor a line in Cobertura or lcov output.
     """
-    return positions_in_documents(m.doc_ids, m.chunk_ids, positions)
+    return _positions(m.documents()[1], m.chunk_ids, positions)
 
 
 def positions_in_documents(doc_ids: Sequence[object], chunk_ids: Sequence[str],
                            positions: Mapping[str, int] | None = None) -> np.ndarray:
     """:func:`document_positions` for any parallel lists of documents and chunk ids."""
+
+    from ragcov.matrix import document_codes
+
+    return _positions(document_codes(doc_ids)[1], chunk_ids, positions)
+
+
+def _positions(doc: np.ndarray, chunk_ids: Sequence[str], positions: Mapping[str, int] | None
+               ) -> np.ndarray:
     import numpy as np
 
-    out = np.zeros(len(doc_ids), dtype=np.int64)
-    by_doc: dict[str, list[int]] = {}
-    for j, d in enumerate(doc_ids):
-        by_doc.setdefault(str(d), []).append(j)
-    for cols in by_doc.values():
-        given = [positions.get(chunk_ids[j]) for j in cols] if positions else []
-        if given and None not in given and len(set(given)) == len(given):
-            out[cols] = given
-        else:
-            out[cols] = np.arange(len(cols))
-    return out
+    n = len(doc)
+    # Each chunk's order within its document, in corpus order.
+    by_doc = np.argsort(doc, kind="stable")
+    starts = np.zeros(n, dtype=np.int64)
+    if n:
+        edge = np.flatnonzero(np.diff(doc[by_doc])) + 1
+        first = np.zeros(n, dtype=np.int64)
+        first[edge] = edge
+        starts = np.maximum.accumulate(first)
+    order = np.empty(n, dtype=np.int64)
+    order[by_doc] = np.arange(n, dtype=np.int64) - starts
+    if not positions or not n:
+        return order
+    given = [positions.get(c) for c in chunk_ids]
+    absent = np.fromiter((g is None for g in given), dtype=bool, count=n)
+    recorded = np.fromiter((0 if g is None else g for g in given), dtype=np.int64, count=n)
+    # A document keeps its recorded positions only when every chunk has one, all distinct.
+    unusable = np.zeros(int(doc.max()) + 1, dtype=bool)
+    unusable[doc[absent]] = True
+    pairs = np.lexsort((recorded, doc))
+    same = (doc[pairs][1:] == doc[pairs][:-1]) & (recorded[pairs][1:] == recorded[pairs][:-1])
+    unusable[doc[pairs][1:][same]] = True
+    return np.where(unusable[doc], order, recorded)
 
 
 #: The precision ``ragcov report --format total`` prints, and so the one ``--fail-under``

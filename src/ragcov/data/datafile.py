@@ -248,7 +248,7 @@ class CoverageData:
 
     def chunk_texts(self) -> dict[str, str]:
         with self.reading() as con:
-            return {cid: text or "" for cid, text in con.execute("SELECT id, text FROM chunks")}
+            return dict(con.execute("SELECT id, coalesce(text, '') FROM chunks"))
 
     def suite_matrix(self) -> CoverageMatrix:
         """The hit matrix of the suite: everything recorded less the questions ``ragcov
