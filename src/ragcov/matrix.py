@@ -237,12 +237,19 @@ class CoverageMatrix:
         """Boolean mask of chunks retrieved at least once."""
         return self.chunk_frequencies() > 0
 
+    def hits_by_chunk(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every hit's query row, ordered by chunk column (rows ascending within one), and
+        each column's bounds in it: column ``j``'s queries are ``rows[bounds[j]:bounds[j+1]]``."""
+        order = np.argsort(self.indices, kind="stable")  # by column, rows ascending within
+        return (self.hit_rows()[order],
+                np.searchsorted(self.indices[order], np.arange(self.n_chunks + 1)))
+
     def queries_for_chunk(self) -> list[list[int]]:
         """Chunk column -> query rows that retrieved it."""
-        order = np.argsort(self.indices, kind="stable")  # by column, rows ascending within
-        rows = self.hit_rows()[order]
-        bounds = np.searchsorted(self.indices[order], np.arange(self.n_chunks + 1))
-        return [rows[bounds[j]:bounds[j + 1]].tolist() for j in range(self.n_chunks)]
+        rows, bounds = self.hits_by_chunk()
+        # One conversion, then list slices: a million small array conversions took seconds.
+        flat, cut = rows.tolist(), bounds.tolist()
+        return [flat[cut[j]:cut[j + 1]] for j in range(self.n_chunks)]
 
     def select_rows(self, rows: Sequence[int] | np.ndarray) -> CoverageMatrix:
         """The matrix of a sub-suite (rows in the given order)."""
