@@ -228,6 +228,12 @@ def test_drift_refuses_a_retriever_that_ignores_the_copy(app_folder: Path, capsy
     code, err = _drift(capsys, "rag_app:make_retriever")
     assert code == 0, err
     assert ragcov.api.drift_summary("make_retriever.ragcov") is not None
+    # Its report names the factory that drifted, as the run's header does, not its kind only.
+    code, out, err = cli(capsys, "drift", "--corpus", "corpus.jsonl", "--queries", "q.jsonl", "-k",
+                         "2", "--retriever", "rag_app:make_retriever", "--relation", "noise",
+                         "--resamples", "100", "--data-file", "make_retriever.ragcov")
+    assert code == 0, err
+    assert "Drift of retriever callable (rag_app:make_retriever), k=2" in out
 
 
 def test_a_protocol_retriever_is_rebuilt_by_its_source(pytester: pytest.Pytester, capsys,

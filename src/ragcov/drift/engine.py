@@ -49,7 +49,15 @@ class DriftSettings:
         return {"relations": self.relations, "seed": self.seed, "noise_rate": self.noise_rate,
                 "distractors": self.distractor_source, "resamples": self.resamples,
                 "confidence": self.confidence, "notes": self.notes, "k": k,
-                "retriever": retriever.get("kind"), "tests": tests}
+                "retriever": retriever_label(retriever), "tests": tests}
+
+
+def retriever_label(fingerprint: dict[str, Any]) -> str | None:
+    """The retriever as a drift report names it: its kind, and the ``module:attr`` (or
+    function) it was built from where it has one, so a team with several factories reads
+    which one drifted."""
+    kind, name = fingerprint.get("kind"), fingerprint.get("name")
+    return f"{kind} ({name})" if name and name != kind else kind
 
 
 @dataclass
