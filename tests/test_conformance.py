@@ -8,8 +8,10 @@ ordered top-k equal to a recount made here without ragcov: the framework's own
 retriever's top-k. The model check must pass with no warning and no ``--model``.
 docs/integrations/README.md (the conformance matrix) shows exactly these cells.
 
-Every store is built once for the module (about 45 chunks of the bundled FinQA sample,
-20 questions, k=3), with the real all-MiniLM-L6-v2 (offline).
+Every store is built once for the module (30 pages of the bundled FinQA sample: 39
+LlamaIndex nodes from the documents, or the app's 172 chunks; 20 questions, k=3), with the
+real all-MiniLM-L6-v2 (offline); the pgvector cells on the session's real PostgreSQL
+server (tests/pg_server.py), started only when one of them runs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from framework_stores import K, close_store, llamaindex_store, minilm_llamaindex
-from helpers import cli, record_spans
+from helpers import cli, langchain_embeddings, record_spans
 from ragcov.corpus import load_corpus
 from ragcov.data import CoverageData
 
@@ -39,7 +41,7 @@ def _pages() -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> dict:
+def world(tmp_path_factory: pytest.TempPathFactory, minilm_path: str, minilm_vectors) -> dict:
     """Every cell's store, built by its framework, and the framework's own top-k per query."""
     from llama_index.core import Document, Settings, StorageContext, VectorStoreIndex
     from llama_index.core.schema import TextNode
@@ -87,10 +89,57 @@ def world(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> dict:
                 close_store(store)  # the app's client lets go of a local Qdrant folder
             cells[f"llamaindex-{how}-{engine}"] = {
                 "url": url, "top": top, "docs": expected_docs, "path": path, "engine": engine}
-    for engine in ("chroma", "faiss", "lancedb"):
-        cells[f"langchain-documents-{engine}"] = _langchain(engine, work, chunks, texts, minilm_path)
+    embeddings = langchain_embeddings(_SessionMiniLM(minilm_vectors))
+    for engine in ("chroma", "faiss", "lancedb", "qdrant", "milvus"):
+        cells[f"langchain-documents-{engine}"] = _langchain(engine, str(work / f"{engine}-langchain"), chunks,
+                                                            texts, embeddings)
     return {"suite": suite, "cells": cells, "queries": [q["id"] for q in questions], "model": minilm_path,
-            "work": work}
+            "work": work, "documents": documents, "chunks": chunks, "texts": texts, "embed": embed,
+            "embeddings": embeddings}
+
+
+@pytest.fixture(scope="module")
+def pg_cells(world: dict, pg) -> dict:
+    """The pgvector cells, on the real server (tests/pg_server.py): LlamaIndex's
+    ``PGVectorStore`` (its ``data_app`` table) and LangChain's ``PGVector`` in one database."""
+    pytest.importorskip("llama_index.vector_stores.postgres")
+    pytest.importorskip("langchain_postgres")
+    from llama_index.core import StorageContext, VectorStoreIndex
+
+    pg.create_database("conformance")
+    app_url = pg.url("conformance", scheme="postgresql+psycopg")  # as the app's config holds it
+    store = llamaindex_store("pgvector", app_url, "app")
+    index = VectorStoreIndex.from_documents(world["documents"], embed_model=world["embed"],
+                                            storage_context=StorageContext.from_defaults(vector_store=store))
+    retriever = index.as_retriever(similarity_top_k=K)
+    top = [[_llamaindex_id(n) for n in retriever.retrieve(t)] for t in world["texts"]]
+    docs = _llamaindex_docs(index)
+    close_store(store)
+    return {
+        "llamaindex-documents-pgvector": {"url": pg.url("conformance", "table=data_app"), "top": top,
+                                          "docs": docs, "path": app_url, "engine": "pgvector"},
+        "langchain-documents-pgvector": _langchain("pgvector", app_url, world["chunks"], world["texts"],
+                                                   world["embeddings"],
+                                                   pg.url("conformance", "collection=app"))}
+
+
+def _cell(request: pytest.FixtureRequest, world: dict, name: str) -> dict:
+    """A cell of the world, or of the pgvector server (started only for the cells that need it)."""
+    if name in world["cells"]:
+        return world["cells"][name]
+    return request.getfixturevalue("pg_cells")[name]
+
+
+class _SessionMiniLM:
+    """The session's MiniLM (tests/conftest.py ``minilm_vectors``: each text encoded once),
+    with the ``encode`` of a SentenceTransformer, so every LangChain cell embeds the same
+    chunks without encoding them again."""
+
+    def __init__(self, encode) -> None:
+        self._encode = encode
+
+    def encode(self, texts: list[str], normalize_embeddings: bool = True):
+        return self._encode(list(texts))
 
 
 def _write(path: Path, rows: list[dict]) -> Path:
@@ -109,18 +158,14 @@ def _llamaindex_docs(index) -> dict[str, str]:
             for n in index.as_retriever(similarity_top_k=10_000).retrieve("revenue")}
 
 
-def _langchain(engine: str, work: Path, chunks, texts: list[str], minilm_path: str) -> dict:
-    """``from_documents`` with the app's metadata, into the store as LangChain's users make it."""
+def _langchain(engine: str, path: str, chunks, texts: list[str], embeddings, url: str = "") -> dict:
+    """``from_documents`` with the app's metadata, into the store as LangChain's users make it
+    (``path``: its folder, or for pgvector the app's SQLAlchemy URL and ``url`` ragcov's)."""
     from langchain_community.vectorstores import FAISS, Chroma, LanceDB
     from langchain_core.documents import Document
-    from sentence_transformers import SentenceTransformer
 
-    from helpers import langchain_embeddings
-
-    embeddings = langchain_embeddings(SentenceTransformer(minilm_path, device="cpu"))
     documents = [Document(page_content=c.text, metadata={"chunk_id": c.id, "source": c.doc_id})
                  for c in chunks]
-    path = str(work / f"{engine}-langchain")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # langchain_community's stores are deprecated for their own packages
         if engine == "chroma":
@@ -130,10 +175,27 @@ def _langchain(engine: str, work: Path, chunks, texts: list[str], minilm_path: s
             vs = FAISS.from_documents(documents, embeddings)
             vs.save_local(path)
             url = f"faiss://{path}?trust=pickle"
-        else:
+        elif engine == "lancedb":
             vs = LanceDB.from_documents(documents, embeddings, uri=path, table_name="app")
             url = f"lancedb://{path}?table=app"
+        elif engine == "qdrant":
+            from langchain_qdrant import QdrantVectorStore
+
+            vs = QdrantVectorStore.from_documents(documents, embeddings, path=path, collection_name="app")
+            url = f"qdrant://{path}?collection=app&trust=pickle"
+        elif engine == "milvus":
+            from langchain_milvus import Milvus
+
+            path += ".db"  # Milvus Lite: a store whose name ends in .db
+            vs = Milvus.from_documents(documents, embeddings, connection_args={"uri": path},
+                                       collection_name="app")
+            url = f"milvus://{path}?collection=app"
+        else:
+            from langchain_postgres import PGVector
+
+            vs = PGVector.from_documents(documents, embeddings, connection=path, collection_name="app")
         top = [[d.metadata["chunk_id"] for d in vs.similarity_search(t, k=K)] for t in texts]
+    close_store(vs)  # the app's client lets go of a Qdrant folder, a Milvus Lite file
     return {"url": url, "top": top, "docs": {c.id: c.doc_id for c in chunks}, "path": path,
             "engine": engine}
 
@@ -152,13 +214,15 @@ def _ragcov(capsys, world: dict, url: str, tmp_path: Path, *extra: str) -> tuple
 
 CELLS = ["llamaindex-documents-qdrant", "llamaindex-nodes-qdrant", "llamaindex-documents-chroma",
          "llamaindex-nodes-chroma", "llamaindex-nodes-lancedb", "llamaindex-documents-storage",
-         "langchain-documents-chroma", "langchain-documents-faiss", "langchain-documents-lancedb"]
+         "llamaindex-documents-pgvector", "langchain-documents-chroma", "langchain-documents-faiss",
+         "langchain-documents-lancedb", "langchain-documents-qdrant", "langchain-documents-milvus",
+         "langchain-documents-pgvector"]
 
 
 @pytest.mark.parametrize("cell", CELLS)
-def test_store_url(capsys, world: dict, tmp_path: Path, cell: str) -> None:
+def test_store_url(capsys, request: pytest.FixtureRequest, world: dict, tmp_path: Path, cell: str) -> None:
     """``ragcov run --corpus STORE_URL``: the store's own search, the model checked."""
-    c = world["cells"][cell]
+    c = _cell(request, world, cell)
     top, err, chunk_ids = _ragcov(capsys, world, c["url"], tmp_path)
     assert top == c["top"]  # every query's ordered top-k
     covered = {cid for row in top for cid in row}
@@ -182,24 +246,53 @@ from llama_index.core import Settings, VectorStoreIndex
 Settings.llm = None
 
 
+STORES = []
+
+
 def build(corpus):
-    store = llamaindex_store({engine!r}, {path!r}, "app")
-    return VectorStoreIndex.from_vector_store(store, embed_model=minilm_llamaindex({model!r}))
+    STORES.append(llamaindex_store({engine!r}, {path!r}, "app"))
+    return VectorStoreIndex.from_vector_store(STORES[-1], embed_model=minilm_llamaindex({model!r}))
 '''
 
 
-@pytest.mark.parametrize("cell", ["llamaindex-nodes-qdrant", "llamaindex-documents-chroma"])
-def test_framework_retriever(capsys, world: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                             cell: str) -> None:
-    """``--retriever module:attr``: the app's own LlamaIndex index, over the same store as corpus."""
-    c = world["cells"][cell]
+LANGCHAIN_FACTORY = '''
+from framework_stores import langchain_store
+from helpers import langchain_embeddings
+from sentence_transformers import SentenceTransformer
+
+STORES = []
+
+
+def build(corpus):
+    embeddings = langchain_embeddings(SentenceTransformer({model!r}, device="cpu"))
+    STORES.append(langchain_store({engine!r}, {path!r}, embeddings))
+    return STORES[-1].as_retriever(search_kwargs={{"k": {k}}})
+'''
+
+
+@pytest.mark.parametrize("cell", ["llamaindex-nodes-qdrant", "llamaindex-documents-chroma",
+                                  "llamaindex-documents-pgvector", "langchain-documents-qdrant",
+                                  "langchain-documents-milvus", "langchain-documents-pgvector"])
+def test_framework_retriever(capsys, request: pytest.FixtureRequest, world: dict, tmp_path: Path,
+                             monkeypatch: pytest.MonkeyPatch, cell: str) -> None:
+    """``--retriever module:attr``: the app's own LlamaIndex index or LangChain retriever, over
+    the same store as corpus."""
+    import importlib
+
+    c = _cell(request, world, cell)
     module = f"app_{cell.replace('-', '_')}"
-    (tmp_path / f"{module}.py").write_text(FACTORY.format(engine=c["engine"], path=c["path"],
-                                                          model=world["model"]))
+    factory = LANGCHAIN_FACTORY if cell.startswith("langchain") else FACTORY
+    (tmp_path / f"{module}.py").write_text(factory.format(engine=c["engine"], path=c["path"],
+                                                          model=world["model"], k=K))
     monkeypatch.syspath_prepend(str(tmp_path))
     data = tmp_path / "run.ragcov"
-    code, _, err = cli(capsys, "run", "--corpus", c["url"], "--queries", str(world["suite"]),
-                       "--retriever", f"{module}:build", "-k", str(K), "--data-file", str(data), "--quiet")
+    try:
+        code, _, err = cli(capsys, "run", "--corpus", c["url"], "--queries", str(world["suite"]),
+                           "--retriever", f"{module}:build", "-k", str(K), "--data-file", str(data),
+                           "--quiet")
+    finally:
+        for store in importlib.import_module(module).STORES:
+            close_store(store)  # the app lets go of its store: later tests open it again
     assert code == 0, err
     m = CoverageData(data).matrix()
     rows = {qid: [m.chunk_ids[x] for x in m.retrieved(i)] for i, qid in enumerate(m.query_ids)}
@@ -226,6 +319,25 @@ def test_a_store_another_model_made_is_refused(capsys, world: dict, tmp_path: Pa
                        "--data-file", str(tmp_path / "x.ragcov"), "--quiet")
     assert code != 0
     assert "the stored vectors were not made by" in err and "MiniLM" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_pgvector_table_another_model_made_is_refused(capsys, request: pytest.FixtureRequest, world: dict,
+                                                       tmp_path: Path) -> None:
+    """The same refusal on the real server: LlamaIndex's PGVectorStore table with each node
+    beside another node's vector."""
+    c = _cell(request, world, "llamaindex-documents-pgvector")
+    pg = request.getfixturevalue("pg")
+    with pg.connect("conformance") as con:
+        con.execute("CREATE TABLE data_moved AS SELECT id, text, metadata_, node_id, "
+                    "coalesce(lead(embedding) OVER (ORDER BY id), first_value(embedding) OVER (ORDER BY id)) "
+                    "AS embedding FROM data_app")
+    code, _, err = cli(capsys, "run", "--corpus", c["url"].replace("table=data_app", "table=data_moved"),
+                       "--queries", str(world["suite"]), "-k", str(K),
+                       "--data-file", str(tmp_path / "x.ragcov"), "--quiet")
+    assert code != 0
+    assert "the stored vectors were not made by" in err and "MiniLM" in err
+    assert pg.password not in err
     assert len(err.strip().splitlines()) == 1
 
 
@@ -265,16 +377,54 @@ def test_the_app_opens_its_own_store():
 '''
 
 
-def test_pytest_plugin_with_record(world: dict, tmp_path: Path) -> None:
-    """The pytest plugin, the store URL as corpus, ``record()`` around the app's LlamaIndex
-    retriever with the team's question ids: the same top-k, and the app's tests open its store."""
+PLUGIN_LANGCHAIN_APP = '''
+import json
+
+import pytest
+from framework_stores import close_store, langchain_store
+from helpers import langchain_embeddings
+from sentence_transformers import SentenceTransformer
+
+from ragcov.pytest_plugin import record
+
+QUESTIONS = [json.loads(line) for line in open({suite!r})]
+EMBEDDINGS = langchain_embeddings(SentenceTransformer({model!r}, device="cpu"))
+STORE = langchain_store({engine!r}, {path!r}, EMBEDDINGS)
+
+
+def make_retriever():
+    return STORE.as_retriever(search_kwargs={{"k": {k}}})
+
+
+@pytest.mark.parametrize("q", QUESTIONS, ids=[q["id"] for q in QUESTIONS])
+def test_question(q):
+    retriever = record(make_retriever(), query_id=q["id"], source="test_app:make_retriever")
+    assert len(retriever.invoke(q["query"])) == {k}
+
+
+def test_the_app_opens_its_own_store():
+    # The app lets go of its store and opens it again while ragcov has it as the corpus.
+    close_store(STORE)
+    again = langchain_store({engine!r}, {path!r}, EMBEDDINGS)
+    assert len(again.similarity_search("revenue", k=1)) == 1
+    close_store(again)
+'''
+
+
+@pytest.mark.parametrize("cell", ["llamaindex-nodes-qdrant", "langchain-documents-chroma",
+                                  "langchain-documents-milvus"])
+def test_pytest_plugin_with_record(world: dict, tmp_path: Path, cell: str) -> None:
+    """The pytest plugin, the store URL as corpus, ``record()`` around the app's LlamaIndex or
+    LangChain retriever with the team's question ids: the same top-k, and the app's tests
+    open its store. The probe rebuilding the recorded retriever is run for the first cell only."""
     import os
     import subprocess
     import sys
 
-    c = world["cells"]["llamaindex-nodes-qdrant"]
-    (tmp_path / "test_app.py").write_text(PLUGIN_APP.format(
-        suite=str(world["suite"]), path=c["path"], model=world["model"], k=K))
+    c = world["cells"][cell]
+    app = PLUGIN_APP if cell.startswith("llamaindex") else PLUGIN_LANGCHAIN_APP
+    (tmp_path / "test_app.py").write_text(app.format(
+        suite=str(world["suite"]), path=c["path"], model=world["model"], k=K, engine=c["engine"]))
     tests = str(Path(__file__).resolve().parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run(
@@ -285,6 +435,9 @@ def test_pytest_plugin_with_record(world: dict, tmp_path: Path) -> None:
     m = CoverageData(tmp_path / ".ragcov").matrix()
     rows = {qid: [m.chunk_ids[x] for x in m.retrieved(i)] for i, qid in enumerate(m.query_ids)}
     assert [rows[q] for q in world["queries"]] == c["top"]  # keyed by the team's question ids
+    assert set(m.chunk_ids) == set(c["docs"])  # the app's chunk ids
+    if cell != "llamaindex-nodes-qdrant":
+        return
     # The session named its retriever's factory: the probe builds it again from the data file.
     probe = subprocess.run(
         [sys.executable, "-m", "ragcov", "probe", "--corpus", c["url"], "--sample", "4"],

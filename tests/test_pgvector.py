@@ -328,3 +328,34 @@ def test_langchain_postgres_pgvector_is_read_and_searched_as_it_searches(pg, fin
         qv = embeddings.embed_query(question)
         expected = [d.id for d in app.similarity_search_by_vector(qv, k=K)]
         assert [cid for cid, _ in corpus.store.search([qv], K)[0]] == expected
+
+
+def test_llamaindex_pgvectorstore_table_is_read_with_its_node_ids(pg, finqa: dict) -> None:
+    """LlamaIndex's ``PGVectorStore`` keeps its nodes in ``data_<name>`` (``id`` a serial number,
+    ``node_id``, ``text``, ``metadata_``, ``embedding``): ``?table=data_<name>`` alone reads
+    the node ids its retriever returns, their documents and text, and searches as it does."""
+    pytest.importorskip("llama_index.vector_stores.postgres")
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+    from llama_index.core.vector_stores.types import VectorStoreQuery
+    from llama_index.vector_stores.postgres import PGVectorStore
+
+    pg.create_database("li_pg")
+    rng = np.random.default_rng(11)
+    nodes = [TextNode(id_=str(uuid.uuid5(uuid.NAMESPACE_URL, cid)), text=text, metadata={"page": i},
+                      embedding=rng.normal(size=DIM).tolist(),
+                      relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc)})
+             for i, (cid, text, doc) in enumerate(zip(finqa["ids"], finqa["texts"], finqa["docs"]))]
+    app = PGVectorStore.from_params(connection_string=pg.url("li_pg", scheme="postgresql+psycopg"),
+                                    async_connection_string=pg.url("li_pg", scheme="postgresql+psycopg"),
+                                    table_name="app", embed_dim=DIM)
+    app.add(nodes)
+    corpus = load_corpus(pg.url("li_pg", "table=data_app"))
+    by_id = {c.id: c for c in corpus}
+    assert sorted(by_id) == sorted(n.node_id for n in nodes)  # node_id, not the serial id
+    assert [by_id[n.node_id].doc_id for n in nodes] == finqa["docs"]  # the node's source document
+    assert [by_id[n.node_id].text for n in nodes] == finqa["texts"]
+    assert by_id[nodes[3].node_id].metadata["page"] == 3  # metadata_ is the metadata
+    for qv in rng.normal(size=(5, DIM)):
+        expected = app.query(VectorStoreQuery(query_embedding=qv.tolist(), similarity_top_k=K)).ids
+        assert [cid for cid, _ in corpus.store.search([qv.tolist()], K)[0]] == expected
+    app.client.dispose()

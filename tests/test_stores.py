@@ -134,6 +134,33 @@ def test_milvus_lite(capsys, sample: dict, tmp_path: Path) -> None:
     check(covered, ids, expected, len(sample["ids"]))
 
 
+def test_milvus_primary_key_by_its_own_name(tmp_path: Path) -> None:
+    """langchain-milvus names its primary key ``pk`` (an auto id), not ``id``: the store's
+    search answers with those keys, in Milvus's own order."""
+    from pymilvus import DataType, MilvusClient
+
+    path = tmp_path / "langchain.db"
+    client = MilvusClient(uri=str(path))
+    schema = client.create_schema(auto_id=True)
+    schema.add_field("text", DataType.VARCHAR, max_length=200)
+    schema.add_field("pk", DataType.INT64, is_primary=True, auto_id=True)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=3)
+    schema.add_field("source", DataType.VARCHAR, max_length=200)
+    index = client.prepare_index_params()
+    index.add_index("vector", index_type="FLAT", metric_type="L2")
+    client.create_collection("app", schema=schema, index_params=index)
+    rows = [{"text": f"chunk {i}", "vector": [1.0, float(i), 0.5], "source": f"doc{i // 2}"}
+            for i in range(5)]
+    pks = [str(pk) for pk in client.insert("app", rows)["ids"]]
+    expected = [[str(hit["pk"]) for hit in hits]
+                for hits in client.search("app", data=[[1.0, 3.2, 0.5]], limit=3, output_fields=["pk"])]
+    client.close()
+    corpus = load_corpus(f"milvus://{path}?collection=app")
+    assert sorted(corpus.ids) == sorted(pks)
+    assert {c.text: c.doc_id for c in corpus} == {f"chunk {i}": f"doc{i // 2}" for i in range(5)}
+    assert [[cid for cid, _ in ranked] for ranked in corpus.store.search([[1.0, 3.2, 0.5]], 3)] == expected
+
+
 def langchain_faiss(sample: dict, folder: Path):
     from langchain_community.embeddings import HuggingFaceEmbeddings
     from langchain_community.vectorstores import FAISS

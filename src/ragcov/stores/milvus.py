@@ -107,7 +107,9 @@ class MilvusStore:
         reply = self.client.search(self.name, data=[list(v) for v in vectors], limit=k,
                                    anns_field=self.vector, output_fields=[self.pk])
         sign = 1.0 if self.metric in SIMILARITIES else -1.0
-        return [[(str(hit["id"]), sign * float(hit["distance"])) for hit in hits] for hits in reply]
+        # A hit is keyed by the primary key's own name (``pk`` where langchain-milvus made the
+        # collection), not always ``id``.
+        return [[(str(hit[self.pk]), sign * float(hit["distance"])) for hit in hits] for hits in reply]
 
     def describe(self) -> dict[str, Any]:
         return {"store": "milvus", "collection": self.name, "metric": self.metric}

@@ -9,8 +9,9 @@ class keeps the caller's id in ``custom_id``) beside ``langchain_pg_collection``
 ``table``       the table (``schema.table`` for another schema); default ``langchain_pg_embedding``
 ``text``        the chunk text column; default ``document``, else page_content/text/content/chunk
 ``id``          the chunk id column; default ``id``, else ``custom_id``, else ``uuid``
+                (``node_id`` in LlamaIndex's ``data_<name>`` table, beside ``metadata_``)
 ``vector``      the vector column; default ``embedding``, else the table's only vector column
-``metadata``    a JSON column of metadata; default ``cmetadata`` or ``metadata``, else the
+``metadata``    a JSON column of metadata; default ``cmetadata``, ``metadata`` or ``metadata_``, else the
                 table's other columns are the metadata
 ``doc``         the column (or metadata key) naming a chunk's document
 ``collection``  a LangChain collection by name, when the table has ``collection_id``
@@ -50,7 +51,10 @@ COLLECTION_TABLE = "langchain_pg_collection"
 OPTIONS = ("table", "text", "id", "vector", "metadata", "doc", "collection", "distance")
 TEXT_COLUMNS = ("document", *TEXT_KEYS)
 ID_COLUMNS = ("id", "custom_id", "uuid")
-METADATA_COLUMNS = ("cmetadata", "metadata")
+METADATA_COLUMNS = ("cmetadata", "metadata", "metadata_")
+# LlamaIndex's PGVectorStore table (``data_<table_name>``): ``id`` is a serial number the
+# app never sees; the node id LlamaIndex's retriever returns is ``node_id``.
+LLAMAINDEX_COLUMNS = ("node_id", "metadata_")
 VECTOR_TYPES = ("vector", "halfvec")
 # LangChain's DistanceStrategy names, and pgvector's operator for each.
 DISTANCES = {"cosine": "<=>", "l2": "<->", "euclidean": "<->", "inner": "<#>", "ip": "<#>",
@@ -173,7 +177,8 @@ class PgVectorStore:
                               "not a pgvector vector or halfvec")
         self.vector_type = types[self.vector]
         self.text = pick("text", TEXT_COLUMNS, "text")
-        self.id = pick("id", ID_COLUMNS, "id")
+        llamaindex = all(c in types for c in LLAMAINDEX_COLUMNS)
+        self.id = pick("id", ("node_id", *ID_COLUMNS) if llamaindex else ID_COLUMNS, "id")
         meta = url.param("metadata") or next((c for c in METADATA_COLUMNS if c in types), None)
         if meta and meta not in types:
             raise RagcovError(f"{self.url}: table {table} has no column {meta!r} "
