@@ -60,7 +60,8 @@ def _json(scoped: Any, options: dict[str, Any]) -> str:
         doc["drift"] = drift_json(scoped.drift)
     if options.get("correctness") is not None:  # report --qrels: the labels' hit rate
         doc["correctness"] = options["correctness"].as_dict()
-    return json_text(doc, indent=2 if options.get("pretty", True) else None)
+    # "chunks" holds ids, counts and query ids only: written by orjson (json_text says why).
+    return json_text(doc, indent=2 if options.get("pretty", True) else None, plain=("chunks",))
 
 
 def _cobertura(scoped: Any, options: dict[str, Any]) -> str:
