@@ -1,18 +1,22 @@
-"""The one door: every command and the pytest plugin do their work through this module.
+"""ragcov's public API: one verb for each thing a user asks, documented in docs/api.md.
 
-One verb per command: ``run`` (``ragcov run``, from paths and names) over ``measure``
-(objects), ``index``, ``record_traces`` (import), ``report`` (the scoped data file
-every reporter reads: report, json, xml, lcov, badge, html), ``combine``, ``erase``,
-``select_tests`` (select), ``find_faults`` (faults), ``write_html`` (html),
-``generate_questions`` (generate) over ``generate``, ``probe_corpus`` (probe) over
-``probe``, ``coverage_diff`` (diff) and ``traffic_gap`` (gap). The CLI parses options,
-calls one of these and prints what it returns; ``import ragcov`` offers the same verbs.
+The command line and the pytest plugin parse and print; the work is done here. ``run``
+(``ragcov run``, from paths and names) over ``measure`` (loaded objects), ``index``,
+``record_traces`` (import), ``report`` (the scoped data file every reporter reads),
+``combine``, ``erase``, ``select_tests``, ``find_faults``, ``write_html``,
+``generate_questions`` over ``generate``, ``probe_corpus`` over ``probe``,
+``audit_reachability``, ``coverage_diff``, ``traffic_gap``, ``check_qrels``,
+``corpus_drift``, ``fit_topics`` and ``topic_coverage``; with the loaders and factories
+that build their arguments. :data:`__all__` is the whole public surface; ``import ragcov``
+offers the same verbs.
 
-The loaders and factories a caller needs to build the verbs' arguments
-(``load_corpus``, ``make_retriever``, ``make_generator`` ...) are reached through
-this module too, as plain functions that import their stack on first use: the one
-documented place where the CLI's light commands (``report``, the CI formats) avoid
-loading a retriever's, a store's or a generator's stack.
+Apart from this page: the settings of a run and a probe run and the rules they apply
+(:mod:`ragcov.api.settings`), the steps the verbs are made of (:mod:`ragcov.api.steps`),
+and what only the command line uses, its checks and gates (:mod:`ragcov.api.cli_support`).
+
+Light at import: ``ragcov report --format total`` takes only the few names of
+``_LIGHT``; taking any other loads the verbs' modules (numpy under them) first, see
+``_DEFERRED`` and ``_Door`` below.
 """
 
 from __future__ import annotations
@@ -23,108 +27,60 @@ import math
 import os
 import sys
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# What `ragcov report --format total` and a gate read from the data file's kept totals use
-# (and the exceptions verbs catch): loaded with the module. numpy is not among them.
-from ragcov.config import scope_settings
+from ragcov.api.settings import ProbeSettings, RunSettings
 from ragcov.data import DEFAULT_DATA_FILE, CoverageData
-from ragcov.data.datafile import INDEX_RECALL
-from ragcov.data.schema import NoDataFile, check_compatible
 from ragcov.errors import RagcovError
-from ragcov.files import cache_dir, load_json
+from ragcov.scope import ReportScope
 
-# Reached by the CLI and the pytest plugin through this door (explicit re-exports): what
-# formats a number, what guards an output, and the names of strategies and settings.
-from ragcov.overwrite import check_outputs as check_outputs
-from ragcov.overwrite import to_stdout as to_stdout
-from ragcov.scope import ReportScope, load_scoped
-from ragcov.summary import ceiling_text as ceiling_text
-from ragcov.summary import ceiling_warning as ceiling_warning
-from ragcov.summary import display_percent as display_percent
-from ragcov.summary import fail_under_failure
-from ragcov.summary import summarize as summarize
-from ragcov.summary import workload_warning as workload_warning
+__all__ = [
+    # what the verbs take: loaders, factories, the types they return
+    "load_corpus", "load_suite", "make_retriever", "wrap", "make_generator", "Corpus", "Suite",
+    "CoverageMatrix", "CoverageData", "ReportScope", "RagcovError", "DEFAULT_DATA_FILE",
+    # recording a run
+    "measure", "run", "RunSettings", "RunResult", "index", "Indexed", "record_traces",
+    "Recorded", "record_retrievals", "record_outcomes", "combine", "erase",
+    # reading what was recorded
+    "report", "configured_scope", "correctness", "audit_reachability", "select_tests",
+    "find_faults", "FoundFaults", "write_html", "coverage_diff", "traffic_gap", "check_qrels",
+    # probing, generating, drift, topics
+    "probe", "ProbeRun", "probe_corpus", "ProbeSettings", "CorpusProbed",
+    "generate", "generate_questions", "topic_targets",
+    "corpus_drift", "DriftRun", "drift_summary", "write_drift_html",
+    "fit_topics", "topic_coverage",
+]
 
-# The verbs' own modules (corpus, retrieval, matrix, probes, selection ...; numpy under
-# most of them) load the first time a caller takes any other name from this module
-# (`api.measure`, `from ragcov.api import load_corpus`): see _DEFERRED and _Door below.
+# The public names whose modules bring numpy load the first time a caller takes any name
+# but the light ones (`api.measure`, `from ragcov.api import load_corpus`): see _Door.
 if TYPE_CHECKING:
     from ragcov.compare.diff import CoverageDiff
     from ragcov.compare.gap import TrafficGap
     from ragcov.corpus import Corpus, load_corpus
-    from ragcov.data.columns import chunk_hashes, chunk_positions
-    from ragcov.data.probes import (
-        ProbeRow,
-        append_probes,
-        chunk_details,
-        probe_texts,
-        read_probes,
-        recorded_probe_ids,
-    )
-    from ragcov.data.shards import combine_shards, shard_path
-    from ragcov.data.shards import erase as erase_files
     from ragcov.failures import Failures
     from ragcov.faults import FaultReport
     from ragcov.generation.loop_types import GenerationSummary, LoopConfig
     from ragcov.matrix import CoverageMatrix
-    from ragcov.metrics import duplicate_groups as duplicate_groups
-    from ragcov.metrics import redundant_tests as redundant_tests
-    from ragcov.progress import progress_bar, status
-    from ragcov.qrels import load_qrels
-    from ragcov.reachability.audit import audit, lost_gold
-    from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
-    from ragcov.reporters.table import approximate_index_note
-    from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
-    from ragcov.retrievers.twins import MatchCounts as MatchCounts
-    from ragcov.retrievers.twins import record_matching, resolver_counts
-    from ragcov.selection import ALL_STRATEGIES as ALL_STRATEGIES
-    from ragcov.selection import DEFAULT_AFTER_SATURATION, order_document
     from ragcov.suite import Suite, load_suite
     from ragcov.traces import ImportResult
 
-# name -> (module, attribute): the imports above that run (tests/test_api_lazy.py checks the
-# two lists agree). Type-only names (CoverageDiff, ImportResult ...) are not loaded.
+# name -> (module, attribute): the imports above that run (tests/test_gate_totals.py checks
+# the two lists agree). Type-only names (CoverageDiff, ImportResult ...) are not loaded.
 _DEFERRED: dict[str, tuple[str, str]] = {
     "Corpus": ("ragcov.corpus", "Corpus"), "load_corpus": ("ragcov.corpus", "load_corpus"),
-    "chunk_hashes": ("ragcov.data.columns", "chunk_hashes"),
-    "chunk_positions": ("ragcov.data.columns", "chunk_positions"),
-    **{name: ("ragcov.data.probes", name) for name in (
-        "ProbeRow", "append_probes", "chunk_details", "probe_texts", "read_probes",
-        "recorded_probe_ids")},
-    "combine_shards": ("ragcov.data.shards", "combine_shards"),
-    "shard_path": ("ragcov.data.shards", "shard_path"),
-    "erase_files": ("ragcov.data.shards", "erase"),
     "CoverageMatrix": ("ragcov.matrix", "CoverageMatrix"),
-    "duplicate_groups": ("ragcov.metrics", "duplicate_groups"),
-    "redundant_tests": ("ragcov.metrics", "redundant_tests"),
-    "progress_bar": ("ragcov.progress", "progress_bar"), "status": ("ragcov.progress", "status"),
-    "load_qrels": ("ragcov.qrels", "load_qrels"),
-    "audit": ("ragcov.reachability.audit", "audit"),
-    "lost_gold": ("ragcov.reachability.audit", "lost_gold"),
-    **{name: ("ragcov.reachability.selfquery", name) for name in (
-        "LLM", "NONE", "build_probes", "choose_chunks", "probe_id")},
-    "approximate_index_note": ("ragcov.reporters.table", "approximate_index_note"),
-    **{name: ("ragcov.retrieval", name) for name in (
-        "Run", "run_retriever", "validate_k", "warn_if_k_takes_the_corpus")},
-    **{name: ("ragcov.retrievers.twins", name) for name in (
-        "MatchCounts", "record_matching", "resolver_counts")},
-    **{name: ("ragcov.selection", name) for name in (
-        "ALL_STRATEGIES", "DEFAULT_AFTER_SATURATION", "order_document")},
     "Suite": ("ragcov.suite", "Suite"), "load_suite": ("ragcov.suite", "load_suite"),
 }
 
-# The names a caller may take without loading the verbs' modules: the total and its gate
-# (``report --format total``, ``--fail-under``) and what the CLI's options are declared with.
+# The names a caller may take without loading the verbs' modules: what the CLI's options
+# are declared with, the plugin's configured scope, and this package's own modules.
 _LIGHT = frozenset({
-    "DEFAULT_DATA_FILE", "CoverageData", "INDEX_RECALL", "NoDataFile", "RagcovError",
-    "ReportScope", "check_outputs", "to_stdout", "ceiling_text", "ceiling_warning",
-    "display_percent", "summarize", "workload_warning", "fail_under_message", "gate_total",
-    "configured_scope", "configured_run", "one_read", "load_scoped", "check_compatible",
+    "DEFAULT_DATA_FILE", "CoverageData", "RagcovError", "ReportScope", "RunSettings", "ProbeSettings",
+    "configured_scope", "cli_support", "settings", "steps",
 })
 
 
@@ -167,6 +123,11 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     With ``data_file`` the run is recorded there; with ``append`` only queries not
     already in the file are retrieved, and the matrix covers the whole file.
     """
+    from ragcov.api.steps import CHECKPOINT, append_in_parts, first_stage_recorder, record_first_stage
+    from ragcov.data.datafile import INDEX_RECALL
+    from ragcov.retrieval import Run, run_retriever, validate_k, warn_if_k_takes_the_corpus
+    from ragcov.retrievers.twins import record_matching, resolver_counts
+
     validate_k(k)
     if len(suite) == 0:
         raise RagcovError("the suite is empty (no queries)")
@@ -179,12 +140,12 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     elif data is not None:
         data.check_destination()
     run = Run(k=k, retriever=retriever.fingerprint(), source=getattr(suite, "source", None))
-    staged = _first_stage_recorder(retriever, corpus, k) if data is not None else None
+    staged = first_stage_recorder(retriever, corpus, k) if data is not None else None
     if data is not None and append and len(todo) > CHECKPOINT:
         # An append commits as it goes: an hour of a slow retriever interrupted at its last
         # query keeps every part before it, and the rerun retrieves only what is missing.
-        _append_in_parts(data, corpus, suite, staged or retriever, todo, k, batch_size, progress,
-                         run)
+        append_in_parts(data, corpus, suite, staged or retriever, todo, k, batch_size, progress,
+                        run)
     else:
         if todo:
             run_retriever(staged or retriever, todo, k, batch_size=batch_size, progress=progress,
@@ -194,7 +155,7 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
         # The suite's own questions: any that ``ragcov generate`` wrote are accepted now.
         data.write(corpus, run, append=append, accept=[q.id for q in suite])
     if staged is not None:
-        _record_first_stage(data, staged, [qid for qid, _ in todo], corpus, k, run.retriever)
+        record_first_stage(data, staged, [qid for qid, _ in todo], corpus, k, run.retriever)
 
     record_matching(data, resolver_counts(retriever), append)
     if getattr(retriever, "placement", None) is not None:  # where it embedded (x:hardware)
@@ -204,56 +165,6 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
         data.annotate(INDEX_RECALL, retriever.measure_recall(suite.texts, k=k))
     return data.suite_matrix()
-
-
-# Queries an ``--append`` retrieves between two commits.
-CHECKPOINT = 256
-
-
-def _append_in_parts(data: CoverageData, corpus: Corpus, suite: Suite, retriever: Any,
-                     todo: list[tuple[str, str]], k: int, batch_size: int, progress: bool,
-                     run: Run) -> None:
-    """Retrieve and commit ``todo`` in parts of :data:`CHECKPOINT` queries (one transaction
-    each), under one progress bar; ``run`` collects every part (the depth warning's)."""
-    from ragcov.retrieval import warn_if_short
-
-    with progress_bar("Retrieving", total=len(todo), enabled=progress) as advance:
-        for start in range(0, len(todo), CHECKPOINT):
-            part = todo[start:start + CHECKPOINT]
-            piece = Run(k=k, retriever=run.retriever, source=run.source)
-            run_retriever(retriever, part, k, batch_size=batch_size, progress=False, run=piece,
-                          corpus=corpus, warn_short=False)
-            data.write(corpus, piece, append=True,
-                       accept=[q.id for q in suite] if start == 0 else ())
-            for qid in piece.queries:
-                run.add(qid, piece.queries[qid], piece.results.get(qid, []))
-            advance(len(part))
-    warn_if_short(run, [qid for qid, _ in todo], len(corpus))
-
-
-def _first_stage_recorder(retriever: Any, corpus: Corpus, k: int) -> Any:
-    """With a reranking stage, the retriever that also keeps each test's first-stage
-    candidates (what the reranker was given); None without one."""
-    from ragcov.reachability.exact_check import CheckSettings, StageRecorder
-    from ragcov.retrievers.exact import first_stage
-
-    if first_stage(retriever) is retriever:
-        return None
-    depth = int(getattr(retriever, "depth", k))
-    return StageRecorder(retriever, corpus, CheckSettings(None, depth, k, lexical=True))
-
-
-def _record_first_stage(data: CoverageData, staged: Any, ids: list[str], corpus: Corpus, k: int,
-                        fingerprint: dict[str, Any]) -> None:
-    from ragcov.data.schema import read_meta
-    from ragcov.data.stages import TEST, record_rows
-
-    def same_run(con: Any) -> None:
-        check_compatible(read_meta(con, data.path), k, corpus.hash, fingerprint, str(data.path),
-                         "this run")
-
-    record_rows(data, TEST, staged.take(ids), same_run)
-    _record_rerank(data, fingerprint)
 
 
 @dataclass
@@ -284,6 +195,9 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
     (``scheduler``, or a LocalCluster of ``workers`` processes). The data file is
     the same either way.
     """
+    from ragcov.api.steps import record_traced_first_stage
+    from ragcov.data.schema import NoDataFile
+    from ragcov.retrievers.twins import record_matching
     from ragcov.traces.records import cyclic_gc_paused
 
     if engine not in ("local", "dask"):
@@ -314,42 +228,8 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
 
     record_matching(data, result.matching, append)
     if engine == "local":
-        _record_traced_first_stage(data, path, fmt, corpus, result)
+        record_traced_first_stage(data, path, fmt, corpus, result)
     return Recorded(result, added, data)
-
-
-def _record_traced_first_stage(data: CoverageData, path: str | os.PathLike[str], fmt: str,
-                               corpus: Corpus, result: Any) -> None:
-    """The first stage of traced queries that went through a reranker (their RERANKER
-    spans' input documents), kept beside the final lists: per test, first-stage coverage
-    beside final coverage, and the chunks the reranker drops."""
-    from ragcov.data.schema import read_meta
-    from ragcov.data.stages import TEST, StageRow, record_rows, write_meta
-    from ragcov.traces.importer import first_stage_lists
-
-    lists = first_stage_lists(path, result.format or fmt.lower(), corpus)
-    if not lists:
-        return
-    where = corpus.positions
-    rows = [StageRow(qid, [(where[c], s) for c, s in ranked])
-            for qid, ranked in lists.items() if qid in result.run.results]
-    meta = data.meta()
-
-    def same_file(con: Any) -> None:
-        check_compatible(read_meta(con, data.path), meta.k, corpus.hash, meta.retriever,
-                         str(data.path), "this import")
-
-    record_rows(data, TEST, rows, same_file)
-    write_meta(data, "rerank", {"reranker": "traces", "name": f"{Path(path).name} (RERANKER spans)",
-                                "depth": max((len(r) for r in lists.values()), default=0)})
-
-
-def check_seed(seed: int) -> int:
-    """Seeds are whole numbers from 0, as numpy's generators take them; refused before any
-    work, in the user's words, instead of a numpy traceback after the corpus is embedded."""
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise RagcovError(f"--seed must be a whole number of at least 0, got {seed!r}")
-    return seed
 
 
 def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
@@ -364,6 +244,10 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
     (all three dropped before the order file is written); ``"tests"`` (kept) the pytest
     node ids that asked them.
     """
+    from ragcov.api.settings import check_seed
+    from ragcov.api.steps import selected_records
+    from ragcov.data.columns import chunk_positions
+    from ragcov.selection import DEFAULT_AFTER_SATURATION, order_document
 
     check_seed(seed)
     if repeats < 1:
@@ -396,39 +280,6 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
     return doc
 
 
-def selected_records(data_file: str | os.PathLike[str], m: Any, order: Sequence[str],
-                     unread: list[str] | None = None) -> list[dict[str, Any]]:
-    """The selected questions as the files they were recorded from hold them: every field
-    (gold labels such as ``doc_id``, the file's own key names). A question no recorded
-    file still holds with the same text (recorded by the pytest plugin, generated, a file
-    moved or edited since) is written as ``{"id", "text"}``, with ``test`` when a pytest
-    test asked it. Recorded files that cannot be read again are added to ``unread``, so
-    the caller can say whose fields were not kept."""
-    from ragcov.data.datafile import QUERY_SOURCES
-
-    texts = dict(zip(m.query_ids, m.query_texts))
-    tests = dict(zip(m.query_ids, m.query_context))
-    originals: dict[str, dict[str, Any]] = {}
-    for source in CoverageData(data_file).annotation(QUERY_SOURCES) or []:
-        try:
-            suite = load_suite(source)
-        except (RagcovError, OSError):
-            # Moved or broken since: its questions fall back to id and text, said by the caller.
-            if unread is not None:
-                unread.append(str(source))
-            continue
-        for q in suite:
-            if q.record is not None and texts.get(q.id) == q.text:
-                originals.setdefault(q.id, q.record)
-    out = []
-    for qid in order:
-        record = dict(originals.get(qid) or {"id": qid, "text": texts[qid]})
-        if tests.get(qid) and "test" not in record:
-            record["test"] = tests[qid]
-        out.append(record)
-    return out
-
-
 def write_html(data_file: Any, directory: str | os.PathLike[str],
                orders: Sequence[str | os.PathLike[str]] = (), greedy: bool = True,
                title: str = "Chunk coverage report", precision: int = 0,
@@ -440,8 +291,9 @@ def write_html(data_file: Any, directory: str | os.PathLike[str],
     numbers the site shows, not a second read that an append in between could change.
     ``topics`` (what :func:`topic_coverage` returned) adds the topic page.
     """
+    from ragcov.files import load_json
     from ragcov.reporters.html import curve_from_order_file, greedy_curve, html_report, recorded_curve
-    from ragcov.scope import Scoped
+    from ragcov.scope import Scoped, load_scoped
 
     scoped = data_file if isinstance(data_file, Scoped) else load_scoped(data_file, scope)
     m = scoped.matrix
@@ -480,8 +332,10 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
     """
     # Fault clustering loads scipy's graph and linear algebra: only this verb pays for it.
     from ragcov.apfd import load_order, order_names
+    from ragcov.data.datafile import OUTCOMES, QUERY_TESTS
     from ragcov.failures import label_failures, load_scores, outcome_failures, score_failures
     from ragcov.faults import analyse
+    from ragcov.qrels import load_qrels
 
     if qrels is not None and scores is not None:
         raise RagcovError("give either --qrels or --scores (with --metric), not both")
@@ -533,11 +387,18 @@ def generate_questions(corpus: str | os.PathLike[str], output: str | os.PathLike
     report; ``topic``: a topic's untested chunks), the generator and the retriever built,
     and :func:`generate` run. ``notify`` gets the lines a run always shows, ``warn`` the
     warnings (None: quiet)."""
+    from ragcov.api.settings import chunk_ids_of, recorded_choice
+    from ragcov.generation.loop_types import LoopConfig
+    from ragcov.generation.targets import gap_targets
+    from ragcov.overwrite import check_outputs
+    from ragcov.retrieval import validate_k
+    from ragcov.retrievers.store import store_run_line
+
     say, caution = notify or (lambda line: None), warn or (lambda line: None)
     validate_k(k)
     chosen = dict(retriever or {})
     llm = dict(generator or {})
-    config = loop_config(**(loop or {}))
+    config = LoopConfig(**(loop or {}))
     config.check()
     if targets is not None and topic is not None:
         raise RagcovError("--targets and --topic both choose the chunks to aim at: give one")
@@ -582,19 +443,24 @@ def generate_questions(corpus: str | os.PathLike[str], output: str | os.PathLike
 
 def generate(corpus: Corpus, retriever: Any, generator: Any, k: int,
              output: str | os.PathLike[str], data_file: str | os.PathLike[str],
-             config: LoopConfig, seed_suite: Suite | None = None,
+             config: LoopConfig | dict[str, Any], seed_suite: Suite | None = None,
              on_step: Any = None, ragas: str | os.PathLike[str] | None = None,
              deepeval: str | os.PathLike[str] | None = None) -> GenerationSummary:
     """Write new test questions aimed at uncovered chunks (``ragcov generate``); resumable.
 
     Each question is checked against ``retriever`` and recorded in ``data_file``; the
     suite goes to ``output`` (JSON lines with provenance) and, when asked, also as a
-    RAGAS test set and DeepEval goldens.
+    RAGAS test set and DeepEval goldens. ``config`` is a
+    :class:`ragcov.generation.LoopConfig` or its fields as a dict (``{"budget": 20}``).
     """
     from ragcov.generation.export import write_deepeval, write_ragas
     from ragcov.generation.loop import run_generation
+    from ragcov.generation.loop_types import LoopConfig
+    from ragcov.retrieval import validate_k
 
     validate_k(k)
+    if not isinstance(config, LoopConfig):
+        config = LoopConfig(**config)
     config.check()
     summary = run_generation(corpus, retriever, generator, k, Path(output), Path(data_file),
                              config, seed_suite=seed_suite, on_step=on_step)
@@ -609,24 +475,12 @@ def coverage_diff(base: str | os.PathLike[str], head: str | os.PathLike[str],
                   allow_different_k: bool = False,
                   allow_different_retriever: bool = False, match: str = "id") -> CoverageDiff:
     """What changed between two recordings (``ragcov diff``); queries paired by ``match``."""
-
+    from ragcov.api.steps import diff_topics
     from ragcov.compare.diff import coverage_diff as diff  # only diff pays for its import
 
     d = diff(base, head, allow_different_k, allow_different_retriever, match)
-    d.topics = _topic_diff(d)
+    d.topics = diff_topics(d)
     return d
-
-
-def _topic_diff(d: CoverageDiff) -> Any:
-    """Per-topic change, from HEAD's topics (else BASE's) when they are of its own corpus."""
-    from ragcov.data.topics import read_topics
-    from ragcov.topics.coverage import topic_diff
-
-    for side, rec in (("head", d.head), ("base", d.base)):
-        stored = read_topics(CoverageData(rec.path))
-        if stored is not None and stored.corpus_hash == rec.meta.corpus_hash:
-            return topic_diff(d, stored, side)
-    return None
 
 
 def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],
@@ -685,8 +539,12 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     get it now. ``notify`` receives the one line saying what the check compares, or why
     it was skipped.
     """
-    from ragcov.data.schema import read_meta
+    from ragcov.api.settings import check_seed, require_recorded_run
+    from ragcov.api.steps import llm_probe, record_rerank
+    from ragcov.data.probes import ProbeRow, append_probes, recorded_probe_ids
+    from ragcov.data.schema import check_compatible, read_meta
     from ragcov.data.stages import probe_rows_writer
+    from ragcov.progress import progress_bar
     from ragcov.reachability.exact_check import (
         StageRecorder,
         check_pending,
@@ -694,10 +552,12 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
         pending_work,
         record_settings,
     )
+    from ragcov.reachability.selfquery import LLM, NONE, build_probes, choose_chunks, probe_id
+    from ragcov.retrieval import run_retriever
 
     check_seed(seed)
     data = CoverageData(data_file)
-    _require_recorded_run(data)
+    require_recorded_run(data)
     meta = data.meta()
     fingerprint = retriever.fingerprint()
     check_compatible(meta, meta.k, corpus.hash, fingerprint, str(data.path), "this probe run")
@@ -718,7 +578,7 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     recorder = StageRecorder(retriever, corpus, settings) if settings is not None else None
     if settings is not None:
         record_settings(data, settings)
-        _record_rerank(data, fingerprint)
+        record_rerank(data, fingerprint)
         line = settings.line()
         if line and notify is not None:
             notify(line)
@@ -766,7 +626,7 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
         step = max(1, batch_size // 32)  # LLM calls are slow: commit what they wrote often
         for start in range(0, len(asks), step):
             part = asks[start:start + step]
-            added += record([_llm_probe(generator, texts, ids, r, seed) for r in part])
+            added += record([llm_probe(generator, texts, ids, r, seed) for r in part])
             advance(len(part))
     if work and settings is not None and settings.vectors is not None:
         with progress_bar("Exact check", total=sum(map(len, work.values())),
@@ -784,87 +644,6 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
                     reachability=audit_reachability(data_file), checked=late)
 
 
-@dataclass(frozen=True)
-class ProbeSettings:
-    """The settings of one ``ragcov probe``, checked once where the command enters.
-
-    As :class:`RunSettings` does for a run: the retriever, model, backend, precision and
-    reranker not given are taken from the recorded run (probes must go through the
-    suite's own pipeline), and everything a probe can be refused for (seed, gates,
-    hardware, index and reranker settings, the labels file) is refused here, before the
-    corpus is read or a model loaded. ``from_data_file`` says the retriever was taken
-    from the data file, so the caller can name it.
-    """
-
-    corpus: str | os.PathLike[str]
-    data_file: Path
-    retriever: str
-    from_data_file: bool = False
-    model: str | None = None
-    backend: str | None = None
-    index: str = "flat"
-    index_options: tuple[tuple[str, Any], ...] = ()
-    device: str | None = "auto"
-    dtype: str | None = "auto"
-    rerank: str | None = None
-    rerank_depth: int | None = None
-    chunk_size: int = 1000
-    chunk_overlap: int = 100
-    split: bool = False
-    doc_key: str | None = None
-    id_key: str | None = None
-    sample: int | None = None
-    include: tuple[str, ...] = ()
-    omit: tuple[str, ...] = ()
-    seed: int = 0
-    exact: bool = True
-    generator: str | None = None
-    generator_options: tuple[tuple[str, Any], ...] = ()
-    labels: Any = None  # the --qrels file's labels, read (and refused if malformed) here
-    engine: str = "local"  # or "dask": the self-queries retrieved on a Dask cluster
-    scheduler: str | None = None
-    workers: int | None = None
-
-    @classmethod
-    def checked(cls, corpus: str | os.PathLike[str],
-                data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE,
-                retriever: str | None = None, model: str | None = None,
-                backend: str | None = None, index: str = "flat", hnsw_m: int | None = None,
-                hnsw_ef_search: int | None = None, device: str | None = "auto",
-                dtype: str | None = "auto", rerank: str | None = None,
-                rerank_depth: int | None = None, qrels: str | os.PathLike[str] | None = None,
-                qrels_level: str | None = None, min_index_recall: float | None = None,
-                max_index_hidden: int | None = None, generator: str | None = None,
-                generator_options: dict[str, Any] | None = None, include: Sequence[str] = (),
-                omit: Sequence[str] = (), seed: int = 0, **options: Any) -> ProbeSettings:
-        """Every setting checked and resolved against the recorded run, once."""
-        check_seed(seed)
-        check_index_gates(min_index_recall, max_index_hidden)
-        if options.get("engine", "local") not in ("local", "dask"):
-            raise RagcovError(f"unknown --engine {options['engine']!r}: expected local or dask")
-        if options.get("workers") is not None and options["workers"] < 1:
-            raise RagcovError(f"--workers must be at least 1, got {options['workers']}")
-        # The labels are read first: a malformed line stops the command before any probe.
-        labels = read_qrels(qrels, qrels_level) if qrels is not None else None
-        fp = recorded_retriever(data_file)  # read once: retriever, precision and reranker
-        kind, model, backend = probe_settings(data_file, fp, str(corpus), retriever, model,
-                                              backend)
-        dtype = probe_dtype(fp, dtype)
-        check_hardware(kind, device, dtype, backend, model)
-        extra = index_options(kind, index, hnsw_m, hnsw_ef_search)
-        rerank, rerank_depth = probe_rerank(fp, rerank, rerank_depth)
-        check_rerank(rerank, rerank_depth, 1)
-        # No recorded run, no probe: said before a dense corpus is embedded for nothing.
-        _require_recorded_run(CoverageData(data_file))
-        return cls(corpus=corpus, data_file=Path(data_file), retriever=kind,
-                   from_data_file=retriever is None, model=model, backend=backend, index=index,
-                   index_options=tuple(extra.items()), device=device, dtype=dtype,
-                   rerank=rerank, rerank_depth=rerank_depth, include=tuple(include),
-                   omit=tuple(omit), seed=seed, generator=generator,
-                   generator_options=tuple((generator_options or {}).items()), labels=labels,
-                   **options)
-
-
 @dataclass
 class CorpusProbed:
     """What :func:`probe_corpus` did: the probe run, and lost gold where labels were given."""
@@ -877,6 +656,9 @@ def probe_corpus(settings: ProbeSettings, progress: bool = True,
                  notify: Any = None) -> CorpusProbed:
     """``ragcov probe`` from paths and names: load the corpus, build the recorded run's
     retriever (and reranker, and the LLM of ``--generator``), and :func:`probe` it."""
+    from ragcov.api.settings import chunk_ids_of, with_reranker
+    from ragcov.api.steps import lost_gold_of
+
     s = settings
     corpus = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
                          split=s.split, doc_key=s.doc_key, id_key=s.id_key,
@@ -899,35 +681,15 @@ def probe_corpus(settings: ProbeSettings, progress: bool = True,
     return CorpusProbed(done, gold)
 
 
-def _require_recorded_run(data: CoverageData) -> None:
-    if not data.exists():
-        raise RagcovError(f"{data.path}: no coverage data; probes are measured against a "
-                          "recorded run (run `ragcov run` first, with the same retriever)")
-
-
-def _record_rerank(data: CoverageData, fingerprint: dict[str, Any]) -> None:
-    """The reranking stage of a run or probe run, as its fingerprint names it."""
-    from ragcov.data.stages import write_meta
-
-    if fingerprint.get("rerank"):
-        write_meta(data, "rerank", fingerprint["rerank"])
-
-
-def _llm_probe(generator: Any, texts: Sequence[str], ids: Sequence[str], row: int,
-               seed: int) -> Any:
-    """One question written for the chunk at ``row``; kept (empty) when the writer gives
-    nothing usable, so a rerun does not ask again."""
-    from ragcov.generation.cleaning import clean
-
-    gen = generator.generate([texts[row]], attempt=1, seed=seed * 1_000_003 + row)
-    return ProbeRow(probe_id(ids[row], LLM), row, LLM, clean(gen.raw))
-
-
 def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> Any:
     """Every chunk's status (covered, untested, unreachable), hubs and the reachable
     denominator, from a data file's tests and probes; with ``scope`` (a
     :class:`ReportScope`, e.g. :func:`configured_scope`'s) its totals count the chunks a
     report with that scope counts, so probe and report print one set of numbers."""
+    from ragcov.data.columns import chunk_hashes
+    from ragcov.data.probes import chunk_details, probe_texts, read_probes
+    from ragcov.reachability.audit import audit
+    from ragcov.scope import load_scoped
 
     if scope is not None:
         return load_scoped(data_file, scope).reachability
@@ -942,33 +704,6 @@ def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> 
         data.chunk_texts(), dict(zip(tests.chunk_ids, chunk_hashes(data.path))))
 
 
-def read_qrels(qrels: str | os.PathLike[str], level: str | None = None) -> Any:
-    """Relevance labels for ``ragcov probe --qrels``, read before any probe runs: a bad
-    file is reported at once, not after an hour of retrieval."""
-
-    if level is not None and level not in ("doc", "chunk"):
-        raise RagcovError(f"--qrels-level must be doc or chunk, got {level!r}")
-    return load_qrels(qrels, level)  # type: ignore[arg-type]
-
-
-def lost_gold_of(r: Any, labels: Any) -> dict[str, Any]:
-    """Lost gold (``ragcov probe --qrels``): relevant chunks or documents no test retrieves,
-    and those no probe retrieves either. Labels naming no chunk or document of the corpus
-    are counted in ``not_in_corpus``, never dropped silently."""
-
-    relevant = {i for items in labels.relevant.values() for i in items}
-    if labels.level == "chunk":
-        position = {cid: i for i, cid in enumerate(r.chunk_ids)}
-        out = lost_gold(r, relevant_chunks={position[c] for c in relevant if c in position})
-        known = set(position)
-    else:
-        out = lost_gold(r, relevant_docs=relevant)
-        known = {str(d) for d in r.doc_ids}
-    out["level"] = labels.level
-    out["not_in_corpus"] = sorted(relevant - known)
-    return out
-
-
 # --- run from paths and names (``ragcov run``, ``ragcov index``) --------------------------
 
 @dataclass
@@ -978,91 +713,6 @@ class RunResult:
     matrix: CoverageMatrix
     data_file: Path
     chunks: int
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """The settings of one recording, checked once where the command enters.
-
-    ``ragcov run`` used to hand 18 loose values down through the calls, and k, the
-    destination and "is the corpus a store" were each checked several times on the way.
-    :meth:`checked` checks everything a run can be refused for, before the corpus is read
-    or a model loaded (as scikit-learn validates an estimator's parameters once), and the
-    run reads its settings from here. ``kind`` is the retriever resolved (a store URL is
-    searched by the store unless another is named); ``destination`` the data file the run
-    writes (a new shard's name in parallel mode).
-    """
-
-    corpus: str | os.PathLike[str]
-    queries: str | os.PathLike[str]
-    kind: str
-    destination: Path
-    model: str | None = None
-    backend: str | None = None
-    k: int = 5
-    index: str = "flat"
-    append: bool = False
-    chunk_size: int = 1000
-    chunk_overlap: int = 100
-    split: bool = False
-    doc_key: str | None = None
-    documents: str | os.PathLike[str] | None = None  # whole documents, to place chunks made elsewhere
-    id_key: str | None = None
-    chunk_ids: str | None = None  # position or content; an --append: the file's own
-    engine: str = "local"
-    scheduler: str | None = None
-    partitions: int | None = None
-    device: str | None = "auto"
-    dtype: str | None = "auto"
-    # A reranking stage (--rerank, --rerank-depth) and the built-in HNSW's graph settings.
-    rerank: str | None = None
-    rerank_depth: int | None = None
-    hnsw_m: int | None = None
-    hnsw_ef_search: int | None = None
-
-    @classmethod
-    def checked(cls, corpus: str | os.PathLike[str], queries: str | os.PathLike[str],
-                retriever: str | None = None, data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE,
-                parallel_mode: bool = False, **options: Any) -> RunSettings:
-        """Every setting checked, once; a run that cannot be made is refused here."""
-        from ragcov.retrievers import default_retriever
-        from ragcov.retrievers.onnx_encoder import check_backend
-
-        validate_k(options.get("k", 5))
-        path = Path(data_file)
-        if parallel_mode:
-            if options.get("append"):
-                raise RagcovError("--append and --parallel-mode do not go together: a shard is new")
-            path = shard_path(path)
-        engine = options.get("engine", "local")
-        if engine not in ("local", "dask"):
-            raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
-        check_backend(options.get("backend"))
-        kind = default_retriever(retriever, corpus)
-        device, dtype = options.get("device", "auto"), options.get("dtype", "auto")
-        # Device and precision (ragcov.retrievers.hardware): refused now, before anything is
-        # read or written. Dask workers each resolve their own device: the spelling only here.
-        if engine == "local":
-            from ragcov.retrievers.dense import check_hardware
-
-            check_hardware(kind, device, dtype, options.get("backend"), options.get("model"))
-        else:
-            from ragcov.retrievers.hardware import check_settings
-
-            check_settings(kind, device, dtype)
-        if engine == "dask" and kind == "store":
-            raise RagcovError("--retriever store (the default for a store URL) searches the store "
-                              "from this process: use --engine local, or name another --retriever")
-        index_options(kind, options.get("index", "flat"), options.get("hnsw_m"),
-                      options.get("hnsw_ef_search"))
-        check_rerank(options.get("rerank"), options.get("rerank_depth"), options.get("k", 5))
-        if engine == "dask" and options.get("rerank") is not None:
-            raise RagcovError("--rerank runs the reranker in this process: use --engine local")
-        # Before the corpus is embedded: a destination that cannot take the run fails now.
-        CoverageData(path).check_destination()
-        if options.get("append"):
-            options["chunk_ids"] = chunk_ids_of(path, options.get("chunk_ids"), "an --append")
-        return cls(corpus=corpus, queries=queries, kind=kind, destination=path, **options)
 
 
 def run(corpus: str | os.PathLike[str] | RunSettings, queries: str | os.PathLike[str] = "",
@@ -1081,8 +731,13 @@ def run(corpus: str | os.PathLike[str] | RunSettings, queries: str | os.PathLike
 
 
 def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
+    from ragcov.api.settings import index_options, record_retriever_source, with_reranker
+    from ragcov.api.steps import say_languages
+    from ragcov.progress import status
     from ragcov.retrievers import make_retriever
+    from ragcov.retrievers.loader import is_spec
     from ragcov.retrievers.store import store_run_line
+    from ragcov.retrievers.twins import resolver_counts
 
     corpus_obj = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
                              split=s.split, doc_key=s.doc_key, documents=s.documents,
@@ -1113,14 +768,14 @@ def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
         r = with_reranker(r, corpus_obj, s.rerank, s.rerank_depth, s.k, notify=say)
     if line := store_run_line(corpus_obj, s.kind, r, s.k):
         say(line)
-    _say_languages(corpus_obj, r, say)
+    say_languages(corpus_obj, r, say)
     from ragcov.retrievers.hardware import encoder_line, precision_recall_line
 
     if progress and (line := encoder_line(r)):
         say(line)
     m = measure(corpus_obj, suite, r, k=s.k, data_file=s.destination, append=s.append,
                 progress=progress)
-    if is_retriever_spec(s.kind):
+    if is_spec(s.kind):
         record_retriever_source(s.destination, s.kind)
     if line := precision_recall_line(r, suite, s.k, CoverageData(s.destination), s.append):
         say(line)
@@ -1128,77 +783,6 @@ def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
     if twins is not None and twins.line():
         say(twins.line())
     return RunResult(m, s.destination, len(corpus_obj))
-
-
-def _say_languages(corpus: Corpus, retriever: Any, say: Any) -> None:
-    """The corpus's scripts where any is not Latin, and one warning where an English-only
-    embedding model embeds a corpus that is mostly not English."""
-    from ragcov.analyzer import script_shares
-    from ragcov.retrievers.languages import english_model_warning, scripts_line, stemmer_line
-    from ragcov.user_warnings import RetrievalWarning, warn
-
-    shares = script_shares(corpus.texts)  # read once, for the line and the warning
-    if line := scripts_line(shares):
-        say(line)
-    fp = retriever.fingerprint()
-    if line := stemmer_line(fp):
-        say(line)
-    if fp.get("kind") in ("dense", "store") and (
-            line := english_model_warning(fp.get("model"), corpus.texts, shares)):
-        warn(line, RetrievalWarning)
-
-
-def index_options(kind: str, index: str, hnsw_m: int | None, hnsw_ef_search: int | None
-                  ) -> dict[str, int]:
-    """The dense retriever's HNSW settings, refused where nothing takes them."""
-    given = {"hnsw_m": hnsw_m, "ef_search": hnsw_ef_search}
-    flags = {"hnsw_m": "--hnsw-m", "ef_search": "--hnsw-ef-search"}
-    out = {key: value for key, value in given.items() if value is not None}
-    for key, value in out.items():
-        if isinstance(value, bool) or value < 1:
-            raise RagcovError(f"{flags[key]} must be a whole number of at least 1, got {value}")
-    if out and (kind != "dense" or index != "hnsw"):
-        raise RagcovError(f"{', '.join(flags[key] for key in out)} shape the dense retriever's "
-                          "--index hnsw graph: give --retriever dense --index hnsw")
-    return out
-
-
-def check_rerank(rerank: str | None, depth: int | None, k: int) -> None:
-    """``--rerank`` and ``--rerank-depth`` go together, the depth at least k."""
-    from ragcov.retrievers.rerank import check_depth
-
-    if (rerank is None) != (depth is None):
-        raise RagcovError("--rerank MODEL and --rerank-depth N go together: the reranker orders "
-                          "the first N candidates")
-    check_depth(depth, k)
-
-
-def with_reranker(retriever: Any, corpus: Corpus, rerank: str, depth: int | None, k: int,
-                  notify: Any = None) -> Any:
-    """``retriever`` as the first stage of a reranked pipeline (``--rerank``)."""
-    from ragcov.retrievers.rerank import RerankedRetriever, make_reranker
-
-    check_rerank(rerank, depth, k)
-    assert depth is not None
-    reranker = make_reranker(rerank)
-    if notify is not None and not getattr(reranker, "trained_head", True):
-        notify(f"ragcov: reranker {rerank}: its checkpoint has no trained classification head; "
-               f"one is drawn from seed 0 (the same order every run, not a trained reranker's)")
-    return RerankedRetriever(retriever, reranker, depth, corpus)
-
-
-def probe_rerank(fp: dict[str, Any] | None, rerank: str | None, depth: int | None
-                 ) -> tuple[str | None, int | None]:
-    """The reranking stage for ``ragcov probe``: what was given, else the recorded run's
-    (``fp``, its retriever fingerprint: a CrossEncoder's name or path, a function's
-    ``module:attr``, and the depth)."""
-    if rerank is not None or depth is not None:
-        return rerank, depth
-    recorded = (fp or {}).get("rerank") or {}
-    name = recorded.get("name") or recorded.get("source") or recorded.get("model")
-    if not recorded or not name:
-        return None, None
-    return str(name), int(recorded.get("depth"))
 
 
 @dataclass
@@ -1218,6 +802,7 @@ def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str
           device: str | None = "auto", dtype: str | None = "auto",
           chunk_ids: str | None = None) -> Indexed:
     """``ragcov index``: embed the corpus for the dense retriever into the cache."""
+    from ragcov.files import cache_dir
     from ragcov.retrievers import make_retriever
     from ragcov.retrievers.dense import check_hardware
     from ragcov.retrievers.onnx_encoder import check_backend
@@ -1249,23 +834,6 @@ class DriftRun:
     embedded: int      # chunks embedded now (a dense run's changed chunks)
 
 
-def recorded_suite(data_file: str | os.PathLike[str]) -> Suite:
-    """The questions a run recorded (``ragcov run``, a pytest session) as a suite, so a
-    command that reruns them (drift) needs no queries file of its own."""
-    data = CoverageData(data_file)
-    texts = data.query_texts() if data.exists() else {}
-    if texts:  # the suite: questions ``generate`` wrote and no suite accepted are not in it
-        kept = set(data.suite_matrix().query_ids)
-        texts = {qid: text for qid, text in texts.items() if qid in kept}
-    if not texts:
-        raise RagcovError(f"{data_file} holds no recorded queries: give --queries, or record "
-                          "the suite first (ragcov run, or pytest --ragcov)")
-    from ragcov.suite import Query
-
-    return Suite([Query(qid, text) for qid, text in texts.items()],
-                 source=f"{data_file} (its recorded queries)")
-
-
 def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
                  queries: str | os.PathLike[str] | Suite | None,
                  retriever: Any = None, model: str | None = None, backend: str | None = None,
@@ -1290,11 +858,15 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
     settings searches only the copies not yet recorded. ``relations`` None is the default
     set, from which the table forms of ``format`` drop out when the corpus has no table.
     """
+    from ragcov.api.settings import check_seed, chunk_ids_of, recorded_choice
+    from ragcov.api.steps import drift_mix, recorded_suite
+    from ragcov.data.schema import NoDataFile, check_compatible
     from ragcov.drift.distractors import check_distractor_path, load_distractors
     from ragcov.drift.engine import DriftSettings, run_drift
     from ragcov.drift.rebuild import rebuilder
     from ragcov.drift.relations import DEFAULT_RELATIONS, expand_relations, tables_in, unique_id_check
     from ragcov.drift.versions import find_versions
+    from ragcov.retrieval import validate_k
 
     say = notify or (lambda line: None)
     check_seed(seed)
@@ -1358,8 +930,8 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
     if recorded.exists():  # k and corpus now, before a model embeds the corpus
         with contextlib.suppress(NoDataFile):
             meta = recorded.meta()
-            _drift_mix(check_compatible, meta, k, corpus_obj.hash, meta.retriever, str(path),
-                       "this drift run")
+            drift_mix(check_compatible, meta, k, corpus_obj.hash, meta.retriever, str(path),
+                      "this drift run")
     rebuild = rebuilder(kind, corpus_obj, model=model, index=index, backend=backend,
                         progress=progress)
     try:
@@ -1369,8 +941,8 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
 
             if line := store_run_line(corpus_obj, kind, rebuild.base, k):
                 say(line)
-        _drift_mix(measure, corpus_obj, suite, rebuild.base, k=k, data_file=path, append=True,
-                   progress=progress)
+        drift_mix(measure, corpus_obj, suite, rebuild.base, k=k, data_file=path, append=True,
+                  progress=progress)
         remote = None
         if engine == "dask":
             from ragcov.distributed import drift_dask
@@ -1387,18 +959,6 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
     summary = drift_summary(path)
     return DriftRun(summary, path, done.copies, done.searched, done.resumed,
                     int(getattr(rebuild, "embedded", 0)))
-
-
-def _drift_mix(step: Any, *args: Any, **kwargs: Any) -> Any:
-    """``step`` with a data file that holds another run refused in drift's words."""
-    try:
-        return step(*args, **kwargs)
-    except RagcovError as exc:
-        if not str(exc).startswith("cannot mix coverage data"):
-            raise
-        raise RagcovError(f"{exc}; drift records the suite's run in the data file it reports "
-                          "into: give the recorded run's settings, or another --data-file"
-                          ) from None
 
 
 def drift_summary(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> Any:
@@ -1422,26 +982,6 @@ def write_drift_html(data_file: Any, directory: str | os.PathLike[str]) -> Path 
     return None if summary is None else write_drift_page(summary, directory)
 
 
-def drift_limits(values: Sequence[str], relations: Sequence[str] | None = None) -> dict[str, float]:
-    """``--max-violation-rate`` values as relation -> highest rate, checked before any work:
-    with ``relations`` (``--relation``; None: the default ones) a limit on a relation that
-    will not run is refused."""
-    from ragcov.drift.relations import DEFAULT_RELATIONS, expand_relations
-    from ragcov.drift.summary import check_limits_run, parse_limits
-
-    limits = parse_limits(values)
-    check_limits_run(limits, expand_relations(relations if relations is not None
-                                              else DEFAULT_RELATIONS))
-    return limits
-
-
-def drift_gate(summary: Any, limits: dict[str, float]) -> list[str]:
-    """The ``--max-violation-rate`` gate: one line per relation above its limit."""
-    from ragcov.drift.summary import gate_failures
-
-    return gate_failures(summary, limits)
-
-
 # --- the data file as every reporter reads it ----------------------------------------------
 
 def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = None) -> Any:
@@ -1451,75 +991,13 @@ def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = N
     pytest plugin's reports all read: ``.matrix``, ``.summary()``, ``.excluded``,
     ``.reachability`` and the data file's ``.meta``.
     """
+    from ragcov.data.datafile import one_read
+    from ragcov.scope import load_scoped
+
     with one_read(data_file):  # the report and the drift run it holds: one snapshot
         scoped = load_scoped(data_file, scope)
         scoped.drift = drift_summary(data_file)
     return scoped
-
-
-@contextlib.contextmanager
-def one_read(data_file: str | os.PathLike[str]) -> Iterator[None]:
-    """Every read of ``data_file`` in the block (a command's output checks, its report) in
-    one snapshot: a concurrent ``--append`` lands before it or after it, never in between.
-    A missing file is left to the command's own reader to report."""
-    data = CoverageData(data_file)
-    if not data.exists():
-        yield
-        return
-    with data.snapshot():
-        yield
-
-
-def approximate_note(scoped: Any) -> str | None:
-    """The caveat for hits from an approximate index (with its measured recall); None if
-    exact. From what :func:`report` read (the file's meta and annotations): no second read."""
-    meta = scoped.matrix.meta or {}
-    return approximate_index_note(meta.get("retriever") or {}, meta.get(INDEX_RECALL))
-
-
-def diff_gate_failures(d: CoverageDiff, max_gini_rise: float | None,
-                       min_query_overlap: float | None) -> list[str]:
-    """``ragcov diff``'s ``--max-gini-rise`` and ``--min-query-overlap``: the messages of
-    those that fail (retrieval-fairness's two diff gates)."""
-    from ragcov.compare.diff import gate_failures
-
-    return gate_failures(d, max_gini_rise, min_query_overlap)
-
-
-def check_index_gates(min_recall: float | None, max_hidden: int | None) -> None:
-    """``--min-index-recall`` and ``--max-index-hidden`` refused before any work when out of range."""
-    from ragcov.reachability.stages import check_index_gates as check
-
-    check(min_recall, max_hidden)
-
-
-def index_failure(reachability: Any, min_recall: float | None, max_hidden: int | None
-                  ) -> str | None:
-    """``--min-index-recall`` / ``--max-index-hidden`` over a reachability view: None when
-    they pass (or are not asked), else the message; an error when no exact check was done."""
-    from ragcov.reachability.stages import index_failure as failure
-
-    return failure(None if reachability is None else reachability.stages, min_recall, max_hidden)
-
-
-def fail_under_message(coverage: float, fail_under: float | None, precision: int | None = None,
-                       what: str = "total", shown_precision: int | None = None,
-                       flag: str = "fail-under") -> str | None:
-    """The one ``--fail-under`` gate: None when it passes, else the message to print."""
-    return fail_under_failure(coverage, fail_under, precision, what, shown_precision, flag)
-
-
-def gate_total(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = None) -> Any:
-    """The total a gate compares (``report --format total``, ``--fail-under``) from the
-    totals the data file keeps, without reading its rows back: a
-    :class:`ragcov.data.totals.Totals`, or None where they cannot answer (a scope that
-    leaves chunks out, no data file): the caller reads the rows (:func:`report`), which
-    gives the same number."""
-    scope = scope if scope is not None else ReportScope()
-    data = CoverageData(data_file)
-    if not scope.whole or not data.exists():
-        return None
-    return data.totals(scope.include_generated)
 
 
 def combine(files: Sequence[str | os.PathLike[str]] = (),
@@ -1529,103 +1007,16 @@ def combine(files: Sequence[str | os.PathLike[str]] = (),
 
     Returns :class:`ragcov.data.shards.Combined`: what was merged, what was skipped and why.
     """
+    from ragcov.data.shards import combine_shards
 
     return combine_shards([Path(f) for f in files], Path(data_file), keep=keep, append=append)
 
 
 def erase(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> list[Path]:
     """``ragcov erase``: delete the data file and its shards; returns shard-named files spared."""
+    from ragcov.data.shards import erase as erase_files
 
     return erase_files(Path(data_file))
-
-
-def chunk_ids_of(data_file: str | os.PathLike[str], given: str | None, what: str) -> str | None:
-    """The id scheme a command that adds to ``data_file`` splits with: the one the file
-    recorded (``--chunk-ids`` need not be repeated); another one given is refused, since
-    every chunk would be renamed and the corpus no longer the recorded one."""
-    from ragcov.corpus import POSITION_IDS, check_chunk_ids
-    from ragcov.data.spans import recorded_chunk_ids
-
-    data = CoverageData(data_file)
-    if not data.exists():
-        return given
-    recorded = recorded_chunk_ids(data)
-    if given is not None and check_chunk_ids(given) != (recorded or POSITION_IDS):
-        raise RagcovError(f"{data_file} names its chunks by {recorded or POSITION_IDS}; {what} "
-                          f"uses the same ids (drop --chunk-ids, or give {recorded or POSITION_IDS})")
-    return recorded or given
-
-
-def recorded_retriever(data_file: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The retriever fingerprint a data file recorded; None when there is no data file."""
-    data = CoverageData(data_file)
-    return data.meta().retriever if data.exists() else None
-
-
-def recorded_choice(data_file: str | os.PathLike[str], corpus: str | os.PathLike[str],
-                    retriever: str | None, model: str | None = None, backend: str | None = None,
-                    who: str = "its additions") -> tuple[str, str | None, str | None]:
-    """Retriever, model and backend of a command that adds to ``data_file`` (generate,
-    drift): what was given, else the run's own, so one recorded run (``ragcov run`` or a
-    pytest session) serves every command; a new file takes the default."""
-    try:
-        fp = recorded_retriever(data_file)
-    except NoDataFile:
-        fp = None  # an empty file: nothing recorded yet
-    return probe_settings(data_file, fp, str(corpus), retriever, model, backend, who)
-
-
-def probe_settings(data_file: str | os.PathLike[str], fp: dict[str, Any] | None, corpus: str,
-                   retriever: str | None, model: str | None, backend: str | None,
-                   who: str = "probes") -> tuple[str, str | None, str | None]:
-    """Retriever, model and backend for ``ragcov probe``: what was given, else what the
-    recorded run used. Probes must go through the run's own retriever (the check in
-    :func:`probe` says so if they would not); an int8 dense run's backend is recorded,
-    so its probes use int8 embeddings too. ``fp``: the retriever fingerprint
-    ``data_file`` recorded (None: no data file)."""
-    if fp is None:
-        from ragcov.retrievers import default_retriever
-
-        return retriever or default_retriever(None, corpus), model, backend
-    kind = fp.get("kind")
-    built_in = ("dense", "bm25", "store")
-    if kind == "dense" and model is not None and retriever in (None, "dense"):
-        from ragcov.retrievers.dense import resolve_model
-
-        # Refused now: the check in :func:`probe` would come after the corpus is embedded.
-        if resolve_model(model)[0] != fp.get("model"):
-            raise RagcovError(f"{data_file} was recorded with the model {fp.get('model')!r}; "
-                              f"{who} must use the same one (drop --model, or give "
-                              f"{fp.get('model')!r})")
-    if retriever is not None:
-        # Refused now, not after embedding a whole corpus for a run that cannot be mixed.
-        if retriever in built_in and kind in built_in and retriever != kind:
-            raise RagcovError(f"{data_file} was recorded with the {kind} retriever; {who} must "
-                              f"go through the same one (drop --retriever, or give {kind})")
-        return retriever, model, backend
-    if kind in built_in:
-        recorded_model = fp.get("model") if kind == "dense" else None
-        return kind, model or recorded_model, backend or fp.get("backend")
-    from ragcov.retrievers.loader import is_spec
-
-    name = fp.get("name")
-    if is_spec(name):  # recorded as `module:attr` (ragcov run, or the plugin told its source)
-        return str(name), model, backend
-    source = CoverageData(data_file).annotation(RETRIEVER_SOURCE)
-    if is_spec(source):  # a retriever of ragcov's protocol, loaded or recorded by that name
-        return str(source), model, backend
-    what = f"{kind} retriever {name}" if name else f"{kind} retriever"
-    raise RagcovError(
-        f"{data_file} was recorded with the {what}, which names no module:attr that builds it "
-        "again: record the run under the factory's name (ragcov run --retriever module:attr; "
-        "under pytest --ragcov-retriever module:attr, or ragcov_recorder(retriever, "
-        "source='module:attr')), then every command reuses it")
-
-
-OUTCOMES = "outcomes"
-
-
-QUERY_TESTS = "query_tests"
 
 
 def record_outcomes(data_file: str | os.PathLike[str], outcomes: dict[str, str],
@@ -1633,6 +1024,8 @@ def record_outcomes(data_file: str | os.PathLike[str], outcomes: dict[str, str],
     """Keep each test's outcome (pytest node id -> passed, failed, skipped) with the data
     file, beside the outcomes of earlier sessions' other tests, and every test that asked
     each question (a question two tests ask fails with either)."""
+    from ragcov.data.datafile import OUTCOMES, QUERY_TESTS
+
     data = CoverageData(data_file)
     data.annotate(OUTCOMES, {**(data.annotation(OUTCOMES) or {}), **outcomes})
     if askers:
@@ -1643,6 +1036,8 @@ def correctness(m: Any, qrels: str | os.PathLike[str] | None = None,
                 level: str | None = None) -> Any:
     """Hit rate and recall@k from relevance labels, else the pass rate of the recorded test
     outcomes; None when neither exists (:class:`ragcov.failures.Correctness`)."""
+    from ragcov.api.settings import read_qrels
+    from ragcov.data.datafile import OUTCOMES
     from ragcov.failures import label_correctness, outcome_correctness
 
     if qrels is not None:
@@ -1668,6 +1063,7 @@ def check_qrels(qrels: str | os.PathLike[str], corpus: str | os.PathLike[str] | 
     from ragcov.corpus import splits_documents
     from ragcov.data.spans import recorded_chunk_ids, recorded_corpus
     from ragcov.files import write_text_atomic
+    from ragcov.overwrite import check_outputs
 
     if level is not None and level not in ("doc", "chunk"):
         raise RagcovError(f"--qrels-level must be doc or chunk, got {level!r}")
@@ -1698,38 +1094,17 @@ def check_qrels(qrels: str | os.PathLike[str], corpus: str | os.PathLike[str] | 
     return done
 
 
-def probe_dtype(fp: dict[str, Any] | None, dtype: str | None) -> str | None:
-    """``--dtype`` for ``ragcov probe``: as given, else the recorded run's precision (its
-    fingerprint ``fp`` names fp16 or bf16), so probes embed as the run did."""
-    if dtype not in (None, "auto"):
-        return dtype
-    return (fp or {}).get("precision") or dtype
-
-
-RETRIEVER_SOURCE = "retriever_source"
-
-
-def is_retriever_spec(name: object) -> bool:
-    """Whether ``name`` reads as ``module:attr`` (a retriever or its factory)."""
-    from ragcov.retrievers.loader import is_spec
-
-    return is_spec(name)
-
-
-def record_retriever_source(data_file: str | os.PathLike[str], source: str) -> None:
-    """Keep the ``module:attr`` that builds the run's retriever beside its fingerprint, so
-    every command can build it again (a retriever of ragcov's own protocol fingerprints
-    itself, without the name it was loaded by)."""
-    CoverageData(data_file).annotate(RETRIEVER_SOURCE, source)
-
-
 def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
                       queries: dict[str, str], results: dict[str, Any],
                       data_file: str | os.PathLike[str], context: dict[str, str] | None = None,
-                      matching: Any = None) -> None:
+                      matching: Any = None, source: str | None = None) -> None:
     """Write retrievals recorded elsewhere (the pytest plugin's session) into ``data_file``:
     ``queries`` id -> text, ``results`` id -> ranked ``(chunk id, score)``, ``context``
-    id -> the test that asked, ``matching`` how hits without ids were matched."""
+    id -> the test that asked, ``matching`` how hits without ids were matched, ``source``
+    the ``module:attr`` that builds the retriever again (kept so every command can)."""
+    from ragcov.api.settings import record_retriever_source
+    from ragcov.retrieval import Run
+    from ragcov.retrievers.twins import record_matching
 
     run = Run(k=k, retriever=fingerprint)
     for qid, text in queries.items():
@@ -1737,6 +1112,8 @@ def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
     data = CoverageData(data_file)
     data.write(corpus, run, context=context)
     record_matching(data, matching)
+    if source is not None:
+        record_retriever_source(data_file, source)
 
 
 # Factories reached through this door. Each imports its module when called: a retriever,
@@ -1749,29 +1126,6 @@ def make_retriever(kind: str, corpus: Corpus, model: str | None = None, index: s
     from ragcov.retrievers import make_retriever as make
 
     return make(kind, corpus, model=model, index=index, progress=progress, **options)
-
-
-def default_retriever(retriever: str | None, corpus: str | os.PathLike[str]) -> str:
-    """The retriever a run uses when none is named (a store URL: the store's own search)."""
-    from ragcov.retrievers import default_retriever as default
-
-    return default(retriever, corpus)
-
-
-def check_hardware(kind: str, device: str | None, dtype: str | None, backend: str | None,
-                   model: str | None) -> Any:
-    """Every ``--device``/``--dtype`` error of a command embedding with retriever ``kind``,
-    raised before the corpus is read; the placement it will take (None: embeds nothing)."""
-    from ragcov.retrievers.dense import check_hardware as check
-
-    return check(kind, device, dtype, backend, model)
-
-
-def store_run_line(corpus: Corpus, kind: str, retriever: Any, k: int) -> str | None:
-    """The one line that says which store, retriever and model a run over a store uses."""
-    from ragcov.retrievers.store import store_run_line as line
-
-    return line(corpus, kind, retriever, k)
 
 
 def wrap(obj: Any, corpus: Corpus | None = None, name: str | None = None) -> Any:
@@ -1788,63 +1142,11 @@ def make_generator(kind: str, corpus_texts: Sequence[str], **options: Any) -> An
     return make(kind, corpus_texts, **options)
 
 
-def LangChainRetriever(retriever: Any, corpus: Corpus | None = None,  # noqa: N802
-                  name: str | None = None) -> Any:
-    """A LangChain retriever as a ragcov one (the pytest plugin's ``record`` wraps with it)."""
-    from ragcov.retrievers.langchain import LangChainRetriever as adapter
-
-    return adapter(retriever, corpus, name)
-
-
-def LlamaIndexRetriever(retriever: Any, corpus: Corpus | None = None,  # noqa: N802
-                   name: str | None = None) -> Any:
-    """A LlamaIndex retriever as a ragcov one (the pytest plugin's ``record`` wraps with it)."""
-    from ragcov.retrievers.llamaindex import LlamaIndexRetriever as adapter
-
-    return adapter(retriever, corpus, name)
-
-
-def loop_config(**settings: Any) -> LoopConfig:
-    """The settings of a generation run (``ragcov generate``), checked."""
-    from ragcov.generation.loop_types import LoopConfig as config
-
-    return config(**settings)
-
-
-def check_min_topic_coverage(minimum: float | None) -> None:
-    """``--min-topic-coverage`` refused before any work when it is not a percentage."""
-    from ragcov.topics.coverage import check_min_topic_coverage as check
-
-    check(minimum)
-
-
-def min_topic_failure(report: Any, minimum: float | None, precision: int | None = None
-                      ) -> str | None:
-    """The ``--min-topic-coverage`` gate: None when every topic is at least that covered."""
-    from ragcov.topics.coverage import min_topic_failure as failure
-
-    return failure(report, minimum, precision)
-
-
-def gap_targets(path: Any, corpus: Any) -> tuple[list[str], list[str]]:
-    """The untested chunks ``ragcov gap`` wrote, in the order generation aims at them."""
-    from ragcov.generation.targets import gap_targets as targets
-
-    return targets(path, corpus)
-
-
-def configured_run(start: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """``k`` and ``data_file`` as ``ragcov run`` reads them from the config file, and
-    ``fail_under`` and ``precision`` as ``ragcov report`` does: what the pytest plugin
-    takes from the file when no option or ini value says otherwise."""
-    from ragcov.config import plugin_settings
-
-    return plugin_settings(None if start is None else Path(start))[1]
-
-
 def configured_scope(command: str = "report", start: str | os.PathLike[str] | None = None) -> Any:
     """The :class:`ReportScope` ``ragcov COMMAND`` applies from ``[tool.ragcov]`` (or
     ragcov.toml) with no flags: the pytest plugin's reports count what the CLI counts."""
+    from ragcov.config import scope_settings
+
     values = scope_settings(command, None if start is None else Path(start))
     lists = {k: tuple(values[k]) for k in ("include", "omit", "exclude", "exclude_docs")
              if k in values}
@@ -1867,6 +1169,7 @@ def fit_topics(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, n_topics: 
     from the same corpus (``refit`` makes it again). Returns
     :class:`ragcov.topics.build.BuiltTopics`.
     """
+    from ragcov.api.settings import check_seed
     from ragcov.topics.build import build_topics
 
     check_seed(seed)
@@ -1885,6 +1188,7 @@ def topic_coverage(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope:
     Returns :class:`ragcov.topics.coverage.TopicReport`; refuses, in one line, a file
     with stale topics, or without topics (``missing_ok``: returns None).
     """
+    from ragcov.scope import load_scoped
     from ragcov.topics.build import fresh_topics
     from ragcov.topics.coverage import topic_numbers
 
