@@ -79,8 +79,8 @@ _DEFERRED: dict[str, tuple[str, str]] = {
 # The names a caller may take without loading the verbs' modules: what the CLI's options
 # are declared with, the plugin's configured scope, and this package's own modules.
 _LIGHT = frozenset({
-    "DEFAULT_DATA_FILE", "CoverageData", "RagcovError", "ReportScope", "RunSettings", "ProbeSettings",
-    "configured_scope", "cli_support", "settings", "steps",
+    "DEFAULT_DATA_FILE", "CoverageData", "RagcovError", "ReportScope", "configured_scope",
+    "cli_support", "settings", "steps",
 })
 
 
@@ -114,6 +114,36 @@ class _Door(types.ModuleType):
 
 sys.modules[__name__].__class__ = _Door
 
+
+# --- What the verbs take: retrievers, generators (loaders and types: above) -------------------
+
+# Factories reached through this door. Each imports its module when called: a retriever,
+# a store client or an LLM client pulls in torch, a store's client or httpx, which no
+# reading command may pay for at start-up (tests/test_startup.py). Plain imports a
+# reader (and tests/test_architecture.py) can follow, not names forwarded by importlib.
+def make_retriever(kind: str, corpus: Corpus, model: str | None = None, index: str = "flat",
+                   progress: bool = True, **options: Any) -> Any:
+    """A retriever by its CLI name (bm25, dense, store, ``module:attr`` or an HTTP URL)."""
+    from ragcov.retrievers import make_retriever as make
+
+    return make(kind, corpus, model=model, index=index, progress=progress, **options)
+
+
+def wrap(obj: Any, corpus: Corpus | None = None, name: str | None = None) -> Any:
+    """A ragcov retriever for the user's own (a callable, LangChain, LlamaIndex)."""
+    from ragcov.retrievers import wrap as wrapped
+
+    return wrapped(obj, corpus, name)
+
+
+def make_generator(kind: str, corpus_texts: Sequence[str], **options: Any) -> Any:
+    """A question generator by name (openai, llama-cpp, extractive) for generate and probe."""
+    from ragcov.generation import make_generator as make
+
+    return make(kind, corpus_texts, **options)
+
+
+# --- Recording a run (run, index, import, combine, erase) -------------------------------------
 
 def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
             data_file: str | os.PathLike[str] | None = None, append: bool = False,
@@ -165,6 +195,120 @@ def measure(corpus: Corpus, suite: Suite, retriever: Any, k: int = 5,
     if retriever.fingerprint().get("approximate") and hasattr(retriever, "measure_recall"):
         data.annotate(INDEX_RECALL, retriever.measure_recall(suite.texts, k=k))
     return data.suite_matrix()
+
+
+@dataclass
+class RunResult:
+    """What ``run`` recorded: the hit matrix, where it went and the corpus's size."""
+
+    matrix: CoverageMatrix
+    data_file: Path
+    chunks: int
+
+
+def run(corpus: str | os.PathLike[str] | RunSettings, queries: str | os.PathLike[str] = "",
+        retriever: str | None = None, progress: bool = True, notify: Any = None,
+        **options: Any) -> RunResult:
+    """``ragcov run``: load the corpus and suite, build the retriever by name, record the run.
+
+    ``corpus`` is a :class:`RunSettings` already checked (what the CLI passes), or the
+    corpus with the queries and the other settings as keywords (``k``, ``model``,
+    ``data_file`` ...), checked here. ``notify`` receives the lines a user should see
+    while it runs (which store and model answer, how hits without ids were matched).
+    """
+    settings = corpus if isinstance(corpus, RunSettings) else RunSettings.checked(
+        corpus, queries, retriever, **options)
+    return _run(settings, progress, notify or (lambda line: None))
+
+
+def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
+    from ragcov.api.settings import index_options, record_retriever_source, with_reranker
+    from ragcov.api.steps import say_languages
+    from ragcov.progress import status
+    from ragcov.retrievers import make_retriever
+    from ragcov.retrievers.loader import is_spec
+    from ragcov.retrievers.store import store_run_line
+    from ragcov.retrievers.twins import resolver_counts
+
+    corpus_obj = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
+                             split=s.split, doc_key=s.doc_key, documents=s.documents,
+                             id_key=s.id_key, chunk_ids=s.chunk_ids)
+    suite = load_suite(s.queries)
+    model = s.model
+    if s.engine == "dask":
+        from ragcov.distributed import measure_dask
+
+        if s.kind == "dense" and corpus_obj.store is not None:
+            # The workers build their own retrievers; the store's model is checked here, once.
+            from ragcov.retrievers.store import settle_model
+
+            model = settle_model(corpus_obj, model).model
+        m = measure_dask(corpus_obj, suite, retriever=s.kind, model=model, index=s.index, k=s.k,
+                         data_file=s.destination, append=s.append, scheduler=s.scheduler,
+                         partitions=s.partitions, progress=progress, backend=s.backend,
+                         device=s.device, dtype=s.dtype)
+        return RunResult(m, s.destination, len(corpus_obj))
+    # dense and bm25 draw their own bars, a URL builds nothing (and may hold a secret);
+    # a module:attr factory shows a spinner while it builds its store.
+    factory = s.kind not in ("dense", "bm25") and "://" not in s.kind
+    with status(f"Building retriever {s.kind} ...", enabled=progress and factory):
+        r = make_retriever(s.kind, corpus_obj, model=model, index=s.index, progress=progress,
+                           backend=s.backend, device=s.device, dtype=s.dtype,
+                           **index_options(s.kind, s.index, s.hnsw_m, s.hnsw_ef_search))
+    if s.rerank is not None:
+        r = with_reranker(r, corpus_obj, s.rerank, s.rerank_depth, s.k, notify=say)
+    if line := store_run_line(corpus_obj, s.kind, r, s.k):
+        say(line)
+    say_languages(corpus_obj, r, say)
+    from ragcov.retrievers.hardware import encoder_line, precision_recall_line
+
+    if progress and (line := encoder_line(r)):
+        say(line)
+    m = measure(corpus_obj, suite, r, k=s.k, data_file=s.destination, append=s.append,
+                progress=progress)
+    if is_spec(s.kind):
+        record_retriever_source(s.destination, s.kind)
+    if line := precision_recall_line(r, suite, s.k, CoverageData(s.destination), s.append):
+        say(line)
+    twins = resolver_counts(r)
+    if twins is not None and twins.line():
+        say(twins.line())
+    return RunResult(m, s.destination, len(corpus_obj))
+
+
+@dataclass
+class Indexed:
+    """What ``index`` did: the chunks, whether they were embedded now, model and backend."""
+
+    chunks: int
+    embedded: bool
+    model: str
+    backend: str
+    cache: Path
+    placement: Any = None  # where it was embedded (ragcov.retrievers.hardware.Placement)
+
+
+def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str | None = None,
+          chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False,
+          device: str | None = "auto", dtype: str | None = "auto",
+          chunk_ids: str | None = None) -> Indexed:
+    """``ragcov index``: embed the corpus for the dense retriever into the cache."""
+    from ragcov.files import cache_dir
+    from ragcov.retrievers import make_retriever
+    from ragcov.retrievers.dense import check_hardware
+    from ragcov.retrievers.onnx_encoder import check_backend
+
+    check_backend(backend)  # before the corpus is read
+    check_hardware("dense", device, dtype, backend, model)
+    corpus_obj = load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                             split=split, chunk_ids=chunk_ids)
+    # The dense retriever's own door: over a store URL the store's model is settled first
+    # (checked against its vectors), as ``run --retriever dense`` does, so the cache
+    # ``index`` fills is the one that run will read.
+    r = make_retriever("dense", corpus_obj, model=model, backend=backend, device=device,
+                       dtype=dtype)
+    return Indexed(len(corpus_obj), bool(r.chunks_embedded), r.model_name, r.backend, cache_dir(),
+                   r.placement)
 
 
 @dataclass
@@ -232,6 +376,128 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
     return Recorded(result, added, data)
 
 
+def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
+                      queries: dict[str, str], results: dict[str, Any],
+                      data_file: str | os.PathLike[str], context: dict[str, str] | None = None,
+                      matching: Any = None, source: str | None = None) -> None:
+    """Write retrievals recorded elsewhere (the pytest plugin's session) into ``data_file``:
+    ``queries`` id -> text, ``results`` id -> ranked ``(chunk id, score)``, ``context``
+    id -> the test that asked, ``matching`` how hits without ids were matched, ``source``
+    the ``module:attr`` that builds the retriever again (kept so every command can)."""
+    from ragcov.api.settings import record_retriever_source
+    from ragcov.retrieval import Run
+    from ragcov.retrievers.twins import record_matching
+
+    run = Run(k=k, retriever=fingerprint)
+    for qid, text in queries.items():
+        run.add(qid, text, results[qid])
+    data = CoverageData(data_file)
+    data.write(corpus, run, context=context)
+    record_matching(data, matching)
+    if source is not None:
+        record_retriever_source(data_file, source)
+
+
+def record_outcomes(data_file: str | os.PathLike[str], outcomes: dict[str, str],
+                    askers: dict[str, list[str]] | None = None) -> None:
+    """Keep each test's outcome (pytest node id -> passed, failed, skipped) with the data
+    file, beside the outcomes of earlier sessions' other tests, and every test that asked
+    each question (a question two tests ask fails with either)."""
+    from ragcov.data.datafile import OUTCOMES, QUERY_TESTS
+
+    data = CoverageData(data_file)
+    data.annotate(OUTCOMES, {**(data.annotation(OUTCOMES) or {}), **outcomes})
+    if askers:
+        data.annotate(QUERY_TESTS, {**(data.annotation(QUERY_TESTS) or {}), **askers})
+
+
+def combine(files: Sequence[str | os.PathLike[str]] = (),
+            data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, keep: bool = False,
+            append: bool = False) -> Any:
+    """``ragcov combine``: merge data files, or the shards found beside ``data_file``.
+
+    Returns :class:`ragcov.data.shards.Combined`: what was merged, what was skipped and why.
+    """
+    from ragcov.data.shards import combine_shards
+
+    return combine_shards([Path(f) for f in files], Path(data_file), keep=keep, append=append)
+
+
+def erase(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> list[Path]:
+    """``ragcov erase``: delete the data file and its shards; returns shard-named files spared."""
+    from ragcov.data.shards import erase as erase_files
+
+    return erase_files(Path(data_file))
+
+
+# --- Reading what was recorded (report, select, faults, html, diff, gap, qrels) ---------------
+
+def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = None) -> Any:
+    """The data file's matrix with ``scope`` (a :class:`ReportScope`) applied.
+
+    What ``ragcov report``, ``json``, ``xml``, ``lcov``, ``badge`` and ``html`` and the
+    pytest plugin's reports all read: ``.matrix``, ``.summary()``, ``.excluded``,
+    ``.reachability`` and the data file's ``.meta``.
+    """
+    from ragcov.data.datafile import one_read
+    from ragcov.scope import load_scoped
+
+    with one_read(data_file):  # the report and the drift run it holds: one snapshot
+        scoped = load_scoped(data_file, scope)
+        scoped.drift = drift_summary(data_file)
+    return scoped
+
+
+def configured_scope(command: str = "report", start: str | os.PathLike[str] | None = None) -> Any:
+    """The :class:`ReportScope` ``ragcov COMMAND`` applies from ``[tool.ragcov]`` (or
+    ragcov.toml) with no flags: the pytest plugin's reports count what the CLI counts."""
+    from ragcov.config import scope_settings
+
+    values = scope_settings(command, None if start is None else Path(start))
+    lists = {k: tuple(values[k]) for k in ("include", "omit", "exclude", "exclude_docs")
+             if k in values}
+    return ReportScope(**lists, min_chunk_chars=values.get("min_chunk_chars", 0),
+                       reachable=values.get("reachable", False),
+                       reachable_if_probed=bool(values.get("reachable", False)),
+                       include_generated=values.get("include_generated", False))
+
+
+def correctness(m: Any, qrels: str | os.PathLike[str] | None = None,
+                level: str | None = None) -> Any:
+    """Hit rate and recall@k from relevance labels, else the pass rate of the recorded test
+    outcomes; None when neither exists (:class:`ragcov.failures.Correctness`)."""
+    from ragcov.api.settings import read_qrels
+    from ragcov.data.datafile import OUTCOMES
+    from ragcov.failures import label_correctness, outcome_correctness
+
+    if qrels is not None:
+        return label_correctness(m, read_qrels(qrels, level))
+    return outcome_correctness((m.meta or {}).get(OUTCOMES) or {})
+
+
+def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> Any:
+    """Every chunk's status (covered, untested, unreachable), hubs and the reachable
+    denominator, from a data file's tests and probes; with ``scope`` (a
+    :class:`ReportScope`, e.g. :func:`configured_scope`'s) its totals count the chunks a
+    report with that scope counts, so probe and report print one set of numbers."""
+    from ragcov.data.columns import chunk_hashes
+    from ragcov.data.probes import chunk_details, probe_texts, read_probes
+    from ragcov.reachability.audit import audit
+    from ragcov.scope import load_scoped
+
+    if scope is not None:
+        return load_scoped(data_file, scope).reachability
+    from ragcov.data.stages import read_stages_of
+
+    data = CoverageData(data_file)
+    tests = data.suite_matrix()
+    probes = read_probes(data, tests.n_chunks)
+    return audit(tests, probes, details=lambda positions: chunk_details(data, positions),
+                 probe_texts=lambda ids: probe_texts(data, ids),
+                 stages=read_stages_of(data, tests, probes)).with_candidates(
+        data.chunk_texts(), dict(zip(tests.chunk_ids, chunk_hashes(data.path))))
+
+
 def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
                  budget: int | None = None, target: float | None = None, seed: int = 0,
                  repeats: int = 1, after_saturation: str | None = None) -> dict[str, Any]:
@@ -278,36 +544,6 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
         doc["lost_ranges"] = chunk_ranges((m.doc_ids[where[c]], pos[where[c]])
                                           for c in doc["cut"]["lost_chunks"])
     return doc
-
-
-def write_html(data_file: Any, directory: str | os.PathLike[str],
-               orders: Sequence[str | os.PathLike[str]] = (), greedy: bool = True,
-               title: str = "Chunk coverage report", precision: int = 0,
-               scope: Any = None, topics: Any = None) -> Path:
-    """Write the HTML site (``ragcov html``); returns its index page.
-
-    ``scope`` (a :class:`ragcov.scope.ReportScope`) chooses what the site counts.
-    ``data_file`` may be what :func:`report` returned: a gate then judges the very
-    numbers the site shows, not a second read that an append in between could change.
-    ``topics`` (what :func:`topic_coverage` returned) adds the topic page.
-    """
-    from ragcov.files import load_json
-    from ragcov.reporters.html import curve_from_order_file, greedy_curve, html_report, recorded_curve
-    from ragcov.scope import Scoped, load_scoped
-
-    scoped = data_file if isinstance(data_file, Scoped) else load_scoped(data_file, scope)
-    m = scoped.matrix
-    curves = [curve_from_order_file(m, load_json(p), str(p)) for p in orders]
-    if greedy:
-        g = greedy_curve(m)
-        # An order file from `ragcov select --strategy coverage` already draws this line.
-        if g is not None and all(c.values != g.values for c in curves):
-            curves.append(g)
-    if curves:
-        # The suite as recorded is the baseline an ordering is judged against.
-        curves.append(recorded_curve(m))
-    return html_report(m, scoped.texts, directory, curves=curves, precision=precision,
-                       title=title, scoped=scoped, topics=topics)
 
 
 @dataclass
@@ -371,104 +607,34 @@ def find_faults(data_file: str | os.PathLike[str], qrels: str | os.PathLike[str]
     return FoundFaults(failures, analyse(m, failures, tau, clustering, named), warnings)
 
 
-def generate_questions(corpus: str | os.PathLike[str], output: str | os.PathLike[str],
-                       data_file: str | os.PathLike[str], k: int = 5,
-                       queries: str | os.PathLike[str] | None = None,
-                       targets: str | os.PathLike[str] | None = None, topic: str | None = None,
-                       chunking: dict[str, Any] | None = None,
-                       retriever: dict[str, Any] | None = None,
-                       generator: dict[str, Any] | None = None, loop: dict[str, Any] | None = None,
-                       ragas: str | os.PathLike[str] | None = None,
-                       deepeval: str | os.PathLike[str] | None = None, progress: bool = True,
-                       on_step: Any = None, notify: Any = None, warn: Any = None
-                       ) -> GenerationSummary:
-    """``ragcov generate`` from paths and names: every setting checked before the corpus is
-    read or a model started, then the corpus, the chunks to aim at (``targets``: a ``gap``
-    report; ``topic``: a topic's untested chunks), the generator and the retriever built,
-    and :func:`generate` run. ``notify`` gets the lines a run always shows, ``warn`` the
-    warnings (None: quiet)."""
-    from ragcov.api.settings import chunk_ids_of, recorded_choice
-    from ragcov.generation.loop_types import LoopConfig
-    from ragcov.generation.targets import gap_targets
-    from ragcov.overwrite import check_outputs
-    from ragcov.retrieval import validate_k
-    from ragcov.retrievers.store import store_run_line
+def write_html(data_file: Any, directory: str | os.PathLike[str],
+               orders: Sequence[str | os.PathLike[str]] = (), greedy: bool = True,
+               title: str = "Chunk coverage report", precision: int = 0,
+               scope: Any = None, topics: Any = None) -> Path:
+    """Write the HTML site (``ragcov html``); returns its index page.
 
-    say, caution = notify or (lambda line: None), warn or (lambda line: None)
-    validate_k(k)
-    chosen = dict(retriever or {})
-    llm = dict(generator or {})
-    config = LoopConfig(**(loop or {}))
-    config.check()
-    if targets is not None and topic is not None:
-        raise RagcovError("--targets and --topic both choose the chunks to aim at: give one")
-    prompt = llm.get("prompt")
-    check_outputs([output, ragas, deepeval], [corpus, prompt, targets, data_file], extends=output)
-    kind, model, backend = recorded_choice(data_file, corpus, chosen.get("retriever"),
-                                           chosen.get("model"), chosen.get("backend"),
-                                           "generated questions")
-    chosen.update(model=model, backend=backend)
-    from ragcov.retrievers.dense import check_hardware
-
-    check_hardware(kind, chosen.get("device", "auto"), chosen.get("dtype", "auto"),
-                   chosen.get("backend"), chosen.get("model"))
-    chunking = dict(chunking or {})  # split as the data file's run did (--chunk-ids)
-    chunking["chunk_ids"] = chunk_ids_of(data_file, chunking.get("chunk_ids"), "generate")
-    corpus_obj = load_corpus(corpus, **chunking)
-    if targets is not None:
-        ids, unknown = gap_targets(targets, corpus_obj)
-        if unknown:
-            caution(f"ragcov: warning: {len(unknown)} chunk(s) of {targets} are not in this corpus "
-                    f"(first: {unknown[0]}); left out")
-        if not ids:
-            raise RagcovError(f"{targets}: no untested chunk of this corpus to aim at")
-        config.priority = ids
-    if topic is not None:
-        number, label, ids = topic_targets(data_file, topic, corpus_obj)
-        if not ids:
-            raise RagcovError(f"topic {number} ({label}) has no chunk left that no test retrieves "
-                              f"in {data_file}; nothing to aim at")
-        caution(f"Aiming at topic {number} ({label}): {len(ids)} untested chunk(s)")
-        config.priority = ids
-    seed_suite = load_suite(queries) if queries is not None else None
-    gen = make_generator(llm.pop("kind", "extractive"), corpus_obj.texts, **llm)
-    r = make_retriever(kind, corpus_obj, model=chosen.get("model"), index=chosen.get("index", "flat"),
-                       progress=progress, backend=chosen.get("backend"),
-                       device=chosen.get("device", "auto"), dtype=chosen.get("dtype", "auto"))
-    if line := store_run_line(corpus_obj, kind, r, k):
-        say(line)
-    return generate(corpus_obj, r, gen, k, output, data_file, config, seed_suite=seed_suite,
-                    on_step=on_step, ragas=ragas, deepeval=deepeval)
-
-
-def generate(corpus: Corpus, retriever: Any, generator: Any, k: int,
-             output: str | os.PathLike[str], data_file: str | os.PathLike[str],
-             config: LoopConfig | dict[str, Any], seed_suite: Suite | None = None,
-             on_step: Any = None, ragas: str | os.PathLike[str] | None = None,
-             deepeval: str | os.PathLike[str] | None = None) -> GenerationSummary:
-    """Write new test questions aimed at uncovered chunks (``ragcov generate``); resumable.
-
-    Each question is checked against ``retriever`` and recorded in ``data_file``; the
-    suite goes to ``output`` (JSON lines with provenance) and, when asked, also as a
-    RAGAS test set and DeepEval goldens. ``config`` is a
-    :class:`ragcov.generation.LoopConfig` or its fields as a dict (``{"budget": 20}``).
+    ``scope`` (a :class:`ragcov.scope.ReportScope`) chooses what the site counts.
+    ``data_file`` may be what :func:`report` returned: a gate then judges the very
+    numbers the site shows, not a second read that an append in between could change.
+    ``topics`` (what :func:`topic_coverage` returned) adds the topic page.
     """
-    from ragcov.generation.export import write_deepeval, write_ragas
-    from ragcov.generation.loop import run_generation
-    from ragcov.generation.loop_types import LoopConfig
-    from ragcov.retrieval import validate_k
+    from ragcov.files import load_json
+    from ragcov.reporters.html import curve_from_order_file, greedy_curve, html_report, recorded_curve
+    from ragcov.scope import Scoped, load_scoped
 
-    validate_k(k)
-    if not isinstance(config, LoopConfig):
-        config = LoopConfig(**config)
-    config.check()
-    summary = run_generation(corpus, retriever, generator, k, Path(output), Path(data_file),
-                             config, seed_suite=seed_suite, on_step=on_step)
-    if ragas is not None:
-        write_ragas(ragas, summary.records, corpus)
-    if deepeval is not None:
-        write_deepeval(deepeval, summary.records, corpus)
-    return summary
+    scoped = data_file if isinstance(data_file, Scoped) else load_scoped(data_file, scope)
+    m = scoped.matrix
+    curves = [curve_from_order_file(m, load_json(p), str(p)) for p in orders]
+    if greedy:
+        g = greedy_curve(m)
+        # An order file from `ragcov select --strategy coverage` already draws this line.
+        if g is not None and all(c.values != g.values for c in curves):
+            curves.append(g)
+    if curves:
+        # The suite as recorded is the baseline an ordering is judged against.
+        curves.append(recorded_curve(m))
+    return html_report(m, scoped.texts, directory, curves=curves, precision=precision,
+                       title=title, scoped=scoped, topics=topics)
 
 
 def coverage_diff(base: str | os.PathLike[str], head: str | os.PathLike[str],
@@ -502,6 +668,57 @@ def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],
 
     return gap(tests, traffic, top, allow_different_k, allow_different_retriever)
 
+
+def check_qrels(qrels: str | os.PathLike[str], corpus: str | os.PathLike[str] | Corpus,
+                old_corpus: str | os.PathLike[str] | Corpus | None = None,
+                data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, level: str | None = None,
+                fix: str | os.PathLike[str] | None = None, chunking: dict[str, Any] | None = None
+                ) -> Any:
+    """``ragcov qrels check``: sort each label of ``qrels`` (made on the old chunking: the
+    ``old_corpus``, else the corpus ``data_file`` recorded) into valid, re-anchorable,
+    merged, split and orphaned against ``corpus``, by text span; with ``fix``, write the
+    sound ones under their new ids there (:class:`ragcov.compare.labels.LabelCheck`).
+
+    ``chunking`` holds how the new corpus is read (``chunk_size``, ``chunk_overlap``,
+    ``split``, ``documents``, ``chunk_ids``), as ``run`` takes them; without ``chunk_ids``
+    documents ragcov splits are named as the data file's were, so the repaired labels
+    keep the names the team chose."""
+    from ragcov.compare.labels import check_labels, fixed_text
+    from ragcov.corpus import splits_documents
+    from ragcov.data.spans import recorded_chunk_ids, recorded_corpus
+    from ragcov.files import write_text_atomic
+    from ragcov.overwrite import check_outputs
+
+    if level is not None and level not in ("doc", "chunk"):
+        raise RagcovError(f"--qrels-level must be doc or chunk, got {level!r}")
+    if fix is not None:
+        check_outputs([Path(fix)], [qrels, corpus if not isinstance(corpus, Corpus) else None,
+                                    old_corpus if not isinstance(old_corpus, Corpus) else None,
+                                    data_file if old_corpus is None else None])
+    chunking = dict(chunking or {})
+    if (chunking.get("chunk_ids") is None and old_corpus is None and not isinstance(corpus, Corpus)
+            and splits_documents(corpus, bool(chunking.get("split")))):
+        chunking["chunk_ids"] = recorded_chunk_ids(CoverageData(data_file))
+    new = corpus if isinstance(corpus, Corpus) else load_corpus(corpus, **chunking)
+    if isinstance(old_corpus, Corpus):
+        old = old_corpus
+    elif old_corpus is not None:
+        old = load_corpus(old_corpus)
+    else:
+        data = CoverageData(data_file)
+        if not data.exists():
+            raise RagcovError(f"{data_file}: no data file to read the old chunking from; give "
+                              "--old-corpus (the chunks the labels were made on) or --data-file")
+        old = recorded_corpus(data)
+    done = check_labels(qrels, new, old, level)
+    if fix is not None:
+        text, n = fixed_text(done)
+        write_text_atomic(fix, text)
+        done.written, done.kept = Path(fix), n
+    return done
+
+
+# --- Probing (ragcov probe) -------------------------------------------------------------------
 
 @dataclass
 class ProbeRun:
@@ -681,146 +898,132 @@ def probe_corpus(settings: ProbeSettings, progress: bool = True,
     return CorpusProbed(done, gold)
 
 
-def audit_reachability(data_file: str | os.PathLike[str], scope: Any = None) -> Any:
-    """Every chunk's status (covered, untested, unreachable), hubs and the reachable
-    denominator, from a data file's tests and probes; with ``scope`` (a
-    :class:`ReportScope`, e.g. :func:`configured_scope`'s) its totals count the chunks a
-    report with that scope counts, so probe and report print one set of numbers."""
-    from ragcov.data.columns import chunk_hashes
-    from ragcov.data.probes import chunk_details, probe_texts, read_probes
-    from ragcov.reachability.audit import audit
-    from ragcov.scope import load_scoped
+# --- Generating questions (ragcov generate) ---------------------------------------------------
 
-    if scope is not None:
-        return load_scoped(data_file, scope).reachability
-    from ragcov.data.stages import read_stages_of
+def generate(corpus: Corpus, retriever: Any, generator: Any, k: int,
+             output: str | os.PathLike[str], data_file: str | os.PathLike[str],
+             config: LoopConfig | dict[str, Any], seed_suite: Suite | None = None,
+             on_step: Any = None, ragas: str | os.PathLike[str] | None = None,
+             deepeval: str | os.PathLike[str] | None = None) -> GenerationSummary:
+    """Write new test questions aimed at uncovered chunks (``ragcov generate``); resumable.
+
+    Each question is checked against ``retriever`` and recorded in ``data_file``; the
+    suite goes to ``output`` (JSON lines with provenance) and, when asked, also as a
+    RAGAS test set and DeepEval goldens. ``config`` is a
+    :class:`ragcov.generation.LoopConfig` or its fields as a dict (``{"budget": 20}``).
+    """
+    from ragcov.generation.export import write_deepeval, write_ragas
+    from ragcov.generation.loop import run_generation
+    from ragcov.generation.loop_types import LoopConfig
+    from ragcov.retrieval import validate_k
+
+    validate_k(k)
+    if not isinstance(config, LoopConfig):
+        config = LoopConfig(**config)
+    config.check()
+    summary = run_generation(corpus, retriever, generator, k, Path(output), Path(data_file),
+                             config, seed_suite=seed_suite, on_step=on_step)
+    if ragas is not None:
+        write_ragas(ragas, summary.records, corpus)
+    if deepeval is not None:
+        write_deepeval(deepeval, summary.records, corpus)
+    return summary
+
+
+def generate_questions(corpus: str | os.PathLike[str], output: str | os.PathLike[str],
+                       data_file: str | os.PathLike[str], k: int = 5,
+                       queries: str | os.PathLike[str] | None = None,
+                       targets: str | os.PathLike[str] | None = None, topic: str | None = None,
+                       chunking: dict[str, Any] | None = None,
+                       retriever: dict[str, Any] | None = None,
+                       generator: dict[str, Any] | None = None, loop: dict[str, Any] | None = None,
+                       ragas: str | os.PathLike[str] | None = None,
+                       deepeval: str | os.PathLike[str] | None = None, progress: bool = True,
+                       on_step: Any = None, notify: Any = None, warn: Any = None
+                       ) -> GenerationSummary:
+    """``ragcov generate`` from paths and names: every setting checked before the corpus is
+    read or a model started, then the corpus, the chunks to aim at (``targets``: a ``gap``
+    report; ``topic``: a topic's untested chunks), the generator and the retriever built,
+    and :func:`generate` run. ``notify`` gets the lines a run always shows, ``warn`` the
+    warnings (None: quiet)."""
+    from ragcov.api.settings import chunk_ids_of, recorded_choice
+    from ragcov.generation.loop_types import LoopConfig
+    from ragcov.generation.targets import gap_targets
+    from ragcov.overwrite import check_outputs
+    from ragcov.retrieval import validate_k
+    from ragcov.retrievers.store import store_run_line
+
+    say, caution = notify or (lambda line: None), warn or (lambda line: None)
+    validate_k(k)
+    chosen = dict(retriever or {})
+    llm = dict(generator or {})
+    config = LoopConfig(**(loop or {}))
+    config.check()
+    if targets is not None and topic is not None:
+        raise RagcovError("--targets and --topic both choose the chunks to aim at: give one")
+    prompt = llm.get("prompt")
+    check_outputs([output, ragas, deepeval], [corpus, prompt, targets, data_file], extends=output)
+    kind, model, backend = recorded_choice(data_file, corpus, chosen.get("retriever"),
+                                           chosen.get("model"), chosen.get("backend"),
+                                           "generated questions")
+    chosen.update(model=model, backend=backend)
+    from ragcov.retrievers.dense import check_hardware
+
+    check_hardware(kind, chosen.get("device", "auto"), chosen.get("dtype", "auto"),
+                   chosen.get("backend"), chosen.get("model"))
+    chunking = dict(chunking or {})  # split as the data file's run did (--chunk-ids)
+    chunking["chunk_ids"] = chunk_ids_of(data_file, chunking.get("chunk_ids"), "generate")
+    corpus_obj = load_corpus(corpus, **chunking)
+    if targets is not None:
+        ids, unknown = gap_targets(targets, corpus_obj)
+        if unknown:
+            caution(f"ragcov: warning: {len(unknown)} chunk(s) of {targets} are not in this corpus "
+                    f"(first: {unknown[0]}); left out")
+        if not ids:
+            raise RagcovError(f"{targets}: no untested chunk of this corpus to aim at")
+        config.priority = ids
+    if topic is not None:
+        number, label, ids = topic_targets(data_file, topic, corpus_obj)
+        if not ids:
+            raise RagcovError(f"topic {number} ({label}) has no chunk left that no test retrieves "
+                              f"in {data_file}; nothing to aim at")
+        caution(f"Aiming at topic {number} ({label}): {len(ids)} untested chunk(s)")
+        config.priority = ids
+    seed_suite = load_suite(queries) if queries is not None else None
+    gen = make_generator(llm.pop("kind", "extractive"), corpus_obj.texts, **llm)
+    r = make_retriever(kind, corpus_obj, model=chosen.get("model"), index=chosen.get("index", "flat"),
+                       progress=progress, backend=chosen.get("backend"),
+                       device=chosen.get("device", "auto"), dtype=chosen.get("dtype", "auto"))
+    if line := store_run_line(corpus_obj, kind, r, k):
+        say(line)
+    return generate(corpus_obj, r, gen, k, output, data_file, config, seed_suite=seed_suite,
+                    on_step=on_step, ragas=ragas, deepeval=deepeval)
+
+
+def topic_targets(data_file: str | os.PathLike[str], topic: str, corpus: Corpus
+                  ) -> tuple[int, str, list[str]]:
+    """``generate --topic ID|LABEL``: the topic's number, label and its chunks no test
+    retrieves yet (corpus order), the chunks generation aims at."""
+    from ragcov.topics.build import fresh_topics
+    from ragcov.topics.coverage import find_topic, topic_positions
 
     data = CoverageData(data_file)
-    tests = data.suite_matrix()
-    probes = read_probes(data, tests.n_chunks)
-    return audit(tests, probes, details=lambda positions: chunk_details(data, positions),
-                 probe_texts=lambda ids: probe_texts(data, ids),
-                 stages=read_stages_of(data, tests, probes)).with_candidates(
-        data.chunk_texts(), dict(zip(tests.chunk_ids, chunk_hashes(data.path))))
+    if not data.exists():
+        raise RagcovError(f"{data_file}: no coverage data, so no topics; run `ragcov run` and "
+                          "`ragcov topics` first")
+    recorded = data.meta().corpus_hash
+    if recorded != corpus.hash:
+        raise RagcovError(f"{data_file} records another corpus (hash {recorded}, --corpus "
+                          f"{corpus.hash}); its topics name other chunks")
+    stored = fresh_topics(str(data_file), recorded)
+    number = find_topic(stored, topic)
+    m = data.matrix()
+    mine = (topic_positions(stored, m.chunk_ids) == number) & ~m.covered()
+    label = next(t.label for t in stored.labels if t.topic == number)
+    return number, label, [m.chunk_ids[j] for j in mine.nonzero()[0]]
 
 
-# --- run from paths and names (``ragcov run``, ``ragcov index``) --------------------------
-
-@dataclass
-class RunResult:
-    """What ``run`` recorded: the hit matrix, where it went and the corpus's size."""
-
-    matrix: CoverageMatrix
-    data_file: Path
-    chunks: int
-
-
-def run(corpus: str | os.PathLike[str] | RunSettings, queries: str | os.PathLike[str] = "",
-        retriever: str | None = None, progress: bool = True, notify: Any = None,
-        **options: Any) -> RunResult:
-    """``ragcov run``: load the corpus and suite, build the retriever by name, record the run.
-
-    ``corpus`` is a :class:`RunSettings` already checked (what the CLI passes), or the
-    corpus with the queries and the other settings as keywords (``k``, ``model``,
-    ``data_file`` ...), checked here. ``notify`` receives the lines a user should see
-    while it runs (which store and model answer, how hits without ids were matched).
-    """
-    settings = corpus if isinstance(corpus, RunSettings) else RunSettings.checked(
-        corpus, queries, retriever, **options)
-    return _run(settings, progress, notify or (lambda line: None))
-
-
-def _run(s: RunSettings, progress: bool, say: Any) -> RunResult:
-    from ragcov.api.settings import index_options, record_retriever_source, with_reranker
-    from ragcov.api.steps import say_languages
-    from ragcov.progress import status
-    from ragcov.retrievers import make_retriever
-    from ragcov.retrievers.loader import is_spec
-    from ragcov.retrievers.store import store_run_line
-    from ragcov.retrievers.twins import resolver_counts
-
-    corpus_obj = load_corpus(s.corpus, chunk_size=s.chunk_size, chunk_overlap=s.chunk_overlap,
-                             split=s.split, doc_key=s.doc_key, documents=s.documents,
-                             id_key=s.id_key, chunk_ids=s.chunk_ids)
-    suite = load_suite(s.queries)
-    model = s.model
-    if s.engine == "dask":
-        from ragcov.distributed import measure_dask
-
-        if s.kind == "dense" and corpus_obj.store is not None:
-            # The workers build their own retrievers; the store's model is checked here, once.
-            from ragcov.retrievers.store import settle_model
-
-            model = settle_model(corpus_obj, model).model
-        m = measure_dask(corpus_obj, suite, retriever=s.kind, model=model, index=s.index, k=s.k,
-                         data_file=s.destination, append=s.append, scheduler=s.scheduler,
-                         partitions=s.partitions, progress=progress, backend=s.backend,
-                         device=s.device, dtype=s.dtype)
-        return RunResult(m, s.destination, len(corpus_obj))
-    # dense and bm25 draw their own bars, a URL builds nothing (and may hold a secret);
-    # a module:attr factory shows a spinner while it builds its store.
-    factory = s.kind not in ("dense", "bm25") and "://" not in s.kind
-    with status(f"Building retriever {s.kind} ...", enabled=progress and factory):
-        r = make_retriever(s.kind, corpus_obj, model=model, index=s.index, progress=progress,
-                           backend=s.backend, device=s.device, dtype=s.dtype,
-                           **index_options(s.kind, s.index, s.hnsw_m, s.hnsw_ef_search))
-    if s.rerank is not None:
-        r = with_reranker(r, corpus_obj, s.rerank, s.rerank_depth, s.k, notify=say)
-    if line := store_run_line(corpus_obj, s.kind, r, s.k):
-        say(line)
-    say_languages(corpus_obj, r, say)
-    from ragcov.retrievers.hardware import encoder_line, precision_recall_line
-
-    if progress and (line := encoder_line(r)):
-        say(line)
-    m = measure(corpus_obj, suite, r, k=s.k, data_file=s.destination, append=s.append,
-                progress=progress)
-    if is_spec(s.kind):
-        record_retriever_source(s.destination, s.kind)
-    if line := precision_recall_line(r, suite, s.k, CoverageData(s.destination), s.append):
-        say(line)
-    twins = resolver_counts(r)
-    if twins is not None and twins.line():
-        say(twins.line())
-    return RunResult(m, s.destination, len(corpus_obj))
-
-
-@dataclass
-class Indexed:
-    """What ``index`` did: the chunks, whether they were embedded now, model and backend."""
-
-    chunks: int
-    embedded: bool
-    model: str
-    backend: str
-    cache: Path
-    placement: Any = None  # where it was embedded (ragcov.retrievers.hardware.Placement)
-
-
-def index(corpus: str | os.PathLike[str], model: str | None = None, backend: str | None = None,
-          chunk_size: int = 1000, chunk_overlap: int = 100, split: bool = False,
-          device: str | None = "auto", dtype: str | None = "auto",
-          chunk_ids: str | None = None) -> Indexed:
-    """``ragcov index``: embed the corpus for the dense retriever into the cache."""
-    from ragcov.files import cache_dir
-    from ragcov.retrievers import make_retriever
-    from ragcov.retrievers.dense import check_hardware
-    from ragcov.retrievers.onnx_encoder import check_backend
-
-    check_backend(backend)  # before the corpus is read
-    check_hardware("dense", device, dtype, backend, model)
-    corpus_obj = load_corpus(corpus, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-                             split=split, chunk_ids=chunk_ids)
-    # The dense retriever's own door: over a store URL the store's model is settled first
-    # (checked against its vectors), as ``run --retriever dense`` does, so the cache
-    # ``index`` fills is the one that run will read.
-    r = make_retriever("dense", corpus_obj, model=model, backend=backend, device=device,
-                       dtype=dtype)
-    return Indexed(len(corpus_obj), bool(r.chunks_embedded), r.model_name, r.backend, cache_dir(),
-                   r.placement)
-
-
-# --- drift: retrieval under corpus change (``ragcov drift``) -------------------------------
+# --- Retrieval under corpus change (ragcov drift) ---------------------------------------------
 
 @dataclass
 class DriftRun:
@@ -982,181 +1185,7 @@ def write_drift_html(data_file: Any, directory: str | os.PathLike[str]) -> Path 
     return None if summary is None else write_drift_page(summary, directory)
 
 
-# --- the data file as every reporter reads it ----------------------------------------------
-
-def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = None) -> Any:
-    """The data file's matrix with ``scope`` (a :class:`ReportScope`) applied.
-
-    What ``ragcov report``, ``json``, ``xml``, ``lcov``, ``badge`` and ``html`` and the
-    pytest plugin's reports all read: ``.matrix``, ``.summary()``, ``.excluded``,
-    ``.reachability`` and the data file's ``.meta``.
-    """
-    from ragcov.data.datafile import one_read
-    from ragcov.scope import load_scoped
-
-    with one_read(data_file):  # the report and the drift run it holds: one snapshot
-        scoped = load_scoped(data_file, scope)
-        scoped.drift = drift_summary(data_file)
-    return scoped
-
-
-def combine(files: Sequence[str | os.PathLike[str]] = (),
-            data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, keep: bool = False,
-            append: bool = False) -> Any:
-    """``ragcov combine``: merge data files, or the shards found beside ``data_file``.
-
-    Returns :class:`ragcov.data.shards.Combined`: what was merged, what was skipped and why.
-    """
-    from ragcov.data.shards import combine_shards
-
-    return combine_shards([Path(f) for f in files], Path(data_file), keep=keep, append=append)
-
-
-def erase(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE) -> list[Path]:
-    """``ragcov erase``: delete the data file and its shards; returns shard-named files spared."""
-    from ragcov.data.shards import erase as erase_files
-
-    return erase_files(Path(data_file))
-
-
-def record_outcomes(data_file: str | os.PathLike[str], outcomes: dict[str, str],
-                    askers: dict[str, list[str]] | None = None) -> None:
-    """Keep each test's outcome (pytest node id -> passed, failed, skipped) with the data
-    file, beside the outcomes of earlier sessions' other tests, and every test that asked
-    each question (a question two tests ask fails with either)."""
-    from ragcov.data.datafile import OUTCOMES, QUERY_TESTS
-
-    data = CoverageData(data_file)
-    data.annotate(OUTCOMES, {**(data.annotation(OUTCOMES) or {}), **outcomes})
-    if askers:
-        data.annotate(QUERY_TESTS, {**(data.annotation(QUERY_TESTS) or {}), **askers})
-
-
-def correctness(m: Any, qrels: str | os.PathLike[str] | None = None,
-                level: str | None = None) -> Any:
-    """Hit rate and recall@k from relevance labels, else the pass rate of the recorded test
-    outcomes; None when neither exists (:class:`ragcov.failures.Correctness`)."""
-    from ragcov.api.settings import read_qrels
-    from ragcov.data.datafile import OUTCOMES
-    from ragcov.failures import label_correctness, outcome_correctness
-
-    if qrels is not None:
-        return label_correctness(m, read_qrels(qrels, level))
-    return outcome_correctness((m.meta or {}).get(OUTCOMES) or {})
-
-
-def check_qrels(qrels: str | os.PathLike[str], corpus: str | os.PathLike[str] | Corpus,
-                old_corpus: str | os.PathLike[str] | Corpus | None = None,
-                data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, level: str | None = None,
-                fix: str | os.PathLike[str] | None = None, chunking: dict[str, Any] | None = None
-                ) -> Any:
-    """``ragcov qrels check``: sort each label of ``qrels`` (made on the old chunking: the
-    ``old_corpus``, else the corpus ``data_file`` recorded) into valid, re-anchorable,
-    merged, split and orphaned against ``corpus``, by text span; with ``fix``, write the
-    sound ones under their new ids there (:class:`ragcov.compare.labels.LabelCheck`).
-
-    ``chunking`` holds how the new corpus is read (``chunk_size``, ``chunk_overlap``,
-    ``split``, ``documents``, ``chunk_ids``), as ``run`` takes them; without ``chunk_ids``
-    documents ragcov splits are named as the data file's were, so the repaired labels
-    keep the names the team chose."""
-    from ragcov.compare.labels import check_labels, fixed_text
-    from ragcov.corpus import splits_documents
-    from ragcov.data.spans import recorded_chunk_ids, recorded_corpus
-    from ragcov.files import write_text_atomic
-    from ragcov.overwrite import check_outputs
-
-    if level is not None and level not in ("doc", "chunk"):
-        raise RagcovError(f"--qrels-level must be doc or chunk, got {level!r}")
-    if fix is not None:
-        check_outputs([Path(fix)], [qrels, corpus if not isinstance(corpus, Corpus) else None,
-                                    old_corpus if not isinstance(old_corpus, Corpus) else None,
-                                    data_file if old_corpus is None else None])
-    chunking = dict(chunking or {})
-    if (chunking.get("chunk_ids") is None and old_corpus is None and not isinstance(corpus, Corpus)
-            and splits_documents(corpus, bool(chunking.get("split")))):
-        chunking["chunk_ids"] = recorded_chunk_ids(CoverageData(data_file))
-    new = corpus if isinstance(corpus, Corpus) else load_corpus(corpus, **chunking)
-    if isinstance(old_corpus, Corpus):
-        old = old_corpus
-    elif old_corpus is not None:
-        old = load_corpus(old_corpus)
-    else:
-        data = CoverageData(data_file)
-        if not data.exists():
-            raise RagcovError(f"{data_file}: no data file to read the old chunking from; give "
-                              "--old-corpus (the chunks the labels were made on) or --data-file")
-        old = recorded_corpus(data)
-    done = check_labels(qrels, new, old, level)
-    if fix is not None:
-        text, n = fixed_text(done)
-        write_text_atomic(fix, text)
-        done.written, done.kept = Path(fix), n
-    return done
-
-
-def record_retrievals(corpus: Corpus, k: int, fingerprint: dict[str, Any],
-                      queries: dict[str, str], results: dict[str, Any],
-                      data_file: str | os.PathLike[str], context: dict[str, str] | None = None,
-                      matching: Any = None, source: str | None = None) -> None:
-    """Write retrievals recorded elsewhere (the pytest plugin's session) into ``data_file``:
-    ``queries`` id -> text, ``results`` id -> ranked ``(chunk id, score)``, ``context``
-    id -> the test that asked, ``matching`` how hits without ids were matched, ``source``
-    the ``module:attr`` that builds the retriever again (kept so every command can)."""
-    from ragcov.api.settings import record_retriever_source
-    from ragcov.retrieval import Run
-    from ragcov.retrievers.twins import record_matching
-
-    run = Run(k=k, retriever=fingerprint)
-    for qid, text in queries.items():
-        run.add(qid, text, results[qid])
-    data = CoverageData(data_file)
-    data.write(corpus, run, context=context)
-    record_matching(data, matching)
-    if source is not None:
-        record_retriever_source(data_file, source)
-
-
-# Factories reached through this door. Each imports its module when called: a retriever,
-# a store client or an LLM client pulls in torch, a store's client or httpx, which no
-# reading command may pay for at start-up (tests/test_startup.py). Plain imports a
-# reader (and tests/test_architecture.py) can follow, not names forwarded by importlib.
-def make_retriever(kind: str, corpus: Corpus, model: str | None = None, index: str = "flat",
-                   progress: bool = True, **options: Any) -> Any:
-    """A retriever by its CLI name (bm25, dense, store, ``module:attr`` or an HTTP URL)."""
-    from ragcov.retrievers import make_retriever as make
-
-    return make(kind, corpus, model=model, index=index, progress=progress, **options)
-
-
-def wrap(obj: Any, corpus: Corpus | None = None, name: str | None = None) -> Any:
-    """A ragcov retriever for the user's own (a callable, LangChain, LlamaIndex)."""
-    from ragcov.retrievers import wrap as wrapped
-
-    return wrapped(obj, corpus, name)
-
-
-def make_generator(kind: str, corpus_texts: Sequence[str], **options: Any) -> Any:
-    """A question generator by name (openai, llama-cpp, extractive) for generate and probe."""
-    from ragcov.generation import make_generator as make
-
-    return make(kind, corpus_texts, **options)
-
-
-def configured_scope(command: str = "report", start: str | os.PathLike[str] | None = None) -> Any:
-    """The :class:`ReportScope` ``ragcov COMMAND`` applies from ``[tool.ragcov]`` (or
-    ragcov.toml) with no flags: the pytest plugin's reports count what the CLI counts."""
-    from ragcov.config import scope_settings
-
-    values = scope_settings(command, None if start is None else Path(start))
-    lists = {k: tuple(values[k]) for k in ("include", "omit", "exclude", "exclude_docs")
-             if k in values}
-    return ReportScope(**lists, min_chunk_chars=values.get("min_chunk_chars", 0),
-                       reachable=values.get("reachable", False),
-                       reachable_if_probed=bool(values.get("reachable", False)),
-                       include_generated=values.get("include_generated", False))
-
-
-# --- coverage by topic (``ragcov topics``, ``report --by topic``) ---------------------------
+# --- Coverage by topic (ragcov topics, report --by topic) -------------------------------------
 
 def fit_topics(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, n_topics: int | None = None,
                seed: int = 0, vectors: str = "auto", model: str | None = None,
@@ -1207,26 +1236,3 @@ def topic_coverage(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope:
                 allow_different_retriever=allow_different_retriever)
         hits = np.bincount(g.traffic.hit_chunk, minlength=g.traffic.n_chunks)
     return topic_numbers(scoped, stored, str(data_file), hits)
-
-
-def topic_targets(data_file: str | os.PathLike[str], topic: str, corpus: Corpus
-                  ) -> tuple[int, str, list[str]]:
-    """``generate --topic ID|LABEL``: the topic's number, label and its chunks no test
-    retrieves yet (corpus order), the chunks generation aims at."""
-    from ragcov.topics.build import fresh_topics
-    from ragcov.topics.coverage import find_topic, topic_positions
-
-    data = CoverageData(data_file)
-    if not data.exists():
-        raise RagcovError(f"{data_file}: no coverage data, so no topics; run `ragcov run` and "
-                          "`ragcov topics` first")
-    recorded = data.meta().corpus_hash
-    if recorded != corpus.hash:
-        raise RagcovError(f"{data_file} records another corpus (hash {recorded}, --corpus "
-                          f"{corpus.hash}); its topics name other chunks")
-    stored = fresh_topics(str(data_file), recorded)
-    number = find_topic(stored, topic)
-    m = data.matrix()
-    mine = (topic_positions(stored, m.chunk_ids) == number) & ~m.covered()
-    label = next(t.label for t in stored.labels if t.topic == number)
-    return number, label, [m.chunk_ids[j] for j in mine.nonzero()[0]]

@@ -31,6 +31,7 @@ from ragcov.data.datafile import one_read as one_read
 from ragcov.overwrite import check_outputs as check_outputs
 from ragcov.overwrite import to_stdout as to_stdout
 from ragcov.scope import ReportScope
+from ragcov.sigint import threads_leave_sigint
 from ragcov.summary import ceiling_text as ceiling_text
 from ragcov.summary import ceiling_warning as ceiling_warning
 from ragcov.summary import display_percent as display_percent
@@ -39,9 +40,13 @@ from ragcov.summary import summarize as summarize
 from ragcov.summary import workload_warning as workload_warning
 
 if TYPE_CHECKING:
-    from ragcov.compare.diff import CoverageDiff
+    with threads_leave_sigint():  # numpy may load here
+        from ragcov.compare.diff import CoverageDiff
 
 # Loaded when first taken (numpy under them): ``from ragcov.api.cli_support import X``.
+# Where numpy may load first (here, or in a check made before any verb), it loads inside
+# threads_leave_sigint, as the door loads it: its BLAS threads leave Ctrl-C to the main
+# thread (ragcov.sigint).
 _ON_USE = {
     "ALL_STRATEGIES": "ragcov.selection", "DEFAULT_AFTER_SATURATION": "ragcov.selection",
     "duplicate_groups": "ragcov.metrics", "redundant_tests": "ragcov.metrics",
@@ -50,7 +55,8 @@ _ON_USE = {
 
 def __getattr__(name: str) -> Any:
     if name in _ON_USE:
-        return getattr(importlib.import_module(_ON_USE[name]), name)
+        with threads_leave_sigint():
+            return getattr(importlib.import_module(_ON_USE[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -78,14 +84,16 @@ def diff_gate_failures(d: CoverageDiff, max_gini_rise: float | None,
                        min_query_overlap: float | None) -> list[str]:
     """``ragcov diff``'s ``--max-gini-rise`` and ``--min-query-overlap``: the messages of
     those that fail (retrieval-fairness's two diff gates)."""
-    from ragcov.compare.diff import gate_failures
+    with threads_leave_sigint():  # numpy may load here
+        from ragcov.compare.diff import gate_failures
 
     return gate_failures(d, max_gini_rise, min_query_overlap)
 
 
 def check_index_gates(min_recall: float | None, max_hidden: int | None) -> None:
     """``--min-index-recall`` and ``--max-index-hidden`` refused before any work when out of range."""
-    from ragcov.reachability.stages import check_index_gates as check
+    with threads_leave_sigint():  # numpy may load here
+        from ragcov.reachability.stages import check_index_gates as check
 
     check(min_recall, max_hidden)
 
@@ -94,14 +102,16 @@ def index_failure(reachability: Any, min_recall: float | None, max_hidden: int |
                   ) -> str | None:
     """``--min-index-recall`` / ``--max-index-hidden`` over a reachability view: None when
     they pass (or are not asked), else the message; an error when no exact check was done."""
-    from ragcov.reachability.stages import index_failure as failure
+    with threads_leave_sigint():  # numpy may load here
+        from ragcov.reachability.stages import index_failure as failure
 
     return failure(None if reachability is None else reachability.stages, min_recall, max_hidden)
 
 
 def check_min_topic_coverage(minimum: float | None) -> None:
     """``--min-topic-coverage`` refused before any work when it is not a percentage."""
-    from ragcov.topics.coverage import check_min_topic_coverage as check
+    with threads_leave_sigint():  # numpy may load here
+        from ragcov.topics.coverage import check_min_topic_coverage as check
 
     check(minimum)
 
@@ -109,7 +119,8 @@ def check_min_topic_coverage(minimum: float | None) -> None:
 def min_topic_failure(report: Any, minimum: float | None, precision: int | None = None
                       ) -> str | None:
     """The ``--min-topic-coverage`` gate: None when every topic is at least that covered."""
-    from ragcov.topics.coverage import min_topic_failure as failure
+    with threads_leave_sigint():  # numpy may load here
+        from ragcov.topics.coverage import min_topic_failure as failure
 
     return failure(report, minimum, precision)
 
@@ -118,8 +129,10 @@ def drift_limits(values: Sequence[str], relations: Sequence[str] | None = None) 
     """``--max-violation-rate`` values as relation -> highest rate, checked before any work:
     with ``relations`` (``--relation``; None: the default ones) a limit on a relation that
     will not run is refused."""
-    from ragcov.drift.relations import DEFAULT_RELATIONS, expand_relations
-    from ragcov.drift.summary import check_limits_run, parse_limits
+    with threads_leave_sigint():  # numpy may load here
+        from ragcov.drift.relations import DEFAULT_RELATIONS, expand_relations
+    with threads_leave_sigint():  # numpy may load here
+        from ragcov.drift.summary import check_limits_run, parse_limits
 
     limits = parse_limits(values)
     check_limits_run(limits, expand_relations(relations if relations is not None
@@ -129,6 +142,7 @@ def drift_limits(values: Sequence[str], relations: Sequence[str] | None = None) 
 
 def drift_gate(summary: Any, limits: dict[str, float]) -> list[str]:
     """The ``--max-violation-rate`` gate: one line per relation above its limit."""
-    from ragcov.drift.summary import gate_failures
+    with threads_leave_sigint():  # numpy may load here
+        from ragcov.drift.summary import gate_failures
 
     return gate_failures(summary, limits)
