@@ -14,9 +14,10 @@ Apart from this page: the settings of a run and a probe run and the rules they a
 (:mod:`ragcov.api.settings`), the steps the verbs are made of (:mod:`ragcov.api.steps`),
 and what only the command line uses, its checks and gates (:mod:`ragcov.api.cli_support`).
 
-Light at import: ``ragcov report --format total`` takes only the few names of
-``_LIGHT``; taking any other loads the verbs' modules (numpy under them) first, see
-``_DEFERRED`` and ``_Door`` below.
+Light at import: ``ragcov report --format total`` takes only names of ``_LIGHT``
+(``cli_support`` among them); taking any other loads the modules of the public types
+(corpus, suite, matrix: numpy under them) first, see ``_DEFERRED`` and ``_Door`` below;
+each verb imports the rest of its stack in its body.
 """
 
 from __future__ import annotations
