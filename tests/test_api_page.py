@@ -136,3 +136,37 @@ def test_the_page_examples_run(tmp_path: Path) -> None:
 def test_the_page_examples_run_with_the_embedding_model(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
     _run_examples(_examples(with_slow=True), tmp_path)
+
+
+SIGINT_PROBE = """
+import signal, sys
+from pathlib import Path
+from ragcov.api import cli_support
+{call}
+assert "numpy" in sys.modules
+me = Path("/proc/self/task")
+others = [t for t in me.iterdir() if t.name != str(__import__("threading").get_native_id())]
+assert others, "numpy's BLAS started no thread: nothing to check"
+for task in others:
+    mask = int(next(l.split()[1] for l in (task / "status").read_text().splitlines()
+                    if l.startswith("SigBlk:")), 16)
+    assert mask & (1 << (signal.SIGINT - 1)), f"thread {{task.name}} takes SIGINT"
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads threads' signal masks in /proc")
+@pytest.mark.parametrize("call", [
+    "cli_support.check_index_gates(90.0, None)",
+    "cli_support.check_min_topic_coverage(50.0)",
+    "cli_support.drift_limits(['noise=0.1'])",
+    "cli_support.ALL_STRATEGIES",
+], ids=["index-gates", "topic-gate", "drift-limits", "strategies"])
+def test_a_cli_check_that_loads_numpy_leaves_ctrl_c_to_the_main_thread(call: str) -> None:
+    """A check the CLI makes before any verb may be the first to load numpy, whose BLAS
+    starts threads: they must block SIGINT, as those the door's own loading starts do."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    env.update(PYTHONPATH=str(ROOT / "src"), OPENBLAS_NUM_THREADS="2")
+    done = subprocess.run([sys.executable, "-c", SIGINT_PROBE.format(call=call)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
