@@ -6,7 +6,9 @@
 * every public name has its entry on the page, and every entry names a public name;
 * every name the CLI, the pytest plugin, research/, benchmarks/, the tests and the docs
   take from ``ragcov.api`` is public;
-* the page's examples run, top to bottom, in an empty folder.
+* the page's examples run, top to bottom, in an empty folder;
+* the CLI's checks in ``ragcov.api.cli_support`` that may load numpy first load it as the
+  door does, its BLAS threads leaving Ctrl-C to the main thread.
 """
 
 from __future__ import annotations
