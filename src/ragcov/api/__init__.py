@@ -1062,7 +1062,7 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
     settings searches only the copies not yet recorded. ``relations`` None is the default
     set, from which the table forms of ``format`` drop out when the corpus has no table.
     """
-    from ragcov.api.settings import check_seed, chunk_ids_of, recorded_choice
+    from ragcov.api.settings import check_drift_settings, chunk_ids_of, recorded_choice
     from ragcov.api.steps import drift_mix, recorded_suite
     from ragcov.data.schema import NoDataFile, check_compatible
     from ragcov.drift.distractors import check_distractor_path, load_distractors
@@ -1070,22 +1070,9 @@ def corpus_drift(corpus: str | os.PathLike[str] | Corpus,
     from ragcov.drift.rebuild import rebuilder
     from ragcov.drift.relations import DEFAULT_RELATIONS, expand_relations, tables_in, unique_id_check
     from ragcov.drift.versions import find_versions
-    from ragcov.retrieval import validate_k
 
     say = notify or (lambda line: None)
-    check_seed(seed)
-    validate_k(k)
-    if engine not in ("local", "dask"):
-        raise RagcovError(f"unknown --engine {engine!r}: expected local or dask")
-    if workers is not None and workers < 1:
-        raise RagcovError(f"--workers must be at least 1, got {workers}")
-    if isinstance(noise_rate, bool) or not isinstance(noise_rate, (int, float)) or \
-            not 0 <= noise_rate <= 1:
-        raise RagcovError(f"--noise-rate must be a rate from 0 to 1, got {noise_rate}")
-    if not isinstance(resamples, int) or resamples < 100:
-        raise RagcovError(f"--resamples must be a whole number of at least 100, got {resamples}")
-    if not 0 < confidence < 1:
-        raise RagcovError(f"--confidence must be between 0 and 1, got {confidence}")
+    check_drift_settings(seed, k, engine, workers, noise_rate, resamples, confidence)
     asked = relations is not None
     names = expand_relations(relations if asked else DEFAULT_RELATIONS)  # type: ignore[arg-type]
     if not names:

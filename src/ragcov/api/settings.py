@@ -34,6 +34,26 @@ def check_seed(seed: int) -> int:
     return seed
 
 
+def check_drift_settings(seed: int, k: int, engine: str, workers: int | None, noise_rate: float,
+                         resamples: int, confidence: float) -> None:
+    """A drift run's numbers refused before its corpus is read or a model loaded."""
+    from ragcov.retrieval import validate_k
+
+    check_seed(seed)
+    validate_k(k)
+    if engine not in ("local", "dask"):
+        raise RagcovError(f"unknown --engine {engine!r}: expected local or dask")
+    if workers is not None and workers < 1:
+        raise RagcovError(f"--workers must be at least 1, got {workers}")
+    if isinstance(noise_rate, bool) or not isinstance(noise_rate, (int, float)) or \
+            not 0 <= noise_rate <= 1:
+        raise RagcovError(f"--noise-rate must be a rate from 0 to 1, got {noise_rate}")
+    if not isinstance(resamples, int) or resamples < 100:
+        raise RagcovError(f"--resamples must be a whole number of at least 100, got {resamples}")
+    if not 0 < confidence < 1:
+        raise RagcovError(f"--confidence must be between 0 and 1, got {confidence}")
+
+
 RETRIEVER_SOURCE = "retriever_source"
 
 
