@@ -758,7 +758,7 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
     it was skipped.
     """
     from ragcov.api.settings import check_seed, require_recorded_run
-    from ragcov.api.steps import llm_probe, record_rerank
+    from ragcov.api.steps import llm_probe, probe_on_dask, record_rerank
     from ragcov.data.probes import ProbeRow, append_probes, recorded_probe_ids
     from ragcov.data.schema import check_compatible, read_meta
     from ragcov.data.stages import probe_rows_writer
@@ -820,21 +820,7 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
             raise RagcovError("probe --engine dask runs without the exact check, which searches "
                               "the index's vectors in this process: add --no-exact, or use "
                               "--engine local")
-        from ragcov.distributed import probe_dask
-
-        batches = [todo[start:start + batch_size] for start in range(0, len(todo), batch_size)]
-
-        def recorded(i: int, results: dict[str, Any]) -> None:
-            nonlocal added
-            added += append_probes(data, corpus, meta.k, fingerprint, batches[i],
-                                   [results.get(p.id, []) for p in batches[i]])
-
-        spec = {"kind": dask["retriever"], "model": dask.get("model"),
-                "index": dask.get("index", "flat"), "batch_size": 64, "threads": 1}
-        probe_dask(corpus, spec, fingerprint,
-                   [[(p.id, p.text) for p in b if p.text] for b in batches], meta.k, recorded,
-                   scheduler=dask.get("scheduler"), workers=dask.get("workers"),
-                   progress=progress)
+        added += probe_on_dask(data, corpus, fingerprint, todo, meta.k, batch_size, dask, progress)
     local = [] if dask is not None else todo
     with progress_bar("Probing", total=len(local) + len(asks), enabled=progress) as advance:
         for start in range(0, len(local), batch_size):

@@ -120,6 +120,31 @@ def llm_probe(generator: Any, texts: Sequence[str], ids: Sequence[str], row: int
     return ProbeRow(probe_id(ids[row], LLM), row, LLM, clean(gen.raw))
 
 
+def probe_on_dask(data: CoverageData, corpus: Corpus, fingerprint: dict[str, Any], todo: list[Any],
+                  k: int, batch_size: int, dask: dict[str, Any], progress: bool) -> int:
+    """``probe --engine dask``: the self-queries ``todo`` retrieved on a Dask cluster, each
+    worker building the retriever ``dask`` names once, and recorded here batch by batch as
+    results come back; returns the probes recorded."""
+    from ragcov.data.probes import append_probes
+    from ragcov.distributed import probe_dask
+
+    added = 0
+    batches = [todo[start:start + batch_size] for start in range(0, len(todo), batch_size)]
+
+    def recorded(i: int, results: dict[str, Any]) -> None:
+        nonlocal added
+        added += append_probes(data, corpus, k, fingerprint, batches[i],
+                               [results.get(p.id, []) for p in batches[i]])
+
+    spec = {"kind": dask["retriever"], "model": dask.get("model"),
+            "index": dask.get("index", "flat"), "batch_size": 64, "threads": 1}
+    probe_dask(corpus, spec, fingerprint,
+               [[(p.id, p.text) for p in b if p.text] for b in batches], k, recorded,
+               scheduler=dask.get("scheduler"), workers=dask.get("workers"),
+               progress=progress)
+    return added
+
+
 def say_languages(corpus: Corpus, retriever: Any, say: Any) -> None:
     """The corpus's scripts where any is not Latin, and one warning where an English-only
     embedding model embeds a corpus that is mostly not English."""
