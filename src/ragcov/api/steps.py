@@ -1,9 +1,10 @@
 """Steps the verbs of :mod:`ragcov.api` are made of, apart so the verbs read as a page.
 
 Each is a part of one verb or two (what ``measure`` and ``record_traces`` keep of a
-reranker's first stage, an append committed in parts, an LLM-written probe, the lines a
-run prints about the corpus's languages, drift's refusal in its own words, the selected
-questions as their files hold them, lost gold); none is public. Loaded with the verbs.
+reranker's first stage, an append committed in parts, an LLM-written probe, probes
+retrieved on Dask, the lines a run prints about the corpus's languages, drift's refusal
+in its own words, the selected questions as their files hold them, lost gold); none is
+public. Loaded with the verbs.
 """
 
 from __future__ import annotations
