@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 pytest.importorskip("dask.distributed")
 
-from ragcov.api import INDEX_RECALL, measure  # noqa: E402
+from ragcov.api import measure  # noqa: E402
 from ragcov.corpus import Chunk, Corpus  # noqa: E402
 from ragcov.data import CoverageData  # noqa: E402
+from ragcov.data.datafile import INDEX_RECALL  # noqa: E402
 from ragcov.distributed import (  # noqa: E402
     _build_retriever,
     _embed_slice,

@@ -19,7 +19,7 @@ from ragcov.drift.relations import Copy, distractor_copy, judge_displaced
 from ragcov.retrievers.bm25 import BM25Retriever
 from ragcov.suite import load_suite
 
-SAMPLE = Path(api.__file__).parent / "data_sample"
+SAMPLE = Path(api.__file__).parents[1] / "data_sample"
 ABCDE = Corpus([Chunk(id=x, text=x, doc_id="d") for x in "abcde"])
 
 

@@ -236,9 +236,9 @@ def _modules_after(code: str, cwd: Path) -> set[str]:
 def test_the_api_loads_its_verbs_modules_on_first_use(tmp_path: Path) -> None:
     light = _modules_after("import ragcov.api", tmp_path)
     assert "numpy" not in light and "ragcov.corpus" not in light and "ragcov.selection" not in light
-    taken = _modules_after("from ragcov.api import load_corpus, ALL_STRATEGIES\n"
-                           "assert 'coverage' in ALL_STRATEGIES and callable(load_corpus)", tmp_path)
-    assert "ragcov.corpus" in taken and "ragcov.selection" in taken
+    taken = _modules_after("from ragcov.api import load_corpus, CoverageMatrix\n"
+                           "assert callable(load_corpus) and CoverageMatrix", tmp_path)
+    assert "ragcov.corpus" in taken and "ragcov.matrix" in taken and "numpy" in taken
 
 
 def test_the_total_reads_no_rows_and_loads_no_numpy(tmp_path: Path) -> None:
@@ -254,7 +254,7 @@ def test_the_deferred_names_are_the_imports_the_api_declares() -> None:
     architecture check see) name the same objects, and every one loads."""
     import ragcov.api as api
 
-    tree = ast.parse((ROOT / "src" / "ragcov" / "api.py").read_text())
+    tree = ast.parse((ROOT / "src" / "ragcov" / "api" / "__init__.py").read_text())
     block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
     declared = {(a.asname or a.name): (node.module, a.name) for node in block.body
                 if isinstance(node, ast.ImportFrom) for a in node.names}

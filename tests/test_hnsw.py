@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragcov.api import INDEX_RECALL
 from ragcov.corpus import Chunk, Corpus
 from ragcov.data import CoverageData
+from ragcov.data.datafile import INDEX_RECALL
 from ragcov.reporters.table import approximate_index_note
 from ragcov.retrieval import Run
 

@@ -16,6 +16,8 @@ import pytest
 # Imported here, before pytester snapshots sys.modules: it drops, at teardown, every module
 # imported during a test, and numpy's and scipy's extensions cannot be loaded twice.
 import ragcov.api
+import ragcov.api.settings
+import ragcov.data
 import ragcov.reporters.jsonreport
 import ragcov.reporters.table
 import ragcov.retrievers.bm25  # noqa: F401
@@ -136,8 +138,8 @@ def test_a_pytest_run_through_a_factory_serves_probe_generate_and_drift(
         pytester: pytest.Pytester, capsys, monkeypatch) -> None:
     data = _session(pytester, THROUGH_FIXTURE, "--ragcov-retriever", "rag_app:make_retriever")
     monkeypatch.syspath_prepend(str(pytester.path))
-    assert ragcov.api.recorded_retriever(data) == {"kind": "callable",
-                                                   "name": "rag_app:make_retriever"}
+    assert ragcov.api.settings.recorded_retriever(data) == {"kind": "callable",
+                                                            "name": "rag_app:make_retriever"}
     # The same retriever from the command line records into the same file (same fingerprint).
     (pytester.path / "more.jsonl").write_text(
         json.dumps({"id": "q4", "text": "Spanish capital in the centre"}) + "\n")
@@ -159,7 +161,7 @@ def test_a_pytest_run_through_a_factory_serves_probe_generate_and_drift(
                          "noise", "--resamples", "100", "--format", "json")
     assert code == 0, err
     (noise,) = json.loads(out)["relations"]
-    recorded = ragcov.api.CoverageData(data).query_texts()
+    recorded = ragcov.data.CoverageData(data).query_texts()
     suite = {"test_app.py::test_retrieves[q1]", "test_app.py::test_retrieves[q2]",
              "test_app.py::test_retrieves[q3]", "q4"}  # pytest's and the CLI's questions
     assert suite < set(recorded)  # and generate's, not accepted into the suite
@@ -170,7 +172,7 @@ def test_record_with_source_serves_probe_and_without_it_says_how(
         pytester: pytest.Pytester, capsys, monkeypatch) -> None:
     data = _session(pytester, THROUGH_RECORD.replace("SOURCE", "'rag_app:search'"))
     monkeypatch.syspath_prepend(str(pytester.path))
-    assert ragcov.api.recorded_retriever(data)["name"] == "rag_app:search"
+    assert ragcov.api.settings.recorded_retriever(data)["name"] == "rag_app:search"
     code, _, err = cli(capsys, "probe", "--corpus", "corpus.jsonl")
     assert code == 0, err
 
@@ -244,7 +246,7 @@ def test_a_protocol_retriever_is_rebuilt_by_its_source(pytester: pytest.Pytester
         "retriever(QUESTIONS[qid], 2)", "retriever.retrieve([QUESTIONS[qid]], 2)[0]")
     data = _session(pytester, test.replace("SOURCE", "'rag_app:Protocol'"))
     monkeypatch.syspath_prepend(str(pytester.path))
-    assert ragcov.api.recorded_retriever(data) == {"kind": "protocol", "version": 1}
+    assert ragcov.api.settings.recorded_retriever(data) == {"kind": "protocol", "version": 1}
     code, _, err = cli(capsys, "probe", "--corpus", "corpus.jsonl")
     assert code == 0, err
     assert "was recorded with: rag_app:Protocol" in err
@@ -289,7 +291,7 @@ def test_labelled(ragcov_retriever, qid):
                                            "corpus.jsonl", "--ragcov-k", "2", "--ragcov-retriever",
                                            "rag_app:make_retriever")
     result.assert_outcomes(passed=3)
-    assert set(ragcov.api.CoverageData(pytester.path / ".ragcov").query_texts()) == set(QUESTIONS)
+    assert set(ragcov.data.CoverageData(pytester.path / ".ragcov").query_texts()) == set(QUESTIONS)
 
 
 def test_a_factory_returning_a_class_is_one_line(pytester: pytest.Pytester) -> None:

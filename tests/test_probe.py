@@ -520,7 +520,8 @@ def test_probe_takes_the_recorded_dense_model_and_int8_backend(tmp_path: Path, p
                                  data)
     def settings(path, *given):
         # As ProbeSettings.checked calls it: the file's fingerprint read once, beside it.
-        return ragcov.api.probe_settings(path, ragcov.api.recorded_retriever(path), *given)
+        return ragcov.api.settings.probe_settings(path, ragcov.api.settings.recorded_retriever(path),
+                                                  *given)
 
     assert settings(data, str(planted), None, None, None) == ("dense", "some/model", "onnx-int8")
     # What the user gives wins; another built-in retriever or another model is refused

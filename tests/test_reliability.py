@@ -392,7 +392,7 @@ def test_an_interrupted_append_keeps_the_parts_it_committed(tmp_path: Path) -> N
     """An --append interrupted after 600 of 700 answered requests kept none of them (one
     transaction), though the message said the file keeps what was committed. It commits
     every 256 queries now: the rerun asks only for what is missing."""
-    from ragcov.api import CHECKPOINT
+    from ragcov.api.steps import CHECKPOINT
     from ragcov.data import CoverageData
 
     asked = tmp_path / "asked.txt"

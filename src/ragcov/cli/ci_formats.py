@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import ReportScope, display_percent
+from ragcov.api import ReportScope
+from ragcov.api.cli_support import display_percent
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
     DataFile,

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import check_outputs, coverage_diff, diff_gate_failures
+from ragcov.api import coverage_diff
+from ragcov.api.cli_support import check_outputs, diff_gate_failures
 from ragcov.cli.compare_options import (
     AllowK,
     AllowRetriever,

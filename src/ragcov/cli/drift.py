@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from ragcov import api
-from ragcov.api import check_outputs
+from ragcov.api import cli_support
+from ragcov.api.cli_support import check_outputs
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -101,7 +102,7 @@ def drift(
         raise RagcovError(f"unknown --format {format!r}: expected text, json or markdown")
     if show < 0:
         raise RagcovError(f"--show must be 0 or more, got {show}")
-    limits = api.drift_limits(max_violation_rate or [], relation)
+    limits = cli_support.drift_limits(max_violation_rate or [], relation)
     check_outputs([output, None if html is None else html / DRIFT_PAGE],
                   [data_file, corpus, queries, distractors])
     done = api.corpus_drift(
@@ -128,5 +129,5 @@ def drift(
         page = api.write_drift_html(data_file, html)
         if not quiet:
             out.print(f"Wrote the drift page to {page}", markup=False)
-    failures = api.drift_gate(s, limits)
+    failures = cli_support.drift_gate(s, limits)
     fail("\n".join(failures) if failures else None)

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import check_outputs, find_faults
+from ragcov.api import find_faults
+from ragcov.api.cli_support import check_outputs
 from ragcov.cli.console import err
 from ragcov.cli.console import out as _out
 from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, to_stdout, write_output

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import check_outputs, fail_under_message, traffic_gap
+from ragcov.api import traffic_gap
+from ragcov.api.cli_support import check_outputs, fail_under_message
 from ragcov.cli.compare_options import (
     AllowK,
     AllowRetriever,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragcov import api
-from ragcov.api import ReportScope, write_html
+from ragcov.api import ReportScope, cli_support, write_html
 from ragcov.api import report as report_data
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
@@ -61,7 +61,7 @@ def html(
     check_by(by)
     # One read (one snapshot of the file): the gate judges the numbers the site shows, and
     # the topics are those of the recording the site shows.
-    with api.one_read(data_file):
+    with cli_support.one_read(data_file):
         site = report_data(data_file, scope)
         topics = _topics(data_file, site, by)
     check_text_gate(site.text, fail_under_text)  # a gate with no figure: refused before writing

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragcov import api
+from ragcov.api import cli_support
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -58,11 +58,12 @@ def import_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
 ) -> None:
     """Import recorded retrievals (production traces, TREC/ranx runs) and record coverage."""
-    from ragcov.api import record_traces, summarize
+    from ragcov.api import record_traces
+    from ragcov.api.cli_support import summarize
     from ragcov.reporters.table import render_headline
 
     if append:  # the ids the file recorded, so an append finds the same corpus
-        chunk_ids = api.chunk_ids_of(data_file, chunk_ids, "an --append")
+        chunk_ids = cli_support.chunk_ids_of(data_file, chunk_ids, "an --append")
     corpus_obj = load_corpus_opts(corpus, chunk_size, chunk_overlap, split, documents=documents,
                                   chunk_ids=chunk_ids)
     texts = None

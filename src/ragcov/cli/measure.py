@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragcov import api
-from ragcov.api import summarize
+from ragcov.api.cli_support import summarize
 from ragcov.cli.console import err, out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ragcov.api import DEFAULT_DATA_FILE, to_stdout
+from ragcov.api import DEFAULT_DATA_FILE
+from ragcov.api.cli_support import to_stdout
 from ragcov.config import MAX_PRECISION
 from ragcov.errors import RagcovError
 
@@ -172,7 +173,7 @@ def gate(coverage: float, fail_under: float | None, precision: int | None = None
     One check and one message (:func:`ragcov.summary.fail_under_failure`), so ``report``,
     ``json``, ``xml``, ``lcov``, ``html``, ``badge`` and ``gap`` can never disagree.
     """
-    from ragcov.api import fail_under_message
+    from ragcov.api.cli_support import fail_under_message
 
     fail(fail_under_message(coverage, fail_under, precision, what, shown_precision, flag))
 

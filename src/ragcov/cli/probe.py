@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from ragcov import api
-from ragcov.api import check_outputs
+from ragcov.api import cli_support
+from ragcov.api.cli_support import check_outputs
 from ragcov.cli.console import err
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -157,7 +158,7 @@ def probe(
             err.print(f"Wrote {len(drafts)} draft tests to {drafts_out}"
                       + (f" ({copied} copied from a chunk: write each one's question before "
                          "running them)" if copied else ""), markup=False)
-    gate = api.index_failure(view, min_index_recall, max_index_hidden)
+    gate = cli_support.index_failure(view, min_index_recall, max_index_hidden)
     if quiet and output is None:
         fail(gate)
         return

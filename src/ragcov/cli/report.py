@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ragcov import api
-from ragcov.api import ReportScope
+from ragcov.api import ReportScope, cli_support
 from ragcov.cli.console import out
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -90,15 +90,15 @@ def report(
     check_by(by, format, min_topic_coverage)
     index_gates = min_index_recall is not None or max_index_hidden is not None
     if index_gates:
-        api.check_index_gates(min_index_recall, max_index_hidden)
+        cli_support.check_index_gates(min_index_recall, max_index_hidden)
     if format == "total" and not (qrels or min_hit_rate is not None or fail_under_text is not None
                                   or index_gates):
         # The ratchet: the data file's kept totals answer it without reading its rows back.
-        total = api.gate_total(data_file, scope)
+        total = cli_support.gate_total(data_file, scope)
         if total is not None:
-            if warning := api.workload_warning(total.queries, total.k, total.chunks, fail_under):
+            if warning := cli_support.workload_warning(total.queries, total.k, total.chunks, fail_under):
                 warn(warning, RetrievalWarning)
-            out.print(api.display_percent(total.coverage, precision), markup=False)
+            out.print(cli_support.display_percent(total.coverage, precision), markup=False)
             gate(total.coverage, fail_under, gate_precision)
             return
     _report(data_file, show_missing, show_ids, skip_covered, sort, top, precision, gate_precision, format,
@@ -113,15 +113,14 @@ def _report(data_file: Path, show_missing: bool, show_ids: bool, skip_covered: b
             scope: ReportScope, by: str, min_topic_coverage: float | None,
             min_index_recall: float | None, max_index_hidden: int | None) -> None:
     """The report read from the rows: every format, scope and gate."""
-    from ragcov.api import (
-        approximate_note,
+    from ragcov.api import report as report_data
+    from ragcov.api.cli_support import (
         ceiling_text,
         ceiling_warning,
         display_percent,
         duplicate_groups,
         redundant_tests,
     )
-    from ragcov.api import report as report_data
     from ragcov.reporters.drift import drift_lines
     from ragcov.reporters.reachability import reachability_lines
     from ragcov.reporters.sections import (
@@ -136,10 +135,10 @@ def _report(data_file: Path, show_missing: bool, show_ids: bool, skip_covered: b
         unresolved_labels_line,
     )
     from ragcov.reporters.stages import report_lines
-    from ragcov.reporters.table import retriever_line
+    from ragcov.reporters.table import approximate_note, retriever_line
     from ragcov.reporters.topics import render_topics
 
-    with api.one_read(data_file):  # the report, and its topics: one snapshot of the file
+    with cli_support.one_read(data_file):  # the report, and its topics: one snapshot of the file
         scoped = report_data(data_file, scope)
         topics = api.topic_coverage(data_file, scoped=scoped) if by == "topic" else None
     check_text_gate(scoped.text, fail_under_text)
@@ -154,7 +153,7 @@ def _report(data_file: Path, show_missing: bool, show_ids: bool, skip_covered: b
         out.print(render_topics(topics, format, precision), markup=False)
         _gates(summary.coverage, fail_under, gate_precision, precision, right, min_hit_rate)
         text_gate(scoped.text, fail_under_text, gate_precision)
-        fail(api.min_topic_failure(topics, min_topic_coverage, gate_precision))
+        fail(cli_support.min_topic_failure(topics, min_topic_coverage, gate_precision))
         return
     # A store's read order is not stable (a deleted chunk shifts every position after it):
     # its missing chunks are listed by id. A corpus file's order is, so positions are kept.
@@ -196,7 +195,7 @@ def _report(data_file: Path, show_missing: bool, show_ids: bool, skip_covered: b
     _gates(summary.coverage, fail_under, gate_precision,
            precision if format != "total" else None, right, min_hit_rate)
     text_gate(scoped.text, fail_under_text, gate_precision)
-    fail(api.index_failure(scoped.reachability, min_index_recall, max_index_hidden))
+    fail(cli_support.index_failure(scoped.reachability, min_index_recall, max_index_hidden))
 
 
 def markdown_list(lines: list[str]) -> list[str]:

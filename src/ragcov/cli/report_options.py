@@ -17,7 +17,8 @@ from typing import Annotated, Any, get_type_hints
 import typer
 
 from ragcov import api
-from ragcov.api import ReportScope, ceiling_warning, check_outputs
+from ragcov.api import ReportScope, cli_support
+from ragcov.api.cli_support import ceiling_warning, check_outputs
 from ragcov.cli.options import check_fail_under, check_precision, check_text_gate, emit, gate, text_gate
 from ragcov.user_warnings import RetrievalWarning, warn
 
@@ -110,12 +111,12 @@ def write_total(data_file: Path, scope: ReportScope, output: Path, fail_under: f
     check_fail_under(fail_under)
     if precision is not None:
         check_precision(precision)
-    with api.one_read(data_file):
+    with cli_support.one_read(data_file):
         check_outputs([output], [data_file])
-        total = api.gate_total(data_file, scope)
+        total = cli_support.gate_total(data_file, scope)
     if total is None:
         return False
-    if warning := api.workload_warning(total.queries, total.k, total.chunks, fail_under):
+    if warning := cli_support.workload_warning(total.queries, total.k, total.chunks, fail_under):
         warn(warning, RetrievalWarning)
     emit(render(total.coverage), output, what, format)
     gate(total.coverage, fail_under, precision)
@@ -130,7 +131,7 @@ def write_scoped(data_file: Path, scope: ReportScope, output: Path, fail_under: 
     check_fail_under(fail_under)
     if precision is not None:
         check_precision(precision)
-    with api.one_read(data_file):  # the output checks and the report: one snapshot
+    with cli_support.one_read(data_file):  # the output checks and the report: one snapshot
         check_outputs([output], [data_file])
         scoped = api.report(data_file, scope)
     check_text_gate(scoped.text, fail_under_text)

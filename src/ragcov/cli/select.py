@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ragcov.api import ALL_STRATEGIES, DEFAULT_AFTER_SATURATION, check_outputs, select_tests
+from ragcov.api import select_tests
+from ragcov.api.cli_support import ALL_STRATEGIES, DEFAULT_AFTER_SATURATION, check_outputs
 from ragcov.cli.console import err
 from ragcov.cli.console import out as _out
 from ragcov.cli.options import DEFAULT_DATA_PATH, DataFile, ShowIds, to_stdout, write_output

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from ragcov import api
-from ragcov.api import ReportScope, check_outputs
+from ragcov.api import ReportScope, cli_support
+from ragcov.api.cli_support import check_outputs
 from ragcov.cli.console import err
 from ragcov.cli.options import (
     DEFAULT_DATA_PATH,
@@ -52,7 +53,7 @@ def check_by(by: str, format: str = "text", min_topic_coverage: float | None = N
     if min_topic_coverage is not None and by != "topic":
         raise RagcovError("--min-topic-coverage judges each topic: give it with --by topic")
     if min_topic_coverage is not None:
-        api.check_min_topic_coverage(min_topic_coverage)
+        cli_support.check_min_topic_coverage(min_topic_coverage)
 
 
 @scoped
@@ -100,13 +101,13 @@ def topics(
     """
     check_format(format)
     check_precision(precision or 0)
-    api.check_min_topic_coverage(min_topic_coverage)
-    api.check_seed(seed)
+    cli_support.check_min_topic_coverage(min_topic_coverage)
+    cli_support.check_seed(seed)
     check_outputs([output], [data_file, traffic, None if corpus is None or "://" in corpus
                              else Path(corpus)])
     corpus_obj = (None if corpus is None
                   else load_corpus_opts(corpus, chunk_size, chunk_overlap, split, doc_key, id_key,
-                                        chunk_ids=api.chunk_ids_of(data_file, None, "topics")))
+                                        chunk_ids=cli_support.chunk_ids_of(data_file, None, "topics")))
     built = api.fit_topics(data_file, n_topics, seed, vectors, model, corpus_obj, refit,
                            engine=engine, scheduler=scheduler, workers=workers)
     if built.note and not quiet:
@@ -118,4 +119,4 @@ def topics(
                   markup=False)
     report = api.topic_coverage(data_file, scope, traffic)
     emit(render_topics(report, format, precision or 0), output, "topic report", format)
-    fail(api.min_topic_failure(report, min_topic_coverage, precision))
+    fail(cli_support.min_topic_failure(report, min_topic_coverage, precision))

@@ -67,6 +67,10 @@ GENERATED = "generated"
 SCRIPTS = "scripts"
 # Annotation key of the measured recall of an approximate index (a report's caveat).
 INDEX_RECALL = "index_recall"
+# Each pytest test's outcome (node id -> passed, failed, skipped), kept across sessions, and
+# every test that asked each question (query id -> node ids): what faults and pass rates read.
+OUTCOMES = "outcomes"
+QUERY_TESTS = "query_tests"
 
 
 class CoverageData:
@@ -396,6 +400,19 @@ def _mark_generated(con: sqlite3.Connection, marks: _Marks | None) -> None:
     if marks.mark or len(marked) != before:
         con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                     (f"x:{GENERATED}", json.dumps(marked, sort_keys=True)))
+
+
+@contextmanager
+def one_read(data_file: str | os.PathLike[str]) -> Iterator[None]:
+    """Every read of ``data_file`` in the block (a command's output checks, its report) in
+    one snapshot: a concurrent ``--append`` lands before it or after it, never in between.
+    A missing file is left to the command's own reader to report."""
+    data = CoverageData(data_file)
+    if not data.exists():
+        yield
+        return
+    with data.snapshot():
+        yield
 
 
 # The snapshots open on each thread (a connection serves the thread that opened it).

@@ -87,11 +87,11 @@ class Settings:
 def _ragcov_config(root: Path) -> dict:
     """k, data_file, fail_under and precision from ragcov.toml or [tool.ragcov], as the
     CLI finds the file; a bad value is a usage error naming the file and the key."""
-    from ragcov import api
+    from ragcov.config import plugin_settings
     from ragcov.errors import RagcovError
 
     try:
-        return api.configured_run(root)
+        return plugin_settings(root)[1]
     except RagcovError as exc:
         raise pytest.UsageError(f"ragcov: {exc}") from None
 
@@ -176,12 +176,12 @@ def check_report_files(reports: list[tuple[str, Path | None]], data_file: Path,
                        corpus: Path | str | None) -> None:
     """The CLI's refusal, before any test runs: no report over the corpus, the data file,
     a config file, a test module or another report of the session."""
-    from ragcov import api
     from ragcov.errors import RagcovError
+    from ragcov.overwrite import check_outputs
 
     files = [dest for kind, dest in reports if dest is not None and kind != "html"]
     try:
-        api.check_outputs(files, [data_file, corpus])
+        check_outputs(files, [data_file, corpus])
         for kind, dest in reports:
             if kind == "html" and dest is not None and dest.is_file():
                 raise RagcovError(f"{dest}: is a file; --ragcov-report html takes a folder")

@@ -146,9 +146,7 @@ class Recorder:
 
         api.record_retrievals(self.corpus(), self.k, self.fingerprint or {}, self.queries,
                               self.results, path, context=self.context,
-                              matching=self.matching())
-        if self.source is not None:
-            api.record_retriever_source(path, self.source)
+                              matching=self.matching(), source=self.source)
         return True
 
     def name_source(self, source: str) -> None:
@@ -163,9 +161,9 @@ class Recorder:
 
     def matching(self) -> Any:
         """How the session's hits without ids were matched to chunks (a MatchCounts)."""
-        from ragcov import api
+        from ragcov.retrievers.twins import MatchCounts
 
-        total = api.MatchCounts()
+        total = MatchCounts()
         for resolver in self._resolvers.values():
             total.add(resolver.matching)
         return total

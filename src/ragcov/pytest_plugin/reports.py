@@ -16,7 +16,7 @@ from ragcov import api
 from ragcov.files import write_text_atomic
 from ragcov.reporters.registry import REPORTERS as FORMATS
 from ragcov.reporters.table import render_headline, render_table
-from ragcov.summary import GATE_PRECISION, CoverageSummary, display_percent
+from ragcov.summary import GATE_PRECISION, CoverageSummary, display_percent, fail_under_failure
 
 Reporter = Callable[[Any, "Path | None"], str]
 
@@ -84,7 +84,7 @@ def fail_under_line(coverage: float, fail_under: float,
     when it sets one); only the words are pytest-cov's.
     """
     shown = display_percent(coverage, GATE_PRECISION if precision is None else precision)
-    if api.fail_under_message(coverage, fail_under, precision) is not None:
+    if fail_under_failure(coverage, fail_under, precision) is not None:
         return True, (f"FAIL Required chunk coverage of {fail_under:g}% not reached. "
                       f"Total chunk coverage: {shown}%")
     return False, (f"Required chunk coverage of {fail_under:g}% reached. "

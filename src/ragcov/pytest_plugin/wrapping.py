@@ -64,9 +64,9 @@ class RecordingLangChain(_Recording):
 
     def __init__(self, inner: Any, recorder: Recorder, query_id: str | None = None,
                  source: str | None = None) -> None:
-        from ragcov import api
+        from ragcov.retrievers.langchain import LangChainRetriever
 
-        super().__init__(inner, api.LangChainRetriever(inner, recorder.corpus(), source), recorder,
+        super().__init__(inner, LangChainRetriever(inner, recorder.corpus(), source), recorder,
                          query_id, source)
         self._protocol = RecordingRetriever(self._adapter, recorder, query_id=query_id)
 
@@ -104,9 +104,9 @@ class RecordingLlamaIndex(_Recording):
 
     def __init__(self, inner: Any, recorder: Recorder, query_id: str | None = None,
                  source: str | None = None) -> None:
-        from ragcov import api
+        from ragcov.retrievers.llamaindex import LlamaIndexRetriever
 
-        super().__init__(inner, api.LlamaIndexRetriever(inner, recorder.corpus(), source), recorder,
+        super().__init__(inner, LlamaIndexRetriever(inner, recorder.corpus(), source), recorder,
                          query_id, source)
 
     def retrieve(self, query: Any, *args: Any, **kwargs: Any) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ragcov.controls import escape_controls
 from ragcov.data.schema import known_by_name_only
 from ragcov.errors import RagcovError
@@ -188,6 +190,15 @@ def approximate_index_note(retriever: dict, recall: dict | None = None) -> str |
         return "results from an approximate index (recall not measured)"
     return (f"results from an approximate index (recall@{int(recall['k'])} = "
             f"{float(recall['recall_at_k']):.3f} on {int(recall['sample'])} sampled queries)")
+
+
+def approximate_note(scoped: Any) -> str | None:
+    """:func:`approximate_index_note` of what :func:`ragcov.api.report` read (the file's
+    meta and annotations): no second read of the data file."""
+    from ragcov.data.datafile import INDEX_RECALL
+
+    meta = scoped.matrix.meta or {}
+    return approximate_index_note(meta.get("retriever") or {}, meta.get(INDEX_RECALL))
 
 
 def retriever_line(k: int, retriever: dict, depth: Depth | None = None) -> str:
