@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,11 +39,15 @@ class BM25Retriever:
         self._stop = _stopword_set(stopwords)
         self.stemmer = resolve_stemmer(stemmer, corpus.texts)
         self._stem = _snowball(self.stemmer)
-        words = _words(corpus.texts, self._stop, self._stem)
-        # Ids in first-seen order, as bm25s.tokenize numbers them.
-        vocab = {w: i for i, w in enumerate(dict.fromkeys(itertools.chain.from_iterable(words)))}
-        tokens = bm25s.tokenization.Tokenized(
-            ids=[list(map(vocab.__getitem__, ws)) for ws in words], vocab=vocab)
+        # Ids in first-seen order, as bm25s.tokenize numbers them. Each text's words are
+        # numbered as they are cut and then let go: kept for the whole corpus, they were a
+        # new string per word (1M chunks of 40 words: about 3 GB at the peak of a run).
+        numbers: defaultdict[str, int] = defaultdict()
+        numbers.default_factory = numbers.__len__
+        number = numbers.__getitem__
+        ids = [list(map(number, ws)) for ws in _each_text_words(corpus.texts, self._stop, self._stem)]
+        vocab = dict(numbers)
+        tokens = bm25s.tokenization.Tokenized(ids=ids, vocab=vocab)
         if not tokens.vocab:
             # bm25s would fail with "max() arg is an empty sequence".
             raise RagcovError(
@@ -215,9 +220,15 @@ def _words(texts: Sequence[str], stop: frozenset[str], stem: Any = None) -> list
     Japanese and Thai text, written without spaces, into bigrams. bm25s rebuilds its
     stopword set once per text, which made tokenising a corpus and its probes a fifth of
     a probe run: the set is built once here."""
+    return list(_each_text_words(texts, stop, stem))
+
+
+def _each_text_words(texts: Sequence[str], stop: frozenset[str], stem: Any = None
+                     ) -> Iterator[list[str]]:
+    """:func:`_words`, one text at a time."""
     if stem is None:
-        return [terms(text, stop, MIN_CHARS) for text in texts]
-    return [stem.stemWords(terms(text, stop, MIN_CHARS)) for text in texts]
+        return (terms(text, stop, MIN_CHARS) for text in texts)
+    return (stem.stemWords(terms(text, stop, MIN_CHARS)) for text in texts)
 
 
 def _warn_wordless(texts: list[str]) -> None:
