@@ -67,11 +67,14 @@ def test_topics_benchmark_runs_at_a_small_size(tmp_path):
                            str(out)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(out.read_text())
-    assert [r["name"].split(",")[0] for r in rows] == ["topics: `ragcov topics` dense",
-                                                      "topics: `ragcov topics` tfidf"]
+    assert [r["name"].split(",")[0] for r in rows] == [
+        "topics: `ragcov topics` dense", "topics: `ragcov topics` tfidf",
+        "topics: `ragcov topics` tfidf --engine dask --workers 2"]
     assert all(r["seconds"] > 0 and "1,000 chunks" in r["name"] for r in rows)
+    # On a 2-worker LocalCluster: the one-process topics, chunk for chunk.
+    assert rows[2]["note"].endswith("the same topics, chunk for chunk: True")
     # The synthetic subjects' own words lead the labels: "... in H/T topics".
-    for r in rows:
+    for r in rows[:2]:
         hits, topics = r["note"].rsplit(" in ", 1)[1].split(" ")[0].split("/")
         assert int(topics) > 0 and int(hits) >= int(topics) // 2
 
