@@ -296,3 +296,92 @@ def test_real_langchain_spans_as_otlp_json_import_alike(minilm_path, tmp_path):
     assert [[i.id for i in t.items] for t in traces] == returned
     got = same(f.read_text(encoding="utf-8"))
     assert got[3] == 3
+
+
+# Phoenix spans dataframes, as pandas or pyarrow save them.
+doc_entry = st.fixed_dictionaries(
+    {"document.id": st.one_of(plain_ids, plain_ids, st.sampled_from(["zz", " "])),
+     "document.score": st.one_of(scores, st.just(float("nan")))},
+    optional={"document.content": st.just("some text"), "document.metadata": st.just("{}")})
+
+
+@st.composite
+def phoenix_row(draw, n: int):
+    from datetime import datetime, timedelta, timezone
+
+    kind = draw(st.sampled_from(["RETRIEVER", "retriever", "LLM", "", None]))
+    row = {"context.span_id": draw(st.sampled_from([f"s{n}"] * 9 + ["s0"])),
+           "context.trace_id": draw(st.sampled_from(["t1", "t2", f"t{n + 9}"])),
+           "parent_id": draw(st.sampled_from([None, None, "", "p1", "s0"])),
+           "name": "span", "span_kind": kind,
+           "start_time": draw(st.one_of(st.none(), st.integers(0, 10**6).map(
+               lambda us: datetime(2025, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=us)))),
+           "attributes.input.value": draw(st.one_of(st.none(), st.text(max_size=6))),
+           "attributes.retrieval.documents": draw(st.one_of(
+               st.none(), st.lists(doc_entry, max_size=4)))}
+    if draw(st.integers(0, 9)) == 0:
+        row["attributes.openinference.span.kind"] = draw(st.sampled_from(["RETRIEVER", "CHAIN"]))
+    if draw(st.integers(0, 9)) == 0:
+        row["attributes.output.value"] = draw(st.sampled_from(['[{"id": "c2"}]', "done"]))
+    if draw(st.integers(0, 9)) == 0:
+        row["attributes.input.mime_type"] = "application/json"
+        row["attributes.input.value"] = '{"query": "q"}'
+    return row
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 8).flatmap(lambda n: st.tuples(*[phoenix_row(i) for i in range(n)])),
+       st.booleans())
+def test_phoenix_parquet_imports_as_the_general_reader_imports_it(rows, by_pandas):
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [dict(r) for r in rows]
+    keys = {k for r in rows for k in r}
+    rows = [{k: r.get(k) for k in sorted(keys)} for r in rows]
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "spans.parquet"
+        try:
+            if by_pandas:
+                pd.DataFrame(rows).set_index("context.span_id").to_parquet(f)
+            else:
+                pq.write_table(pa.Table.from_pylist(rows), f)
+        except (pa.ArrowException, TypeError, ValueError):
+            return  # a frame these writers refuse (mixed types in a column)
+        fast = phoenix_outcome(f, True)
+        assert fast == phoenix_outcome(f, False)
+
+
+def phoenix_outcome(path: Path, columnar: bool) -> tuple:
+    before = importer.COLUMNAR
+    importer.COLUMNAR = columnar
+    try:
+        r = import_traces(path, "phoenix", CORPUS, workers=1)
+    except RagcovError as exc:
+        return ("error", type(exc).__name__, str(exc))
+    finally:
+        importer.COLUMNAR = before
+    return (list(r.run.queries.items()), list(r.run.results.items()), r.run.k, r.traces,
+            r.unknown, r.duplicate_spans, r.merged_spans, r.empty_spans, r.reranker_spans)
+
+
+def test_a_phoenix_frame_of_plain_retrievals_is_read_in_columns(tmp_path):
+    import pandas as pd
+
+    from ragcov.traces.columnar import read_phoenix_columnar
+
+    rows = [{"context.span_id": f"s{i}", "context.trace_id": f"t{i // 2}",
+             "parent_id": None if i % 2 == 0 else f"s{i - 1}",
+             "span_kind": "CHAIN" if i % 2 == 0 else "RETRIEVER",
+             "start_time": pd.Timestamp(1_735_689_600_000_000_000 + 1000 * (i % 5), tz="UTC"),
+             "attributes.input.value": f"q{i}",
+             "attributes.retrieval.documents": None if i % 2 == 0 else [
+                 {"document.id": f"c{(i + j) % 6}", "document.score": 1 - j / 10,
+                  "document.content": "x", "document.metadata": "{}"} for j in range(3)]}
+            for i in range(40)]
+    f = tmp_path / "spans.parquet"
+    pd.DataFrame(rows).set_index("context.span_id").to_parquet(f)
+    traces, stats = read_phoenix_columnar(f, CORPUS.positions)
+    assert len(traces) == 20 and stats.empty == 0
+    assert phoenix_outcome(f, True) == phoenix_outcome(f, False)

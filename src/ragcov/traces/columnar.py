@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ragcov.errors import InputFormatError
@@ -96,7 +96,8 @@ def read_columnar(path: str | os.PathLike[str], known: Mapping[str, int]
         raise Fallback("no spans")
     trace, span_id, parent, start, kind = (pa.concat_arrays([s[i] for s in spans])
                                            for i in range(5))
-    return _finish(path, trace, span_id, parent, start, kind, pa.concat_tables(docs), known)
+    return _finish(path, trace, span_id, parent, start, kind,
+                   lambda n: _documents(path, pa.concat_tables(docs), known, n))
 
 
 def _parts(path: str | os.PathLike[str]) -> Any:
@@ -273,7 +274,12 @@ def _kinds(pc: Any, pa: Any, np: Any, n: int, owner: Any, at: Any, value: Any) -
 
 
 def _finish(path: Any, trace: Any, span_id: Any, parent: Any, start: Any, kind: Any,
-            attrs: Any, known: Mapping[str, int]) -> tuple[list[Trace], SpanStats]:
+            documents: Callable[[int], dict[int, tuple[str, Any]]]
+            ) -> tuple[list[Trace], SpanStats]:
+    """The RETRIEVER spans as traces, as :func:`~ragcov.traces.openinference.finish_openinference`
+    makes them when no span is a copy, none nests in a retriever and none is a reranker:
+    time order (file order on ties) and the same query ids. ``documents`` reads, given how
+    many spans there are, each retriever's query and list (by span index)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -293,7 +299,7 @@ def _finish(path: Any, trace: Any, span_id: Any, parent: Any, start: Any, kind: 
     starts = np.asarray(start.fill_null(float("-inf")), dtype=np.float64)[where]
     order = where[np.argsort(starts, kind="stable")]  # time order, file order on ties
     stats = SpanStats()
-    per_span = _documents(path, attrs, known, n)
+    per_span = documents(n)
     traces_of = trace.to_pylist()
     counts: dict[str, int] = {}
     for i in where.tolist():
@@ -483,3 +489,191 @@ def _picked(path: Any, rows: list[dict[str, Any]]) -> tuple[str, Any]:
     if items is not None:
         items = [Item(it.id, it.score, it.content, it.metadata) for it in items]
     return query, items
+
+
+#: Phoenix's span columns; phoenix.client's newer dataframe drops the ``context.``.
+_PHOENIX_IDS = (("context.trace_id", "context.span_id"), ("trace_id", "span_id"))
+_PHOENIX_READ = ("parent_id", "span_kind", "start_time", "attributes." + _KIND,
+                 "attributes.input.value", "attributes.input.mime_type",
+                 "attributes.output.value", "attributes." + _DOCS)
+#: Attribute columns that would flatten into the names the pick reads (a nested object
+#: ``attributes.retrieval``, or the documents flattened into columns): the general reader's.
+_PHOENIX_OTHER = ("attributes", "attributes.retrieval", "attributes.input", "attributes.output",
+                  "attributes.openinference", "attributes.openinference.span")
+
+
+def read_phoenix_columnar(path: str | os.PathLike[str], known: Mapping[str, int]
+                          ) -> tuple[list[Trace], SpanStats]:
+    """The traces of a Phoenix spans parquet file, as the general reader
+    (:class:`ragcov.traces.phoenix.PhoenixSpans` and the OpenInference pick) gives them,
+    from the columns it reads: no Python object per span or row. :class:`Fallback` where
+    this path cannot be sure (a span on two rows, nesting, rerankers, column types other
+    than Phoenix writes, a time without a zone)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        names = pq.read_schema(path).names
+    except Exception as exc:  # the general reader says what is wrong with the file
+        raise Fallback(str(exc)) from exc
+    ids = [pair for pair in _PHOENIX_IDS if any(c in names for c in pair)]
+    if len(ids) != 1 or any(c in names for c in _PHOENIX_OTHER) or any(
+            c.startswith(("attributes." + _DOCS + ".", "attributes.reranker")) for c in names):
+        raise Fallback("columns this path does not read")
+    wanted = [c for c in (*ids[0], *_PHOENIX_READ) if c in names]
+    try:
+        table = pq.read_table(path, columns=wanted).combine_chunks()
+    except Exception as exc:
+        raise Fallback(str(exc)) from exc
+    n = table.num_rows
+    if not n:
+        raise Fallback("no rows")
+
+    def column(name: str, kind: Any = pa.string()) -> Any:
+        """The column as ``kind``, nulls where absent; an all-NaN (pandas' missing) float
+        column is absent too; any other type falls back."""
+        if name not in table.column_names:
+            return pa.nulls(n, kind)
+        col = table.column(name).combine_chunks()
+        if col.type == pa.large_string() and kind == pa.string():
+            col = col.cast(pa.string())  # as pandas' own string dtype writes it
+        if col.type == kind:
+            return col
+        if pa.types.is_null(col.type) or (pa.types.is_floating(col.type) and pc.all(
+                pc.is_nan(col).fill_null(True)).as_py()):
+            return pa.nulls(n, kind)
+        raise Fallback(f"{name} is {col.type}")
+
+    trace, span_id = column(ids[0][0]), column(ids[0][1])
+    for col in (trace, span_id):
+        if col.null_count or not pc.all(pc.match_substring_regex(col, r"^[!-~]+$")).as_py():
+            raise Fallback("a span id missing or not plain")
+    parent = column("parent_id")
+    parent = pc.if_else(pc.equal(parent, ""), pa.scalar(None, pa.string()), parent)
+    start = _phoenix_start(table, n)
+    attr_kind, span_kind = column("attributes." + _KIND), column("span_kind")
+    # As the general reader: the kind attribute, else span_kind, when not empty.
+    kind_text = pc.if_else(pc.fill_null(pc.not_equal(attr_kind, ""), False), attr_kind,
+                           pc.if_else(pc.equal(span_kind, ""), pa.scalar(None, pa.string()),
+                                      span_kind))
+    enc = pc.dictionary_encode(kind_text)
+    upper = [v.upper() for v in enc.dictionary.to_pylist()]
+    codes = np.array([1 if v == "RETRIEVER" else 2 if v == "RERANKER" else 0 for v in upper]
+                     + [0], dtype=np.int8)
+    kind = codes[enc.indices.fill_null(len(upper)).to_numpy(zero_copy_only=False)]
+    if (kind == 2).any():
+        raise Fallback("a RERANKER span")
+
+    def documents(_n: int) -> dict[int, tuple[str, Any]]:
+        return _phoenix_documents(path, table, column, kind == 1, known)
+
+    return _finish(path, trace, span_id, parent, pa.array(start, mask=np.isnan(start)),
+                   pa.array(kind), documents)
+
+
+def _phoenix_start(table: Any, n: int) -> Any:
+    """Start times in seconds (NaN: none), as the general reader reads a time with its zone:
+    its ISO text, which keeps microseconds, back to a timestamp."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "start_time" not in table.column_names:
+        return np.full(n, np.nan)
+    col = table.column("start_time").combine_chunks()
+    if pa.types.is_null(col.type):
+        return np.full(n, np.nan)
+    if not pa.types.is_timestamp(col.type) or col.type.tz is None:
+        raise Fallback("a start time without a zone")
+    micros = pc.cast(col, pa.timestamp("us", tz=col.type.tz), safe=False)
+    raw = pc.cast(col, pa.int64())
+    if pc.any(pc.less(raw, 0)).as_py():
+        raise Fallback("a start time before 1970")
+    values = pc.cast(micros, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    out = values.astype(np.float64) / 1e6
+    out[np.asarray(pc.is_null(col), dtype=bool)] = np.nan
+    return out
+
+
+def _phoenix_documents(path: Any, table: Any, column: Callable[..., Any], retriever: Any,
+                       known: Mapping[str, int]) -> dict[int, tuple[str, Any]]:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+    slow = np.zeros(n, dtype=bool)
+    queries = column("attributes.input.value").to_pylist()
+    mime = column("attributes.input.mime_type")
+    slow |= np.asarray(pc.equal(mime, "application/json").fill_null(False), dtype=bool)
+    slow |= np.asarray(pc.is_valid(column("attributes.output.value")), dtype=bool)
+    out: dict[int, tuple[str, Any]] = {}
+    name = "attributes." + _DOCS
+    lists = None
+    if name in table.column_names:
+        lists = table.column(name).combine_chunks()
+        if pa.types.is_floating(lists.type) or pa.types.is_null(lists.type):
+            lists = None if column(name, pa.null()).null_count == n else lists
+    if lists is not None:
+        if not (pa.types.is_list(lists.type) or pa.types.is_large_list(lists.type)) \
+                or not pa.types.is_struct(lists.type.value_type):
+            raise Fallback(f"{name} is {lists.type}")
+        entry = lists.type.value_type
+        fields = {entry.field(i).name: entry.field(i).type for i in range(entry.num_fields)}
+        if not set(fields) <= set(_SUBS) or fields.get("document.id", pa.string()) != pa.string() \
+                or fields.get("document.score", pa.float64()) not in (pa.float64(), pa.float32(),
+                                                                      pa.null()):
+            raise Fallback("documents with other fields")
+        docs = pc.list_flatten(lists)
+        owner = np.asarray(pc.list_parent_indices(lists), dtype=np.int64)
+        slow[owner[np.asarray(pc.is_null(docs), dtype=bool)]] = True  # a null entry: an error
+        ids = pc.struct_field(docs, "document.id") if "document.id" in fields \
+            else pa.nulls(len(docs), pa.string())
+        enc = pc.dictionary_encode(ids)
+        words = enc.dictionary.to_pylist()
+        good = np.array([bool(w) and not w.isspace() and w in known for w in words] + [False],
+                        dtype=bool)
+        widx = enc.indices.fill_null(len(words)).to_numpy(zero_copy_only=False)
+        slow[owner[~good[widx]]] = True
+        if "document.score" in fields and not pa.types.is_null(fields["document.score"]):
+            raw = pc.cast(pc.struct_field(docs, "document.score"), pa.float64())
+            has = np.asarray(pc.is_valid(raw), dtype=bool)
+            vals = raw.fill_null(0.0).to_numpy(zero_copy_only=False)
+            slow[owner[has & ~np.isfinite(vals)]] = True
+        else:
+            has = np.zeros(len(docs), dtype=bool)
+            vals = np.zeros(len(docs))
+        interned = [sys.intern(w) for w in words] + [""]
+        hit_ids = [interned[w] for w in widx.tolist()]
+        scores = [v if h else None for v, h in zip(vals.tolist(), has.tolist())]
+        hits = list(zip(hit_ids, scores))
+        offsets = lists.offsets.to_numpy(zero_copy_only=False)
+        valid = np.asarray(pc.is_valid(lists), dtype=bool)
+        base = int(offsets[0])
+        for i in np.flatnonzero(retriever & valid & ~slow).tolist():
+            a, b = int(offsets[i]) - base, int(offsets[i + 1]) - base
+            out[i] = (queries[i] or "", Resolved(hits[a:b]) if a < b else [])
+    for i in np.flatnonzero(retriever & slow).tolist():
+        out[i] = _phoenix_picked(path, table, i)
+    for i in np.flatnonzero(retriever).tolist():
+        if i not in out and queries[i] is not None:
+            out[i] = (queries[i], None)
+    return out
+
+
+def _phoenix_picked(path: Any, table: Any, i: int) -> tuple[str, Any]:
+    """Row ``i`` read by the general reader, span and pick; its error falls back."""
+    from ragcov.fields import FieldError
+    from ragcov.traces.openinference import pick_openinference
+    from ragcov.traces.otlp import span_from
+    from ragcov.traces.phoenix import _span_object
+
+    try:
+        span = span_from(_span_object(table.slice(i, 1).to_pylist()[0]), 0, i + 1)
+        picked = pick_openinference(span, path)
+    except (FieldError, InputFormatError) as exc:
+        raise Fallback(str(exc)) from exc
+    assert picked is not None
+    return picked

@@ -47,8 +47,9 @@ if TYPE_CHECKING:
     from ragcov.retrievers.resolver import IdResolver
 
 SHOW_UNKNOWN = 20
-#: An OpenInference OTLP JSON export is first tried column by column (:mod:`.columnar`),
-#: with the general reader's result; False reads every file with the general reader.
+#: An OpenInference OTLP JSON export or a Phoenix parquet file is first tried column by
+#: column (:mod:`.columnar`), with the general reader's result; False reads every file
+#: with the general reader.
 COLUMNAR = True
 
 
@@ -76,11 +77,13 @@ def _read_traces_counted(path: str | os.PathLike[str], fmt: str, workers: int | 
                                 stats)
         return traces, dropped, stats
     require_trace_file(path)
-    if COLUMNAR and read_parts is None and known is not None and spec.name == "openinference":
-        from ragcov.traces.columnar import Fallback, read_columnar
+    if COLUMNAR and read_parts is None and known is not None and spec.name in (
+            "openinference", "phoenix"):
+        from ragcov.traces.columnar import Fallback, read_columnar, read_phoenix_columnar
 
         try:
-            fast, stats = read_columnar(path, known)
+            fast, stats = (read_columnar if spec.name == "openinference"
+                           else read_phoenix_columnar)(path, known)
             return fast, 0, stats
         except Fallback:
             pass  # read by the general reader, which decides (and locates any error)
