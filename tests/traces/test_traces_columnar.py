@@ -26,14 +26,14 @@ CORPUS = Corpus([Chunk(id=f"c{i}", doc_id=f"d{i % 2}", text=f"chunk text number 
 
 def outcome(path: Path, columnar: bool, ignore_unknown: bool = False) -> tuple:
     """What an import gives: its queries, lists and counts, or its error's text."""
-    before = importer.COLUMNAR
-    importer.COLUMNAR = columnar
+    before = importer.COLUMNAR, importer.COLUMNAR_MIN_BYTES
+    importer.COLUMNAR, importer.COLUMNAR_MIN_BYTES = columnar, 0  # small files too
     try:
         r = import_traces(path, "openinference", CORPUS, ignore_unknown=ignore_unknown, workers=1)
     except RagcovError as exc:
         return ("error", type(exc).__name__, str(exc), getattr(exc, "line", None))
     finally:
-        importer.COLUMNAR = before
+        importer.COLUMNAR, importer.COLUMNAR_MIN_BYTES = before
     results = {q: [(c, None if s is None else (repr(s) if math.isnan(s) else s)) for c, s in r]
                for q, r in r.run.results.items()}
     return (list(r.run.queries.items()), list(results.items()), r.run.k, r.traces, r.unknown,
