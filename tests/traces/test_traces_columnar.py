@@ -158,11 +158,19 @@ def export(draw, spans_of):
     return "\n".join(lines) + "\n"
 
 
-def same(text: str, ignore_unknown: bool = False) -> tuple:
+def same(text: str, ignore_unknown: bool = False, part_bytes: int | None = None) -> tuple:
+    """The import both ways; ``part_bytes``: the columnar reader's parts that small."""
+    from ragcov.traces import columnar
+
     with tempfile.TemporaryDirectory() as d:
         f = write(Path(d) / "spans.jsonl", text)
         general = outcome(f, columnar=False, ignore_unknown=ignore_unknown)
-        fast = outcome(f, columnar=True, ignore_unknown=ignore_unknown)
+        before = columnar.PART_BYTES
+        columnar.PART_BYTES = part_bytes or before
+        try:
+            fast = outcome(f, columnar=True, ignore_unknown=ignore_unknown)
+        finally:
+            columnar.PART_BYTES = before
         assert fast == general
         return general
 
@@ -180,17 +188,19 @@ def test_plain_exports_are_read_in_columns_as_the_general_reader_reads_them(text
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(export(odd_span), st.booleans())
+@given(export(odd_span), st.booleans(), st.sampled_from([None, 1, 600]))
 @example('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "T", "spanId": "s", '
          '"attributes": [{"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}}, '
-         '{"key": "x", "value": {"stringValue": null, "doubleValue": 1.5}}]}]}]}]}\n', False)
-@example('{"resourceSpans": [{"scopeSpans": [{"spans": []}]}]}\n{"resourceSpans": [}\n', False)
+         '{"key": "x", "value": {"stringValue": null, "doubleValue": 1.5}}]}]}]}]}\n', False, None)
+@example('{"resourceSpans": [{"scopeSpans": [{"spans": []}]}]}\n{"resourceSpans": [}\n', False,
+         None)
 @example('\ufeff' + json.dumps(otlp_export([retriever_span("A", "a", docs=[("c1", 0.5)])])) + "\n",
-         False)
-def test_any_export_imports_as_the_general_reader_imports_it(text, ignore_unknown):
+         False, 1)
+def test_any_export_imports_as_the_general_reader_imports_it(text, ignore_unknown, part_bytes):
     """Falls back, or reads a span through the general pick, wherever it cannot be sure:
-    the same queries, lists, counts, or the same error and line."""
-    same(text, ignore_unknown)
+    the same queries, lists, counts, or the same error and line; read whole or in parts
+    (a part of 1 byte is a line each)."""
+    same(text, ignore_unknown, part_bytes)
 
 
 def test_a_malformed_line_keeps_its_error_and_line(tmp_path):
@@ -202,7 +212,8 @@ def test_a_malformed_line_keeps_its_error_and_line(tmp_path):
     assert got[0] == "error" and got[3] == 2 and str(f) + ":2:" in got[2]
 
 
-def test_the_benchmarks_export_is_read_in_columns(tmp_path):
+@pytest.mark.parametrize("part_bytes", [None, 3000])
+def test_the_benchmarks_export_is_read_in_columns(tmp_path, part_bytes, monkeypatch):
     """The shape of benchmarks/bench_import.py: exports of 100 spans a line, an LLM span
     every 4th trace; read here without a fallback, and the same import."""
     import random
@@ -225,9 +236,13 @@ def test_the_benchmarks_export_is_read_in_columns(tmp_path):
     text = "".join(json.dumps(otlp_export(spans[i:i + 100])) + "\n"
                    for i in range(0, len(spans), 100))
     f = write(tmp_path / "spans.jsonl", text)
+    if part_bytes:
+        from ragcov.traces import columnar
+
+        monkeypatch.setattr(columnar, "PART_BYTES", part_bytes)
     traces, stats = read_columnar(f, CORPUS.positions)
     assert len(traces) == 300 and stats.empty == 0
-    got = same(text)
+    got = same(text, part_bytes=part_bytes)
     assert got[3] == 300 and got[-1] == 0
 
 

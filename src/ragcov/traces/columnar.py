@@ -36,7 +36,7 @@ from ragcov.traces.otlp import NAN, Span
 from ragcov.traces.records import Item, Resolved, SpanStats, Trace
 
 #: The file is parsed in parts of about this many bytes, each cut after a newline.
-PART_BYTES = 32 * 2**20
+PART_BYTES = 16 * 2**20
 _KIND = "openinference.span.kind"
 _DOCS = "retrieval.documents"
 _SUBS = ("document.id", "document.score", "document.content", "document.metadata")
@@ -79,25 +79,27 @@ def read_columnar(path: str | os.PathLike[str], known: Mapping[str, int]
     dropped or merged here); :class:`Fallback` when this path cannot be sure."""
     import pyarrow as pa
 
-    spans: list[Any] = []  # per part: trace, span, parent, start, retriever, reranker
-    docs: list[Any] = []    # per part: the retrievers' attributes this path reads
+    spans: list[Any] = []  # per part: trace, span, parent, start, kind
+    # Per RETRIEVER span (by its number in the file): its query and list, read part by part
+    # (all that decides a span is in its own attributes), so no part is kept once read.
+    read: dict[int, tuple[str, Any]] = {}
     base = 0
     for data in _parts(path):
         batch = _parse(data)
         del data
-        got = _part(batch, base)
+        got = _part(batch, 0)
         del batch
-        base += len(got[0])
-        if base >= 1 << 29:  # a span's number and its document's share one int64
+        n = len(got[0])
+        if base + n >= 1 << 29:  # a span's number and its document's share one int64
             raise Fallback("too many spans")
+        read.update((base + i, r) for i, r in _documents(path, got[5], known, n).items())
         spans.append(got[:5])
-        docs.append(got[5])
+        base += n
     if not spans:
         raise Fallback("no spans")
     trace, span_id, parent, start, kind = (pa.concat_arrays([s[i] for s in spans])
                                            for i in range(5))
-    return _finish(path, trace, span_id, parent, start, kind,
-                   lambda n: _documents(path, pa.concat_tables(docs), known, n))
+    return _finish(path, trace, span_id, parent, start, kind, lambda _n: read)
 
 
 def _parts(path: str | os.PathLike[str]) -> Any:
@@ -109,26 +111,29 @@ def _parts(path: str | os.PathLike[str]) -> Any:
         while True:
             block = f.read(PART_BYTES)
             data = rest + block
-            if not block:
-                if data.strip():
-                    yield _checked(data, first)
+            if not data:
                 return
-            cut = data.rfind(b"\n") + 1
+            cut = len(data) if not block else data.rfind(b"\n") + 1
             if cut == 0:
                 rest = data
                 continue
             data, rest = data[:cut], data[cut:]
-            yield _checked(data, first)
+            data = _checked(data, first)
             first = False
+            if data and not data.isspace():  # blank lines only: nothing to parse
+                yield data
+            if not block:
+                return
 
 
 def _checked(data: bytes, first: bool) -> bytes:
     if first and data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise Fallback("not UTF-8") from exc
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise Fallback("not UTF-8") from exc
     if b"null" in data:
         for m in _NULL_MEMBER.finditer(data):
             if len(m.group(1)) % 2 == 0:
