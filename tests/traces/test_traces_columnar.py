@@ -241,7 +241,7 @@ def test_the_benchmarks_export_is_read_in_columns(tmp_path, part_bytes, monkeypa
 
         monkeypatch.setattr(columnar, "PART_BYTES", part_bytes)
     traces, stats = read_columnar(f, CORPUS.positions)
-    assert len(traces) == 300 and stats.empty == 0
+    assert len(list(traces)) == 300 and stats.empty == 0
     got = same(text, part_bytes=part_bytes)
     assert got[3] == 300 and got[-1] == 0
 
@@ -308,7 +308,7 @@ def test_real_langchain_spans_as_otlp_json_import_alike(minilm_path, tmp_path):
         returned = [[d.id for d in retriever.invoke(q)] for q in ("number 1", "number 4", "text")]
     f = write_otlp_json(exporter.get_finished_spans(), tmp_path / "spans.json")
     traces, _stats = read_columnar(f, CORPUS.positions)  # no fallback
-    assert [[i.id for i in t.items] for t in traces] == returned
+    assert [[i.id for i in t.items] for t in list(traces)] == returned
     got = same(f.read_text(encoding="utf-8"))
     assert got[3] == 3
 
@@ -398,5 +398,5 @@ def test_a_phoenix_frame_of_plain_retrievals_is_read_in_columns(tmp_path):
     f = tmp_path / "spans.parquet"
     pd.DataFrame(rows).set_index("context.span_id").to_parquet(f)
     traces, stats = read_phoenix_columnar(f, CORPUS.positions)
-    assert len(traces) == 20 and stats.empty == 0
+    assert len(list(traces)) == 20 and stats.empty == 0
     assert phoenix_outcome(f, True) == phoenix_outcome(f, False)

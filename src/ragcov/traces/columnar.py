@@ -1,4 +1,4 @@
-"""OTLP JSON exports of OpenInference spans read as Arrow columns: the common case, fast.
+"""OpenInference OTLP JSON exports and Phoenix spans parquet read as Arrow columns.
 
 A collector's file exporter writes one OTLP export per line, every attribute a
 string or a double, every retrieval a flat ``retrieval.documents.N.document.id``
@@ -11,7 +11,7 @@ object is made per retrieval and per hit, never per attribute.
 The result is the general reader's (:mod:`.spanfile`, :mod:`.openinference`),
 hit for hit; where this path cannot be sure of that it does not guess, it raises
 :class:`Fallback` and the general reader reads the file, errors and their lines
-included. It falls back on: a part Arrow cannot read with :data:`SCHEMA` (another
+included. It falls back on: a part Arrow cannot read with :func:`_schema` (another
 layout, a value of another type, a key given twice, a value across a part's
 edge), bytes that are not UTF-8, an explicit ``null`` member anywhere (Arrow
 reads it as absent, the general reader does not), a null in a list, another
@@ -21,6 +21,8 @@ digits within int64, a span exported twice, a RETRIEVER span that encloses
 another span, a RERANKER span, and any query id taken twice. A retrieval this
 path cannot read as plain ids of the corpus (no id, text scores, unknown ids,
 ``output.value``, a JSON ``input.value``) is read by the general code, one span.
+A Phoenix parquet file is read the same way from the columns the import uses
+(:func:`read_phoenix_columnar`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ragcov.errors import InputFormatError
@@ -73,7 +75,7 @@ _OTHER_SPAN_FIELDS = ("context", "trace_id", "span_id", "start_time", "startTime
 
 
 def read_columnar(path: str | os.PathLike[str], known: Mapping[str, int]
-                  ) -> tuple[list[Trace], SpanStats]:
+                  ) -> tuple[Iterator[Trace], SpanStats]:
     """The traces of an OpenInference OTLP JSON export and what was empty, as
     :func:`ragcov.traces.openinference.iter_openinference_traces` gives them (no span is
     dropped or merged here); :class:`Fallback` when this path cannot be sure."""
@@ -147,7 +149,7 @@ def _parse(data: bytes) -> Any:
 
     try:
         table = pj.read_json(pa.BufferReader(data), parse_options=pj.ParseOptions(
-            explicit_schema=_SCHEMA(), unexpected_field_behavior="ignore"),
+            explicit_schema=_schema_once(), unexpected_field_behavior="ignore"),
             read_options=pj.ReadOptions(block_size=max(1 << 20, len(data) // 4 + 1)))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
         raise Fallback(str(exc)) from exc
@@ -157,7 +159,8 @@ def _parse(data: bytes) -> Any:
 _SCHEMA_CACHE: list[Any] = []
 
 
-def _SCHEMA() -> Any:  # noqa: N802 - a constant built when first needed (pyarrow is loaded then)
+def _schema_once() -> Any:
+    """:func:`_schema`, built when first needed (pyarrow is loaded only then)."""
     if not _SCHEMA_CACHE:
         _SCHEMA_CACHE.append(_schema())
     return _SCHEMA_CACHE[0]
@@ -280,7 +283,7 @@ def _kinds(pc: Any, pa: Any, np: Any, n: int, owner: Any, at: Any, value: Any) -
 
 def _finish(path: Any, trace: Any, span_id: Any, parent: Any, start: Any, kind: Any,
             documents: Callable[[int], dict[int, tuple[str, Any]]]
-            ) -> tuple[list[Trace], SpanStats]:
+            ) -> tuple[Iterator[Trace], SpanStats]:
     """The RETRIEVER spans as traces, as :func:`~ragcov.traces.openinference.finish_openinference`
     makes them when no span is a copy, none nests in a retriever and none is a reranker:
     time order (file order on ties) and the same query ids. ``documents`` reads, given how
@@ -312,8 +315,9 @@ def _finish(path: Any, trace: Any, span_id: Any, parent: Any, start: Any, kind: 
         counts[t] = counts.get(t, 0) + 1
     seen: dict[str, int] = {}
     used: set[str] = set()
-    out: list[Trace] = []
-    for i in order.tolist():
+    qids: list[str] = []
+    spans = order.tolist()
+    for i in spans:
         t = traces_of[i]
         if counts[t] == 1:
             qid = t
@@ -323,12 +327,20 @@ def _finish(path: Any, trace: Any, span_id: Any, parent: Any, start: Any, kind: 
         if qid in used:
             raise Fallback("a query id taken twice")
         used.add(qid)
-        query, items = per_span.get(i, ("", None))
-        if items is None:
+        qids.append(qid)
+        if per_span.get(i, ("", None))[1] is None:
             stats.empty += 1
-            items = []
-        out.append(Trace(qid, query, items, None))
-    return out, stats
+    del used, seen, traces_of
+    return _traces(spans, qids, per_span), stats
+
+
+def _traces(spans: list[int], qids: list[str], per_span: dict[int, tuple[str, Any]]
+            ) -> Iterator[Trace]:
+    """The traces one at a time, each retrieval let go as it is given (the importer holds
+    its Run, never every trace beside it)."""
+    for i, qid in zip(spans, qids):
+        query, items = per_span.pop(i, ("", None))
+        yield Trace(qid, query, [] if items is None else items, None)
 
 
 def _documents(path: Any, attrs: Any, known: Mapping[str, int], n_spans: int
@@ -508,7 +520,7 @@ _PHOENIX_OTHER = ("attributes", "attributes.retrieval", "attributes.input", "att
 
 
 def read_phoenix_columnar(path: str | os.PathLike[str], known: Mapping[str, int]
-                          ) -> tuple[list[Trace], SpanStats]:
+                          ) -> tuple[Iterator[Trace], SpanStats]:
     """The traces of a Phoenix spans parquet file, as the general reader
     (:class:`ragcov.traces.phoenix.PhoenixSpans` and the OpenInference pick) gives them,
     from the columns it reads: no Python object per span or row. :class:`Fallback` where
