@@ -372,7 +372,7 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
         added = data.write(corpus, result.run, append=append, same_hits=True)
 
     record_matching(data, result.matching, append)
-    if engine == "local":
+    if engine == "local" and result.reranker_spans != 0:  # no RERANKER span: no first stage
         record_traced_first_stage(data, path, fmt, corpus, result)
     return Recorded(result, added, data)
 

@@ -35,8 +35,10 @@ values) and :mod:`.retrievals` (documents, query texts and ids); every reader
 produces the :mod:`.records` types, and :mod:`.importer` turns them into a Run.
 A large JSON-lines span file, or a folder or glob of shards (:mod:`.shards`), is
 read in parts by other processes or a Dask cluster and merged in file order
-(:mod:`.parallel`), with the same result. Modules import downward only: importer
-→ parallel → formats → format modules → retrievals → spanfile → otlp → records.
+(:mod:`.parallel`), with the same result. An OpenInference OTLP JSON export is first
+read as Arrow columns (:mod:`.columnar`), again with the same result; it hands the file
+to the general reader wherever it cannot be sure. Modules import downward only: importer
+→ columnar, parallel → formats → format modules → retrievals → spanfile → otlp → records.
 
 Ids not in the corpus are an error that lists them, unless ``ignore_unknown``,
 which skips and counts them (a corpus that changed since the traces were

@@ -31,7 +31,7 @@ from ragcov.traces.spanfile import SpanCopies, SpanFile, fingerprint
 
 #: One part: the file, and for a part of a JSON-lines file its byte range (None: whole).
 Part = tuple[str, tuple[int, int] | None]
-#: What a worker sends for one part: ("spans", spans, lines), ("traces", traces),
+#: What a worker sends for one part: ("spans", spans, lines, RERANKER spans), ("traces", traces),
 #: ("error", line, message) or ("not lines",).
 Sent = tuple[Any, ...]
 
@@ -72,8 +72,10 @@ def _read_part(fmt: str, part: Part, known: frozenset[str] | None) -> Sent:
             source = SpanFile(path, (data, lines[0] == 0))
             del data
         sent = []
-        last = 0
+        last = rerankers = 0
         for line, span in source.located():
+            if span.kind == "RERANKER":
+                rerankers += 1
             picked = spec.pick(span, path)
             if picked is not None:
                 query, items = picked
@@ -82,7 +84,7 @@ def _read_part(fmt: str, part: Part, known: frozenset[str] | None) -> Sent:
             sent.append((span.trace_id, span.span_id, span.parent_id,
                          0 if span.span_id is None else fingerprint(span), line, picked))
             last = line
-        return ("spans", sent, count if lines is not None else last)
+        return ("spans", sent, count if lines is not None else last, rerankers)
     except NotLines:
         return ("not lines",)
     except InputFormatError as exc:
@@ -115,6 +117,7 @@ class Merge:
         self.first_shard: dict[str, Any] = {}
         self.kept = 0
         self.lines = 0  # lines before the part being merged, counted on across shards
+        self.rerankers = 0
 
     def add(self, shard: Any, sent: Sent, new_shard: bool) -> None:
         kind = sent[0]
@@ -128,7 +131,8 @@ class Merge:
         if kind == "traces":
             self._add_traces(shard, sent[1])
             return
-        _kind, spans, count = sent
+        _kind, spans, count, rerankers = sent
+        self.rerankers += rerankers
         base, shard_base = self.lines, self.place_base()
         keep, note, read = self.copies.keep_mark, self.nesting.parent, self.read
         for trace_id, span_id, parent, fp, line, picked in spans:
@@ -161,6 +165,7 @@ class Merge:
 
     def finish(self, stats: SpanStats) -> Iterator[Trace]:
         self.copies.forget()
+        stats.rerankers += self.rerankers
         if self.spec.records is not None:
             return iter(self.traces)
         assert self.spec.finish is not None

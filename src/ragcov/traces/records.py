@@ -70,6 +70,9 @@ class ImportResult:
     format: str = ""
     #: Hits placed by their text (no usable id), and how identical texts were told apart.
     matching: MatchCounts = field(default_factory=lambda: _counts())
+    #: Spans of kind RERANKER in the export (0 for a record format); None when not counted.
+    #: With none, the export holds no first stage and is not read a second time for it.
+    reranker_spans: int | None = None
 
     @property
     def skipped(self) -> int:
@@ -114,5 +117,8 @@ class SpanStats:
     merged: int = 0
     #: Retrieval spans that recorded no documents anywhere: queries with no hits.
     empty: int = 0
+    #: Spans of kind RERANKER read (copies included): none, and the export has no first
+    #: stage to read again (:func:`ragcov.traces.importer.first_stage_lists`).
+    rerankers: int = 0
 
 
