@@ -29,7 +29,7 @@ from ragcov.fields import (
     located,
 )
 from ragcov.files import first_key, iter_jsonl, read_text, text_hash
-from ragcov.stores.base import AppIds, Reading, chunk_fields
+from ragcov.stores.base import AppIds, Reading, chunk_columns
 from ragcov.stores.urls import is_store_url, open_store, parse_store_url
 from ragcov.textcov import SPLIT, TextSpans, locate
 
@@ -109,12 +109,16 @@ class Corpus(Sequence[Chunk]):
         # located when they were given beside the chunks (--documents); else None.
         self.text_spans: TextSpans | None = None
         self.reading: Any = None  # how a store's rows were read (ragcov.stores.base.Reading)
-        index: dict[str, int] = {}
+        # One dict of every id at C speed; the ids repeated are looked for only when the
+        # dict came out shorter than the list.
+        index = dict(zip([c.id for c in self.chunks], range(len(self.chunks))))
         dupes: list[str] = []
-        for i, chunk in enumerate(self.chunks):
-            if chunk.id in index:
-                dupes.append(chunk.id)
-            index[chunk.id] = i
+        if len(index) != len(self.chunks):
+            seen: set[str] = set()
+            for chunk in self.chunks:
+                if chunk.id in seen:
+                    dupes.append(chunk.id)
+                seen.add(chunk.id)
         if dupes:
             distinct = sorted(set(dupes))
             more = "" if len(distinct) <= 20 else f" (and {len(distinct) - 20} more)"
@@ -357,13 +361,23 @@ def read_documents(path: str | os.PathLike[str]) -> tuple[list[tuple[str, str]],
     return docs, titles
 
 
+def store_chunks(store: Any, doc_key: str | None = None, id_key: str | None = None,
+                 reading: Reading | None = None) -> Iterator[Chunk]:
+    """The store's rows as chunks, a page at a time: each page's fields are read column by
+    column (:func:`ragcov.stores.base.chunk_columns`) and its texts hashed in one pass, and
+    the chunks made from the columns, with no mapping of fields per row."""
+    for page in chunk_columns(store, doc_key, id_key, reading):
+        yield from map(Chunk, page.ids, page.texts, page.doc_ids, page.positions, page.titles,
+                       page.metadata, map(text_hash, page.texts))
+
+
 def read_store(source: str | os.PathLike[str], doc_key: str | None = None,
                id_key: str | None = None) -> Corpus:
     """A store's chunks with the app's ids, paged; the open store stays on for ``--retriever store``.
 
     ``id_key``/``doc_key`` name the metadata keys of the chunk id and the document (also
     ``?id_key=``/``?doc_key=`` in the URL; the arguments win); see
-    :func:`ragcov.stores.base.chunk_fields` for what is found without them.
+    :func:`ragcov.stores.base.chunk_columns` for what is found without them.
     """
     params = parse_store_url(source).params
     store = open_store(source)
@@ -373,7 +387,7 @@ def read_store(source: str | os.PathLike[str], doc_key: str | None = None,
     reading = Reading()
     try:
         with cyclic_gc_paused():  # a chunk, a dict and a hash per row: no cycles to look for
-            corpus = Corpus((Chunk(**row) for row in chunk_fields(store, doc_key, id_key, reading)),
+            corpus = Corpus(store_chunks(store, doc_key, id_key, reading),
                             chunking={"method": "store", **store.describe()}, source=store.url)
     except FieldError as exc:  # a stored value that cannot be what it names
         raise RagcovError(f"{store.url}: {exc}") from None

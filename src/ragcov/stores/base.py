@@ -1,4 +1,4 @@
-"""What every store module provides, and the reading of a document id from metadata."""
+"""What every store module provides, and the reading of its rows as chunk fields."""
 
 from __future__ import annotations
 
@@ -82,16 +82,6 @@ def vector_pages(rows: Iterator[tuple[str, Any]], page_size: int) -> Iterator[tu
         yield ids, vectors
 
 
-def doc_id_of(chunk: StoreChunk, doc_key: str | None = None) -> str:
-    """The chunk's document: ``doc_key`` when named, else the first known key, else its id."""
-    keys = (doc_key,) if doc_key else STORE_DOC_KEYS
-    for key in keys:
-        value = chunk.metadata.get(key)
-        if value is not None and value != "":
-            return store_doc_id(value, key, chunk.id)
-    return chunk.id
-
-
 # ``id_key=store``: the store's own ids, whatever the metadata holds.
 STORE_IDS = "store"
 # Metadata keys an app keeps its own chunk id in, found without being named: LangChain
@@ -129,60 +119,141 @@ class Reading:
         return f"{framework}{ids}, {docs}"
 
 
-def _app_id(row: StoreChunk, key: str, given: bool, url: str) -> str:
-    value = row.metadata.get(key)
+def _app_id(own_id: str, metadata: dict[str, Any], key: str, given: bool, url: str) -> str:
+    value = metadata.get(key)
     if value is None or value == "" or isinstance(value, (bool, list, dict)):
-        keys = ", ".join(sorted(map(str, row.metadata))[:20]) or "none"
+        keys = ", ".join(sorted(map(str, metadata))[:20]) or "none"
         how = ("name the key that holds the app's chunk ids with ?id_key=KEY, or use the store's "
                "own ids with ?id_key=store") if not given else (
                "name another key with ?id_key=KEY (id_key in the config), or ?id_key=store")
-        raise RagcovError(f"{url}: row {row.id} has no metadata {key!r} "
+        raise RagcovError(f"{url}: row {own_id} has no metadata {key!r} "
                           f"({'named as the chunk id key' if given else 'which earlier rows have'}); "
                           f"its metadata keys: {keys}; {how}")
     return str(value)
 
 
-def chunk_fields(store: VectorStore, doc_key: str | None = None, id_key: str | None = None,
-                 reading: Reading | None = None) -> Iterator[dict[str, Any]]:
-    """Each row as ``Chunk`` fields: its document, its position in it (store order), title.
+@dataclass(slots=True)
+class StorePage:
+    """A page of rows as columns: the store's ids, texts and metadata, in store order.
+
+    What a store reads from its client in one call, kept as lists (no object per row),
+    so the corpus is built column by column.
+    """
+
+    ids: list[str]
+    texts: list[str]
+    metadata: list[dict[str, Any]]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def rows(self) -> Iterator[StoreChunk]:
+        return map(StoreChunk, self.ids, self.texts, self.metadata)
+
+
+def pages_of(chunks: Iterator[StoreChunk], page_size: int = PAGE_SIZE) -> Iterator[StorePage]:
+    """Rows in pages: the pages of a store that reads a row at a time."""
+    page = StorePage([], [], [])
+    for chunk in chunks:
+        page.ids.append(chunk.id)
+        page.texts.append(chunk.text)
+        page.metadata.append(chunk.metadata)
+        if len(page.ids) >= page_size:
+            yield page
+            page = StorePage([], [], [])
+    if page.ids:
+        yield page
+
+
+def store_pages(store: VectorStore) -> Iterator[StorePage]:
+    """The store's rows as pages: its own ``iter_pages`` where it reads columns, else its rows."""
+    reader = getattr(store, "iter_pages", None)
+    return reader() if reader is not None else pages_of(store.iter_chunks())
+
+
+@dataclass(slots=True)
+class ChunkColumns:
+    """A page of rows as ``Chunk`` fields, column by column (``ragcov.corpus`` zips them)."""
+
+    ids: list[str]
+    texts: list[str]
+    doc_ids: list[str]
+    positions: list[int]
+    titles: list[str | None]
+    metadata: list[dict[str, Any]]
+
+
+def _framed(page: StorePage, reading: Reading) -> tuple[list[str], list[dict[str, Any]], dict[int, str]]:
+    """The page's texts and metadata as the framework that wrote them meant them, and the
+    embedded text of the rows where it differs (by row)."""
+    from ragcov.stores.payload import NODE_CONTENT, llamaindex_row
+
+    if not any(NODE_CONTENT in meta for meta in page.metadata):  # no row a framework serialised
+        return page.texts, page.metadata, {}
+    texts, metadata, embedded = list(page.texts), list(page.metadata), {}
+    for i, (text, meta) in enumerate(zip(texts, metadata)):
+        framed = llamaindex_row(text, meta)
+        if framed.framework and reading.framework is None:
+            reading.framework = framed.framework
+        texts[i], metadata[i] = framed.text, framed.metadata
+        if framed.embed_text is not None:
+            embedded[i] = framed.embed_text
+    return texts, metadata, embedded
+
+
+def chunk_columns(store: VectorStore, doc_key: str | None = None, id_key: str | None = None,
+                  reading: Reading | None = None) -> Iterator[ChunkColumns]:
+    """Each page of rows as ``Chunk`` fields: id, document, position in it (store order), title.
 
     Rows a framework wrote are read as it meant them (:func:`ragcov.stores.payload.llamaindex_row`);
     the chunk id is the metadata's ``id_key`` when named, else the first row's
-    ``chunk_id`` when it has one (every row must then), else the store's own id.
-    ``reading`` (when given) is filled with what was found, for the run header.
+    ``chunk_id`` when it has one (every row must then), else the store's own id; the
+    document is the metadata's ``doc_key`` when named, else the first of
+    :data:`ragcov.fields.STORE_DOC_KEYS` a row has, else the chunk's id. ``reading``
+    (when given) is filled with what was found, for the run header. One pass over each
+    page's rows, so a refusal names the first row at fault, in store order.
     """
-    from ragcov.stores.payload import llamaindex_row
-
     reading = reading if reading is not None else Reading()
     reading.doc_key = doc_key
     given = bool(id_key) and id_key != STORE_IDS
     key: str | None = id_key if given else None
+    doc_keys = (doc_key,) if doc_key else STORE_DOC_KEYS
     positions: dict[str, int] = {}
+    used = reading.doc_keys_used
     first = True
-    for raw in store.iter_chunks():
-        framed = llamaindex_row(raw.text, raw.metadata)
-        if framed.framework and reading.framework is None:
-            reading.framework = framed.framework
-        row = StoreChunk(raw.id, framed.text, framed.metadata)
+    for page in store_pages(store):
+        if not len(page):
+            continue
+        texts, metadata, embedded = _framed(page, reading)
         if first and not id_key:
-            key = next((k for k in DETECTED_ID_KEYS if row.metadata.get(k) not in (None, "")), None)
+            key = next((k for k in DETECTED_ID_KEYS if metadata[0].get(k) not in (None, "")), None)
         first = False
-        cid = row.id
-        if key is not None:
-            cid = _app_id(row, key, given, store.url)
-            reading.to_app[row.id] = cid
-            row = StoreChunk(cid, row.text, row.metadata)
-        if framed.embed_text is not None:
-            reading.embed_texts[cid] = framed.embed_text
-        doc_id = doc_id_of(row, doc_key)
-        used = next((k for k in ((doc_key,) if doc_key else STORE_DOC_KEYS)
-                     if row.metadata.get(k) not in (None, "")), "")
-        reading.doc_keys_used[used] = reading.doc_keys_used.get(used, 0) + 1
-        pos = positions.get(doc_id, 0)
-        positions[doc_id] = pos + 1
-        title = row.metadata.get("title")
-        yield {"id": cid, "text": row.text, "doc_id": doc_id, "position": pos,
-               "title": str(title) if title else None, "metadata": row.metadata}
+        ids = page.ids if key is None else []
+        doc_ids: list[str] = []
+        places: list[int] = []
+        titles: list[str | None] = []
+        for cid, meta in zip(page.ids, metadata):
+            if key is not None:
+                own, cid = cid, _app_id(cid, meta, key, given, store.url)
+                reading.to_app[own] = cid
+                ids.append(cid)
+            for k in doc_keys:
+                value = meta.get(k)
+                if value is not None and value != "":
+                    doc = store_doc_id(value, k, cid)
+                    break
+            else:
+                k, doc = "", cid
+            used[k] = used.get(k, 0) + 1
+            pos = positions.get(doc, 0)
+            positions[doc] = pos + 1
+            doc_ids.append(doc)
+            places.append(pos)
+            title = meta.get("title")
+            titles.append(str(title) if title else None)
+        for i, text in embedded.items():
+            reading.embed_texts[ids[i]] = text
+        yield ChunkColumns(ids, texts, doc_ids, places, titles, metadata)
     if key is not None:
         reading.id_key = key
         reading.id_origin = "given" if given else "detected"

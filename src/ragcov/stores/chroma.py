@@ -9,6 +9,7 @@ from typing import Any
 from ragcov.fields import Ranked
 from ragcov.stores.base import (
     StoreChunk,
+    StorePage,
     VectorsUnavailable,
     index_settings,
     missing_collection,
@@ -75,24 +76,30 @@ class ChromaStore:
         files = () if self.folder is None else folder_state(self.folder, "chroma.sqlite3*")
         return (self.collection.count(), files)
 
-    def iter_chunks(self, page_size: int = CHROMA_PAGE) -> Iterator[StoreChunk]:
-        """Every row, in pages; refused when the collection was written between the first
-        page and the last (the rows would be no state the collection was ever in)."""
+    def iter_pages(self, page_size: int = CHROMA_PAGE) -> Iterator[StorePage]:
+        """Every row, in pages as Chroma returns them (columns); refused when the collection
+        was written between the first page and the last (the rows would be no state the
+        collection was ever in)."""
         offset = 0
         before = self._state()
         while True:
             page = self.collection.get(limit=page_size, offset=offset,
                                        include=["documents", "metadatas"])
             ids = page["ids"]
-            for cid, text, meta in zip(ids, page["documents"] or [None] * len(ids),
-                                       page["metadatas"] or [None] * len(ids)):
-                yield StoreChunk(str(cid), text or "", dict(meta or {}))
+            texts = page["documents"] or [None] * len(ids)
+            metas = page["metadatas"] or [None] * len(ids)
+            yield StorePage([str(cid) for cid in ids], [text or "" for text in texts],
+                            [dict(meta) if meta else {} for meta in metas])
             if len(ids) < page_size:
                 break
             offset += len(ids)
         # One page is one query, one consistent state; across pages a write may land.
         if offset and self._state() != before:
             raise changed_while_read(self.url)
+
+    def iter_chunks(self, page_size: int = CHROMA_PAGE) -> Iterator[StoreChunk]:
+        for page in self.iter_pages(page_size):
+            yield from page.rows()
 
     def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
         got = self.collection.get(ids=list(ids), include=["embeddings"])

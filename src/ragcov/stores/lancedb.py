@@ -16,13 +16,38 @@ from ragcov.fields import Ranked
 from ragcov.stores.base import (
     PAGE_SIZE,
     StoreChunk,
+    StorePage,
     VectorsUnavailable,
     index_settings,
     missing_collection,
     require,
 )
-from ragcov.stores.payload import split_payload
+from ragcov.stores.payload import TEXT_KEYS, split_payload
 from ragcov.stores.urls import StoreURL
+
+# Rows per Arrow batch while enumerating. Read as columns, 100,000 rows take 0.06-0.13 s
+# in batches of 1,000 to 100,000 alike (one process, load average 4.5): the batch only
+# bounds what sits in memory at once.
+LANCE_PAGE = 10_000
+
+
+def _text_column(batch: Any, id_column: str) -> str | None:
+    """The column every row of ``batch`` takes its text from, where one does: the first
+    of :data:`TEXT_KEYS` present, a string column with no null, and no ``metadata``
+    column to merge (else None: the rows are split one by one)."""
+    import pyarrow as pa
+
+    names = batch.schema.names
+    if "metadata" in names or id_column not in names:
+        return None
+    name = next((k for k in TEXT_KEYS if k in names and k != id_column), None)
+    if name is None:
+        return None
+    column = batch.column(name)
+    kind = column.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)) or column.null_count:
+        return None
+    return name
 
 
 class LanceDBStore:
@@ -62,13 +87,41 @@ class LanceDBStore:
             return None
         return None
 
-    def iter_chunks(self, page_size: int = PAGE_SIZE) -> Iterator[StoreChunk]:
+    def iter_pages(self, page_size: int = LANCE_PAGE) -> Iterator[StorePage]:
+        """The table's rows in Arrow batches, each turned into columns at once.
+
+        Where the text is one string column with a value in every row (what a table
+        built for search holds), each row's text is that column and its metadata is the
+        other columns; else (no text column, a row without text, a ``metadata`` column to
+        merge) every row goes through :func:`ragcov.stores.payload.split_payload`, whose
+        rule the fast path follows.
+        """
         reader = self.table.search().select(self.columns).limit(None).to_batches(page_size)
         for batch in reader:
-            for row in batch.to_pylist():
-                cid = row.pop(self.id_column)
-                text, meta = split_payload(row)
-                yield StoreChunk(str(cid), text, meta)
+            text = _text_column(batch, self.id_column)
+            if text is None:
+                yield self._split_rows(batch)
+                continue
+            ids = batch.column(self.id_column).to_pylist()
+            names = [n for n in batch.schema.names if n not in (self.id_column, text)]
+            columns = [batch.column(n).to_pylist() for n in names]
+            metadata = ([dict(zip(names, values)) for values in zip(*columns)] if names
+                        else [{} for _ in range(batch.num_rows)])
+            yield StorePage([str(cid) for cid in ids], batch.column(text).to_pylist(), metadata)
+
+    def _split_rows(self, batch: Any) -> StorePage:
+        page = StorePage([], [], [])
+        for row in batch.to_pylist():
+            cid = row.pop(self.id_column)
+            text, meta = split_payload(row)
+            page.ids.append(str(cid))
+            page.texts.append(text)
+            page.metadata.append(meta)
+        return page
+
+    def iter_chunks(self, page_size: int = LANCE_PAGE) -> Iterator[StoreChunk]:
+        for page in self.iter_pages(page_size):
+            yield from page.rows()
 
     def _vector_name(self) -> str | None:
         import pyarrow as pa

@@ -38,6 +38,7 @@ from ragcov.redaction import SECRET_PARAM, redact_url
 from ragcov.stores.base import (
     PAGE_SIZE,
     StoreChunk,
+    StorePage,
     VectorsUnavailable,
     index_settings,
     missing_collection,
@@ -64,6 +65,8 @@ JSON_SCALARS = (str, int, float, bool, type(None))
 OPCLASSES = {"<=>": "cosine_ops", "<->": "l2_ops", "<#>": "ip_ops"}
 METRICS = {"<=>": "cosine", "<->": "l2", "<#>": "ip"}
 _INDEX_WITH = re.compile(r"(\w+)\s*=\s*'?(\w+)'?")
+# Rows per FETCH of the server-side cursor while enumerating.
+PG_PAGE = 10_000
 
 
 def connection_url(url: str) -> str:
@@ -184,6 +187,7 @@ class PgVectorStore:
             raise RagcovError(f"{self.url}: table {table} has no column {meta!r} "
                               f"(columns: {', '.join(names)})")
         self.metadata = meta
+        self.metadata_json = bool(meta) and types[meta] in ("json", "jsonb")
         skip = {self.id, self.text, self.vector, "collection_id"}
         self.extra = ([] if meta else
                       [c for c in names if c not in skip and types[c] not in ("tsvector", *VECTOR_TYPES)])
@@ -222,7 +226,7 @@ class PgVectorStore:
     def recorded_model(self) -> str | None:
         return None
 
-    def iter_chunks(self, page_size: int = PAGE_SIZE) -> Iterator[StoreChunk]:
+    def iter_pages(self, page_size: int = PG_PAGE) -> Iterator[StorePage]:
         sql = self.sql
         fields = [sql.Identifier(self.id), sql.Identifier(self.text)]
         fields += [sql.Identifier(c) for c in ([self.metadata] if self.metadata else []) + self.extra]
@@ -234,14 +238,30 @@ class PgVectorStore:
                 cur.itersize = page_size
                 cur.execute(query, args)
                 while rows := cur.fetchmany(page_size):
-                    for row in rows:
-                        yield self._chunk(row)
+                    yield self._page(rows)
         except self.psycopg.Error as exc:
             raise self._error(exc) from None
 
-    def _chunk(self, row: tuple[Any, ...]) -> StoreChunk:
-        cid, text, *rest = row
+    def iter_chunks(self, page_size: int = PG_PAGE) -> Iterator[StoreChunk]:
+        for page in self.iter_pages(page_size):
+            yield from page.rows()
+
+    def _page(self, rows: list[tuple[Any, ...]]) -> StorePage:
+        """A page of ``(id, text, [metadata], extra...)`` rows as columns. A JSON object
+        from a json/jsonb column is the metadata as it is (the driver parsed it, so it
+        holds only JSON's types); anything else goes through :meth:`_metadata`."""
+        ids = [str(row[0]) for row in rows]
+        texts = [row[1] or "" for row in rows]
+        if not self.metadata and not self.extra:
+            return StorePage(ids, texts, [{} for _ in rows])
+        if self.metadata and not self.extra and self.metadata_json:
+            return StorePage(ids, texts, [row[2] if type(row[2]) is dict else self._metadata(row[2:])
+                                          for row in rows])
+        return StorePage(ids, texts, [self._metadata(row[2:]) for row in rows])
+
+    def _metadata(self, rest: Sequence[Any]) -> dict[str, Any]:
         meta: dict[str, Any] = {}
+        rest = list(rest)
         if self.metadata:
             value = rest.pop(0)
             if isinstance(value, str):
@@ -252,7 +272,7 @@ class PgVectorStore:
             if isinstance(value, dict):
                 meta.update(jsonable(value))
         meta.update({c: jsonable(v) for c, v in zip(self.extra, rest)})
-        return StoreChunk(str(cid), text or "", meta)
+        return meta
 
     def search(self, vectors: Sequence[Sequence[float]], k: int) -> list[Ranked]:
         sql = self.sql

@@ -15,6 +15,7 @@ from ragcov.fields import Ranked
 from ragcov.stores.base import (
     PAGE_SIZE,
     StoreChunk,
+    StorePage,
     VectorsUnavailable,
     index_settings,
     missing_collection,
@@ -42,21 +43,39 @@ class QdrantStore:
         if not name or name not in known:
             raise missing_collection(url.url, "collection", name, known)
         self.name = name
+        self.local = not url.server
         self.vector = url.param("vector")  # a named vector, when the collection has several
 
     def recorded_model(self) -> str | None:
         return None
 
-    def iter_chunks(self, page_size: int = PAGE_SIZE) -> Iterator[StoreChunk]:
+    def _page_size(self, page_size: int) -> int:
+        """Local mode holds every point in memory and sorts them all again at each
+        ``scroll`` call (100,000 points in pages of 1,000 took 6.4 s, against 1.5 s in one
+        call): it is read in one call. A server is read in pages of ``page_size``."""
+        if self.local:
+            return max(page_size, self.client.count(self.name, exact=True).count)
+        return page_size
+
+    def iter_pages(self, page_size: int = PAGE_SIZE) -> Iterator[StorePage]:
         offset: Any = None
+        limit = self._page_size(page_size)
         while True:
-            points, offset = self.client.scroll(self.name, limit=page_size, offset=offset,
+            points, offset = self.client.scroll(self.name, limit=limit, offset=offset,
                                                 with_payload=True, with_vectors=False)
+            page = StorePage([], [], [])
             for p in points:
                 text, meta = split_payload(p.payload)
-                yield StoreChunk(str(p.id), text, meta)
+                page.ids.append(str(p.id))
+                page.texts.append(text)
+                page.metadata.append(meta)
+            yield page
             if offset is None:
                 return
+
+    def iter_chunks(self, page_size: int = PAGE_SIZE) -> Iterator[StoreChunk]:
+        for page in self.iter_pages(page_size):
+            yield from page.rows()
 
     def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
         keys = [int(i) if i.isdigit() else i for i in ids]
