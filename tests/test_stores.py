@@ -304,3 +304,30 @@ def test_store_retriever_runs_locally_only(capsys, tmp_path: Path) -> None:
                        str(suite), "--retriever", "store", "--engine", "dask",
                        "--data-file", str(tmp_path / "d"))
     assert code != 0 and "use --engine local" in err
+
+
+def test_a_milvus_lite_copy_is_stopped_and_removed_with_its_store(tmp_path: Path) -> None:
+    """ragcov reads a private copy of a Milvus Lite file; once the store is let go, the
+    copy's server is stopped (pymilvus would keep it until the process exits) and the
+    copy's folder is gone from the temporary folder."""
+    import gc
+    import os
+
+    from milvus_lite.server_manager import server_manager_instance
+    from pymilvus import MilvusClient
+
+    path = tmp_path / "app.db"
+    client = MilvusClient(uri=str(path))
+    client.create_collection("app", dimension=3, id_type="string", max_length=20)
+    client.insert("app", [{"id": f"c{i}", "vector": [1.0, float(i), 0.5], "text": f"chunk {i}"}
+                          for i in range(3)])
+    client.close()
+    server_manager_instance.release_server(str(path))
+    corpus = load_corpus(f"milvus://{path}?collection=app")
+    copy = Path(corpus.store.copy)
+    assert copy.exists() and os.path.abspath(copy) in server_manager_instance._servers
+    del corpus
+    gc.collect()
+    # _servers: milvus-lite's own table of running servers, read to see this one stopped.
+    assert os.path.abspath(copy) not in server_manager_instance._servers
+    assert not copy.parent.exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,22 @@ from ragcov.stores.base import (
 )
 from ragcov.stores.payload import split_payload
 from ragcov.stores.urls import StoreURL, private_copy
+
+
+def _release_lite(client: Any, uri: str) -> None:
+    """Stop the Milvus Lite server pymilvus started for ``uri`` (ragcov's private copy).
+
+    pymilvus keeps a file's server, a thread holding the file open, until the process
+    exits, whatever ``client.close()`` did: a long process kept one per store it opened,
+    and the copy's folder, removed under a running server, was written again by it and
+    left in the temporary folder."""
+    with contextlib.suppress(Exception):
+        client.close()
+    with contextlib.suppress(Exception):
+        from milvus_lite.server_manager import server_manager_instance
+
+        server_manager_instance.release_server(uri)
+
 
 SERVER_TIMEOUT_S = 10.0  # a server that is down is reported after this, not waited on
 SIMILARITIES = ("IP", "COSINE")  # metrics where a larger distance is nearer
@@ -53,6 +71,11 @@ class MilvusStore:
         # (and its tests) can open its store while a run searches it.
         uri = url.server or private_copy(url, self, skip=("*.lock",))
         self.client = pymilvus.MilvusClient(uri=uri, timeout=SERVER_TIMEOUT_S)
+        if not url.server:
+            # Registered after the copy's removal, so run before it (finalizers of one object
+            # run last first): the copy's server is stopped, then its folder removed.
+            self.copy = uri
+            weakref.finalize(self, _release_lite, self.client, uri)
         name = url.param("collection")
         known = list(self.client.list_collections())
         if not name or name not in known:
