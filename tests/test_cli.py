@@ -188,3 +188,27 @@ def test_flat_settings_with_several_meanings_stay_with_their_command() -> None:
     with pytest.raises(RagcovError, match="output differs from command to command"):
         default_map({"output": "x.json"}, commands)
     assert default_map({"json": {"output": "x.json"}}, commands) == {"json": {"output": "x.json"}}
+
+
+def test_colons_around_a_name_are_printed_as_written_not_as_an_emoji(capsys, tmp_path) -> None:
+    """rich reads ":100:" and ":smile:" as emoji codes: an error's file:line and an id
+    written that way must reach the terminal as they are."""
+    bad = tmp_path / "q.jsonl"
+    bad.write_text("".join(f'{{"id": "q{i}", "text": "revenue"}}\n' for i in range(1, 100))
+                   + '{"id": "x", \n')
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": ":smile:", "doc_id": ":100:", "text": "net revenue grew"}\n'
+                      '{"id": ":wave:", "doc_id": ":smile:", "text": "cloudy weather"}\n')
+    code, _, err = cli(capsys, "run", "--corpus", str(corpus), "--queries", str(bad),
+                       "--retriever", "bm25", "--data-file", str(tmp_path / "d.ragcov"))
+    assert code != 0 and "q.jsonl:100:" in err and "\U0001f4af" not in err
+    bad.write_text('{"id": "q1", "text": "revenue"}\n')
+    code, _, err = cli(capsys, "run", "--corpus", str(corpus), "--queries", str(bad),
+                       "--retriever", "bm25", "-k", "1", "--data-file", str(tmp_path / "d.ragcov"),
+                       "-q")
+    assert code == 0, err
+    code, out, err = cli(capsys, "report", "--data-file", str(tmp_path / "d.ragcov"), "-m",
+                         "--show-ids")
+    assert code == 0, err
+    assert ":100:" in out and ":smile:" in out and ":wave:" in out
+    assert "\U0001f604" not in out and "\U0001f44b" not in out and "\U0001f4af" not in out

@@ -23,7 +23,7 @@ def sample_path(name: str) -> Path:
 
 def run_demo(directory: Path, retriever: str = "dense", k: int = 5,
              console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or Console(emoji=False)
     directory.mkdir(parents=True, exist_ok=True)
     data_file = directory / api.DEFAULT_DATA_FILE
     corpus = api.load_corpus(sample_path("finqa_pages.jsonl"), split=True)

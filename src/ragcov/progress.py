@@ -69,7 +69,7 @@ def progress_bar(label: str, total: int, enabled: bool = True,
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, emoji=False)
     rate = [_rate_column(unit)] if unit else []
     with contextlib.ExitStack() as stack:
         with threads_leave_sigint():  # rich's refresh thread starts here
@@ -88,7 +88,7 @@ def status(label: str, enabled: bool = True) -> Iterator[None]:
         return
     from rich.console import Console
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, emoji=False)
     label = escape_controls(label)  # "Building retriever NAME": a name the user gave
     start = time.monotonic()
     with contextlib.ExitStack() as stack:

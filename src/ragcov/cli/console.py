@@ -30,5 +30,6 @@ class Terminal(Console):
             yield segment
 
 
-out = Terminal(highlight=False, soft_wrap=True)
-err = Terminal(stderr=True, highlight=False, soft_wrap=True)
+# emoji=False: rich turns ":NAME:" into an emoji, and "file.jsonl:100:" or an id ":smile:" is text.
+out = Terminal(highlight=False, soft_wrap=True, emoji=False)
+err = Terminal(stderr=True, highlight=False, soft_wrap=True, emoji=False)
