@@ -6,7 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from trace_samples import oi_docs, otlp_export, otlp_span, ranked_ids, two_export_lines, write
+from trace_samples import (
+    oi_docs,
+    otlp_export,
+    otlp_span,
+    ranked_ids,
+    retriever_span,
+    two_export_lines,
+    write,
+)
 
 from ragcov.errors import InputFormatError
 from ragcov.retrievers import AdapterWarning
@@ -124,4 +132,16 @@ def test_openinference_document_ids_that_are_not_ids(tmp_path, city_corpus, doc,
     f = two_export_lines(tmp_path, otlp_export([otlp_span("B", "b1", 1, attrs)]))
     with pytest.raises(InputFormatError, match=message) as info:
         import_traces(f, "openinference", city_corpus)
+    assert info.value.line == 2
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_lone_surrogate_in_a_span_is_refused_with_its_line(tmp_path, city_corpus, workers):
+    """JSON may escape half a UTF-16 pair alone ("\\ud800"); no data file can store it. It
+    is refused at its line, as the corpus and suite loaders refuse it, read in one process
+    or in parts by worker processes."""
+    bad = json.dumps(otlp_export([retriever_span("B", "b1")])).replace('"q"', '"q \\ud800"')
+    f = two_export_lines(tmp_path, bad)
+    with pytest.raises(InputFormatError, match="holds a lone UTF-16 surrogate") as info:
+        import_traces(f, "openinference", city_corpus, workers=workers)
     assert info.value.line == 2

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from ragcov.errors import InputFormatError
-from ragcov.files import read_text
+from ragcov.files import _SURROGATE_ESCAPE, _refuse_lone_surrogates, read_text
 
 
 def iter_json_values(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
@@ -36,7 +36,7 @@ def iter_json_values(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    value = _loads(line)
+                    value = _loads(line, path, lineno)
                 except json.JSONDecodeError:
                     yield from _from_text(path, lineno)
                     return
@@ -66,8 +66,9 @@ def iter_json_lines(data: bytes, first: bool) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            value = _loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            value = _loads(line, "", lineno)
+        except (UnicodeDecodeError, json.JSONDecodeError, InputFormatError) as exc:
+            # A lone surrogate too: the whole file is read here, where it gets its line.
             raise NotLines(f"line {lineno} of the part") from exc
         yield lineno, value
 
@@ -81,6 +82,7 @@ def _from_text(path: str | os.PathLike[str], first_line: int) -> Iterator[tuple[
     line = first_line
     counted = pos
     decoder = json.JSONDecoder()
+    escapes = _SURROGATE_ESCAPE.search(text, pos) is not None
     while True:
         while pos < len(text) and text[pos] in " \t\r\n":
             pos += 1
@@ -92,13 +94,20 @@ def _from_text(path: str | os.PathLike[str], first_line: int) -> Iterator[tuple[
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise InputFormatError(path, exc.lineno, f"invalid JSON ({exc.msg})") from exc
+        if escapes:
+            _refuse_lone_surrogates(value, path, line)
         yield line, value
 
 
-def _loads(line: str | bytes) -> Any:
+def _loads(line: str | bytes, path: str | os.PathLike[str], lineno: int) -> Any:
     """One line's value: orjson first (fast), then the standard library for what orjson
-    refuses and Python reads (NaN, integers past 64 bits); its error when neither can."""
+    refuses and Python reads (NaN, integers past 64 bits); its error when neither can.
+    A lone surrogate escape, which only the standard library reads, is refused with the
+    line (no UTF-8 file or database takes it: it failed at the data file's write, with a
+    traceback and no line)."""
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
-        return json.loads(line.decode("utf-8") if isinstance(line, bytes) else line)
+        value = json.loads(line.decode("utf-8") if isinstance(line, bytes) else line)
+        _refuse_lone_surrogates(value, path, lineno)
+        return value
