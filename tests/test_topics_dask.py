@@ -149,3 +149,17 @@ def test_an_unknown_engine_is_one_line(capsys, tmp_path: Path, sample_run: Path)
     shutil.copy(sample_run, data)
     code, _, err = cli(capsys, "topics", "--data-file", str(data), "--engine", "spark", "-q")
     assert code != 0 and "unknown engine 'spark': expected local or dask" in err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--workers", "0"), "--workers must be at least 1, got 0"),
+    (("--workers", "-1"), "--workers must be at least 1, got -1"),
+    (("--scheduler", "notaurl"), "cannot reach the Dask scheduler at notaurl"),
+])
+def test_bad_cluster_settings_are_one_line(capsys, tmp_path: Path, sample_run: Path,
+                                           extra: tuple[str, ...], message: str) -> None:
+    data = tmp_path / "run.ragcov"
+    shutil.copy(sample_run, data)
+    code, _, err = cli(capsys, "topics", "--data-file", str(data), "--refit", "-q",
+                       "--engine", "dask", *extra)
+    assert code == 1 and message in err and len(err.strip().splitlines()) == 1

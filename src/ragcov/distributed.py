@@ -226,10 +226,12 @@ def dask_client(scheduler: str | None = None, workers: int | None = None,
     except ImportError as exc:
         raise RagcovError("--engine dask needs dask.distributed: pip install 'ragcov[dask]'") \
             from exc
+    if workers is not None and workers < 1:
+        raise RagcovError(f"--workers must be at least 1, got {workers}")
     if scheduler:
         try:
             client = Client(scheduler, timeout="30s")
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:  # ValueError: not an address
             raise RagcovError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
         with client:
             yield client

@@ -1181,6 +1181,8 @@ def fit_topics(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, n_topics: 
     check_seed(seed)
     if engine not in ("local", "dask"):
         raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+    if workers is not None and workers < 1:
+        raise RagcovError(f"--workers must be at least 1, got {workers}")
     if engine == "local":
         return build_topics(str(data_file), n_topics, seed, vectors, model, corpus, refit)
     from ragcov.distributed import dask_mapper
