@@ -331,3 +331,17 @@ def test_a_milvus_lite_copy_is_stopped_and_removed_with_its_store(tmp_path: Path
     # _servers: milvus-lite's own table of running servers, read to see this one stopped.
     assert os.path.abspath(copy) not in server_manager_instance._servers
     assert not copy.parent.exists()
+
+
+@pytest.mark.parametrize("query, column", [("", "id"), ("&id=nope", "nope")])
+def test_a_lancedb_table_without_the_id_column_is_one_line(tmp_path: Path, query: str,
+                                                           column: str) -> None:
+    import lancedb
+
+    db = lancedb.connect(str(tmp_path / "lance"))
+    db.create_table("noid", data=[{"key": "c1", "text": "net revenue", "vector": [0.1, 0.2]}])
+    with pytest.raises(RagcovError) as info:
+        load_corpus(f"lancedb://{tmp_path}/lance?table=noid{query}")
+    message = str(info.value)
+    assert f"has no column {column!r}" in message and "key, text, vector" in message
+    assert "?id=COLUMN" in message and "\n" not in message

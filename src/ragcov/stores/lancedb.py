@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
 from ragcov.stores.base import (
     PAGE_SIZE,
@@ -71,6 +72,11 @@ class LanceDBStore:
         self.id_column = url.param("id") or "id"
         self.vector_column = url.param("vector")
         names = self.table.schema.names
+        if self.id_column not in names:
+            shown = ", ".join(n for n in names if not n.startswith("_")) or "none"
+            raise RagcovError(f"{url.url}: table {name!r} has no column {self.id_column!r} to take "
+                              f"chunk ids from; its columns: {shown}; name the id column with "
+                              "?id=COLUMN")
         self.columns = [c for c in names if c != (self.vector_column or "vector")
                         and not c.startswith("_")]
 
