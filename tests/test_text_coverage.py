@@ -40,6 +40,17 @@ def test_hand_worked_excluded_text_leaves_the_denominator_and_gaps_stay() -> Non
     assert any("lie in no chunk" in c for c in tc.caveats())
 
 
+def test_hand_worked_a_document_whose_chunks_are_all_excluded_is_out_of_the_count() -> None:
+    # d2's every chunk is excluded (--exclude-docs): neither its characters, nor the gap
+    # between its chunks, nor its overlapping chunks count; d1 alone is the report's text.
+    spans = TextSpans({"d1": "aaaa bbbb", "d2": "cccc dddd eeee"},
+                      {"a": (0, 4), "b": (5, 9), "c": (0, 6), "d": (5, 9)})
+    tc = text_coverage(spans, ["a", "b"], ["d1", "d1"], [True, False],
+                       excluded=[("c", "d2"), ("d", "d2")])
+    assert [d.doc_id for d in tc.documents] == ["d1"]
+    assert (tc.characters, tc.covered, tc.outside, tc.overlapping) == (8, 4, 0, 0)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet="ab \n", min_size=1, max_size=60), st.data())
 def test_property_equals_a_recount_character_by_character(doc: str, data: st.DataObject) -> None:

@@ -287,6 +287,10 @@ def text_coverage(spans: TextSpans, chunk_ids: Sequence[str], doc_ids: Sequence[
     no_text: list[str] = []
     overlapping = 0
     for doc_id, rows in by_doc.items():
+        if not rows:
+            # Every chunk of it excluded (--exclude-docs, a rule): the document is out of
+            # the report, and so are its characters, gaps included, and its overlaps.
+            continue
         text = spans.documents.get(doc_id)
         missing = [cid for span, _h, cid in rows if span is None]
         for cid in missing:
