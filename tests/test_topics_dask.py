@@ -163,3 +163,11 @@ def test_bad_cluster_settings_are_one_line(capsys, tmp_path: Path, sample_run: P
     code, _, err = cli(capsys, "topics", "--data-file", str(data), "--refit", "-q",
                        "--engine", "dask", *extra)
     assert code == 1 and message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("n", [2.5, "3", True])
+def test_a_topic_count_that_is_not_a_whole_number_is_one_line(sample_run: Path, n) -> None:
+    from ragcov.errors import RagcovError
+
+    with pytest.raises(RagcovError, match="--topics must be a whole number of topics"):
+        api.fit_topics(sample_run, n_topics=n, refit=True)

@@ -89,6 +89,8 @@ def check_topic_count(n_topics: int | None, n_chunks: int, where: str) -> None:
         raise RagcovError(f"{where}: the corpus holds no chunks; there is nothing to cluster")
     if n_topics is None:
         return
+    if isinstance(n_topics, bool) or not isinstance(n_topics, (int, np.integer)):
+        raise RagcovError(f"--topics must be a whole number of topics, got {n_topics!r}")
     if n_topics < 1:
         raise RagcovError(f"--topics must be at least 1, got {n_topics}")
     if n_topics > n_chunks:
