@@ -128,17 +128,10 @@ def pairwise_jaccard(m: CoverageMatrix | sp.csr_matrix, block: int = 4096,
 def per_document(m: CoverageMatrix) -> dict[str, tuple[int, int]]:
     """doc id -> (chunks, covered chunks), in first-seen document order."""
     covered = m.covered()
-    docs, inverse = _doc_codes(m.doc_ids)
+    docs, inverse = m.documents()
     n_chunks = np.bincount(inverse, minlength=len(docs))
     n_cov = np.bincount(inverse, weights=covered, minlength=len(docs)).astype(np.int64)
     return {d: (int(n), int(c)) for d, n, c in zip(docs, n_chunks, n_cov)}
-
-
-def _doc_codes(doc_ids: np.ndarray) -> tuple[list[str], np.ndarray]:
-    codes: dict[str, int] = {}
-    inverse = np.fromiter((codes.setdefault(d, len(codes)) for d in doc_ids), dtype=np.int64,
-                          count=len(doc_ids))
-    return list(codes), inverse
 
 
 @dataclass(frozen=True)

@@ -205,7 +205,6 @@ def document_positions(m: CoverageMatrix, positions: Mapping[str, int] | None = 
 def positions_in_documents(doc_ids: Sequence[object], chunk_ids: Sequence[str],
                            positions: Mapping[str, int] | None = None) -> np.ndarray:
     """:func:`document_positions` for any parallel lists of documents and chunk ids."""
-
     from ragcov.matrix import document_codes
 
     return _positions(document_codes(doc_ids)[1], chunk_ids, positions)

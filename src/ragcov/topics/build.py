@@ -63,8 +63,8 @@ def build_topics(data_file: str, n_topics: int | None = None, seed: int = 0,
     """Cluster the data file's chunks into topics and store them there (or keep the
     stored ones when they were made the same way from the same corpus).
 
-    ``mapper`` runs the work that grows with the corpus (counting each chunk's words) and
-    the search for N, here or on Dask workers, with the same topics either way."""
+    ``mapper`` runs the work that grows with the corpus (counting each chunk's words),
+    here or on Dask workers, with the same topics either way."""
     check_source(vectors)
     data = CoverageData(data_file)
     meta = data.meta()  # the readers' own refusals: no file, an empty one
@@ -83,7 +83,7 @@ def build_topics(data_file: str, n_topics: int | None = None, seed: int = 0,
     # Counted once, after the vectors' own refusals, and read by the TF-IDF and the labels.
     terms = cache(lambda: corpus_terms(texts, mapper))
     found = chunk_vectors(str(data_file), meta, texts, vectors, model, corpus, seed, terms)
-    fitted = fit(found.matrix, texts, n_topics, seed, terms(), mapper)
+    fitted = fit(found.matrix, texts, n_topics, seed, terms())
     labels = [TopicLabel(t, ", ".join(terms[:3]) or f"topic {t}", tuple(terms), ids[c],
                          int((fitted.assignment == t).sum()))
               for t, (terms, c) in enumerate(zip(fitted.terms, fitted.central), start=1)]
