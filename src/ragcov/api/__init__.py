@@ -340,15 +340,13 @@ def record_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus,
     (``scheduler``, or a LocalCluster of ``workers`` processes). The data file is
     the same either way.
     """
+    from ragcov.api.settings import check_engine
     from ragcov.api.steps import record_traced_first_stage
     from ragcov.data.schema import NoDataFile
     from ragcov.retrievers.twins import record_matching
     from ragcov.traces.records import cyclic_gc_paused
 
-    if engine not in ("local", "dask"):
-        raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
-    if workers is not None and workers < 1:
-        raise RagcovError(f"--workers must be at least 1, got {workers}")
+    check_engine(engine, workers)
     data = CoverageData(data_file)
     data.check_destination()
     if k is None and append and data.exists():
@@ -657,8 +655,9 @@ def traffic_gap(tests: str | os.PathLike[str], traffic: str | os.PathLike[str],
     """Production retrievals the tests never make (``ragcov gap``); with ``engine="dask"``
     the traffic's hits are counted on a Dask cluster (``scheduler``, or a LocalCluster
     of ``workers`` processes), with the same result."""
-    if engine not in ("local", "dask"):
-        raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+    from ragcov.api.settings import check_engine
+
+    check_engine(engine)
     if engine == "dask":
         from ragcov.distributed_traffic import gap_dask
 
@@ -1175,14 +1174,11 @@ def fit_topics(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, n_topics: 
     ``workers``), with the topics of one process. Returns
     :class:`ragcov.topics.build.BuiltTopics`.
     """
-    from ragcov.api.settings import check_seed
+    from ragcov.api.settings import check_engine, check_seed
     from ragcov.topics.build import build_topics
 
     check_seed(seed)
-    if engine not in ("local", "dask"):
-        raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
-    if workers is not None and workers < 1:
-        raise RagcovError(f"--workers must be at least 1, got {workers}")
+    check_engine(engine, workers)
     if engine == "local":
         return build_topics(str(data_file), n_topics, seed, vectors, model, corpus, refit)
     from ragcov.distributed import dask_mapper

@@ -34,6 +34,16 @@ def check_seed(seed: int) -> int:
     return seed
 
 
+def check_engine(engine: str, workers: int | None = None, said: str = "engine") -> None:
+    """Where a command runs (``local`` or ``dask``) and its worker count, refused before any
+    work; ``said``: how the message names the engine (``--engine`` where the CLI's flag is
+    what the user typed)."""
+    if engine not in ("local", "dask"):
+        raise RagcovError(f"unknown {said} {engine!r}: expected local or dask")
+    if workers is not None and workers < 1:
+        raise RagcovError(f"--workers must be at least 1, got {workers}")
+
+
 def check_drift_settings(seed: int, k: int, engine: str, workers: int | None, noise_rate: float,
                          resamples: int, confidence: float) -> None:
     """A drift run's numbers refused before its corpus is read or a model loaded."""
@@ -41,10 +51,7 @@ def check_drift_settings(seed: int, k: int, engine: str, workers: int | None, no
 
     check_seed(seed)
     validate_k(k)
-    if engine not in ("local", "dask"):
-        raise RagcovError(f"unknown --engine {engine!r}: expected local or dask")
-    if workers is not None and workers < 1:
-        raise RagcovError(f"--workers must be at least 1, got {workers}")
+    check_engine(engine, workers, said="--engine")
     if isinstance(noise_rate, bool) or not isinstance(noise_rate, (int, float)) or \
             not 0 <= noise_rate <= 1:
         raise RagcovError(f"--noise-rate must be a rate from 0 to 1, got {noise_rate}")
@@ -121,8 +128,7 @@ class RunSettings:
                 raise RagcovError("--append and --parallel-mode do not go together: a shard is new")
             path = shard_path(path)
         engine = options.get("engine", "local")
-        if engine not in ("local", "dask"):
-            raise RagcovError(f"unknown engine {engine!r}: expected local or dask")
+        check_engine(engine)
         check_backend(options.get("backend"))
         kind = default_retriever(retriever, corpus)
         device, dtype = options.get("device", "auto"), options.get("dtype", "auto")
@@ -210,10 +216,7 @@ class ProbeSettings:
 
         check_seed(seed)
         check_index_gates(min_index_recall, max_index_hidden)
-        if options.get("engine", "local") not in ("local", "dask"):
-            raise RagcovError(f"unknown --engine {options['engine']!r}: expected local or dask")
-        if options.get("workers") is not None and options["workers"] < 1:
-            raise RagcovError(f"--workers must be at least 1, got {options['workers']}")
+        check_engine(options.get("engine", "local"), options.get("workers"), said="--engine")
         # The labels are read first: a malformed line stops the command before any probe.
         labels = read_qrels(qrels, qrels_level) if qrels is not None else None
         fp = recorded_retriever(data_file)  # read once: retriever, precision and reranker
