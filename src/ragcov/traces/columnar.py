@@ -34,14 +34,17 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ragcov.errors import InputFormatError
-from ragcov.traces.otlp import NAN, Span
-from ragcov.traces.records import Item, Resolved, SpanStats, Trace
+from ragcov.traces.openinference import OI_DOC
+from ragcov.traces.otlp import Span, otlp_value
+from ragcov.traces.records import Resolved, SpanStats, Trace
 
 #: The file is parsed in parts of about this many bytes, each cut after a newline.
 PART_BYTES = 16 * 2**20
 _KIND = "openinference.span.kind"
 _DOCS = "retrieval.documents"
-_SUBS = ("document.id", "document.score", "document.content", "document.metadata")
+_SUBS = OI_DOC
+#: The OTLP AnyValue members the columns hold, in the order the general decoder tries them.
+_MEMBERS = (("stringValue", "s"), ("boolValue", "b"), ("intValue", "i"), ("doubleValue", "d"))
 #: The attributes the OpenInference pick reads from a RETRIEVER span.
 _READ = (_KIND, "input.value", "input.mime_type", "output.value", _DOCS)
 #: A member set to null: the general reader tells it from an absent one, Arrow cannot.
@@ -89,7 +92,7 @@ def read_columnar(path: str | os.PathLike[str], known: Mapping[str, int]
     for data in _parts(path):
         batch = _parse(data)
         del data
-        got = _part(batch, 0)
+        got = _part(batch)
         del batch
         n = len(got[0])
         if base + n >= 1 << 29:  # a span's number and its document's share one int64
@@ -181,9 +184,9 @@ def _absent(arr: Any, what: str) -> None:
         raise Fallback(f"{what} given")
 
 
-def _part(resource_spans: Any, base: int) -> tuple[Any, ...]:
-    """One part's spans (ids, parent, start, kind) and its retrievers' attributes read here;
-    ``base`` is how many spans the parts before held."""
+def _part(resource_spans: Any) -> tuple[Any, ...]:
+    """One part's spans (ids, parent, start, kind) and its retrievers' attributes read here,
+    numbered from 0 within the part (the caller offsets them)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -243,7 +246,7 @@ def _part(resource_spans: Any, base: int) -> tuple[Any, ...]:
     read = np.array([k in _READ or k.startswith(_DOCS + ".") for k in names], dtype=bool)
     mask = read[codes] & retriever[owner] if len(codes) else np.zeros(0, dtype=bool)
     mask_arr = pa.array(mask)
-    table = pa.table({"span": pa.array(owner[mask] + base), "key": pc.filter(key, mask_arr),
+    table = pa.table({"span": pa.array(owner[mask]), "key": pc.filter(key, mask_arr),
                       "s": pc.filter(pc.struct_field(value, "stringValue"), mask_arr),
                       "b": pc.filter(pc.struct_field(value, "boolValue"), mask_arr),
                       "i": pc.filter(ints, mask_arr),
@@ -483,29 +486,18 @@ def _picked(path: Any, rows: list[dict[str, Any]]) -> tuple[str, Any]:
     reader decodes them; its error falls back (the general reader gives it its line)."""
     from ragcov.traces.openinference import pick_openinference
 
-    decoded: dict[str, Any] = {}
-    for r in rows:
-        if r["s"] is not None:
-            v: Any = r["s"]
-        elif r["b"] is not None:
-            v = r["b"]
-        elif r["i"] is not None:
-            v = int(r["i"])
-        elif r["d"] is not None:
-            v = NAN if r["d"] != r["d"] else r["d"]
-        else:
-            v = None
-        decoded[r["key"]] = v
+    # Each attribute's value as OTLP JSON wrote it (its first member the columns hold), and
+    # decoded by the general reader's own decoder.
+    decoded = {r["key"]: otlp_value({member: r[col] for member, col in _MEMBERS
+                                     if r[col] is not None})
+               for r in rows}
     try:
         picked = pick_openinference(Span(None, None, "", None, 0, None, "RETRIEVER", decoded),
                                     path)
     except InputFormatError as exc:
         raise Fallback(str(exc)) from exc
     assert picked is not None
-    query, items = picked
-    if items is not None:
-        items = [Item(it.id, it.score, it.content, it.metadata) for it in items]
-    return query, items
+    return picked
 
 
 #: Phoenix's span columns; phoenix.client's newer dataframe drops the ``context.``.
