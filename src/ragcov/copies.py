@@ -14,7 +14,7 @@ read against a chunk.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,10 +55,13 @@ def longest_run(a: Sequence[str], b: Sequence[str]) -> int:
     return best
 
 
-def copied_tests(m: CoverageMatrix, texts: Mapping[str, str], min_run: int = MIN_RUN
+def copied_tests(m: CoverageMatrix, texts: Mapping[str, str], min_run: int = MIN_RUN,
+                 read: Callable[[list[str]], Mapping[str, str]] | None = None
                  ) -> list[CopiedTest]:
     """Every test of ``m`` whose question shares ``min_run`` or more words in a row with a
     chunk it retrieves (``texts``: chunk id -> text), with the chunk of the longest run.
+    ``read``, given, takes the place of ``texts``: it is asked once for the texts of the
+    chunks the questions long enough to copy retrieve.
 
     Each run of ``min_run`` words of the question is looked for in the chunk's words as
     one string (``" w1 w2 ... "``, searched in C), so a pair costs a few substring
@@ -66,12 +69,15 @@ def copied_tests(m: CoverageMatrix, texts: Mapping[str, str], min_run: int = MIN
     a pair that shares one."""
     if m.query_texts is None:
         return []
+    asked = [(row, q) for row, q in enumerate(tokens(text or "") for text in m.query_texts)
+             if len(q) >= min_run]
+    if not asked:
+        return []
+    if read is not None:  # only the texts of the chunks these questions retrieve
+        texts = read([m.chunk_ids[int(col)] for row, _ in asked for col in m.retrieved(row)])
     words: dict[int, tuple[list[str], str]] = {}
     out = []
-    for row, text in enumerate(m.query_texts):
-        q = tokens(text or "")
-        if len(q) < min_run:
-            continue
+    for row, q in asked:
         grams = {" " + " ".join(q[i:i + min_run]) + " " for i in range(len(q) - min_run + 1)}
         best: tuple[int, int] | None = None
         for col in m.retrieved(row):

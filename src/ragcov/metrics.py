@@ -15,7 +15,7 @@ Conventions, chosen so every value is defined:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -308,11 +308,16 @@ def duplicate_groups(m: CoverageMatrix, texts: Mapping[str, str]) -> list[Duplic
     for j, text in enumerate(in_order):
         if text and seen[text] > 1:
             by_text.setdefault(text, []).append(j)
+    return groups_of(m, [cols for cols in by_text.values() if len(cols) > 1])
+
+
+def groups_of(m: CoverageMatrix, groups: Iterable[Sequence[int]]) -> list[DuplicateGroup]:
+    """:class:`DuplicateGroup` of each group of ``m``'s columns (chunks of one text)."""
     covered = m.covered()
     return [DuplicateGroup([m.chunk_ids[j] for j in cols],
                            list(dict.fromkeys(str(m.doc_ids[j]) for j in cols)),
-                           int(covered[cols].sum()))
-            for cols in by_text.values() if len(cols) > 1]
+                           int(covered[np.asarray(cols, dtype=np.int64)].sum()))
+            for cols in groups]
 
 
 def coverage_curve(m: CoverageMatrix, order: Sequence[int] | np.ndarray) -> np.ndarray:

@@ -130,6 +130,9 @@ class Scoped:
     # Text coverage (ragcov.textcov.TextCoverage) when the file knows where chunks lie.
     text: Any = None
     text_spans: Any = None  # ragcov.textcov.TextSpans: the documents' text and chunk spans
+    # Columns of ``full`` (or of ``matrix``) sharing one text, as the data file's hashes
+    # found them (:func:`ragcov.data.columns.same_text_columns`); None: look in ``texts``.
+    same_text: list[Any] | None = None
     _summaries: dict[tuple[Any, ...], CoverageSummary] = field(default_factory=dict, repr=False,
                                                                compare=False)
 
@@ -138,8 +141,32 @@ class Scoped:
         """The tests whose question copies a run of a chunk they retrieve
         (:class:`ragcov.copies.CopiedTest`), read on first use: most reporters never ask."""
         from ragcov.copies import copied_tests
+        from ragcov.data.columns import ChunkTexts
 
-        return copied_tests(self.matrix, self.texts)
+        # The retrieved chunks' texts only, not every chunk's.
+        read = self.texts.of if isinstance(self.texts, ChunkTexts) else None
+        return copied_tests(self.matrix, self.texts, read=read)
+
+    def duplicates(self) -> list[Any]:
+        """The groups of chunks with the same text among those counted
+        (:class:`ragcov.metrics.DuplicateGroup`): from the groups the data file's content
+        hashes found, when it was read from one, else from the texts."""
+        import numpy as np
+
+        from ragcov.metrics import duplicate_groups, groups_of
+
+        if self.same_text is None:
+            return duplicate_groups(self.matrix, self.texts)
+        if self.full is None or self.matrix is self.full:
+            return groups_of(self.matrix, self.same_text)
+        columns = self.columns  # the counted chunks' columns in the full matrix, ascending
+        groups = []
+        for cols in self.same_text:
+            at = np.searchsorted(columns, cols)
+            kept = at[(at < columns.size) & (columns[np.minimum(at, columns.size - 1)] == cols)]
+            if kept.size > 1:
+                groups.append(kept)
+        return groups_of(self.matrix, sorted(groups, key=lambda cols: int(cols[0])))
 
     def summary(self, **options: Any) -> CoverageSummary:
         """The summary every reporter prints: excluded chunks counted aside.
@@ -269,7 +296,7 @@ def load_scoped(data_file: str | os.PathLike[str], scope: ReportScope | None = N
 def _load_scoped(data: Any, data_file: str | os.PathLike[str], scope: ReportScope) -> Scoped:
     import numpy as np
 
-    from ragcov.data.columns import chunk_hashes, chunk_positions
+    from ragcov.data.columns import ChunkTexts, chunk_hashes, chunk_positions, same_text_columns
     from ragcov.data.datafile import CORPUS_KIND
     from ragcov.data.probes import chunk_details, probe_texts, read_probes
     from ragcov.data.spans import read_text_spans
@@ -292,8 +319,11 @@ def _load_scoped(data: Any, data_file: str | os.PathLike[str], scope: ReportScop
         reachability = audit(m, probes, details=lambda rows: chunk_details(data, rows),
                              probe_texts=lambda ids: probe_texts(data, ids),
                              stages=record)
-    texts = data.chunk_texts()
-    scoped = apply_scope(m, texts, chunk_positions(data_file), scope, reachability)
+    # Texts are read when a rule, a probe audit or a reporter asks for them (the table never
+    # does); positions and the duplicate groups come from two columns read in this snapshot.
+    texts = ChunkTexts(data.path, m.meta["corpus_hash"], m.n_chunks)
+    scoped = apply_scope(m, texts, chunk_positions(data_file, m.chunk_ids), scope, reachability)
+    scoped.same_text = same_text_columns(data.path)
     if reachability is not None:
         # Junk is looked for once the scope is known: the lines it suggests are checked
         # against the chunks this report counts, so they exclude the candidates and nothing

@@ -227,9 +227,15 @@ def _positions(doc: np.ndarray, chunk_ids: Sequence[str], positions: Mapping[str
     order[by_doc] = np.arange(n, dtype=np.int64) - starts
     if not positions or not n:
         return order
-    given = [positions.get(c) for c in chunk_ids]
-    absent = np.fromiter((g is None for g in given), dtype=bool, count=n)
-    recorded = np.fromiter((0 if g is None else g for g in given), dtype=np.int64, count=n)
+    from ragcov.data.columns import ChunkPositions
+
+    whole = positions.aligned(chunk_ids) if isinstance(positions, ChunkPositions) else None
+    if whole is not None:  # the file's own chunks in order: every position is recorded
+        recorded, absent = whole, np.zeros(n, dtype=bool)
+    else:
+        given = [positions.get(c) for c in chunk_ids]
+        absent = np.fromiter((g is None for g in given), dtype=bool, count=n)
+        recorded = np.fromiter((0 if g is None else g for g in given), dtype=np.int64, count=n)
     # A document keeps its recorded positions only when every chunk has one, all distinct.
     unusable = np.zeros(int(doc.max()) + 1, dtype=bool)
     unusable[doc[absent]] = True

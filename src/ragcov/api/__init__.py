@@ -538,7 +538,7 @@ def select_tests(data_file: str | os.PathLike[str], strategy: str = "coverage",
         from ragcov.reporters.names import chunk_ranges
         from ragcov.summary import document_positions
 
-        pos = document_positions(m, chunk_positions(data_file))
+        pos = document_positions(m, chunk_positions(data_file, m.chunk_ids))
         where = {cid: j for j, cid in enumerate(m.chunk_ids)}
         doc["lost_ranges"] = chunk_ranges((m.doc_ids[where[c]], pos[where[c]])
                                           for c in doc["cut"]["lost_chunks"])

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 # thread (ragcov.sigint).
 _ON_USE = {
     "ALL_STRATEGIES": "ragcov.selection", "DEFAULT_AFTER_SATURATION": "ragcov.selection",
-    "duplicate_groups": "ragcov.metrics", "redundant_tests": "ragcov.metrics",
+    "redundant_tests": "ragcov.metrics",
 }
 
 

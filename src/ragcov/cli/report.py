@@ -118,7 +118,6 @@ def _report(data_file: Path, show_missing: bool, show_ids: bool, skip_covered: b
         ceiling_text,
         ceiling_warning,
         display_percent,
-        duplicate_groups,
         redundant_tests,
     )
     from ragcov.reporters.drift import drift_lines
@@ -164,16 +163,15 @@ def _report(data_file: Path, show_missing: bool, show_ids: bool, skip_covered: b
         ceiling = ceiling_text(summary, precision)
         out.print(retriever_line(scoped.meta.k, scoped.meta.retriever, summary.depth)
                   + (f"; {ceiling}" if ceiling else ""), markup=False)
-    out.print(shown.render(scoped, {"show_missing": show_missing, "skip_covered": skip_covered,
-                                    "sort": sort, "precision": precision, "show_ids": show_ids,
-                                    "top": top, "correctness": right}
-                           ).rstrip("\n"), markup=False)
+    out.print_text(shown.render(scoped, {"show_missing": show_missing, "skip_covered": skip_covered,
+                                         "sort": sort, "precision": precision, "show_ids": show_ids,
+                                         "top": top, "correctness": right}).rstrip("\n"))
     if format in ("text", "markdown"):
         ceiling = ceiling_text(summary, precision) if format == "markdown" else None
         lines = [f"Chunk coverage {display_percent(summary.coverage, precision)}% of a {ceiling}"
                  if ceiling else None, text_coverage_line(scoped.text, precision),
                  excluded_line(scoped.excluded), generated_line(scoped.generated_left_out),
-                 duplicates_line(duplicate_groups(scoped.matrix, scoped.texts)),
+                 duplicates_line(scoped.duplicates()),
                  approximate_note(scoped)]
         if lines[-1]:
             lines[-1] = f"Note: {lines[-1]}"

@@ -20,6 +20,7 @@ from ragcov import api
 from ragcov.api import ReportScope, cli_support
 from ragcov.api.cli_support import ceiling_warning, check_outputs
 from ragcov.cli.options import check_fail_under, check_precision, check_text_gate, emit, gate, text_gate
+from ragcov.collector import cyclic_gc_paused
 from ragcov.user_warnings import RetrievalWarning, warn
 
 Include = Annotated[list[str] | None, typer.Option(
@@ -71,7 +72,11 @@ def scoped(command: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(command)
     def wrapper(**options: Any) -> None:
         values = {name: options.pop(name) for name, _, _ in _SCOPE_OPTIONS}
-        command(**options, scope=scope_of(**values, reachable_from_config=_from_config("reachable")))
+        # A report builds millions of objects that hold no cycles (ids, rows, lines): at a
+        # million chunks the cycle collector's passes over them were a quarter of the command.
+        with cyclic_gc_paused():
+            command(**options,
+                    scope=scope_of(**values, reachable_from_config=_from_config("reachable")))
 
     wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in params}

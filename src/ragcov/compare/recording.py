@@ -83,7 +83,7 @@ class Recording:
             from ragcov.summary import positions_in_documents
 
             try:
-                recorded = chunk_positions(self.path)
+                recorded = chunk_positions(self.path, self.chunk_ids)
             except (RagcovError, OSError, sqlite3.Error):
                 recorded = None
             self._in_doc = positions_in_documents(self.doc_ids, self.chunk_ids, recorded)

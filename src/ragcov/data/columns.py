@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -110,10 +110,157 @@ def chunk_hashes(path: str | os.PathLike[str]) -> list[str]:
         ).fetchone()[0])
 
 
-def chunk_positions(path: str | os.PathLike[str]) -> dict[str, int]:
-    """Chunk id -> its position within its document, as recorded in the data file."""
+class ChunkPositions(Mapping[str, int]):
+    """Chunk id -> its position within its document, as recorded: one array in corpus order.
+
+    A report over a million chunks asks for every chunk's position: built as a dict and
+    looked up chunk by chunk, that cost two seconds; the array is read in one statement
+    and handed over whole to a matrix with the same chunks (:meth:`aligned`). Looking up
+    one id builds the index on first use.
+    """
+
+    def __init__(self, ids: Sequence[str], values: np.ndarray) -> None:
+        self.ids = ids
+        self.values = values
+        self._index: dict[str, int] | None = None
+
+    def aligned(self, chunk_ids: Sequence[str]) -> np.ndarray | None:
+        """The positions of ``chunk_ids`` as an array, when they are this file's chunks in
+        order (a whole report); None for any other list, which is looked up id by id."""
+        if chunk_ids is self.ids or (len(chunk_ids) == len(self.ids)
+                                     and list(chunk_ids) == list(self.ids)):
+            return self.values
+        return None
+
+    def _where(self) -> dict[str, int]:
+        if self._index is None:
+            self._index = dict(zip(self.ids, range(len(self.ids))))
+        return self._index
+
+    def __getitem__(self, chunk_id: str) -> int:
+        return int(self.values[self._where()[chunk_id]])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._where()
+
+
+def chunk_positions(path: str | os.PathLike[str], chunk_ids: Sequence[str]
+                    ) -> Mapping[str, int]:
+    """Each chunk's recorded position within its document; ``chunk_ids`` are the file's
+    chunks in ``idx`` order, as every reader reads them."""
     with CoverageData(path).reading() as con:
-        return dict(con.execute("SELECT id, position FROM chunks").fetchall())
+        values = _ints(con.execute("SELECT group_concat(position) FROM (SELECT position "
+                                   "FROM chunks ORDER BY idx)").fetchone()[0])
+        if values.size != len(chunk_ids):  # not one whole number a chunk: read as stored
+            return dict(con.execute("SELECT id, position FROM chunks").fetchall())
+    return ChunkPositions(chunk_ids, values)
+
+
+class ChunkTexts(Mapping[str, str]):
+    """Chunk id -> text, read from the data file when first asked for.
+
+    Most reports never show a chunk's text (the table, the gate, lcov), and reading a
+    million of them is most of a report's read. Read after the report's snapshot ended,
+    the texts come from the same corpus or not at all: the file's corpus hash (ids,
+    documents and each text's hash) must still be the one the report read.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], corpus_hash: str, n_chunks: int) -> None:
+        self.path = Path(path)
+        self.corpus_hash = corpus_hash
+        self.n_chunks = n_chunks
+        self._texts: dict[str, str] | None = None
+
+    def _read(self, ids: Sequence[str] | None = None) -> dict[str, str]:
+        with CoverageData(self.path).reading() as con:
+            now = read_meta(con, self.path).corpus_hash
+            if now != self.corpus_hash:
+                raise RagcovError(f"{self.path}: the data file now holds another corpus (hash "
+                                  f"{now}, read as {self.corpus_hash}): it was written while "
+                                  "this command read it; run the command again")
+            if ids is None:
+                return dict(con.execute("SELECT id, coalesce(text, '') FROM chunks"))
+            found: dict[str, str] = {}
+            for i in range(0, len(ids), _BOUND):
+                part = list(ids[i:i + _BOUND])
+                found.update(con.execute("SELECT id, coalesce(text, '') FROM chunks WHERE id "
+                                         f"IN ({','.join('?' * len(part))})", part))
+            return found
+
+    @property
+    def _all(self) -> dict[str, str]:
+        if self._texts is None:
+            self._texts = self._read()
+        return self._texts
+
+    def of(self, ids: Sequence[str]) -> Mapping[str, str]:
+        """The texts of just these ids (all of them once they are read, or when the ids are
+        a good part of the corpus): a check of the chunks the suite retrieved need not read
+        the rest."""
+        wanted = list(dict.fromkeys(ids))
+        if self._texts is not None or len(wanted) * 4 > self.n_chunks:
+            return self._all
+        return self._read(wanted)
+
+    def __getitem__(self, chunk_id: str) -> str:
+        return self._all[chunk_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all)
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+
+def same_text_columns(path: str | os.PathLike[str]) -> list[np.ndarray]:
+    """Groups of two or more chunk positions whose texts are equal and not empty, each in
+    corpus order, the groups by their first chunk: the duplicates a report lists.
+
+    Found by the content hash each chunk row keeps (a 64-bit prefix of its SHA-256, one
+    sort), and only the chunks that share one have their texts read and compared: a
+    report need not read a million texts to find that none repeats.
+    """
+    with CoverageData(path).reading() as con:
+        joined = con.execute("SELECT group_concat(hash, '') FROM (SELECT hash FROM chunks "
+                             "ORDER BY idx)").fetchone()[0] or ""
+        n = con.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        try:
+            codes = np.frombuffer(bytes.fromhex(joined), dtype=">u8") \
+                if len(joined) == 16 * n else None
+        except ValueError:  # not hex: hashes written otherwise are compared as strings
+            codes = None
+        if codes is None:
+            hashes = [h for (h,) in con.execute("SELECT hash FROM chunks ORDER BY idx")]
+            codes = np.unique(np.asarray(hashes, dtype=object), return_inverse=True)[1]
+        order = np.argsort(codes, kind="stable")
+        ordered = codes[order]
+        repeated = np.zeros(codes.size, dtype=bool)
+        if codes.size > 1:
+            same = ordered[1:] == ordered[:-1]
+            repeated[order[1:][same]] = True
+            repeated[order[:-1][same]] = True
+        candidates = np.flatnonzero(repeated)
+        if not candidates.size:
+            return []
+        stored = _stored_idx(con, "chunks")
+        texts: dict[int, str] = {}
+        for i in range(0, candidates.size, _BOUND):
+            part = [int(stored[j]) for j in candidates[i:i + _BOUND]]
+            texts.update(con.execute("SELECT idx, coalesce(text, '') FROM chunks WHERE idx IN "
+                                     f"({','.join('?' * len(part))})", part))
+    by_text: dict[str, list[int]] = {}
+    for j in candidates.tolist():
+        text = texts[int(stored[j])]
+        if text:
+            by_text.setdefault(text, []).append(j)
+    groups = [np.asarray(cols, dtype=np.int64) for cols in by_text.values() if len(cols) > 1]
+    return sorted(groups, key=lambda cols: int(cols[0]))
 
 
 def query_texts_in_order(path: str | os.PathLike[str]) -> list[str]:

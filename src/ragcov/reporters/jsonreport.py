@@ -49,7 +49,7 @@ import numpy as np
 
 from ragcov.failures import outcome_correctness, query_outcome
 from ragcov.matrix import CoverageMatrix
-from ragcov.metrics import Support, duplicate_groups, redundant_tests
+from ragcov.metrics import Support, redundant_tests
 from ragcov.reporters.sections import copied_facts
 from ragcov.reporters.stages import STAGE_TOTALS, chunk_entry, stages_json
 from ragcov.scope import ReportScope, Scoped, apply_scope
@@ -150,7 +150,7 @@ def json_report(m: CoverageMatrix, entropy_support: Support = "retrieved",
                          "reasons": list(t.reasons), "droppable_together": t.droppable}
             for t in redundant_tests(m)
         },
-        "duplicates": [asdict(g) for g in duplicate_groups(m, scoped.texts)],
+        "duplicates": [asdict(g) for g in scoped.duplicates()],
     }
     right = outcome_correctness(outcomes)
     if right is not None:
