@@ -7,6 +7,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,19 @@ PAGES = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample" /
 
 def corpus_of(texts: list[str]) -> Corpus:
     return Corpus([Chunk(id=f"c{i}", text=t, doc_id=f"d{i}") for i, t in enumerate(texts)])
+
+
+def bm25s_of(retriever: BM25Retriever) -> bm25s.BM25:
+    """bm25s's own index of the retriever's words (its text rule, stopwords and stemmer),
+    built by bm25s: the reference every score here is compared with."""
+    from ragcov.retrievers.bm25 import _each_text_words
+
+    words = list(_each_text_words(retriever.corpus.texts, retriever._stop, retriever._stem))
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(w, len(vocab)) for w in ws] for ws in words]
+    model = bm25s.BM25(k1=retriever.k1, b=retriever.b)
+    model.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
+    return model
 
 
 def test_tied_chunks_are_taken_in_corpus_order():
@@ -45,7 +59,7 @@ def test_scores_and_sets_agree_with_bm25s_where_nothing_ties():
                  "goodwill impairment charge", "dividends paid per share"]
     ours = retriever.retrieve(questions, 10)
     tokens = bm25s.tokenize(questions, stopwords="en", show_progress=False)
-    docs, scores = retriever._model.retrieve(tokens, k=11, show_progress=False, n_threads=1)
+    docs, scores = bm25s_of(retriever).retrieve(tokens, k=11, show_progress=False, n_threads=1)
     for row, d, s in zip(ours, docs, scores):
         if np.isclose(s[9], s[10]):  # a tie at the 10th place: bm25s's pick is arbitrary
             continue
@@ -60,7 +74,7 @@ def test_top_k_is_the_sort_by_score_then_position(words: list[str], k: int):
     texts = [f"{w} {w if i % 2 else 'filler'}" for i, w in enumerate(words)]
     retriever = BM25Retriever(corpus_of(texts), stemmer="none")
     ranked = retriever.retrieve(["revenue profit"], k)[0]
-    scores = np.asarray(retriever._model.get_scores(["revenue", "profit"]), dtype=np.float64)
+    scores = np.asarray(bm25s_of(retriever).get_scores(["revenue", "profit"]), dtype=np.float64)
     expected = sorted((i for i in range(len(texts)) if scores[i] > 0),
                       key=lambda i: (-scores[i], i))[:k]
     assert [c for c, _ in ranked] == [f"c{i}" for i in expected]
@@ -78,10 +92,11 @@ def test_batched_scores_are_bm25s_scores_bit_for_bit(docs: list[list[str]],
     """One sparse product per batch adds the same float32 terms in the same order as
     bm25s scores one query: equal bit for bit, repeated and unknown words included."""
     retriever = BM25Retriever(corpus_of([" ".join(d) for d in docs]), stopwords=None, stemmer="none")
-    ids = [retriever._model.get_tokens_ids(q) for q in queries]
+    theirs = bm25s_of(retriever)
+    ids = [theirs.get_tokens_ids(q) for q in queries]
     batched = retriever._scores(ids).toarray()
     for row, q in zip(batched, ids):
-        expected = retriever._model.get_scores(q) if q else np.zeros(len(docs), np.float32)
+        expected = theirs.get_scores(q) if q else np.zeros(len(docs), np.float32)
         assert np.array_equal(row, expected)
 
 
@@ -121,13 +136,21 @@ def test_tokens_and_index_are_bm25s_own(texts: list[str], stopwords: str | None)
     assert _words(texts, _stopword_set(stopwords)) == [list(t) for t in expected]
     if not any(expected):
         return
-    ours = BM25Retriever(corpus_of(texts), stopwords=stopwords, stemmer="none")._model
+    ours = BM25Retriever(corpus_of(texts), stopwords=stopwords, stemmer="none")
     theirs = bm25s.BM25()
     theirs.index(bm25s.tokenize(texts, stopwords=stopwords, show_progress=False),
                  show_progress=False)
-    assert ours.vocab_dict == theirs.vocab_dict
+    # bm25s names an empty word after the index is built (no chunk holds it, no row scores it).
+    assert ours.vocab == {w: i for w, i in theirs.vocab_dict.items() if w != ""}
+    # bm25s keeps (chunk x term) by column: the same three arrays as ragcov's rows of terms,
+    # the zeros ragcov leaves out (a term in every chunk of a one-chunk corpus) aside.
+    sc = theirs.scores
+    expected = sp.csr_matrix((sc["data"], sc["indices"], sc["indptr"]),
+                             shape=(len(sc["indptr"]) - 1, sc["num_docs"]))
+    expected.eliminate_zeros()
     for key in ("data", "indices", "indptr"):
-        assert np.array_equal(ours.scores[key], theirs.scores[key])
+        assert np.array_equal(getattr(ours._postings, key), getattr(expected, key))
+    assert ours._postings.dtype == np.float32
 
 
 @settings(max_examples=80, deadline=None)
@@ -144,8 +167,9 @@ def test_batched_top_k_is_the_full_sort_with_ties_by_position(
     retriever = BM25Retriever(corpus_of([" ".join(d) for d in docs]), stopwords=None, stemmer="none")
     ranked = retriever.retrieve([" ".join(q) for q in queries], k)
     for q, row in zip(queries, ranked):
-        scores = retriever._model.get_scores(retriever._model.get_tokens_ids(q)) \
-            if retriever._model.get_tokens_ids(q) else np.zeros(len(docs), np.float32)
+        theirs = bm25s_of(retriever)
+        scores = theirs.get_scores(theirs.get_tokens_ids(q)) \
+            if theirs.get_tokens_ids(q) else np.zeros(len(docs), np.float32)
         expected = sorted((i for i in range(len(docs)) if scores[i] > 0),
                           key=lambda i: (-scores[i], i))[:k]
         assert [c for c, _ in row] == [f"c{i}" for i in expected]
@@ -166,7 +190,7 @@ def test_the_compiled_top_k_is_the_sparse_products_bit_for_bit(
     if bm25_kernel.kernel() is None:
         pytest.skip("numba is not installed (pip install 'ragcov[fast]')")
     retriever = BM25Retriever(corpus_of([" ".join(d) for d in docs]), stopwords=None, stemmer="none")
-    vocab = retriever._model.vocab_dict
+    vocab = retriever.vocab
     token_ids = [[vocab[w] for w in q if w in vocab] for q in queries]
     kk = min(k, len(docs))
     assert retriever._compiled_top_k(token_ids, kk) == \
@@ -182,7 +206,7 @@ def test_a_large_batch_takes_the_compiled_path_and_ranks_as_the_sparse_product()
     retriever = BM25Retriever(corpus)
     texts = [c.text[:300] for c in corpus.chunks] * (bm25_kernel.MIN_PAIRS // len(corpus) ** 2 + 1)
     assert bm25_kernel.usable(len(texts), len(corpus))
-    vocab = retriever._model.vocab_dict
+    vocab = retriever.vocab
     from ragcov.retrievers.bm25 import _words
     token_ids = [[vocab[w] for w in ws if w in vocab] for ws in _words(texts, retriever._stop)]
     assert retriever.retrieve(texts, 10) == retriever._top_k(retriever._scores(token_ids), 10)

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ragcov.corpus import load_corpus
 from ragcov.errors import InputFormatError, RagcovError
@@ -230,3 +232,51 @@ def test_csv_quoted_fields_keep_their_newlines(tmp_path: Path) -> None:
     p = write(tmp_path / "q.csv", 'id,question\nq1,"line one\nline two"\nq2,plain\n')
     suite = load_suite(p)
     assert suite.texts == ["line one\nline two", "plain"]
+
+
+def _whole_file_lines(path: Path) -> list[tuple[int, object]]:
+    """The JSONL reading before lines were streamed: the file decoded whole, split at \\n."""
+    from ragcov.files import read_text
+
+    out = []
+    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(path, lineno, f"invalid JSON ({exc.msg})") from exc
+        if not isinstance(obj, dict):
+            raise InputFormatError(path, lineno, "expected a JSON object")
+        out.append((lineno, obj))
+    return out
+
+
+PIECES = [b'{"id": "a", "text": "x"}', b'{"t": "\xe2\x80\xa8 raw U+2028"}', b"\n", b"\r\n", b"\r",
+          b"\xef\xbb\xbf", b"\xff", b"\xc3", b"\xc3\xa9", b"[1]", b"  ", b'{"u": "\\u00e9"}']
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(PIECES), max_size=12))
+def test_lines_read_one_at_a_time_are_the_whole_files(tmp_path: Path, pieces: list[bytes]) -> None:
+    """Read a line at a time, a JSONL file gives the objects and the errors (line, byte,
+    column) of the file decoded whole: at U+2028 inside a string, a byte order mark, a
+    carriage return, a byte that is not UTF-8 on any line. (The one difference: a bad
+    line before the first byte that is not UTF-8 is now named first, as it comes.)"""
+    from ragcov.files import iter_jsonl
+
+    p = write(tmp_path / "f.jsonl", b"".join(pieces))
+
+    def outcome(read):  # type: ignore[no-untyped-def]
+        try:
+            return read()
+        except InputFormatError as exc:
+            return exc
+
+    got, want = outcome(lambda: list(iter_jsonl(p))), outcome(lambda: _whole_file_lines(p))
+    if isinstance(want, InputFormatError) and "not UTF-8" in str(want) \
+            and not (isinstance(got, InputFormatError) and "not UTF-8" in str(got)):
+        assert isinstance(got, InputFormatError) and got.line < want.line
+    else:
+        assert str(got) == str(want)

@@ -46,18 +46,21 @@ def read_text(path: str | os.PathLike[str]) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise InputFormatError(p, line, f"not UTF-8 text ({exc.reason} at byte {exc.start}, "
+        # utf-8-sig counts from after a byte order mark: the byte is named in the file.
+        at = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        line = data.count(b"\n", 0, at) + 1
+        column = at - (data.rfind(b"\n", 0, at) + 1) + 1
+        raise InputFormatError(p, line, f"not UTF-8 text ({exc.reason} at byte {at}, "
                                         f"column {column})") from exc
 
 
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each non-blank line; blank lines are allowed."""
-    text = read_text(path)
-    # Split on newlines only: str.splitlines() would also break at U+2028, U+2029 and
-    # U+0085, which JSON writers leave raw inside strings.
-    for lineno, line in enumerate(text.split("\n"), start=1):
+    """Yield (line number, object) for each non-blank line; blank lines are allowed.
+
+    The file is read a line at a time: a million-chunk corpus held whole, as bytes, as
+    text and as a list of lines, was a gigabyte more at the peak of a run than its chunks.
+    """
+    for lineno, line in _utf8_lines(path):
         line = line.rstrip("\r")
         if not line.strip():
             continue
@@ -70,6 +73,25 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
         if _SURROGATE_ESCAPE.search(line):
             _refuse_lone_surrogates(obj, path, lineno)
         yield lineno, obj
+
+
+def _utf8_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line, split at ``\\n`` only (a binary file's lines):
+    str.splitlines() would also break at U+2028, U+2029 and U+0085, which JSON writers
+    leave raw inside strings. A byte that is not UTF-8 is refused at its line, as
+    :func:`read_text` refuses it."""
+    p = require_file(path)
+    offset = 0
+    with p.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                start = exc.start + (3 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf") else 0)
+                raise InputFormatError(p, lineno, f"not UTF-8 text ({exc.reason} at byte "
+                                                  f"{offset + start}, column {start + 1})") from exc
+            offset += len(raw)
+            yield lineno, line.removesuffix("\n")
 
 
 def iter_csv(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:

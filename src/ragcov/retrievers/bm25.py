@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import math
+from array import array
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -23,6 +25,7 @@ NAMED_QUERIES = 5
 # Words shorter than this (alphabetic scripts) are not indexed: bm25s's default pattern
 # (scikit-learn's ``\b\w\w+\b``) keeps two characters or more.
 MIN_CHARS = 2
+_BLOCK = 1 << 22  # index entries scored at a time
 
 
 class BM25Retriever:
@@ -40,28 +43,30 @@ class BM25Retriever:
         self.stemmer = resolve_stemmer(stemmer, corpus.texts)
         self._stem = _snowball(self.stemmer)
         # Ids in first-seen order, as bm25s.tokenize numbers them. Each text's words are
-        # numbered as they are cut and then let go: kept for the whole corpus, they were a
-        # new string per word (1M chunks of 40 words: about 3 GB at the peak of a run).
+        # numbered as they are cut and kept as one flat array of 32-bit ids: kept as Python
+        # lists (one int object per word), 1M chunks of 40 words were 1.8 GB at the peak.
         numbers: defaultdict[str, int] = defaultdict()
         numbers.default_factory = numbers.__len__
         number = numbers.__getitem__
-        ids = [list(map(number, ws)) for ws in _each_text_words(corpus.texts, self._stop, self._stem)]
-        vocab = dict(numbers)
-        tokens = bm25s.tokenization.Tokenized(ids=ids, vocab=vocab)
-        if not tokens.vocab:
+        flat = array("i")
+        lengths = array("q")
+        for ws in _each_text_words(corpus.texts, self._stop, self._stem):
+            flat.extend(map(number, ws))
+            lengths.append(len(ws))
+        self.vocab: dict[str, int] = dict(numbers)
+        if not self.vocab:
             # bm25s would fail with "max() arg is an empty sequence".
             raise RagcovError(
                 f"the bm25 retriever found no word to index in the corpus ({len(corpus)} "
                 f"chunk{'s' if len(corpus) != 1 else ''}): every chunk is empty, punctuation "
                 f"or {'stopwords' if stopwords else 'symbols'}; use another retriever")
-        self._model = bm25s.BM25(k1=k1, b=b)
-        self._model.index(tokens, show_progress=False)
         self._ids = corpus.ids
-        # bm25s's eager index is already a (token x chunk) CSR matrix of per-term scores:
-        # a batch of queries is then one sparse product, scored as bm25s scores one query.
-        sc = self._model.scores
-        self._postings = sp.csr_matrix((sc["data"], sc["indices"], sc["indptr"]),
-                                       shape=(len(sc["indptr"]) - 1, sc["num_docs"]))
+        # A (term x chunk) CSR matrix of per-term scores, bm25s's eager index: a batch of
+        # queries is then one sparse product, scored as bm25s scores one query.
+        self._postings = term_scores(np.frombuffer(flat, dtype=np.int32),
+                                     np.frombuffer(lengths, dtype=np.int64), len(self.vocab),
+                                     k1, b)
+        del flat, lengths
         # A zero term score adds nothing to any sum; the compiled top-k needs every
         # stored score positive (as bm25s's default idf makes them) to track chunks.
         self._postings.eliminate_zeros()
@@ -83,7 +88,7 @@ class BM25Retriever:
         if wordless:
             _warn_wordless(wordless)
         # A query with no word to match retrieves nothing (bm25s cannot score it).
-        known = self._model.vocab_dict.get
+        known = self.vocab.get
         token_ids = [[i for i in map(known, ws) if i is not None] for ws in tokens]
         if self._positive and compiled_usable(len(texts), len(self._ids)):
             return self._compiled_top_k(token_ids, kk)
@@ -155,6 +160,40 @@ class BM25Retriever:
         ids = self._ids
         return [[(ids[c], v) for c, v in zip(cols[bounds[i]:bounds[i + 1]],
                                              vals[bounds[i]:bounds[i + 1]])] for i in range(n)]
+
+
+def term_scores(flat: np.ndarray, lengths: np.ndarray, n_terms: int, k1: float, b: float
+                ) -> sp.csr_matrix:
+    """(term x chunk) BM25 scores of a tokenised corpus (``flat``: every chunk's term ids
+    in turn, ``lengths``: how many are each chunk's), bit for bit bm25s's default index
+    (``BM25(k1, b).index``, Lucene's idf and term weight, float32 scores).
+
+    bm25s counts each chunk's terms with a Counter and scores them chunk by chunk; here
+    the counts are one sparse sum and the scores a few array operations, in the same
+    float64 steps bm25s takes (its idf by ``math.log``, one call per distinct document
+    frequency), so each stored float32 is the same. ``tests/test_bm25.py`` compares the
+    two indexes.
+    """
+    n_docs = lengths.size
+    doc = np.repeat(np.arange(n_docs, dtype=np.int32), lengths)
+    counts = sp.csr_matrix((np.ones(flat.size, dtype=np.float32), (flat, doc)),
+                           shape=(n_terms, n_docs))
+    del doc
+    counts.sum_duplicates()  # one entry per (term, chunk): the term's count in the chunk
+    df = np.diff(counts.indptr)
+    values, where = np.unique(df, return_inverse=True)
+    idf = np.asarray([math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) if d else 0.0
+                      for d in values.tolist()], dtype=np.float32)[where]
+    idf = np.repeat(idf, df)  # each entry's term's idf
+    avg = np.asarray(lengths, dtype=np.float64).mean()
+    # Per chunk, k1 * ((1 - b) + b * l_d / l_avg), as bm25s computes it for each chunk.
+    norm = k1 * ((1 - b) + b * lengths.astype(np.float64) / avg)
+    data = counts.data
+    for start in range(0, data.size, _BLOCK):  # in blocks: float64 temporaries stay small
+        part = slice(start, start + _BLOCK)
+        tf = data[part].astype(np.float64)
+        data[part] = idf[part].astype(np.float64) * (tf / (norm[counts.indices[part]] + tf))
+    return counts
 
 
 def _packed(token_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
