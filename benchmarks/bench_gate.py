@@ -58,8 +58,10 @@ def _best(fn, repeats: int = 3):  # type: ignore[no-untyped-def]
     return best, value
 
 
-def _command(folder: Path, args: list[str], runs: int = 5) -> tuple[float, float, float | None, str]:
-    """Median wall and CPU seconds, and peak MiB, of ``python -m ragcov ARGS`` in ``folder``.
+def _command(folder: Path, args: list[str], runs: int = 5, python: bool = False
+             ) -> tuple[float, float, float | None, str]:
+    """Median wall and CPU seconds, and peak MiB, of ``python -m ragcov ARGS`` in ``folder``
+    (``python``: of ``python ARGS``, a baseline's script).
 
     The peak comes from ``/usr/bin/time`` (None without it): a child's own maxrss counts
     the pages it shared with this process between fork and exec."""
@@ -70,8 +72,8 @@ def _command(folder: Path, args: list[str], runs: int = 5) -> tuple[float, float
     for n in range(runs + 1):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        proc = subprocess.run([*timer, sys.executable, "-m", "ragcov", *args], cwd=folder, env=env,
-                              capture_output=True, text=True)
+        proc = subprocess.run([*timer, sys.executable, *([] if python else ["-m", "ragcov"]),
+                               *args], cwd=folder, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - t
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         assert proc.returncode == 0, proc.stderr
