@@ -94,3 +94,43 @@ def test_dask_probe_refusals(capsys, tmp_path: Path) -> None:
     code, _, err = cli(capsys, "probe", *args, "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9")
     assert code == 1 and "cannot reach the Dask scheduler" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_worker_lost_mid_probe_changes_no_probe(capsys, tmp_path: Path, monkeypatch) -> None:
+    """A worker process killed (SIGKILL) after the first batch is recorded:
+    the scheduler hands its batches to the other worker (and the nanny starts a new one),
+    and the probes recorded are a local probe's, rank for rank."""
+    import os
+    import signal
+
+    from dask.distributed import Client, LocalCluster
+
+    from ragcov import distributed
+
+    local = _run(capsys, tmp_path, "local.ragcov")[:-3]  # every chunk: five batches
+    assert cli(capsys, "probe", *local, "-q")[0] == 0
+    args = [*_run(capsys, tmp_path, "lost.ragcov")[:-3], "-q"]
+    real = distributed.probe_dask
+    killed: list[str] = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        pids = client.run(os.getpid)  # worker address -> its process
+
+        def kill_one_after_a_batch(*a, **kw):
+            record = a[5]
+
+            def record_then_kill(i, results):
+                record(i, results)
+                if not killed:  # the worker busy with a batch: its work is what is lost
+                    busy = {w: keys for w, keys in client.processing().items() if keys}
+                    victim = min(busy)
+                    killed.append(victim)
+                    os.kill(pids[victim], signal.SIGKILL)
+
+            return real(*a[:5], record_then_kill, *a[6:], **kw)
+
+        monkeypatch.setattr(distributed, "probe_dask", kill_one_after_a_batch)
+        code, _, err = cli(capsys, "probe", *args, "--engine", "dask",
+                           "--scheduler", cluster.scheduler_address)
+    assert killed and code == 0, err
+    assert _probes(tmp_path / "lost.ragcov") == _probes(tmp_path / "local.ragcov")
