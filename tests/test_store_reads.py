@@ -282,3 +282,46 @@ def test_pgvector_json_metadata_is_the_rows_metadata(pg) -> None:
         got = [r for p in store.iter_pages(page_size) for r in zip(p.ids, p.texts, p.metadata)]
         assert got == expected
     assert [asdict(c) for c in load_corpus(url)] == [asdict(c) for c in row_chunks(store)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(), max_size=30), st.one_of(st.none(), st.integers(0, 30)),
+       st.one_of(st.none(), st.integers(1, 30)))
+def test_read_ahead_gives_every_item_in_order_and_no_more_than_one_ahead(
+        items: list[int], fail_at: int | None, stop_at: int | None) -> None:
+    """The next item is read on a thread while the caller works: the same items in the same
+    order, an error raised where its item is taken (not before), and a caller that stops
+    leaves at most one item read past the last it took."""
+    import threading
+
+    from ragcov.stores.base import read_ahead
+
+    asked: list[int] = []
+    lock = threading.Lock()
+
+    def source():  # type: ignore[no-untyped-def]
+        for i, x in enumerate(items):
+            with lock:
+                asked.append(i)
+            if i == fail_at:
+                raise ValueError(f"item {i} cannot be read")
+            yield x
+
+    taken: list[int] = []
+    it = read_ahead(source())
+    try:
+        for x in it:
+            taken.append(x)
+            if stop_at is not None and len(taken) == stop_at:
+                break
+    except ValueError as exc:
+        assert fail_at is not None and str(exc) == f"item {fail_at} cannot be read"
+        assert taken == items[:fail_at]
+    else:
+        end = len(items) if fail_at is None or fail_at >= len(items) else None
+        if stop_at is None or stop_at >= len(items):
+            assert end is not None and taken == items
+        else:
+            assert taken == items[:stop_at]
+    it.close()
+    assert len(asked) <= len(taken) + 2  # the one in flight, and the one that failed or ended

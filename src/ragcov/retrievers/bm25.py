@@ -32,11 +32,10 @@ class BM25Retriever:
     def __init__(self, corpus: Corpus, k1: float = 1.5, b: float = 0.75,
                  stopwords: str | None = "en", progress: bool = True,
                  stemmer: str | None = "auto") -> None:
-        try:
-            import bm25s
+        try:  # its stopword lists; the index is scored as bm25s scores it (term_scores)
+            import bm25s  # noqa: F401
         except ImportError as exc:
             raise RagcovError("the bm25 retriever needs bm25s: pip install 'ragcov[bm25]'") from exc
-        self._bm25s = bm25s
         self.corpus = corpus
         self.k1, self.b, self.stopwords = k1, b, stopwords
         self._stop = _stopword_set(stopwords)

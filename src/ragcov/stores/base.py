@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ragcov.errors import RagcovError
 from ragcov.fields import STORE_DOC_KEYS, Ranked, store_doc_id
+
+T = TypeVar("T")
 
 PAGE_SIZE = 1000  # rows asked of a store at a time while enumerating
 INSTALL_HINT = "pip install 'ragcov[stores]'"
@@ -163,6 +165,21 @@ def pages_of(chunks: Iterator[StoreChunk], page_size: int = PAGE_SIZE) -> Iterat
             page = StorePage([], [], [])
     if page.ids:
         yield page
+
+
+def read_ahead(items: Iterator[T]) -> Iterator[T]:
+    """``items``, with the next one already being read on a thread while the caller works
+    on this one: a store's client waits on its server or its files without the interpreter
+    lock, so that wait and the caller's turning rows into chunks overlap. One item ahead,
+    no more: memory stays a page. An error reading an item is raised where it is taken."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    done = object()
+    with ThreadPoolExecutor(1, thread_name_prefix="ragcov-read") as pool:
+        coming = pool.submit(next, items, done)
+        while (item := coming.result()) is not done:
+            coming = pool.submit(next, items, done)
+            yield item
 
 
 def store_pages(store: VectorStore) -> Iterator[StorePage]:

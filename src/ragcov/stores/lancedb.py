@@ -21,6 +21,7 @@ from ragcov.stores.base import (
     VectorsUnavailable,
     index_settings,
     missing_collection,
+    read_ahead,
     require,
 )
 from ragcov.stores.payload import TEXT_KEYS, split_payload
@@ -103,17 +104,22 @@ class LanceDBStore:
         rule the fast path follows.
         """
         reader = self.table.search().select(self.columns).limit(None).to_batches(page_size)
-        for batch in reader:
-            text = _text_column(batch, self.id_column)
-            if text is None:
-                yield self._split_rows(batch)
-                continue
-            ids = batch.column(self.id_column).to_pylist()
-            names = [n for n in batch.schema.names if n not in (self.id_column, text)]
-            columns = [batch.column(n).to_pylist() for n in names]
-            metadata = ([dict(zip(names, values)) for values in zip(*columns)] if names
-                        else [{} for _ in range(batch.num_rows)])
-            yield StorePage([str(cid) for cid in ids], batch.column(text).to_pylist(), metadata)
+        batches = read_ahead(iter(reader))  # the next batch read while this one is turned
+        try:
+            for batch in batches:
+                text = _text_column(batch, self.id_column)
+                if text is None:
+                    yield self._split_rows(batch)
+                    continue
+                ids = batch.column(self.id_column).to_pylist()
+                names = [n for n in batch.schema.names if n not in (self.id_column, text)]
+                columns = [batch.column(n).to_pylist() for n in names]
+                metadata = ([dict(zip(names, values)) for values in zip(*columns)] if names
+                            else [{} for _ in range(batch.num_rows)])
+                yield StorePage([str(cid) for cid in ids], batch.column(text).to_pylist(),
+                                metadata)
+        finally:
+            batches.close()
 
     def _split_rows(self, batch: Any) -> StorePage:
         page = StorePage([], [], [])

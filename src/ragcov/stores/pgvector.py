@@ -26,6 +26,7 @@ it. ``PGPASSWORD`` or ``~/.pgpass`` keep it off the command line altogether.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -42,6 +43,7 @@ from ragcov.stores.base import (
     VectorsUnavailable,
     index_settings,
     missing_collection,
+    read_ahead,
     require,
 )
 from ragcov.stores.payload import TEXT_KEYS
@@ -258,8 +260,13 @@ class PgVectorStore:
             with self.conn.transaction(), self.conn.cursor(name="ragcov_chunks") as cur:
                 cur.itersize = page_size
                 cur.execute(query, args)
-                while rows := cur.fetchmany(page_size):
-                    yield self._page(rows)
+                # The next page fetched while this one is read (read_ahead).
+                pages = read_ahead(iter(functools.partial(cur.fetchmany, page_size), []))
+                try:
+                    for rows in pages:
+                        yield self._page(rows)
+                finally:
+                    pages.close()  # the fetch in flight ends before the cursor closes
         except self.psycopg.Error as exc:
             raise self._error(exc) from None
 
