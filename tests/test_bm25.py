@@ -210,3 +210,22 @@ def test_a_large_batch_takes_the_compiled_path_and_ranks_as_the_sparse_product()
     from ragcov.retrievers.bm25 import _words
     token_ids = [[vocab[w] for w in ws if w in vocab] for ws in _words(texts, retriever._stop)]
     assert retriever.retrieve(texts, 10) == retriever._top_k(retriever._scores(token_ids), 10)
+
+
+@pytest.mark.slow
+def test_a_word_repeated_past_float32s_whole_numbers_is_counted_as_bm25s_counts_it():
+    """2^24 + 3 repeats of one word in a chunk: a float32 sum stops counting at 2^24, and
+    bm25s counts integers before making them float32; the scores agree bit for bit."""
+    from ragcov.retrievers.bm25 import term_scores
+
+    repeats = (1 << 24) + 3
+    ids = [[0] * repeats + [1], [1, 2], [2]]
+    theirs = bm25s.BM25()
+    theirs.index(bm25s.tokenization.Tokenized(ids=ids, vocab={"a": 0, "b": 1, "c": 2}),
+                 show_progress=False)
+    flat = np.concatenate([np.asarray(d, dtype=np.int32) for d in ids])
+    ours = term_scores(flat, np.asarray([len(d) for d in ids], dtype=np.int64), 3, 1.5, 0.75)
+    sc = theirs.scores
+    expected = sp.csr_matrix((sc["data"], sc["indices"], sc["indptr"]), shape=(3, 3))
+    for key in ("data", "indices", "indptr"):
+        assert np.array_equal(getattr(ours, key), getattr(expected, key))

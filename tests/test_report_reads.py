@@ -142,3 +142,39 @@ def test_a_table_written_straight_through_is_what_rich_prints(text: str) -> None
     Terminal(highlight=False, soft_wrap=True, emoji=False, file=shown).print(text, markup=False)
     Terminal(highlight=False, soft_wrap=True, emoji=False, file=through).print_text(text)
     assert through.getvalue() == shown.getvalue()
+
+
+def test_hashes_of_other_lengths_are_compared_as_strings(tmp_path: Path) -> None:
+    """One hash cut short and the next one lengthened (an edited file): the joined column
+    would split at the wrong places, so the hashes are compared whole."""
+    path = tmp_path / ".ragcov"
+    write(path, ["same text", "same text", "other", "third"], ["a"] * 4, [0, 1, 2, 3], [[0]])
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("UPDATE chunks SET hash = substr(hash, 1, 15) WHERE idx = 2")
+        con.execute("UPDATE chunks SET hash = hash || '0' WHERE idx = 3")
+    con.close()
+    assert [g.tolist() for g in same_text_columns(path)] == [[0, 1]]
+
+
+def test_a_position_that_is_no_whole_number_is_read_as_stored(tmp_path: Path) -> None:
+    path = tmp_path / ".ragcov"
+    write(path, ["x", "y", "z"], ["a", "a", "b"], [0, 1, 0], [[0]])
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("UPDATE chunks SET position = 1.5 WHERE idx = 1")
+    con.close()
+    got = chunk_positions(path, ["c0", "c1", "c2"])
+    assert not isinstance(got, ChunkPositions) and got["c1"] == 1.5
+    assert load_scoped(path).summary().covered == 1  # the report is made, not a traceback
+
+
+def test_texts_are_read_from_the_same_file_after_a_change_of_directory(tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(Path(".ragcov"), ["x", "y"], ["a", "a"], [0, 1], [[0]])
+    texts = load_scoped(".ragcov").texts
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert texts["c1"] == "y"

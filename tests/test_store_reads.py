@@ -325,3 +325,27 @@ def test_read_ahead_gives_every_item_in_order_and_no_more_than_one_ahead(
             assert taken == items[:stop_at]
     it.close()
     assert len(asked) <= len(taken) + 2  # the one in flight, and the one that failed or ended
+
+
+def test_a_caller_that_stops_cancels_the_read_in_flight() -> None:
+    """A read that waits on its server (a query whose next page is slow to come): the
+    caller stops after the first item, and the read in flight is asked to end (cancel),
+    as Ctrl-C ends a pgvector read at once instead of after the whole query."""
+    import threading
+
+    from ragcov.stores.base import read_ahead
+
+    cancelled = threading.Event()
+    ended: list[str] = []
+
+    def slow_pages():  # type: ignore[no-untyped-def]
+        yield "page 1"
+        # The server's wait: over when the query is cancelled (or after a minute, so a
+        # broken cancel fails the assertions below rather than hanging the run).
+        ended.append("cancelled" if cancelled.wait(60) else "waited a minute")
+        yield "page 2"
+
+    pages = read_ahead(slow_pages(), cancel=cancelled.set)
+    assert next(pages) == "page 1"
+    pages.close()
+    assert ended == ["cancelled"]

@@ -436,7 +436,8 @@ def report(data_file: str | os.PathLike[str] = DEFAULT_DATA_FILE, scope: Any = N
 
     What ``ragcov report``, ``json``, ``xml``, ``lcov``, ``badge`` and ``html`` and the
     pytest plugin's reports all read: ``.matrix``, ``.summary()``, ``.excluded``,
-    ``.reachability`` and the data file's ``.meta``.
+    ``.reachability`` and the data file's ``.meta``. ``.texts`` is read from the file on
+    first use (docs/api.md says when it is refused).
     """
     from ragcov.data.datafile import one_read
     from ragcov.scope import load_scoped

@@ -39,7 +39,11 @@ class Terminal(Console):
                 or getattr(self, "_render_hooks", True) or getattr(self, "_buffer_index", True)):
             self.print(text, markup=False)
             return
-        self.file.write(shown + "\n")
+        try:
+            self.file.write(shown + "\n")  # encoded whole before a byte is written
+        except UnicodeEncodeError:  # rich says what to set (PYTHONIOENCODING) as it fails
+            self.print(text, markup=False)
+            return
         self.file.flush()
 
 

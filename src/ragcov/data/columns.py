@@ -155,8 +155,12 @@ def chunk_positions(path: str | os.PathLike[str], chunk_ids: Sequence[str]
     """Each chunk's recorded position within its document; ``chunk_ids`` are the file's
     chunks in ``idx`` order, as every reader reads them."""
     with CoverageData(path).reading() as con:
-        values = _ints(con.execute("SELECT group_concat(position) FROM (SELECT position "
-                                   "FROM chunks ORDER BY idx)").fetchone()[0])
+        text = con.execute("SELECT group_concat(position) FROM (SELECT position "
+                           "FROM chunks ORDER BY idx)").fetchone()[0]
+        try:
+            values = _ints(text)
+        except ValueError:  # a position that is no whole number (an edited file)
+            values = _EMPTY
         if values.size != len(chunk_ids):  # not one whole number a chunk: read as stored
             return dict(con.execute("SELECT id, position FROM chunks").fetchall())
     return ChunkPositions(chunk_ids, values)
@@ -172,7 +176,7 @@ class ChunkTexts(Mapping[str, str]):
     """
 
     def __init__(self, path: str | os.PathLike[str], corpus_hash: str, n_chunks: int) -> None:
-        self.path = Path(path)
+        self.path = Path(path).absolute()  # a caller that changes directory reads the same file
         self.corpus_hash = corpus_hash
         self.n_chunks = n_chunks
         self._texts: dict[str, str] | None = None
@@ -182,8 +186,8 @@ class ChunkTexts(Mapping[str, str]):
             now = read_meta(con, self.path).corpus_hash
             if now != self.corpus_hash:
                 raise RagcovError(f"{self.path}: the data file now holds another corpus (hash "
-                                  f"{now}, read as {self.corpus_hash}): it was written while "
-                                  "this command read it; run the command again")
+                                  f"{now}, read as {self.corpus_hash}): it was recorded again "
+                                  "since its report was read; read the report again")
             if ids is None:
                 return dict(con.execute("SELECT id, coalesce(text, '') FROM chunks"))
             found: dict[str, str] = {}
@@ -227,16 +231,15 @@ def same_text_columns(path: str | os.PathLike[str]) -> list[np.ndarray]:
     report need not read a million texts to find that none repeats.
     """
     with CoverageData(path).reading() as con:
-        joined = con.execute("SELECT group_concat(hash, '') FROM (SELECT hash FROM chunks "
-                             "ORDER BY idx)").fetchone()[0] or ""
-        n = con.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        joined, odd = con.execute(
+            "SELECT group_concat(hash, ''), SUM(typeof(hash) != 'text' OR length(hash) != 16) "
+            "FROM (SELECT hash FROM chunks ORDER BY idx)").fetchone()
         try:
-            codes = np.frombuffer(bytes.fromhex(joined), dtype=">u8") \
-                if len(joined) == 16 * n else None
+            codes = None if odd else np.frombuffer(bytes.fromhex(joined or ""), dtype=">u8")
         except ValueError:  # not hex: hashes written otherwise are compared as strings
             codes = None
         if codes is None:
-            hashes = [h for (h,) in con.execute("SELECT hash FROM chunks ORDER BY idx")]
+            hashes = [str(h) for (h,) in con.execute("SELECT hash FROM chunks ORDER BY idx")]
             codes = np.unique(np.asarray(hashes, dtype=object), return_inverse=True)[1]
         order = np.argsort(codes, kind="stable")
         ordered = codes[order]

@@ -175,7 +175,9 @@ def term_scores(flat: np.ndarray, lengths: np.ndarray, n_terms: int, k1: float, 
     """
     n_docs = lengths.size
     doc = np.repeat(np.arange(n_docs, dtype=np.int32), lengths)
-    counts = sp.csr_matrix((np.ones(flat.size, dtype=np.float32), (flat, doc)),
+    # Counted as integers (a float32 sum stops counting past 2^24 repeats), made float32
+    # where bm25s makes its counts float32.
+    counts = sp.csr_matrix((np.ones(flat.size, dtype=np.int32), (flat, doc)),
                            shape=(n_terms, n_docs))
     del doc
     counts.sum_duplicates()  # one entry per (term, chunk): the term's count in the chunk
@@ -187,11 +189,13 @@ def term_scores(flat: np.ndarray, lengths: np.ndarray, n_terms: int, k1: float, 
     avg = np.asarray(lengths, dtype=np.float64).mean()
     # Per chunk, k1 * ((1 - b) + b * l_d / l_avg), as bm25s computes it for each chunk.
     norm = k1 * ((1 - b) + b * lengths.astype(np.float64) / avg)
-    data = counts.data
-    for start in range(0, data.size, _BLOCK):  # in blocks: float64 temporaries stay small
+    tally = counts.data
+    scores = tally.view(np.float32)  # each block's scores written over its counts, once read
+    for start in range(0, tally.size, _BLOCK):  # in blocks: float64 temporaries stay small
         part = slice(start, start + _BLOCK)
-        tf = data[part].astype(np.float64)
-        data[part] = idf[part].astype(np.float64) * (tf / (norm[counts.indices[part]] + tf))
+        tf = tally[part].astype(np.float32).astype(np.float64)
+        scores[part] = idf[part].astype(np.float64) * (tf / (norm[counts.indices[part]] + tf))
+    counts.data = scores
     return counts
 
 

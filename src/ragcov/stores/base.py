@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -167,19 +168,28 @@ def pages_of(chunks: Iterator[StoreChunk], page_size: int = PAGE_SIZE) -> Iterat
         yield page
 
 
-def read_ahead(items: Iterator[T]) -> Iterator[T]:
+def read_ahead(items: Iterator[T], cancel: Callable[[], object] | None = None) -> Iterator[T]:
     """``items``, with the next one already being read on a thread while the caller works
     on this one: a store's client waits on its server or its files without the interpreter
     lock, so that wait and the caller's turning rows into chunks overlap. One item ahead,
-    no more: memory stays a page. An error reading an item is raised where it is taken."""
+    no more: memory stays a page. An error reading an item is raised where it is taken.
+
+    A caller that stops (Ctrl-C, an error, a break) waits for the read in flight, after
+    ``cancel`` asked it to end: a database client cancels its query only from the thread
+    that waits on it, and that is no longer the main one."""
     from concurrent.futures import ThreadPoolExecutor
 
     done = object()
     with ThreadPoolExecutor(1, thread_name_prefix="ragcov-read") as pool:
         coming = pool.submit(next, items, done)
-        while (item := coming.result()) is not done:
-            coming = pool.submit(next, items, done)
-            yield item
+        try:
+            while (item := coming.result()) is not done:
+                coming = pool.submit(next, items, done)
+                yield item
+        finally:
+            if not coming.done() and cancel is not None:
+                with contextlib.suppress(Exception):
+                    cancel()
 
 
 def store_pages(store: VectorStore) -> Iterator[StorePage]:

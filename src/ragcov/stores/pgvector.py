@@ -261,7 +261,8 @@ class PgVectorStore:
                 cur.itersize = page_size
                 cur.execute(query, args)
                 # The next page fetched while this one is read (read_ahead).
-                pages = read_ahead(iter(functools.partial(cur.fetchmany, page_size), []))
+                cancel = getattr(self.conn, "cancel_safe", self.conn.cancel)
+                pages = read_ahead(iter(functools.partial(cur.fetchmany, page_size), []), cancel)
                 try:
                     for rows in pages:
                         yield self._page(rows)
