@@ -96,10 +96,14 @@ def test_dask_probe_refusals(capsys, tmp_path: Path) -> None:
     assert len(err.strip().splitlines()) == 1
 
 
-def test_a_worker_lost_mid_probe_changes_no_probe(capsys, tmp_path: Path, monkeypatch) -> None:
-    """A worker process killed (SIGKILL) after the first batch is recorded:
-    the scheduler hands its batches to the other worker (and the nanny starts a new one),
-    and the probes recorded are a local probe's, rank for rank."""
+@pytest.mark.parametrize("kill", ["one busy worker", "every worker"])
+def test_a_worker_lost_mid_probe_changes_no_probe(capsys, tmp_path: Path, monkeypatch,
+                                                  kill: str) -> None:
+    """Workers killed (SIGKILL) after the first batch is recorded: one busy with a batch,
+    or every worker (the scattered corpus goes with them). The scheduler hands the lost
+    batches on, the nannies start new workers, a batch lost with its corpus is sent again
+    with the corpus scattered again, and the probes recorded are a local probe's, rank
+    for rank."""
     import os
     import signal
 
@@ -116,20 +120,20 @@ def test_a_worker_lost_mid_probe_changes_no_probe(capsys, tmp_path: Path, monkey
                       dashboard_address=None) as cluster, Client(cluster) as client:
         pids = client.run(os.getpid)  # worker address -> its process
 
-        def kill_one_after_a_batch(*a, **kw):
+        def kill_after_a_batch(*a, **kw):
             record = a[5]
 
             def record_then_kill(i, results):
                 record(i, results)
-                if not killed:  # the worker busy with a batch: its work is what is lost
-                    busy = {w: keys for w, keys in client.processing().items() if keys}
-                    victim = min(busy)
-                    killed.append(victim)
-                    os.kill(pids[victim], signal.SIGKILL)
+                if not killed:  # the workers busy with a batch: their work is what is lost
+                    busy = sorted(w for w, keys in client.processing().items() if keys)
+                    for victim in busy[:1] if kill == "one busy worker" else sorted(pids):
+                        killed.append(victim)
+                        os.kill(pids[victim], signal.SIGKILL)
 
             return real(*a[:5], record_then_kill, *a[6:], **kw)
 
-        monkeypatch.setattr(distributed, "probe_dask", kill_one_after_a_batch)
+        monkeypatch.setattr(distributed, "probe_dask", kill_after_a_batch)
         code, _, err = cli(capsys, "probe", *args, "--engine", "dask",
                            "--scheduler", cluster.scheduler_address)
     assert killed and code == 0, err

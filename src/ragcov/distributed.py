@@ -464,6 +464,10 @@ def _record(data: CoverageData, corpus: Corpus, runs: Sequence[Run], empty: Run,
 
 
 # ----------------------------------------------------------------------- probe
+#: How many times a batch of probes lost with its worker is sent again.
+LOST_BATCH_TRIES = 3
+
+
 def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any],
                batches: Sequence[list[tuple[str, str]]], k: int, on_batch: Any,
                scheduler: str | None = None, workers: int | None = None,
@@ -477,12 +481,15 @@ def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any]
     records batch ``i`` in this process as it completes, so an interrupted probe keeps its
     finished batches and a rerun resumes as a local one does.
     """
-    from dask.distributed import as_completed
+    from concurrent.futures import CancelledError
+
+    from dask.distributed import KilledWorker, as_completed
 
     token = uuid.uuid4().hex
     shown: set[str] = set()
     with dask_client(scheduler, workers) as client:
         corpus_f = client.scatter(corpus, broadcast=True, hash=False)
+        held = [corpus_f]  # scattered again if a lost worker took the batches' copy with it
         try:
             theirs, caught = client.submit(_worker_fingerprint, token, spec, corpus_f, None,
                                            pure=False).result()
@@ -499,10 +506,12 @@ def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any]
             futures: dict[str, int] = {}
             live = as_completed()
 
+            lost: dict[int, int] = {}
+
             def submit() -> None:
                 if pending:
                     i, batch = pending.pop(0)
-                    fut = client.submit(_retrieve_shard, token, spec, corpus_f, None, batch, k,
+                    fut = client.submit(_retrieve_shard, token, spec, held[0], None, batch, k,
                                         pure=False)
                     futures[fut.key] = i
                     live.add(fut)
@@ -513,7 +522,21 @@ def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any]
             with progress_bar("Probing (dask)", total=total, enabled=progress) as advance:
                 for fut in live:
                     i = futures.pop(fut.key)
-                    run, caught, _place = fut.result()
+                    try:
+                        run, caught, _place = fut.result()
+                    except (CancelledError, KilledWorker) as exc:
+                        # A worker lost while it held this batch (or the corpus it reads):
+                        # the batch goes again, with the corpus scattered again, a few times.
+                        lost[i] = lost.get(i, 0) + 1
+                        if lost[i] > LOST_BATCH_TRIES:
+                            raise RagcovError(
+                                f"Dask: a batch of probes was lost {LOST_BATCH_TRIES} times "
+                                f"with its workers ({type(exc).__name__}); the batches "
+                                "recorded are kept: run the probe again to resume") from None
+                        held[0] = client.scatter(corpus, broadcast=True, hash=False)
+                        pending.insert(0, (i, batches[i]))
+                        submit()
+                        continue
                     _warn_caught(caught, shown)
                     on_batch(i, run.results)
                     advance(len(batches[i]))
