@@ -280,3 +280,49 @@ def test_lines_read_one_at_a_time_are_the_whole_files(tmp_path: Path, pieces: li
         assert isinstance(got, InputFormatError) and got.line < want.line
     else:
         assert str(got) == str(want)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**80), 2**80) | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12)
+
+
+def _typed(value):  # type: ignore[no-untyped-def]
+    """The value with each number's type beside it: 1 and 1.0 are not the same reading."""
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value).__name__, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.booleans())
+def test_loads_json_reads_what_json_loads_reads(value, as_bytes: bool) -> None:
+    """orjson where it agrees with the standard library: an integer past 64 bits (which
+    orjson makes a float) stays an exact int, on text and on bytes."""
+    from ragcov.files import loads_json
+
+    text = json.dumps(value)
+    got = loads_json(text.encode() if as_bytes else text)
+    assert _typed(got) == _typed(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ["123456789012345678901", "-9223372036854775809",
+                                  "18446744073709551616", "[1e400, -1e400]",
+                                  '{"t": 1733450000000000000, "n": NaN}'])
+def test_loads_json_hand_picked_numbers(text: str) -> None:
+    from ragcov.files import loads_json
+
+    got, want = loads_json(text), json.loads(text)
+    assert repr(got) == repr(want)
+
+
+def test_loads_json_refuses_a_lone_surrogate_at_its_line() -> None:
+    from ragcov.files import loads_json
+
+    assert loads_json('"\\ud83d\\ude00"', "f.jsonl", 3) == "\U0001f600"
+    with pytest.raises(InputFormatError, match=r"f\.jsonl:3"):
+        loads_json('{"q": "\\ud800"}', "f.jsonl", 3)

@@ -413,6 +413,36 @@ def json_text(obj: Any, indent: int | None = 2, plain: Sequence[str] = ()) -> st
     return out + "\n"
 
 
+# An integer orjson reads as a float (past 64 bits: below -2^63, above 2^64 - 1) has at
+# least this many digits; a 19-digit one (a nanosecond timestamp) it reads as an int.
+_PAST_64_BITS = re.compile(r"-[0-9]{19}|[0-9]{20}")
+_PAST_64_BITS_BYTES = re.compile(rb"-[0-9]{19}|[0-9]{20}")
+
+
+def loads_json(data: str | bytes | memoryview, path: str | os.PathLike[str] | None = None,
+               line: int = 0) -> Any:
+    """One JSON value as ``json.loads`` reads it, by orjson (several times faster) where
+    the two agree. orjson reads an integer past 64 bits as a float, and refuses what the
+    standard library reads (NaN, a number past a double's range such as ``1e400``, a lone
+    surrogate escape): those go to ``json.loads``, whose error is the one raised when
+    neither reads the value. With ``path``, a lone surrogate is refused at ``line`` (no
+    UTF-8 file or database takes it)."""
+    import orjson
+
+    if isinstance(data, memoryview):
+        data = bytes(data)
+    long = (_PAST_64_BITS_BYTES if isinstance(data, bytes) else _PAST_64_BITS).search(data)
+    if long is None:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    value = json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+    if path is not None:
+        _refuse_lone_surrogates(value, path, line)
+    return value
+
+
 def jsonl_text(records: Iterable[Any]) -> str:
     """JSON lines as ragcov writes them: one compact, strict, UTF-8 document a line."""
     return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records)

@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlu
 
 from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
+from ragcov.files import loads_json
 from ragcov.redaction import SECRET_PARAM, redact_url
 from ragcov.stores.base import (
     PAGE_SIZE,
@@ -105,26 +106,6 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-# A run of digits a 64-bit integer may not hold: orjson reads such an integer as a float.
-_LONG_NUMBER = re.compile(rb"[0-9]{19}")
-
-
-def json_loads(data: Any) -> Any:
-    """A json/jsonb value as ``json.loads`` reads it, by orjson where the two agree: the
-    metadata of every row was half of a table's read. orjson reads an integer past 64
-    bits as a float and refuses a number past a double's range (``1e400``, which
-    ``json.loads`` reads as infinity): such values are read by ``json.loads``."""
-    import orjson
-
-    raw = data.encode() if isinstance(data, str) else bytes(data)
-    if _LONG_NUMBER.search(raw) is None:
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(raw)
-
-
 class PgVectorStore:
     """Enumerates with a server-side cursor; searches with pgvector's own distance operator.
 
@@ -152,7 +133,8 @@ class PgVectorStore:
                                              application_name="ragcov", **extra)
             # Every statement of this session read-only, in or out of a transaction block.
             self.conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-            self.psycopg.types.json.set_json_loads(json_loads, self.conn)
+            # The rows' metadata parsed by orjson where it reads as json.loads does (half a read).
+            self.psycopg.types.json.set_json_loads(loads_json, self.conn)
             self._open(url)
         except self.psycopg.Error as exc:
             raise self._error(exc) from None

@@ -8,9 +8,9 @@ another) is decoded from the first line that is not whole, as one text; lines
 are counted as the decoder moves on, never from the start again.
 
 Lines are decoded by orjson, which builds the same values as :mod:`json` faster.
-A line orjson refuses is given to :mod:`json` before it counts as not whole, so
-what json reads (NaN, integers past 64 bits, lone surrogate escapes) is read
-the same, and every error message is json's.
+A line orjson refuses or would read another way is given to :mod:`json` before it
+counts as not whole, so what json reads (NaN, integers past 64 bits, lone surrogate
+escapes) is read the same, and every error message is json's.
 """
 
 from __future__ import annotations
@@ -20,10 +20,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
 from ragcov.errors import InputFormatError
-from ragcov.files import _SURROGATE_ESCAPE, _refuse_lone_surrogates, read_text
+from ragcov.files import _SURROGATE_ESCAPE, _refuse_lone_surrogates, loads_json, read_text
 
 
 def iter_json_values(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
@@ -100,14 +98,9 @@ def _from_text(path: str | os.PathLike[str], first_line: int) -> Iterator[tuple[
 
 
 def _loads(line: str | bytes, path: str | os.PathLike[str], lineno: int) -> Any:
-    """One line's value: orjson first (fast), then the standard library for what orjson
-    refuses and Python reads (NaN, integers past 64 bits); its error when neither can.
-    A lone surrogate escape, which only the standard library reads, is refused with the
-    line (no UTF-8 file or database takes it: it failed at the data file's write, with a
-    traceback and no line)."""
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        value = json.loads(line.decode("utf-8") if isinstance(line, bytes) else line)
-        _refuse_lone_surrogates(value, path, lineno)
-        return value
+    """One line's value (:func:`ragcov.files.loads_json`): orjson first (fast), then the
+    standard library for what orjson refuses or reads another way (NaN, integers past 64
+    bits); its error when neither can. A lone surrogate escape, which only the standard
+    library reads, is refused with the line (no UTF-8 file or database takes it: it
+    failed at the data file's write, with a traceback and no line)."""
+    return loads_json(line, path, lineno)
