@@ -50,8 +50,15 @@ def read_text(path: str | os.PathLike[str]) -> str:
         at = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
         line = data.count(b"\n", 0, at) + 1
         column = at - (data.rfind(b"\n", 0, at) + 1) + 1
-        raise InputFormatError(p, line, f"not UTF-8 text ({exc.reason} at byte {at}, "
-                                        f"column {column})") from exc
+        raise _not_utf8(p, line, exc, at, column) from exc
+
+
+def _not_utf8(path: Path, line: int, exc: UnicodeDecodeError, at: int, column: int
+              ) -> InputFormatError:
+    """The one message for a byte that is not UTF-8: its line, its byte in the file, and
+    its column (bytes from the line's start)."""
+    return InputFormatError(path, line, f"not UTF-8 text ({exc.reason} at byte {at}, "
+                                        f"column {column})")
 
 
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -88,8 +95,7 @@ def _utf8_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as exc:
                 start = exc.start + (3 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf") else 0)
-                raise InputFormatError(p, lineno, f"not UTF-8 text ({exc.reason} at byte "
-                                                  f"{offset + start}, column {start + 1})") from exc
+                raise _not_utf8(p, lineno, exc, offset + start, start + 1) from exc
             offset += len(raw)
             yield lineno, line.removesuffix("\n")
 
