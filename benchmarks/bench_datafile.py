@@ -1,5 +1,6 @@
 """Benchmark: the data file's hit tables as ``WITHOUT ROWID`` (format 3) against rowid tables
-(format 2), writing and reading the same run.
+(format 2), writing and reading the same run; and its rows written hundreds to a statement
+(``data.inserts.insert_rows``) against ``executemany`` of a one-row INSERT.
 
 A synthetic run (N queries x k = 5 skewed hits with scores, over N / 10 chunks) is
 written with ``CoverageData.write`` and read back with ``CoverageData.matrix()``
@@ -62,6 +63,7 @@ def main(mode: str = "full") -> list[dict]:
                 nnz[name] = int(m.hits.nnz)
                 path.unlink()
     assert len(set(nnz.values())) == 1 and nnz["format 2 (rowid)"] == n * K
+    rows_new, rows_old = _statements(corpus, run)
     new, old = best["format 3 (WITHOUT ROWID)"], best["format 2 (rowid)"]
     mib = {name: size / 2**20 for name, size in sizes.items()}
     label = f"{n:,} queries x k={K}"
@@ -75,7 +77,43 @@ def main(mode: str = "full") -> list[dict]:
                  f"{mib['format 2 (rowid)']:,.1f} MiB "
                  f"({1 - sizes['format 3 (WITHOUT ROWID)'] / sizes['format 2 (rowid)']:.0%} "
                  "smaller)"),
+        row(f"datafile: write {label}, rows hundreds to a statement", rows_new, rows_old,
+            note="CoverageData.write; baseline: the same with executemany of a one-row INSERT "
+                 "for its chunks, queries and hits"),
     ]
+
+
+def _statements(corpus, run) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """Best of three writes each way, alternated; the two files' rows must be equal."""
+    import sqlite3
+    import time
+
+    from ragcov.data import CoverageData, datafile
+
+    def one_row(con, table, width, rows):  # type: ignore[no-untyped-def]
+        con.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * width)})", rows)
+
+    many = datafile.insert_rows
+    best = {"many": float("inf"), "one": float("inf")}
+    dumps = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for repeat in range(3):
+            for name in best:
+                path = Path(tmp) / f"{repeat}-{name}.ragcov"
+                datafile.insert_rows = many if name == "many" else one_row
+                try:
+                    t = time.perf_counter()
+                    CoverageData(path).write(corpus, run)
+                    best[name] = min(best[name], time.perf_counter() - t)
+                finally:
+                    datafile.insert_rows = many
+                if repeat == 0:
+                    con = sqlite3.connect(path)
+                    dumps[name] = [con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+                                   for t in ("chunks", "queries", "hits")]
+                    con.close()
+    assert dumps["many"] == dumps["one"]
+    return best["many"], best["one"]
 
 
 if __name__ == "__main__":

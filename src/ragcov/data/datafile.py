@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragcov.data.checks import check_appendable, check_read, first_problem, refuse
+from ragcov.data.inserts import insert_rows
 from ragcov.data.locking import open_for_reading, write_lock, writers_turn
 from ragcov.data.names import DEFAULT_DATA_FILE
 from ragcov.data.schema import (
@@ -429,9 +430,8 @@ def _held_snapshot(path: Path) -> sqlite3.Connection | None:
 
 
 def _insert_chunks(con: sqlite3.Connection, corpus: Corpus) -> None:
-    con.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    ((i, c.id, c.doc_id, c.position, c.hash, c.title, c.text)
-                     for i, c in enumerate(corpus)))
+    insert_rows(con, "chunks", 7, ((i, c.id, c.doc_id, c.position, c.hash, c.title, c.text)
+                                   for i, c in enumerate(corpus)))
     write_spans(con, corpus)  # where each chunk lies in its document, when that is known
 
 
@@ -465,8 +465,9 @@ def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing:
                     start: int, context: dict[str, str]) -> int:
     """Insert the run's queries not yet recorded; a recorded id must keep its text.
 
-    The query rows and the hit rows each go in as one statement over the whole run:
-    a million imported retrievals are two executemany calls, not two million.
+    The query rows and the hit rows go in hundreds to a statement
+    (:func:`~ragcov.data.inserts.insert_rows`): a million imported retrievals are a few
+    thousand statements, not six million.
     """
     _record_corpus_source(con, corpus)
     _record_query_source(con, run.source)
@@ -478,9 +479,9 @@ def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing:
             continue
         new.append((start + len(new), qid, text, context.get(qid)))
         existing[qid] = text
-    con.executemany("INSERT INTO queries VALUES (?, ?, ?, ?)", new)
+    insert_rows(con, "queries", 4, new)
     index = corpus.index_of
-    con.executemany("INSERT INTO hits VALUES (?, ?, ?, ?)", (
+    insert_rows(con, "hits", 4, (
         (idx, index(cid), rank, score) for idx, qid, _t, _c in new
         for rank, (cid, score) in enumerate(run.results.get(qid, []), start=1)))
     return len(new)

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ragcov.data.inserts import insert_rows
 from ragcov.data.locking import write_lock
 from ragcov.data.schema import check_compatible, read_meta
 from ragcov.errors import RagcovError
@@ -143,7 +144,7 @@ def record_copy(data: CoverageData, key: str, k: int, corpus_hash: str, retrieve
         con.execute("INSERT OR REPLACE INTO drift_copies VALUES (?, ?, ?, ?, ?)",
                     (copy.name, copy.relation, copy.changed, copy.added,
                      json.dumps(copy.detail, sort_keys=True)))
-        con.executemany("INSERT INTO drift_results VALUES (?, ?, ?, ?, ?)", (
+        insert_rows(con, "drift_results", 5, (
             (copy.name, r.query, float(r.value), int(r.violated),
              json.dumps(r.detail, separators=(",", ":"))) for r in rows))
 

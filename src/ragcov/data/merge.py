@@ -11,6 +11,7 @@ from typing import Any
 
 from ragcov.data.checks import check_rows, doc_id_change
 from ragcov.data.datafile import CoverageData
+from ragcov.data.inserts import insert_rows
 from ragcov.data.locking import write_lock
 from ragcov.data.probes import copy_probes
 from ragcov.data.schema import (
@@ -149,8 +150,7 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
 
 def _copy_corpus(con: sqlite3.Connection, src: sqlite3.Connection) -> None:
     """The first file's chunks and annotations (e.g. a measured index recall)."""
-    con.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    src.execute("SELECT * FROM chunks ORDER BY idx"))
+    insert_rows(con, "chunks", 7, src.execute("SELECT * FROM chunks ORDER BY idx"))
     con.executemany("INSERT INTO meta VALUES (?, ?)", src.execute(
         "SELECT key, value FROM meta WHERE key LIKE 'x:%'"))
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragcov.data.checks import check_probe_rows
+from ragcov.data.inserts import insert_rows
 from ragcov.data.locking import write_lock
 from ragcov.data.schema import read_meta
 from ragcov.errors import RagcovError
@@ -155,11 +156,10 @@ def append_probes(data: CoverageData, corpus: Corpus, k: int, retriever: dict,
                                            [row.id for row in rows])} if rows else set()
         start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM probes").fetchone()[0]
         new = [(row, ranked) for row, ranked in zip(rows, results) if row.id not in known]
-        con.executemany("INSERT INTO probes VALUES (?, ?, ?, ?, ?)",
-                        ((start + i, row.id, row.chunk, row.kind, row.text)
-                         for i, (row, _) in enumerate(new)))
+        insert_rows(con, "probes", 5, ((start + i, row.id, row.chunk, row.kind, row.text)
+                                       for i, (row, _) in enumerate(new)))
         index = corpus.index_of
-        con.executemany("INSERT INTO probe_hits VALUES (?, ?, ?, ?)", (
+        insert_rows(con, "probe_hits", 4, (
             (start + i, index(cid), rank, score)
             for i, (_, ranked) in enumerate(new)
             for rank, (cid, score) in enumerate(ranked, start=1)))

@@ -18,6 +18,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragcov.data.inserts import insert_rows
 from ragcov.textcov import TextSpans
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def _insert(con: sqlite3.Connection, spans: TextSpans, idx: dict[str, int],
             meta: dict[str, str] | None = None) -> None:
     _create(con)
     con.executemany("INSERT INTO documents VALUES (?, ?)", spans.documents.items())
-    con.executemany("INSERT INTO chunk_spans VALUES (?, ?, ?, ?)", (
+    insert_rows(con, "chunk_spans", 4, (
         (i, *spans.spans[cid], None) if cid in spans.spans
         else (i, None, None, spans.unlocated.get(cid)) for cid, i in idx.items()))
     con.executemany("INSERT INTO span_meta VALUES (?, ?)",

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ragcov.data.inserts import insert_rows
 from ragcov.data.locking import write_lock
 from ragcov.data.probes import rows_in
 from ragcov.errors import RagcovError
@@ -121,7 +122,7 @@ def write_rows(con: sqlite3.Connection, side: str, rows: Sequence[StageRow],
                 continue
             con.execute("DELETE FROM stage_hits WHERE side = ? AND stage = ? AND row_idx = ?",
                         (side, stage, idx))
-            con.executemany("INSERT INTO stage_hits VALUES (?, ?, ?, ?, ?, ?, ?)", (
+            insert_rows(con, "stage_hits", 7, (
                 (side, stage, idx, rank, int(item[0]), None if item[1] is None else float(item[1]),
                  int(bool(item[2])) if len(item) > 2 else 1)
                 for rank, item in enumerate(items, start=1)))

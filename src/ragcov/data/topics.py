@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ragcov.data.inserts import insert_rows
 from ragcov.data.locking import open_for_reading, write_lock
 from ragcov.data.schema import NoDataFile, has_tables, read_meta
 from ragcov.errors import RagcovError
@@ -129,7 +130,7 @@ def _insert(con: sqlite3.Connection, topics: StoredTopics) -> None:
                     ((t.topic, t.label, json.dumps(list(t.terms)), t.central, t.size)
                      for t in topics.labels))
     xy = np.asarray(topics.xy, dtype=np.float64).reshape(-1, 2)
-    con.executemany("INSERT INTO topic_chunks VALUES (?, ?, ?, ?)", zip(
+    insert_rows(con, "topic_chunks", 4, zip(
         topics.chunk_ids, np.asarray(topics.assignment).tolist(), xy[:, 0].tolist(),
         xy[:, 1].tolist()))
 

@@ -1,0 +1,73 @@
+"""Rows written hundreds to a statement (``data.inserts.insert_rows``) against
+``executemany`` of a one-row INSERT: the same table, the same refusals."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragcov.data import inserts
+from ragcov.data.inserts import insert_rows
+
+_TABLE = "CREATE TABLE t (a INTEGER NOT NULL, b TEXT, c REAL, PRIMARY KEY (a)) WITHOUT ROWID"
+_values = st.tuples(st.text(max_size=5) | st.none(),
+                    st.floats(allow_nan=False) | st.integers(-2**63, 2**63 - 1) | st.none())
+
+
+def _table(rows, write) -> list[tuple]:  # type: ignore[no-untyped-def]
+    con = sqlite3.connect(":memory:")
+    con.execute(_TABLE)
+    write(con, rows)
+    return con.execute("SELECT a, b, c, typeof(b), typeof(c) FROM t ORDER BY a").fetchall()
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(_values, max_size=1_300), per=st.sampled_from([1, 3, 500]),
+       slices=st.sampled_from([1, 2, 64]))
+def test_the_same_rows_as_executemany(values, per, slices) -> None:  # type: ignore[no-untyped-def]
+    rows = [(i, b, c) for i, (b, c) in enumerate(values)]
+    expected = _table(rows, lambda con, r: con.executemany("INSERT INTO t VALUES (?, ?, ?)", r))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(inserts, "ROWS_PER_STATEMENT", per)
+        mp.setattr(inserts, "STATEMENTS_PER_SLICE", slices)
+        # A generator, as the writers pass them: taken a slice at a time, never listed whole.
+        got = _table(rows, lambda con, r: insert_rows(con, "t", 3, (x for x in r)))
+    assert got == expected
+
+
+def test_rows_in_order_across_statements_and_the_tail() -> None:
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE t (a INTEGER, b INTEGER)")  # rowid order is insertion order
+    insert_rows(con, "t", 2, ((i, -i) for i in range(1_234)))
+    assert con.execute("SELECT a, b FROM t ORDER BY rowid").fetchall() == \
+        [(i, -i) for i in range(1_234)]
+
+
+def test_a_row_of_another_width_is_refused_before_its_slice_is_written() -> None:
+    con = sqlite3.connect(":memory:")
+    con.execute(_TABLE)
+    # The short row and the long one would add up to the right count of values.
+    rows = [(0, "a", 1.0), (1, "b"), (2, "c", 3.0, 4.0)]
+    with pytest.raises(sqlite3.ProgrammingError, match="uses 3, and there are 2 supplied"):
+        insert_rows(con, "t", 3, rows)
+    assert con.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0
+
+
+def test_a_constraint_stops_the_write_as_executemany_does() -> None:
+    con = sqlite3.connect(":memory:")
+    con.execute(_TABLE)
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+        insert_rows(con, "t", 3, [(0, "a", 1.0), (0, "b", 2.0)])
+
+
+def test_the_statement_keeps_within_the_connections_parameter_limit() -> None:
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE w (" + ", ".join(f"c{i}" for i in range(70)) + ")")
+    if hasattr(con, "setlimit"):  # Python 3.11+: a build that allows only 999 parameters
+        con.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+    insert_rows(con, "w", 70, (tuple(range(r, r + 70)) for r in range(1_000)))
+    assert con.execute("SELECT COUNT(*), SUM(c69) FROM w").fetchone() == \
+        (1_000, sum(range(69, 1_069)))
