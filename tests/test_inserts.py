@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragcov.data import inserts
-from ragcov.data.inserts import insert_rows
+from ragcov.data.inserts import hit_rows, insert_rows
 
 _TABLE = "CREATE TABLE t (a INTEGER NOT NULL, b TEXT, c REAL, PRIMARY KEY (a)) WITHOUT ROWID"
 _values = st.tuples(st.text(max_size=5) | st.none(),
@@ -71,3 +71,25 @@ def test_the_statement_keeps_within_the_connections_parameter_limit() -> None:
     insert_rows(con, "w", 70, (tuple(range(r, r + 70)) for r in range(1_000)))
     assert con.execute("SELECT COUNT(*), SUM(c69) FROM w").fetchone() == \
         (1_000, sum(range(69, 1_069)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(lists=st.lists(st.lists(st.tuples(st.integers(0, 9), st.floats(allow_nan=False) | st.none()),
+                               max_size=6), max_size=20), start=st.integers(0, 5))
+def test_hit_rows_are_the_nested_loop(lists, start) -> None:  # type: ignore[no-untyped-def]
+    from ragcov.corpus import Chunk, Corpus
+
+    corpus = Corpus([Chunk(f"c{i}", f"text {i}", "d") for i in range(10)])
+    ranked = [[(f"c{c}", s) for c, s in one] for one in lists]
+    rows = list(range(start, start + len(ranked)))
+    expected = [(row, corpus.index_of(cid), rank, score) for row, one in zip(rows, ranked)
+                for rank, (cid, score) in enumerate(one, start=1)]
+    assert list(hit_rows(corpus, rows, ranked)) == expected
+
+
+def test_hit_rows_refuse_an_id_not_in_the_corpus() -> None:
+    from ragcov.corpus import Chunk, Corpus
+
+    corpus = Corpus([Chunk("a", "text", "d")])
+    with pytest.raises(KeyError):
+        list(hit_rows(corpus, [0], [[("a", 1.0), ("b", 0.5)]]))

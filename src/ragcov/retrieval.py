@@ -20,6 +20,13 @@ from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
 
 
+class Distinct(list):  # type: ignore[type-arg]
+    """``(id, score)`` pairs already as :meth:`Run.add` keeps them, vouched for by the
+    reader that made them: every id a ``str`` and none repeated, every score a finite
+    ``float`` or None. ``add`` takes such a list as it is when it fits in k: the columnar
+    import hands a million retrievals over without looking at each hit again."""
+
+
 @dataclass
 class Run:
     k: int
@@ -37,6 +44,10 @@ class Run:
         """Record one query's ranked list: cut to its first k, then the first of any
         repeated id kept. In that order: a list ``[a, a, b]`` at k = 2 is the retriever's
         top 2, ``a`` twice; ``b`` ranked third and is not covered by it."""
+        if isinstance(ranked, Distinct) and len(ranked) <= self.k:
+            self.queries[query_id] = text
+            self.results[query_id] = list(ranked)  # a plain list, as every other source's
+            return
         seen: set[str] = set()
         kept: Ranked = []
         for n, pair in enumerate(ranked):

@@ -24,12 +24,14 @@ CORPUS = Corpus([Chunk(id=f"c{i}", doc_id=f"d{i % 2}", text=f"chunk text number 
                  for i in range(6)])
 
 
-def outcome(path: Path, columnar: bool, ignore_unknown: bool = False) -> tuple:
+def outcome(path: Path, columnar: bool, ignore_unknown: bool = False, k: int | None = None
+            ) -> tuple:
     """What an import gives: its queries, lists and counts, or its error's text."""
     before = importer.COLUMNAR, importer.COLUMNAR_MIN_BYTES
     importer.COLUMNAR, importer.COLUMNAR_MIN_BYTES = columnar, 0  # small files too
     try:
-        r = import_traces(path, "openinference", CORPUS, ignore_unknown=ignore_unknown, workers=1)
+        r = import_traces(path, "openinference", CORPUS, k=k, ignore_unknown=ignore_unknown,
+                          workers=1)
     except RagcovError as exc:
         return ("error", type(exc).__name__, str(exc), getattr(exc, "line", None))
     finally:
@@ -158,17 +160,18 @@ def export(draw, spans_of):
     return "\n".join(lines) + "\n"
 
 
-def same(text: str, ignore_unknown: bool = False, part_bytes: int | None = None) -> tuple:
+def same(text: str, ignore_unknown: bool = False, part_bytes: int | None = None,
+         k: int | None = None) -> tuple:
     """The import both ways; ``part_bytes``: the columnar reader's parts that small."""
     from ragcov.traces import columnar
 
     with tempfile.TemporaryDirectory() as d:
         f = write(Path(d) / "spans.jsonl", text)
-        general = outcome(f, columnar=False, ignore_unknown=ignore_unknown)
+        general = outcome(f, columnar=False, ignore_unknown=ignore_unknown, k=k)
         before = columnar.PART_BYTES
         columnar.PART_BYTES = part_bytes or before
         try:
-            fast = outcome(f, columnar=True, ignore_unknown=ignore_unknown)
+            fast = outcome(f, columnar=True, ignore_unknown=ignore_unknown, k=k)
         finally:
             columnar.PART_BYTES = before
         assert fast == general
@@ -185,6 +188,7 @@ def test_plain_exports_are_read_in_columns_as_the_general_reader_reads_them(text
         except Fallback as exc:  # only what the general reader must decide
             assert any(w in str(exc) for w in ("twice", "encloses")), exc
     same(text)
+    same(text, k=2)  # lists cut to k, then their repeats dropped, as the general reader does
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -364,15 +368,15 @@ def test_phoenix_parquet_imports_as_the_general_reader_imports_it(rows, by_panda
                 pq.write_table(pa.Table.from_pylist(rows), f)
         except (pa.ArrowException, TypeError, ValueError):
             return  # a frame these writers refuse (mixed types in a column)
-        fast = phoenix_outcome(f, True)
-        assert fast == phoenix_outcome(f, False)
+        for k in (None, 2):  # whole lists, and cut to k before their repeats are dropped
+            assert phoenix_outcome(f, True, k) == phoenix_outcome(f, False, k)
 
 
-def phoenix_outcome(path: Path, columnar: bool) -> tuple:
+def phoenix_outcome(path: Path, columnar: bool, k: int | None = None) -> tuple:
     before = importer.COLUMNAR
     importer.COLUMNAR = columnar
     try:
-        r = import_traces(path, "phoenix", CORPUS, workers=1)
+        r = import_traces(path, "phoenix", CORPUS, k=k, workers=1)
     except RagcovError as exc:
         return ("error", type(exc).__name__, str(exc))
     finally:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragcov.data.checks import check_appendable, check_read, first_problem, refuse
-from ragcov.data.inserts import insert_rows
+from ragcov.data.inserts import hit_rows, insert_rows
 from ragcov.data.locking import open_for_reading, write_lock, writers_turn
 from ragcov.data.names import DEFAULT_DATA_FILE
 from ragcov.data.schema import (
@@ -480,11 +480,10 @@ def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing:
         new.append((start + len(new), qid, text, context.get(qid)))
         existing[qid] = text
     insert_rows(con, "queries", 4, new)
-    index = corpus.index_of
-    insert_rows(con, "hits", 4, (
-        (idx, index(cid), rank, score) for idx, qid, _t, _c in new
-        for rank, (cid, score) in enumerate(run.results.get(qid, []), start=1)))
+    insert_rows(con, "hits", 4, hit_rows(corpus, [q[0] for q in new],
+                                         [run.results.get(q[1], []) for q in new]))
     return len(new)
+
 
 
 def _record_corpus_source(con: sqlite3.Connection, corpus: Corpus) -> None:

@@ -12,9 +12,14 @@ goes in here.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
-from itertools import chain, islice
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain, islice, repeat
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragcov.corpus import Corpus
+    from ragcov.fields import Ranked
 
 # Rows a statement holds at most, and statements built from one slice of the rows.
 ROWS_PER_STATEMENT = 500
@@ -61,3 +66,15 @@ def _variable_limit(con: sqlite3.Connection) -> int:
     if getlimit is None:
         return OLD_VARIABLE_LIMIT
     return int(getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+
+
+def hit_rows(corpus: Corpus, rows: list[int], lists: list[Ranked]
+             ) -> Iterator[tuple[int, int, int, float | None]]:
+    """``(row, chunk idx, rank, score)`` for each hit of each row's ranked list, made by
+    itertools and the corpus's own id map: no Python line runs per hit."""
+    counts = list(map(len, lists))
+    return zip(chain.from_iterable(map(repeat, rows, counts)),
+               map(corpus.positions.__getitem__,
+                   map(itemgetter(0), chain.from_iterable(lists))),
+               chain.from_iterable(map(range, repeat(1), [n + 1 for n in counts])),
+               map(itemgetter(1), chain.from_iterable(lists)))

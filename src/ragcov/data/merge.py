@@ -17,7 +17,6 @@ from ragcov.data.probes import copy_probes
 from ragcov.data.schema import (
     check_compatible,
     has_tables,
-    insert_query,
     new_file,
     new_meta,
     sqlite_errors,
@@ -192,6 +191,8 @@ def _copy_queries(con: sqlite3.Connection, src: sqlite3.Connection, path: Path, 
     for q, c, r, s in src.execute(
             "SELECT query_idx, chunk_idx, rank, score FROM hits ORDER BY query_idx, rank"):
         hits.setdefault(q, []).append((c, r, s))
+    queries: list[tuple[int, str, str, str | None]] = []
+    rows: list[tuple[int, int, int, float | None]] = []
     for qidx, qid, text, ctx in src.execute(
             "SELECT idx, id, text, context FROM queries ORDER BY idx"):
         qhits = hits.get(qidx, [])
@@ -202,6 +203,9 @@ def _copy_queries(con: sqlite3.Connection, src: sqlite3.Connection, path: Path, 
                                   f"{path} than in an earlier file")
             continue
         seen[qid] = (text, qhits)
-        insert_query(con, next_idx, qid, text, ctx, qhits)
+        queries.append((next_idx, qid, text, ctx))
+        rows.extend((next_idx, c, r, s) for c, r, s in qhits)
         next_idx += 1
+    insert_rows(con, "queries", 4, queries)
+    insert_rows(con, "hits", 4, rows)
     return next_idx

@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 import urllib.parse
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -400,11 +400,3 @@ def create_tables(con: sqlite3.Connection, meta: Meta) -> None:
 def has_tables(con: sqlite3.Connection) -> bool:
     """False for a database with no table yet (an empty file being filled under the lock)."""
     return con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] > 0
-
-
-def insert_query(con: sqlite3.Connection, idx: int, qid: str, text: str, context: str | None,
-                 hits: Iterable[tuple[int, int, float | None]]) -> None:
-    """One query row and its ``(chunk idx, rank, score)`` hits."""
-    con.execute("INSERT INTO queries VALUES (?, ?, ?, ?)", (idx, qid, text, context))
-    con.executemany("INSERT INTO hits VALUES (?, ?, ?, ?)",
-                    ((idx, c, r, s) for c, r, s in hits))

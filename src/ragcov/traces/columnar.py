@@ -36,7 +36,7 @@ from typing import Any
 from ragcov.errors import InputFormatError
 from ragcov.traces.openinference import OI_DOC
 from ragcov.traces.otlp import Span, otlp_value
-from ragcov.traces.records import Resolved, SpanStats, Trace
+from ragcov.traces.records import DistinctResolved, Resolved, SpanStats, Trace
 
 #: The file is parsed in parts of about this many bytes, each cut after a newline.
 PART_BYTES = 16 * 2**20
@@ -442,12 +442,14 @@ def _documents(path: Any, attrs: Any, known: Mapping[str, int], n_spans: int
                        dtype=object)
         hits = list(zip(ids[id_word].tolist(), scores))
         id_span = id_doc >> 32
+        repeats = _with_repeats(id_span, id_word, len(ids))
         bounds = np.flatnonzero(np.diff(id_span)) + 1
         starts = [0, *bounds.tolist()]
         ends = [*bounds.tolist(), len(id_span)]
         spans_of = id_span[starts].tolist() if len(id_span) else []
         for i, first, last in zip(spans_of, starts, ends):
-            out[i] = (queries.get(i, ""), Resolved(hits[first:last]))
+            kind = Resolved if i in repeats else DistinctResolved
+            out[i] = (queries.get(i, ""), kind(hits[first:last]))
     slow_rows = np.flatnonzero(slow[span])
     if len(slow_rows):
         by_span: dict[int, list[dict[str, Any]]] = {}
@@ -655,21 +657,36 @@ def _phoenix_documents(path: Any, table: Any, column: Callable[..., Any], retrie
             has = np.zeros(len(docs), dtype=bool)
             vals = np.zeros(len(docs))
         interned = [sys.intern(w) for w in words] + [""]
-        hit_ids = [interned[w] for w in widx.tolist()]
-        scores = [v if h else None for v, h in zip(vals.tolist(), has.tolist())]
+        hit_ids = list(map(interned.__getitem__, widx.tolist()))
+        scores = vals.tolist() if has.all() else \
+            [v if h else None for v, h in zip(vals.tolist(), has.tolist())]
         hits = list(zip(hit_ids, scores))
+        repeats = _with_repeats(owner, widx, len(interned))
         offsets = lists.offsets.to_numpy(zero_copy_only=False)
         valid = np.asarray(pc.is_valid(lists), dtype=bool)
         base = int(offsets[0])
         for i in np.flatnonzero(retriever & valid & ~slow).tolist():
             a, b = int(offsets[i]) - base, int(offsets[i + 1]) - base
-            out[i] = (queries[i] or "", Resolved(hits[a:b]) if a < b else [])
+            kind = Resolved if i in repeats else DistinctResolved
+            out[i] = (queries[i] or "", kind(hits[a:b]) if a < b else [])
     for i in np.flatnonzero(retriever & slow).tolist():
         out[i] = _phoenix_picked(path, table, i)
     for i in np.flatnonzero(retriever).tolist():
         if i not in out and queries[i] is not None:
             out[i] = (queries[i], None)
     return out
+
+
+def _with_repeats(owner: Any, word: Any, n_words: int) -> set[int]:
+    """The lists (by ``owner``) that hold a word twice: the rest are handed over as
+    :class:`DistinctResolved`, which the Run keeps without looking at each hit."""
+    import numpy as np
+
+    if not len(owner):
+        return set()
+    key = np.sort(np.asarray(owner, dtype=np.int64) * (n_words + 1) + np.asarray(word))
+    twice = key[1:][key[1:] == key[:-1]]
+    return set(np.unique(twice // (n_words + 1)).tolist())
 
 
 def _phoenix_picked(path: Any, table: Any, i: int) -> tuple[str, Any]:

@@ -243,7 +243,7 @@ def _resolve(trace: Trace, resolver: IdResolver, known: Mapping[str, int]) -> tu
     as unknown rather than dropped. An item's own id that is a corpus chunk is taken at once; the
     others are matched as one list, so identical texts go to distinct chunks."""
     items = trace.items
-    if type(items) is Resolved:  # read in a worker: ids in the corpus
+    if isinstance(items, Resolved):  # read in a worker or in columns: ids in the corpus
         return items, True  # type: ignore[return-value]
     if all(type(item) is tuple for item in items):  # from workers, merged: ids in the corpus
         return items, True  # type: ignore[return-value]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ragcov.collector import cyclic_gc_paused as cyclic_gc_paused  # where the importers find it
 from ragcov.errors import InputFormatError
 from ragcov.fields import FieldError, parse_id, parse_score
-from ragcov.retrieval import Run
+from ragcov.retrieval import Distinct, Run
 
 if TYPE_CHECKING:
     from ragcov.retrievers.twins import MatchCounts
@@ -49,6 +49,11 @@ class Resolved(list):  # type: ignore[type-arg]
     """A span's documents as read in a worker process when every id is a corpus chunk:
     (id, score) pairs in the span's order, repeats kept (the Run cuts to k first, then
     drops them), what the importer would make of the same :class:`Item` list."""
+
+
+class DistinctResolved(Resolved, Distinct):
+    """A :class:`Resolved` list its reader found no id repeated in, its scores finite
+    floats or None: :meth:`ragcov.retrieval.Run.add` takes it whole."""
 
 
 @dataclass
