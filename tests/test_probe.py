@@ -217,6 +217,66 @@ def test_self_queries_are_the_chunks_own_words() -> None:
     assert sentences("One. Two!\n\nThree") == ["One.", "Two!", "Three"]
 
 
+def _reference_probes(texts, chunk_ids, rows):  # type: ignore[no-untyped-def]
+    """``build_probes`` as first written, every sentence's words kept as strings: the
+    reference the numbered words must give probe for probe."""
+    import math
+    from collections import Counter
+    from itertools import chain
+
+    from ragcov.data.probes import ProbeRow
+    from ragcov.reachability import selfquery as sq
+
+    split = [[(sent, sq.words(sent)) for sent in sq.sentences(t)] for t in texts]
+    df: Counter[str] = Counter()
+    for parts in split:
+        df.update({w for _, ws in parts for w in ws})
+    n = len(texts)
+    idf = {w: math.log((1 + n) / (1 + c)) + 1.0 for w, c in df.items()}
+    out = []
+    for row in rows:
+        parts = split[row]
+        counts = Counter(chain.from_iterable(ws for _, ws in parts))
+        if not counts:
+            plain = sq.plain_terms(texts[row])
+            kind = "terms" if plain else sq.NONE
+            out.append(ProbeRow(sq.probe_id(chunk_ids[row], kind), row, kind, " ".join(plain)))
+            continue
+        top = [w for _, w in sorted((-(c * idf[w]), w) for w, c in counts.items())[:sq.TERMS]]
+        out.append(ProbeRow(sq.probe_id(chunk_ids[row], "terms"), row, "terms", " ".join(top)))
+        best, best_score = None, -math.inf
+        for sent, ws in parts:
+            if len(ws) >= sq.MIN_SENTENCE_WORDS and sum(idf[w] for w in ws) / len(ws) > best_score:
+                best, best_score = sent, sum(idf[w] for w in ws) / len(ws)
+        if best is not None and len(best) > sq.MAX_SENTENCE_CHARS:
+            best = best[:sq.MAX_SENTENCE_CHARS].rsplit(" ", 1)[0]
+        if best is not None and set(sq.words(best)) != set(top):
+            out.append(ProbeRow(sq.probe_id(chunk_ids[row], "sentence"), row, "sentence", best))
+    return out
+
+
+_words = st.sampled_from(["revenue", "Revenue", "grew", "the", "of", "net", "income", "2019",
+                          "fjord", "caviar", "zebrafish", "收入", "增长", "매출", "성장", "ab",
+                          "x", "€", "Élan", "élan", ""])
+_text = st.lists(st.tuples(st.lists(_words, max_size=9), st.sampled_from([". ", "! ", "\n\n", " "])),
+                 max_size=5).map(lambda parts: "".join(" ".join(ws) + end for ws, end in parts))
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(_text, min_size=1, max_size=8), data=st.data())
+def test_probes_are_the_reference_probes(texts, data) -> None:  # type: ignore[no-untyped-def]
+    rows = data.draw(st.lists(st.integers(0, len(texts) - 1), unique=True).map(sorted))
+    ids = [f"c{i}" for i in range(len(texts))]
+    assert build_probes(texts, ids, rows) == _reference_probes(texts, ids, rows)
+
+
+def test_the_samples_probes_are_the_reference_probes() -> None:
+    corpus = load_corpus(PAGES, split=True)
+    texts, ids = corpus.texts, corpus.ids
+    for rows in (range(len(texts)), range(0, len(texts), 7)):
+        assert build_probes(texts, ids, rows) == _reference_probes(texts, ids, rows)
+
+
 def test_hubs_hand_worked() -> None:
     occ = np.array([0, 0, 1, 1, 8])  # 10 retrievals, one hub
     h = hubs(occ)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from array import array
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from itertools import chain
+from typing import Any
 
 import numpy as np
 
@@ -71,17 +72,34 @@ def build_probes(texts: Sequence[str], chunk_ids: Sequence[str], rows: Iterable[
 
     Each text is cut into sentences and words once; document frequencies come from the
     whole corpus (distinctive means rare in *this* corpus), probes from ``rows`` only.
+    The words are kept as numbers in one flat array, a sentence a slice of it: kept as
+    lists of strings, the words of a million chunks held 3 GB until the last probe.
     """
-    split = [[(sent, words(sent)) for sent in sentences(t)] for t in texts]
-    df: Counter[str] = Counter()
-    for parts in split:
-        df.update({w for _, ws in parts for w in ws})
+    numbers: defaultdict[str, int] = defaultdict()
+    numbers.default_factory = numbers.__len__  # a new word gets the next number
+    number = numbers.__getitem__
+    flat = array("i")           # every sentence's words, as numbers, text after text
+    sentence_ends = array("q")  # where each sentence's words end in ``flat``
+    first_sentence = array("q", [0])  # each text's sentences: a range of ``sentence_ends``
+    distinct = array("i")       # each text's words once, for the document frequencies
+    for text in texts:
+        start = len(flat)
+        for sent in sentences(text):
+            flat.extend(map(number, words(sent)))
+            sentence_ends.append(len(flat))
+        first_sentence.append(len(sentence_ends))
+        distinct.extend(set(flat[start:]))
+    vocab = list(numbers)
+    del numbers
+    df = np.bincount(np.asarray(distinct, dtype=np.int64), minlength=len(vocab)).tolist()
+    del distinct
     n = len(texts)
-    idf = {w: math.log((1 + n) / (1 + c)) + 1.0 for w, c in df.items()}
+    idf = [math.log((1 + n) / (1 + c)) + 1.0 for c in df]
     out: list[ProbeRow] = []
     for row in rows:
-        parts = split[row]
-        counts = Counter(chain.from_iterable(ws for _, ws in parts))
+        a, b = first_sentence[row], first_sentence[row + 1]
+        start = sentence_ends[a - 1] if a else 0
+        counts = Counter(flat[start:sentence_ends[b - 1]] if b > a else ())
         if not counts:
             # No content word, yet letters or digits ("2019 2020", a line of short or
             # common words): those are what a query could match, so they are its probe.
@@ -93,19 +111,21 @@ def build_probes(texts: Sequence[str], chunk_ids: Sequence[str], rows: Iterable[
                 out.append(ProbeRow(probe_id(chunk_ids[row], NONE), row, NONE, ""))
             continue
         # Highest weight first; ties by the word, so the probe never depends on hash order.
-        top = [w for _, w in sorted((-(c * idf[w]), w) for w, c in counts.items())[:TERMS]]
+        top = [w for _, w in sorted((-(c * idf[i]), vocab[i]) for i, c in counts.items())[:TERMS]]
         out.append(ProbeRow(probe_id(chunk_ids[row], "terms"), row, "terms", " ".join(top)))
-        best = _best_sentence(parts, idf)
+        parts = [flat[sentence_ends[k - 1] if k else 0:sentence_ends[k]] for k in range(a, b)]
+        best = _best_sentence(sentences(texts[row]), parts, idf)
         if best is not None and set(words(best)) != set(top):
             out.append(ProbeRow(probe_id(chunk_ids[row], "sentence"), row, "sentence", best))
     return out
 
 
-def _best_sentence(parts: list[tuple[str, list[str]]], idf: dict[str, float]) -> str | None:
-    """The sentence with the highest mean IDF of its content words (long enough to ask)."""
+def _best_sentence(sents: list[str], parts: list[Any], idf: list[float]) -> str | None:
+    """The sentence with the highest mean IDF of its content words (long enough to ask);
+    ``parts``: each sentence's words, as numbers."""
     best, best_score = None, -math.inf
     weight = idf.__getitem__
-    for sent, ws in parts:
+    for sent, ws in zip(sents, parts):
         if len(ws) < MIN_SENTENCE_WORDS:
             continue
         score = sum(map(weight, ws)) / len(ws)
