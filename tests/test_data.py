@@ -144,17 +144,22 @@ shards = st.lists(st.lists(st.integers(0, 5), min_size=0, max_size=3, unique=Tru
                   min_size=1, max_size=8)
 
 
-@given(shards, shards)
+@given(shards, shards, st.sampled_from([1, 3, 20_000]))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_combine_of_two_runs_equals_one_run_of_both(tmp_path: Path, left, right) -> None:
+def test_combine_of_two_runs_equals_one_run_of_both(tmp_path: Path, left, right, at_once) -> None:
+    """Also with the queries written a few at a time (as a large file's are)."""
+    from ragcov.data import merge
+
     c = corpus()
     results_a = {f"a{i}": [f"c{j}" for j in s] for i, s in enumerate(left)}
     results_b = {f"b{i}": [f"c{j}" for j in s] for i, s in enumerate(right)}
-    folder = Path(tmp_path) / f"case{abs(hash((str(left), str(right))))}"
+    folder = Path(tmp_path) / f"case{abs(hash((str(left), str(right), at_once)))}"
     CoverageData(folder / "a").write(c, run_of(results_a))
     CoverageData(folder / "b").write(c, run_of(results_b))
     CoverageData(folder / "both").write(c, run_of({**results_a, **results_b}))
-    combine([folder / "a", folder / "b"], folder / "combined")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(merge, "_QUERIES_AT_ONCE", at_once)
+        combine([folder / "a", folder / "b"], folder / "combined")
     got = CoverageData(folder / "combined").matrix()
     want = CoverageData(folder / "both").matrix()
     assert got.query_ids == want.query_ids

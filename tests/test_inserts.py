@@ -50,10 +50,24 @@ def test_a_row_of_another_width_is_refused_before_its_slice_is_written() -> None
     con = sqlite3.connect(":memory:")
     con.execute(_TABLE)
     # The short row and the long one would add up to the right count of values.
-    rows = [(0, "a", 1.0), (1, "b"), (2, "c", 3.0, 4.0)]
+    rows = [(i, "a", 1.0) for i in range(600)]
+    rows[300], rows[301] = (300, "b"), (301, "c", 3.0, 4.0)
     with pytest.raises(sqlite3.ProgrammingError, match="uses 3, and there are 2 supplied"):
         insert_rows(con, "t", 3, rows)
     assert con.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0
+    # A slice shorter than a statement goes by executemany, which refuses it the same way.
+    with pytest.raises(sqlite3.ProgrammingError, match="uses 3, and there are 2 supplied"):
+        insert_rows(con, "t", 3, [(0, "a", 1.0), (1, "b"), (2, "c", 3.0, 4.0)])
+
+
+def test_the_statement_keeps_within_the_connections_length_limit() -> None:
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE t (a, b, c, d)")
+    if not hasattr(con, "setlimit"):
+        pytest.skip("Python 3.10 cannot set a connection's limits")
+    con.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 2_000)
+    insert_rows(con, "t", 4, ((i, i, i, i) for i in range(1_000)))
+    assert con.execute("SELECT COUNT(*), SUM(d) FROM t").fetchone() == (1_000, sum(range(1_000)))
 
 
 def test_a_constraint_stops_the_write_as_executemany_does() -> None:

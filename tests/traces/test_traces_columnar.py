@@ -189,6 +189,7 @@ def test_plain_exports_are_read_in_columns_as_the_general_reader_reads_them(text
             assert any(w in str(exc) for w in ("twice", "encloses")), exc
     same(text)
     same(text, k=2)  # lists cut to k, then their repeats dropped, as the general reader does
+    same(text, k=10)  # every list within k: taken whole where it holds no repeat
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -368,7 +369,8 @@ def test_phoenix_parquet_imports_as_the_general_reader_imports_it(rows, by_panda
                 pq.write_table(pa.Table.from_pylist(rows), f)
         except (pa.ArrowException, TypeError, ValueError):
             return  # a frame these writers refuse (mixed types in a column)
-        for k in (None, 2):  # whole lists, and cut to k before their repeats are dropped
+        # Whole lists; cut to k before their repeats are dropped; every list within k.
+        for k in (None, 2, 10):
             assert phoenix_outcome(f, True, k) == phoenix_outcome(f, False, k)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cache
 from itertools import chain, islice, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -36,17 +37,19 @@ def insert_rows(con: sqlite3.Connection, table: str, width: int,
     Rows are taken a slice at a time, so a generator of a million rows is never held
     whole. A row of another width is refused (``sqlite3.ProgrammingError``, as
     ``executemany`` refuses it) before any of its slice is written: the values are
-    passed flat, so one short row would otherwise shift every value after it.
+    passed flat, so one short row would otherwise shift every value after it. A slice
+    shorter than one statement (a probe's few stage rows) goes by ``executemany``.
     """
-    per = max(1, min(ROWS_PER_STATEMENT, _variable_limit(con) // width))
-    one = "(" + ",".join("?" * width) + ")"
-    many = f"INSERT INTO {table} VALUES " + ",".join([one] * per)
-    single = f"INSERT INTO {table} VALUES {one}"
+    per = _rows_per_statement(con, width)
+    many, single = _statements(table, width, per)
     step = per * width
     it = iter(rows)
     while True:
         part = list(islice(it, per * STATEMENTS_PER_SLICE))
         if not part:
+            return
+        if len(part) < per:
+            con.executemany(single, part)
             return
         if set(map(len, part)) != {width}:
             bad = next(row for row in part if len(row) != width)
@@ -55,17 +58,27 @@ def insert_rows(con: sqlite3.Connection, table: str, width: int,
                 f"and there are {len(bad)} supplied.")
         flat = list(chain.from_iterable(part))
         full = len(flat) // step * step
-        if full:
-            con.executemany(many, (flat[i:i + step] for i in range(0, full, step)))
+        con.executemany(many, (flat[i:i + step] for i in range(0, full, step)))
         if full < len(flat):
             con.executemany(single, (flat[i:i + width] for i in range(full, len(flat), width)))
 
 
-def _variable_limit(con: sqlite3.Connection) -> int:
+@cache
+def _statements(table: str, width: int, per: int) -> tuple[str, str]:
+    one = "(" + ",".join("?" * width) + ")"
+    return f"INSERT INTO {table} VALUES " + ",".join([one] * per), \
+        f"INSERT INTO {table} VALUES {one}"
+
+
+def _rows_per_statement(con: sqlite3.Connection, width: int) -> int:
+    """At most :data:`ROWS_PER_STATEMENT`, within the connection's limits on a statement's
+    parameters and on its length (a build may lower either)."""
     getlimit = getattr(con, "getlimit", None)
-    if getlimit is None:
-        return OLD_VARIABLE_LIMIT
-    return int(getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+    if getlimit is None:  # Python 3.10
+        return max(1, min(ROWS_PER_STATEMENT, OLD_VARIABLE_LIMIT // width))
+    by_params = getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width
+    by_length = (getlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH) - 100) // (2 * width + 2)
+    return max(1, min(ROWS_PER_STATEMENT, by_params, by_length))
 
 
 def hit_rows(corpus: Corpus, rows: list[int], lists: list[Ranked]

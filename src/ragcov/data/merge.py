@@ -192,7 +192,7 @@ def _copy_queries(con: sqlite3.Connection, src: sqlite3.Connection, path: Path, 
             "SELECT query_idx, chunk_idx, rank, score FROM hits ORDER BY query_idx, rank"):
         hits.setdefault(q, []).append((c, r, s))
     queries: list[tuple[int, str, str, str | None]] = []
-    rows: list[tuple[int, int, int, float | None]] = []
+    lists: list[list[tuple[int, int, float | None]]] = []
     for qidx, qid, text, ctx in src.execute(
             "SELECT idx, id, text, context FROM queries ORDER BY idx"):
         qhits = hits.get(qidx, [])
@@ -204,8 +204,23 @@ def _copy_queries(con: sqlite3.Connection, src: sqlite3.Connection, path: Path, 
             continue
         seen[qid] = (text, qhits)
         queries.append((next_idx, qid, text, ctx))
-        rows.extend((next_idx, c, r, s) for c, r, s in qhits)
+        lists.append(qhits)
         next_idx += 1
-    insert_rows(con, "queries", 4, queries)
-    insert_rows(con, "hits", 4, rows)
+        if len(queries) == _QUERIES_AT_ONCE:
+            _write_queries(con, queries, lists)
+    _write_queries(con, queries, lists)
     return next_idx
+
+
+# Queries (and their hits) written together: a slice's rows are held once, never the file's.
+_QUERIES_AT_ONCE = 20_000
+
+
+def _write_queries(con: sqlite3.Connection, queries: list[tuple[int, str, str, str | None]],
+                   lists: list[list[tuple[int, int, float | None]]]) -> None:
+    """Write the queries gathered so far, each with its hits, then forget them."""
+    insert_rows(con, "queries", 4, queries)
+    insert_rows(con, "hits", 4, ((q[0], c, r, s) for q, hits in zip(queries, lists)
+                                 for c, r, s in hits))
+    queries.clear()
+    lists.clear()

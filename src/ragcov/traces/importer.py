@@ -168,7 +168,7 @@ def import_traces(path: str | os.PathLike[str], fmt: str, corpus: Corpus, k: int
             # The retriever's k is its list's length: ids not in the corpus and repeats
             # count, so the same traces appended again (at the file's k) keep their hits.
             longest = max(longest, len(ranked))
-            if k is not None:
+            if k is not None and len(ranked) > k:  # a list that fits keeps its kind (Distinct)
                 ranked = ranked[:k]
             if not complete and not all(cid in known for cid, _s in ranked):
                 for cid in dict.fromkeys(cid for cid, _s in ranked if cid not in known):
