@@ -843,8 +843,9 @@ def probe(corpus: Corpus, retriever: Any, data_file: str | os.PathLike[str],
                "equal to its per-query vectors)" if batching else
                "ragcov: probes' queries embedded one at a time, as the retriever embeds them (its "
                "model embeds a query apart from a text)")
-    return ProbeRun(built=len(probes) + len(asks), added=added,
-                    already=len(probes) - len(todo), wordless=wordless,
+    built, already = len(probes) + len(asks), len(probes) - len(todo)
+    del probes, todo, local  # a probe row each: not held while the audit reads them back
+    return ProbeRun(built=built, added=added, already=already, wordless=wordless,
                     reachability=audit_reachability(data_file), checked=late)
 
 
