@@ -37,7 +37,7 @@ import os
 import threading
 import uuid
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -411,9 +411,14 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
             _warn_caught(caught, shown)
         if append:  # the same check as a local --append, before any query is retrieved
             todo = data.pending(todo, k, corpus.hash, fingerprint)
+        def scatter_again() -> tuple[Any, Any]:
+            return (client.scatter(corpus, broadcast=True, hash=False),
+                    None if shared_f is None else client.scatter(shared, broadcast=True,
+                                                                 hash=False))
+
         try:
             runs = _retrieve(client, token, spec, corpus_f, shared_f, todo, k, parts, progress,
-                             shown, places)
+                             shown, places, scatter_again)
         finally:
             with contextlib.suppress(Exception):
                 client.run(_forget, token)
@@ -427,21 +432,29 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
 
 def _retrieve(client: Any, token: str, spec: dict[str, Any], corpus_f: Any, shared_f: Any,
               todo: list[tuple[str, str]], k: int, parts: int, progress: bool,
-              shown: set[str], places: list[dict[str, Any]]) -> list[Run]:
-    from dask.distributed import as_completed
-
+              shown: set[str], places: list[dict[str, Any]],
+              scatter_again: Callable[[], tuple[Any, Any]]) -> list[Run]:
+    """The queries retrieved in batches on the workers; a batch lost with its worker is
+    sent again with the corpus (and the dense index's data) scattered again."""
     # One task per retrieval batch (still aligned on batch boundaries, so the result
     # is unchanged) so the bar moves batch by batch, not shard by shard.
     unit = spec["batch_size"]
     slices = aligned_slices(len(todo), max(parts, math.ceil(len(todo) / unit)), unit)
-    futures = [client.submit(_retrieve_shard, token, spec, corpus_f, shared_f, todo[a:b], k,
-                             pure=False) for a, b in slices]
-    where = {f.key: i for i, f in enumerate(futures)}
-    runs: list[Run | None] = [None] * len(futures)
+    held = [corpus_f, shared_f]
+
+    def send(i: int) -> Any:
+        a, b = slices[i]
+        return client.submit(_retrieve_shard, token, spec, held[0], held[1], todo[a:b], k,
+                             pure=False)
+
+    def again() -> None:
+        held[:] = scatter_again()
+
+    runs: list[Run | None] = [None] * len(slices)
     with progress_bar("Retrieving (dask)", total=len(todo), enabled=progress) as advance:
-        for fut in as_completed(futures):
-            i = where[fut.key]
-            runs[i], caught, place = fut.result()
+        for i, (run, caught, place) in _completed(len(slices), send, again, "queries",
+                                                  then="; nothing was recorded"):
+            runs[i] = run
             _warn_caught(caught, shown)
             if place is not None and place not in places:
                 places.append(place)
@@ -464,8 +477,54 @@ def _record(data: CoverageData, corpus: Corpus, runs: Sequence[Run], empty: Run,
 
 
 # ----------------------------------------------------------------------- probe
-#: How many times a batch of probes lost with its worker is sent again.
+#: How many times a batch lost with its worker (a run's queries, a probe's) is sent again.
 LOST_BATCH_TRIES = 3
+
+
+def _completed(n: int, submit: Callable[[int], Any], scatter_again: Callable[[], None],
+               what: str, then: str = "", ahead: int | None = None
+               ) -> Iterator[tuple[int, Any]]:
+    """``(i, result)`` for the batches ``0..n-1`` as they complete, ``submit(i)`` sending
+    batch ``i`` (``ahead`` in flight at most; all at once without it).
+
+    A batch whose worker is lost with it (or with the data scattered to it) comes back
+    cancelled or as a ``KilledWorker``: it is sent again after ``scatter_again()``, at most
+    :data:`LOST_BATCH_TRIES` times, then one line says a batch of ``what`` was lost (and
+    ``then``). Any other error is the batch's own and propagates.
+    """
+    from concurrent.futures import CancelledError
+
+    from dask.distributed import KilledWorker, as_completed
+
+    pending = list(range(n))
+    futures: dict[str, int] = {}
+    live = as_completed()
+    lost: dict[int, int] = {}
+
+    def send() -> None:
+        if pending:
+            i = pending.pop(0)
+            fut = submit(i)
+            futures[fut.key] = i
+            live.add(fut)
+
+    for _ in range(n if ahead is None else ahead):
+        send()
+    for fut in live:
+        i = futures.pop(fut.key)
+        try:
+            result = fut.result()
+        except (CancelledError, KilledWorker) as exc:
+            lost[i] = lost.get(i, 0) + 1
+            if lost[i] > LOST_BATCH_TRIES:
+                raise RagcovError(f"Dask: a batch of {what} was lost {LOST_BATCH_TRIES} times "
+                                  f"with its workers ({type(exc).__name__}){then}") from None
+            scatter_again()
+            pending.insert(0, i)
+            send()
+            continue
+        yield i, result
+        send()
 
 
 def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any],
@@ -481,10 +540,6 @@ def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any]
     records batch ``i`` in this process as it completes, so an interrupted probe keeps its
     finished batches and a rerun resumes as a local one does.
     """
-    from concurrent.futures import CancelledError
-
-    from dask.distributed import KilledWorker, as_completed
-
     token = uuid.uuid4().hex
     shown: set[str] = set()
     with dask_client(scheduler, workers) as client:
@@ -500,47 +555,24 @@ def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any]
                 raise RagcovError(f"the Dask workers build another retriever than this process "
                                   f"({retriever_key(theirs)} there, {retriever_key(fingerprint)} "
                                   "here): give them the same packages, model and settings")
-            # A few batches per worker in flight: memory stays bounded, every worker busy.
-            ahead = 2 * n_workers(client)
-            pending = list(enumerate(batches))
-            futures: dict[str, int] = {}
-            live = as_completed()
-
-            lost: dict[int, int] = {}
-
-            def submit() -> None:
-                if pending:
-                    i, batch = pending.pop(0)
-                    fut = client.submit(_retrieve_shard, token, spec, held[0], None, batch, k,
-                                        pure=False)
-                    futures[fut.key] = i
-                    live.add(fut)
-
-            for _ in range(ahead):
-                submit()
             total = sum(len(b) for b in batches)
+
+            def send(i: int) -> Any:
+                return client.submit(_retrieve_shard, token, spec, held[0], None, batches[i],
+                                     k, pure=False)
+
+            def scatter_again() -> None:
+                held[0] = client.scatter(corpus, broadcast=True, hash=False)
+
             with progress_bar("Probing (dask)", total=total, enabled=progress) as advance:
-                for fut in live:
-                    i = futures.pop(fut.key)
-                    try:
-                        run, caught, _place = fut.result()
-                    except (CancelledError, KilledWorker) as exc:
-                        # A worker lost while it held this batch (or the corpus it reads):
-                        # the batch goes again, with the corpus scattered again, a few times.
-                        lost[i] = lost.get(i, 0) + 1
-                        if lost[i] > LOST_BATCH_TRIES:
-                            raise RagcovError(
-                                f"Dask: a batch of probes was lost {LOST_BATCH_TRIES} times "
-                                f"with its workers ({type(exc).__name__}); the batches "
-                                "recorded are kept: run the probe again to resume") from None
-                        held[0] = client.scatter(corpus, broadcast=True, hash=False)
-                        pending.insert(0, (i, batches[i]))
-                        submit()
-                        continue
+                # A few batches per worker in flight: memory stays bounded, every worker busy.
+                for i, (run, caught, _place) in _completed(
+                        len(batches), send, scatter_again, "probes",
+                        then="; the batches recorded are kept: run the probe again to resume",
+                        ahead=2 * n_workers(client)):
                     _warn_caught(caught, shown)
                     on_batch(i, run.results)
                     advance(len(batches[i]))
-                    submit()
         finally:
             with contextlib.suppress(Exception):
                 client.run(_forget, token)
