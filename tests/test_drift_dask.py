@@ -57,3 +57,49 @@ def test_dask_drift_refusals(capsys, tmp_path: Path) -> None:
     code, _, err = cli(capsys, "drift", *args, "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9")
     assert code == 1 and "cannot reach the Dask scheduler" in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("kill", ["one busy worker", "every worker"])
+def test_a_worker_lost_mid_drift_changes_no_row(capsys, tmp_path: Path, monkeypatch,
+                                                kill: str) -> None:
+    """Workers killed (SIGKILL) once the first copy is back: one busy with a copy, or every
+    worker (the job scattered to them goes too). Lost copies are sent again with the job
+    scattered again, and the drift run is one process's, copy for copy."""
+    import os
+    import signal
+
+    from dask.distributed import Client, LocalCluster
+
+    from ragcov import distributed
+
+    questions = tmp_path / "q.jsonl"
+    rows = [json.loads(line) for line in (SAMPLE / "finqa_questions.jsonl").read_text().splitlines()]
+    questions.write_text("".join(json.dumps({"id": r["id"], "text": r["question"]}) + "\n"
+                                 for r in rows[:20]))
+    args = ["--corpus", str(SAMPLE / "finqa_pages.jsonl"), "--split", "--queries", str(questions),
+            "--retriever", "bm25", "-k", "3", "--relation", "noise,format,duplicate",
+            "--resamples", "100", "--format", "json"]
+    code, here, err = cli(capsys, "drift", *args, "--data-file", str(tmp_path / "local.ragcov"))
+    assert code == 0, err
+    real = distributed._warn_caught
+    killed: list[str] = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        pids = client.run(os.getpid)  # worker address -> its process
+        calls: list[int] = []
+
+        def kill_after_a_copy(caught, shown):  # called once per finished task
+            real(caught, shown)
+            calls.append(1)
+            if len(calls) == 2:  # the first was the workers' fingerprint, this a copy
+                busy = sorted(w for w, keys in client.processing().items() if keys)
+                for victim in busy[:1] if kill == "one busy worker" else sorted(pids):
+                    killed.append(victim)
+                    os.kill(pids[victim], signal.SIGKILL)
+
+        monkeypatch.setattr(distributed, "_warn_caught", kill_after_a_copy)
+        code, there, err = cli(capsys, "drift", *args, "--data-file", str(tmp_path / "lost.ragcov"),
+                               "--engine", "dask", "--scheduler", cluster.scheduler_address)
+    assert killed and code == 0, err
+    assert json.loads(there) == json.loads(here)
+    assert _rows(tmp_path / "lost.ragcov") == _rows(tmp_path / "local.ragcov")

@@ -171,3 +171,44 @@ def test_a_topic_count_that_is_not_a_whole_number_is_one_line(sample_run: Path, 
 
     with pytest.raises(RagcovError, match="--topics must be a whole number of topics"):
         api.fit_topics(sample_run, n_topics=n, refit=True)
+
+
+def test_every_worker_lost_mid_topics_changes_no_topic(capsys, tmp_path: Path, sample_run: Path,
+                                                       monkeypatch) -> None:
+    """Every worker killed (SIGKILL) once the first shard's counts are back, the shards
+    scattered to them lost too: the lost shards are scattered and counted again, and the
+    topics are one process's."""
+    import os
+    import signal
+
+    from dask.distributed import Client, LocalCluster
+
+    from ragcov import distributed
+
+    local, remote = tmp_path / "local.ragcov", tmp_path / "lost.ragcov"
+    shutil.copy(sample_run, local)
+    shutil.copy(sample_run, remote)
+    monkeypatch.setattr(topic_terms, "SHARD", 100)
+    code, _, err = cli(capsys, "topics", "--data-file", str(local), "-q")
+    assert code == 0, err
+    real = distributed._completed
+    killed: list[str] = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        pids = client.run(os.getpid)  # worker address -> its process
+
+        def kill_after_a_shard(*a, **kw):
+            for n, done in enumerate(real(*a, **kw)):
+                if n == 0 and not killed:
+                    for victim in sorted(pids):
+                        killed.append(victim)
+                        os.kill(pids[victim], signal.SIGKILL)
+                yield done
+
+        monkeypatch.setattr(distributed, "_completed", kill_after_a_shard)
+        code, _, err = cli(capsys, "topics", "--data-file", str(remote), "-q",
+                           "--engine", "dask", "--scheduler", cluster.scheduler_address)
+    assert killed and code == 0, err
+    a, b = _stored(local), _stored(remote)
+    assert a[0] == b[0] and a[1] == b[1] and a[2] == b[2]
+    assert np.array_equal(a[3], b[3]) and np.array_equal(a[4], b[4])

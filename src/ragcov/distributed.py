@@ -586,7 +586,8 @@ def dask_mapper(scheduler: str | None = None, workers: int | None = None) -> Ite
 
     The cluster starts at the first call, so topics the data file already holds are kept
     without one. Each item is scattered to the cluster on its own (a shard of chunk texts
-    is tens of MiB), not packed into the task graph.
+    is tens of MiB), not packed into the task graph; an item lost with its worker is
+    scattered and sent again (:func:`_completed`).
     """
     with contextlib.ExitStack() as stack:
         client: Any = None
@@ -597,8 +598,18 @@ def dask_mapper(scheduler: str | None = None, workers: int | None = None) -> Ite
                 return []
             if client is None:
                 client = stack.enter_context(dask_client(scheduler, workers))
-            futures = client.map(fn, client.scatter(list(items), hash=False), pure=False)
-            return client.gather(futures)
+            held = client.scatter(list(items), hash=False)
+
+            def send(i: int) -> Any:
+                return client.submit(fn, held[i], pure=False)
+
+            def scatter_again() -> None:  # a lost worker may have held any of them
+                held[:] = client.scatter(list(items), hash=False)
+
+            out: list[Any] = [None] * len(items)
+            for i, result in _completed(len(items), send, scatter_again, "topic work"):
+                out[i] = result
+            return out
 
         yield mapper
 
@@ -656,12 +667,12 @@ def drift_dask(job: dict[str, Any], fingerprint: dict[str, Any], scheduler: str 
     judged on Dask workers, each building the retriever once on the corpus (sent once)
     and on each copy it is given; ``job`` holds what :func:`_drift_state` needs."""
     def remote(names: list[str], context: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
-        from dask.distributed import as_completed
-
         token = uuid.uuid4().hex
         shown: set[str] = set()
         with dask_client(scheduler, workers) as client:
-            job_f = client.scatter({**job, **context}, broadcast=True, hash=False)
+            whole = {**job, **context}
+            held = [client.scatter(whole, broadcast=True, hash=False)]
+            job_f = held[0]
             try:
                 theirs, caught = client.submit(_drift_fingerprint, token, job_f,
                                                pure=False).result()
@@ -673,10 +684,16 @@ def drift_dask(job: dict[str, Any], fingerprint: dict[str, Any], scheduler: str 
                                       f"process ({retriever_key(theirs)} there, "
                                       f"{retriever_key(fingerprint)} here): give them the same "
                                       "packages, model and settings")
-                futures = [client.submit(_drift_copy, token, job_f, name, pure=False)
-                           for name in names]
-                for fut in as_completed(futures):
-                    name, changed, added, rows, caught = fut.result()
+
+                def send(i: int) -> Any:
+                    return client.submit(_drift_copy, token, held[0], names[i], pure=False)
+
+                def scatter_again() -> None:
+                    held[0] = client.scatter(whole, broadcast=True, hash=False)
+
+                for _i, (name, changed, added, rows, caught) in _completed(
+                        len(names), send, scatter_again, "drift copies",
+                        then="; the copies recorded are kept: run drift again to resume"):
                     _warn_caught(caught, shown)
                     yield name, changed, added, rows
             finally:
