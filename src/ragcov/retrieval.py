@@ -24,7 +24,9 @@ class Distinct(list):  # type: ignore[type-arg]
     """``(id, score)`` pairs already as :meth:`Run.add` keeps them, vouched for by the
     reader that made them: every id a ``str`` and none repeated, every score a finite
     ``float`` or None. ``add`` takes such a list as it is when it fits in k: the columnar
-    import hands a million retrievals over without looking at each hit again."""
+    import hands a million retrievals over without looking at each hit again. Nothing
+    checks the promise, so only a reader that has checked it (in columns) makes one; any
+    other caller passes a plain list."""
 
 
 @dataclass
