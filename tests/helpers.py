@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -77,3 +79,30 @@ def record_spans(instrumentor: object, ask, path) -> None:
     finally:
         instrumentor.uninstrument()  # type: ignore[attr-defined]
     path.write_text("".join(s.to_json() + "\n" for s in exporter.get_finished_spans()))
+
+
+@contextmanager
+def cluster_losing_workers(kill: str) -> Iterator[tuple[str, Callable[[], None], list[str]]]:
+    """A real 2-worker LocalCluster on 127.0.0.1 whose workers a test kills (SIGKILL) part
+    way, as a machine lost mid-command: ``(scheduler address, kill_now, killed)``.
+    ``kill_now()`` kills, once, the first worker busy with a task (``kill`` is "one busy
+    worker") or every worker ("every worker"), and lists them in ``killed``."""
+    import os
+    import signal
+
+    from dask.distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        pids = client.run(os.getpid)  # worker address -> its process
+        killed: list[str] = []
+
+        def kill_now() -> None:
+            if killed:
+                return
+            busy = sorted(w for w, keys in client.processing().items() if keys)
+            for victim in busy[:1] if kill == "one busy worker" else sorted(pids):
+                killed.append(victim)
+                os.kill(pids[victim], signal.SIGKILL)
+
+        yield cluster.scheduler_address, kill_now, killed

@@ -18,6 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from helpers import cluster_losing_workers
+
 pytest.importorskip("dask.distributed")
 
 from ragcov.api import measure  # noqa: E402
@@ -391,10 +393,6 @@ def test_a_worker_lost_mid_run_changes_no_hit(city_corpus, tmp_path, monkeypatch
     """Workers killed (SIGKILL) once the first batch of queries is back: one busy with a
     batch, or every worker (the scattered corpus goes with them). Lost batches are sent
     again, with the corpus scattered again, and the file records one process's hits."""
-    import signal
-
-    from dask.distributed import Client, LocalCluster
-
     from ragcov import distributed
 
     suite = city_suite(600)
@@ -402,24 +400,18 @@ def test_a_worker_lost_mid_run_changes_no_hit(city_corpus, tmp_path, monkeypatch
     measure(city_corpus, suite, make_retriever("bm25", city_corpus, progress=False), k=3,
             data_file=local, progress=False)
     real = distributed._warn_caught
-    killed: list[str] = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        pids = client.run(os.getpid)  # worker address -> its process
+    with cluster_losing_workers(kill) as (address, kill_now, killed):
         calls: list[int] = []
 
         def kill_after_a_batch(caught, shown):  # called once per finished task
             real(caught, shown)
             calls.append(1)
             if len(calls) == 2:  # the first was the workers' fingerprint, this a batch
-                busy = sorted(w for w, keys in client.processing().items() if keys)
-                for victim in busy[:1] if kill == "one busy worker" else sorted(pids):
-                    killed.append(victim)
-                    os.kill(pids[victim], signal.SIGKILL)
+                kill_now()
 
         monkeypatch.setattr(distributed, "_warn_caught", kill_after_a_batch)
         lost = tmp_path / "lost.ragcov"
         measure_dask(city_corpus, suite, "bm25", k=3, data_file=lost, batch_size=8,
-                     scheduler=cluster.scheduler_address, progress=False)
+                     scheduler=address, progress=False)
     assert killed
     assert_same(local, lost)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import cli
+from helpers import cli, cluster_losing_workers
 
 pytest.importorskip("dask.distributed")
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
@@ -65,11 +65,6 @@ def test_a_worker_lost_mid_drift_changes_no_row(capsys, tmp_path: Path, monkeypa
     """Workers killed (SIGKILL) once the first copy is back: one busy with a copy, or every
     worker (the job scattered to them goes too). Lost copies are sent again with the job
     scattered again, and the drift run is one process's, copy for copy."""
-    import os
-    import signal
-
-    from dask.distributed import Client, LocalCluster
-
     from ragcov import distributed
 
     questions = tmp_path / "q.jsonl"
@@ -82,24 +77,18 @@ def test_a_worker_lost_mid_drift_changes_no_row(capsys, tmp_path: Path, monkeypa
     code, here, err = cli(capsys, "drift", *args, "--data-file", str(tmp_path / "local.ragcov"))
     assert code == 0, err
     real = distributed._warn_caught
-    killed: list[str] = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        pids = client.run(os.getpid)  # worker address -> its process
+    with cluster_losing_workers(kill) as (address, kill_now, killed):
         calls: list[int] = []
 
         def kill_after_a_copy(caught, shown):  # called once per finished task
             real(caught, shown)
             calls.append(1)
             if len(calls) == 2:  # the first was the workers' fingerprint, this a copy
-                busy = sorted(w for w, keys in client.processing().items() if keys)
-                for victim in busy[:1] if kill == "one busy worker" else sorted(pids):
-                    killed.append(victim)
-                    os.kill(pids[victim], signal.SIGKILL)
+                kill_now()
 
         monkeypatch.setattr(distributed, "_warn_caught", kill_after_a_copy)
         code, there, err = cli(capsys, "drift", *args, "--data-file", str(tmp_path / "lost.ragcov"),
-                               "--engine", "dask", "--scheduler", cluster.scheduler_address)
+                               "--engine", "dask", "--scheduler", address)
     assert killed and code == 0, err
     assert json.loads(there) == json.loads(here)
     assert _rows(tmp_path / "lost.ragcov") == _rows(tmp_path / "local.ragcov")

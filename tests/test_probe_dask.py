@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import cli
+from helpers import cli, cluster_losing_workers
 
 pytest.importorskip("dask.distributed")
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
@@ -104,37 +104,24 @@ def test_a_worker_lost_mid_probe_changes_no_probe(capsys, tmp_path: Path, monkey
     batches on, the nannies start new workers, a batch lost with its corpus is sent again
     with the corpus scattered again, and the probes recorded are a local probe's, rank
     for rank."""
-    import os
-    import signal
-
-    from dask.distributed import Client, LocalCluster
-
     from ragcov import distributed
 
     local = _run(capsys, tmp_path, "local.ragcov")[:-3]  # every chunk: five batches
     assert cli(capsys, "probe", *local, "-q")[0] == 0
     args = [*_run(capsys, tmp_path, "lost.ragcov")[:-3], "-q"]
     real = distributed.probe_dask
-    killed: list[str] = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        pids = client.run(os.getpid)  # worker address -> its process
+    with cluster_losing_workers(kill) as (address, kill_now, killed):
 
         def kill_after_a_batch(*a, **kw):
             record = a[5]
 
             def record_then_kill(i, results):
                 record(i, results)
-                if not killed:  # the workers busy with a batch: their work is what is lost
-                    busy = sorted(w for w, keys in client.processing().items() if keys)
-                    for victim in busy[:1] if kill == "one busy worker" else sorted(pids):
-                        killed.append(victim)
-                        os.kill(pids[victim], signal.SIGKILL)
+                kill_now()  # the workers busy with a batch: their work is what is lost
 
             return real(*a[:5], record_then_kill, *a[6:], **kw)
 
         monkeypatch.setattr(distributed, "probe_dask", kill_after_a_batch)
-        code, _, err = cli(capsys, "probe", *args, "--engine", "dask",
-                           "--scheduler", cluster.scheduler_address)
+        code, _, err = cli(capsys, "probe", *args, "--engine", "dask", "--scheduler", address)
     assert killed and code == 0, err
     assert _probes(tmp_path / "lost.ragcov") == _probes(tmp_path / "local.ragcov")

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import cli
+from helpers import cli, cluster_losing_workers
 from ragcov import api
 from ragcov.data import CoverageData
 from ragcov.data.topics import read_topics
@@ -178,11 +178,6 @@ def test_every_worker_lost_mid_topics_changes_no_topic(capsys, tmp_path: Path, s
     """Every worker killed (SIGKILL) once the first shard's counts are back, the shards
     scattered to them lost too: the lost shards are scattered and counted again, and the
     topics are one process's."""
-    import os
-    import signal
-
-    from dask.distributed import Client, LocalCluster
-
     from ragcov import distributed
 
     local, remote = tmp_path / "local.ragcov", tmp_path / "lost.ragcov"
@@ -192,22 +187,17 @@ def test_every_worker_lost_mid_topics_changes_no_topic(capsys, tmp_path: Path, s
     code, _, err = cli(capsys, "topics", "--data-file", str(local), "-q")
     assert code == 0, err
     real = distributed._completed
-    killed: list[str] = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        pids = client.run(os.getpid)  # worker address -> its process
+    with cluster_losing_workers("every worker") as (address, kill_now, killed):
 
         def kill_after_a_shard(*a, **kw):
             for n, done in enumerate(real(*a, **kw)):
-                if n == 0 and not killed:
-                    for victim in sorted(pids):
-                        killed.append(victim)
-                        os.kill(pids[victim], signal.SIGKILL)
+                if n == 0:
+                    kill_now()
                 yield done
 
         monkeypatch.setattr(distributed, "_completed", kill_after_a_shard)
         code, _, err = cli(capsys, "topics", "--data-file", str(remote), "-q",
-                           "--engine", "dask", "--scheduler", cluster.scheduler_address)
+                           "--engine", "dask", "--scheduler", address)
     assert killed and code == 0, err
     a, b = _stored(local), _stored(remote)
     assert a[0] == b[0] and a[1] == b[1] and a[2] == b[2]
