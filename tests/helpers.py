@@ -106,3 +106,21 @@ def cluster_losing_workers(kill: str) -> Iterator[tuple[str, Callable[[], None],
                 os.kill(pids[victim], signal.SIGKILL)
 
         yield cluster.scheduler_address, kill_now, killed
+
+
+def kill_after_first_task(monkeypatch: pytest.MonkeyPatch, kill_now: Callable[[], None]) -> None:
+    """Call ``kill_now`` once the first task after the workers' fingerprint is back:
+    ``ragcov.distributed._warn_caught`` runs once per finished task, the fingerprint's
+    first (run and drift on Dask)."""
+    from ragcov import distributed
+
+    real = distributed._warn_caught
+    calls: list[int] = []
+
+    def counted(caught, shown):  # type: ignore[no-untyped-def]
+        real(caught, shown)
+        calls.append(1)
+        if len(calls) == 2:
+            kill_now()
+
+    monkeypatch.setattr(distributed, "_warn_caught", counted)

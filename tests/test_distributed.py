@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import cluster_losing_workers
+from helpers import cluster_losing_workers, kill_after_first_task
 
 pytest.importorskip("dask.distributed")
 
@@ -393,23 +393,12 @@ def test_a_worker_lost_mid_run_changes_no_hit(city_corpus, tmp_path, monkeypatch
     """Workers killed (SIGKILL) once the first batch of queries is back: one busy with a
     batch, or every worker (the scattered corpus goes with them). Lost batches are sent
     again, with the corpus scattered again, and the file records one process's hits."""
-    from ragcov import distributed
-
     suite = city_suite(600)
     local = tmp_path / "local.ragcov"
     measure(city_corpus, suite, make_retriever("bm25", city_corpus, progress=False), k=3,
             data_file=local, progress=False)
-    real = distributed._warn_caught
     with cluster_losing_workers(kill) as (address, kill_now, killed):
-        calls: list[int] = []
-
-        def kill_after_a_batch(caught, shown):  # called once per finished task
-            real(caught, shown)
-            calls.append(1)
-            if len(calls) == 2:  # the first was the workers' fingerprint, this a batch
-                kill_now()
-
-        monkeypatch.setattr(distributed, "_warn_caught", kill_after_a_batch)
+        kill_after_first_task(monkeypatch, kill_now)
         lost = tmp_path / "lost.ragcov"
         measure_dask(city_corpus, suite, "bm25", k=3, data_file=lost, batch_size=8,
                      scheduler=address, progress=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import cli, cluster_losing_workers
+from helpers import cli, cluster_losing_workers, kill_after_first_task
 
 pytest.importorskip("dask.distributed")
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragcov" / "data_sample"
@@ -27,15 +27,20 @@ def _rows(path: Path) -> list[tuple]:
     return out
 
 
+def _drift_args(tmp_path: Path, questions: int, resamples: int) -> list[str]:
+    """A drift of the sample's first ``questions`` questions over three relations, as JSON."""
+    path = tmp_path / "q.jsonl"
+    rows = [json.loads(line) for line in (SAMPLE / "finqa_questions.jsonl").read_text().splitlines()]
+    path.write_text("".join(json.dumps({"id": r["id"], "text": r["question"]}) + "\n"
+                            for r in rows[:questions]))
+    return ["--corpus", str(SAMPLE / "finqa_pages.jsonl"), "--split", "--queries", str(path),
+            "--retriever", "bm25", "-k", "3", "--relation", "noise,format,duplicate",
+            "--resamples", str(resamples), "--format", "json"]
+
+
 def test_a_dask_drift_records_what_a_local_drift_records(capsys, tmp_path: Path,
                                                          cluster_address: str) -> None:
-    questions = tmp_path / "q.jsonl"
-    rows = [json.loads(line) for line in (SAMPLE / "finqa_questions.jsonl").read_text().splitlines()]
-    questions.write_text("".join(json.dumps({"id": r["id"], "text": r["question"]}) + "\n"
-                                 for r in rows[:40]))
-    args = ["--corpus", str(SAMPLE / "finqa_pages.jsonl"), "--split", "--queries", str(questions),
-            "--retriever", "bm25", "-k", "3", "--relation", "noise,format,duplicate",
-            "--resamples", "200", "--format", "json"]
+    args = _drift_args(tmp_path, 40, 200)
     code, here, err = cli(capsys, "drift", *args, "--data-file", str(tmp_path / "local.ragcov"))
     assert code == 0, err
     code, there, err = cli(capsys, "drift", *args, "--data-file", str(tmp_path / "dask.ragcov"),
@@ -65,28 +70,11 @@ def test_a_worker_lost_mid_drift_changes_no_row(capsys, tmp_path: Path, monkeypa
     """Workers killed (SIGKILL) once the first copy is back: one busy with a copy, or every
     worker (the job scattered to them goes too). Lost copies are sent again with the job
     scattered again, and the drift run is one process's, copy for copy."""
-    from ragcov import distributed
-
-    questions = tmp_path / "q.jsonl"
-    rows = [json.loads(line) for line in (SAMPLE / "finqa_questions.jsonl").read_text().splitlines()]
-    questions.write_text("".join(json.dumps({"id": r["id"], "text": r["question"]}) + "\n"
-                                 for r in rows[:20]))
-    args = ["--corpus", str(SAMPLE / "finqa_pages.jsonl"), "--split", "--queries", str(questions),
-            "--retriever", "bm25", "-k", "3", "--relation", "noise,format,duplicate",
-            "--resamples", "100", "--format", "json"]
+    args = _drift_args(tmp_path, 20, 100)
     code, here, err = cli(capsys, "drift", *args, "--data-file", str(tmp_path / "local.ragcov"))
     assert code == 0, err
-    real = distributed._warn_caught
     with cluster_losing_workers(kill) as (address, kill_now, killed):
-        calls: list[int] = []
-
-        def kill_after_a_copy(caught, shown):  # called once per finished task
-            real(caught, shown)
-            calls.append(1)
-            if len(calls) == 2:  # the first was the workers' fingerprint, this a copy
-                kill_now()
-
-        monkeypatch.setattr(distributed, "_warn_caught", kill_after_a_copy)
+        kill_after_first_task(monkeypatch, kill_now)
         code, there, err = cli(capsys, "drift", *args, "--data-file", str(tmp_path / "lost.ragcov"),
                                "--engine", "dask", "--scheduler", address)
     assert killed and code == 0, err
