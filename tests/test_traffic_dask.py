@@ -179,3 +179,29 @@ def test_dask_gap_is_the_local_gap(capsys, tmp_path, city_corpus, scheduler, mon
                          "--scheduler", scheduler)
     assert code == 0, err
     assert json.loads(out) == local
+
+
+def test_every_worker_lost_mid_import_changes_no_row(tmp_path, city_corpus, monkeypatch):
+    """Every worker killed (SIGKILL) once the first shard is back: the data file is still
+    the single-process import's. (Here Dask itself recomputes the shards lost in flight,
+    so this holds the outcome, not the resend of ``distributed.in_order_again``, which
+    the run, probe, drift and topics tests drive through ``_completed``'s twin loop.)"""
+    from helpers import cluster_losing_workers
+    from ragcov import distributed_traffic
+
+    folder, whole = span_shards(tmp_path)
+    record_traces(whole, "openinference", city_corpus, tmp_path / "one.ragcov", workers=1)
+    real = distributed_traffic.in_order_again
+    with cluster_losing_workers("every worker") as (address, kill_now, killed):
+
+        def kill_after_a_shard(*a, **kw):
+            for n, sent in enumerate(real(*a, **kw)):
+                if n == 0:
+                    kill_now()
+                yield sent
+
+        monkeypatch.setattr(distributed_traffic, "in_order_again", kill_after_a_shard)
+        record_traces(folder, "auto", city_corpus, tmp_path / "lost.ragcov", engine="dask",
+                      scheduler=address)
+    assert killed
+    assert rows(tmp_path / "lost.ragcov") == rows(tmp_path / "one.ragcov")

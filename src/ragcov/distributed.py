@@ -527,6 +527,35 @@ def _completed(n: int, submit: Callable[[int], Any], scatter_again: Callable[[],
         send()
 
 
+def in_order_again(n: int, submit: Callable[[int], Any], scatter_again: Callable[[], None],
+                   what: str, ahead: int) -> Iterator[Any]:
+    """The results of ``submit(0..n-1)`` in order, at most ``ahead`` in flight beyond the one
+    given back (:func:`ragcov.traces.parallel.in_order`, with :func:`_completed`'s resend:
+    a batch lost with its workers goes again after ``scatter_again()``, three times at most).
+    """
+    from concurrent.futures import CancelledError
+
+    from dask.distributed import KilledWorker
+
+    futures = {i: submit(i) for i in range(min(ahead, n))}
+    lost: dict[int, int] = {}
+    for i in range(n):
+        if i + ahead < n:
+            futures[i + ahead] = submit(i + ahead)
+        while True:
+            try:
+                result = futures.pop(i).result()
+                break
+            except (CancelledError, KilledWorker) as exc:
+                lost[i] = lost.get(i, 0) + 1
+                if lost[i] > LOST_BATCH_TRIES:
+                    raise RagcovError(f"Dask: a batch of {what} was lost {LOST_BATCH_TRIES} "
+                                      f"times with its workers ({type(exc).__name__})") from None
+                scatter_again()  # the others in flight that lost it go again in their turn
+                futures[i] = submit(i)
+        yield result
+
+
 def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any],
                batches: Sequence[list[tuple[str, str]]], k: int, on_batch: Any,
                scheduler: str | None = None, workers: int | None = None,

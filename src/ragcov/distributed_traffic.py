@@ -26,23 +26,27 @@ import numpy as np
 
 from ragcov.compare.gap import TrafficGap, traffic_gap
 from ragcov.corpus import Corpus
-from ragcov.distributed import dask_client, n_workers
+from ragcov.distributed import dask_client, in_order_again, n_workers
 from ragcov.traces import ImportResult, import_traces
-from ragcov.traces.parallel import Part, PartsReader, Sent, in_order, read_part
+from ragcov.traces.parallel import Part, PartsReader, Sent, read_part
 
 
 def dask_parts(client: Any) -> PartsReader:
     """Parts read by ``client``'s workers, a few per worker in flight, results in order."""
     def read(fmt: str, parts: list[Part], known: frozenset[str] | None) -> Iterable[Sent]:
-        known_f = client.scatter(known, broadcast=True, hash=False) if known else None
-        ahead = 2 * n_workers(client)
+        held: list[Any] = [None]
 
-        def submit(part: Part) -> Any:
-            path, lines = part  # workers may run elsewhere: the path as this machine sees it
-            return client.submit(read_part, fmt, (os.path.abspath(path), lines), known_f,
+        def scatter_again() -> None:  # the corpus ids, lost with every worker that held them
+            held[0] = client.scatter(known, broadcast=True, hash=False) if known else None
+
+        def submit(i: int) -> Any:
+            path, lines = parts[i]  # workers may run elsewhere: the path as this machine sees it
+            return client.submit(read_part, fmt, (os.path.abspath(path), lines), held[0],
                                  pure=False)
 
-        return in_order(parts, submit, ahead)
+        scatter_again()
+        return in_order_again(len(parts), submit, scatter_again, "trace parts",
+                              ahead=2 * n_workers(client))
 
     return read
 
