@@ -92,6 +92,8 @@ def diff_gate_failures(d: CoverageDiff, max_gini_rise: float | None,
 
 def check_index_gates(min_recall: float | None, max_hidden: int | None) -> None:
     """``--min-index-recall`` and ``--max-index-hidden`` refused before any work when out of range."""
+    if min_recall is None and max_hidden is None:
+        return  # nothing asked: no module (nor numpy) loaded for it
     with threads_leave_sigint():  # numpy may load here
         from ragcov.reachability.stages import check_index_gates as check
 
@@ -110,6 +112,8 @@ def index_failure(reachability: Any, min_recall: float | None, max_hidden: int |
 
 def check_min_topic_coverage(minimum: float | None) -> None:
     """``--min-topic-coverage`` refused before any work when it is not a percentage."""
+    if minimum is None:
+        return  # nothing asked: no module (nor numpy) loaded for it
     with threads_leave_sigint():  # numpy may load here
         from ragcov.topics.coverage import check_min_topic_coverage as check
 

@@ -89,8 +89,7 @@ def report(
         raise RagcovError(f"--min-hit-rate must be a percentage from 0 to 100, got {min_hit_rate:g}")
     check_by(by, format, min_topic_coverage)
     index_gates = min_index_recall is not None or max_index_hidden is not None
-    if index_gates:
-        cli_support.check_index_gates(min_index_recall, max_index_hidden)
+    cli_support.check_index_gates(min_index_recall, max_index_hidden)
     if format == "total" and not (qrels or min_hit_rate is not None or fail_under_text is not None
                                   or index_gates):
         # The ratchet: the data file's kept totals answer it without reading its rows back.

@@ -52,8 +52,7 @@ def check_by(by: str, format: str = "text", min_topic_coverage: float | None = N
                           "or markdown)")
     if min_topic_coverage is not None and by != "topic":
         raise RagcovError("--min-topic-coverage judges each topic: give it with --by topic")
-    if min_topic_coverage is not None:
-        cli_support.check_min_topic_coverage(min_topic_coverage)
+    cli_support.check_min_topic_coverage(min_topic_coverage)
 
 
 @scoped
