@@ -27,7 +27,7 @@ from ragcov.cli.options import (
     gate,
     text_gate,
 )
-from ragcov.cli.report_options import scoped, write_scoped
+from ragcov.cli.report_options import scoped, write_scoped, write_total
 from ragcov.cli.topics import MinTopicCoverage, check_by
 from ragcov.errors import RagcovError
 from ragcov.reporters import DEFAULT_JSON_FILE
@@ -90,16 +90,13 @@ def report(
     check_by(by, format, min_topic_coverage)
     index_gates = min_index_recall is not None or max_index_hidden is not None
     cli_support.check_index_gates(min_index_recall, max_index_hidden)
-    if format == "total" and not (qrels or min_hit_rate is not None or fail_under_text is not None
-                                  or index_gates):
-        # The ratchet: the data file's kept totals answer it without reading its rows back.
-        total = cli_support.gate_total(data_file, scope)
-        if total is not None:
-            if warning := cli_support.workload_warning(total.queries, total.k, total.chunks, fail_under):
-                warn(warning, RetrievalWarning)
-            out.print(cli_support.display_percent(total.coverage, precision), markup=False)
-            gate(total.coverage, fail_under, gate_precision)
-            return
+    # The ratchet: the data file's kept totals answer it without reading its rows back.
+    plain_total = format == "total" and not (qrels or min_hit_rate is not None
+                                             or fail_under_text is not None or index_gates)
+    if plain_total and write_total(data_file, scope, None, fail_under,
+                                   lambda coverage: cli_support.display_percent(coverage, precision),
+                                   "the total", gate_precision):
+        return
     _report(data_file, show_missing, show_ids, skip_covered, sort, top, precision, gate_precision, format,
             fail_under, fail_under_text, redundant, qrels, qrels_level, min_hit_rate, scope, by,
             min_topic_coverage, min_index_recall, max_index_hidden)
