@@ -286,6 +286,18 @@ def chunk_columns(store: VectorStore, doc_key: str | None = None, id_key: str | 
         reading.id_origin = "given" if given else "detected"
 
 
+class PagedRows:
+    """``iter_chunks`` for a store that reads pages of columns (``iter_pages``): each
+    page's rows, at the page size the store reads best unless one is given."""
+
+    iter_pages: Callable[..., Iterator[StorePage]]
+
+    def iter_chunks(self, page_size: int | None = None) -> Iterator[StoreChunk]:
+        pages = self.iter_pages() if page_size is None else self.iter_pages(page_size)
+        for page in pages:
+            yield from page.rows()
+
+
 class AppIds:
     """A store whose chunks the app names by a metadata key: the store's search, vectors and
     pages speak the app's ids, so every command sees one set of ids."""

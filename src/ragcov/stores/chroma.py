@@ -8,7 +8,7 @@ from typing import Any
 
 from ragcov.fields import Ranked
 from ragcov.stores.base import (
-    StoreChunk,
+    PagedRows,
     StorePage,
     VectorsUnavailable,
     index_settings,
@@ -28,7 +28,7 @@ _LEGACY_HNSW = {"space": "hnsw:space", "max_neighbors": "hnsw:M",
                 "ef_construction": "hnsw:construction_ef", "ef_search": "hnsw:search_ef"}
 
 
-class ChromaStore:
+class ChromaStore(PagedRows):
     """Pages through ``collection.get(limit, offset)``; searches with ``collection.query``.
 
     Chroma records the collection's embedding function (name and model) in its
@@ -96,10 +96,6 @@ class ChromaStore:
         # One page is one query, one consistent state; across pages a write may land.
         if offset and self._state() != before:
             raise changed_while_read(self.url)
-
-    def iter_chunks(self, page_size: int = CHROMA_PAGE) -> Iterator[StoreChunk]:
-        for page in self.iter_pages(page_size):
-            yield from page.rows()
 
     def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
         got = self.collection.get(ids=list(ids), include=["embeddings"])

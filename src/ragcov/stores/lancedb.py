@@ -16,7 +16,7 @@ from ragcov.errors import RagcovError
 from ragcov.fields import Ranked
 from ragcov.stores.base import (
     PAGE_SIZE,
-    StoreChunk,
+    PagedRows,
     StorePage,
     VectorsUnavailable,
     index_settings,
@@ -52,7 +52,7 @@ def _text_column(batch: Any, id_column: str) -> str | None:
     return name
 
 
-class LanceDBStore:
+class LanceDBStore(PagedRows):
     """The id column is ``id`` (``?id=COLUMN`` names another); vectors are never read."""
 
     def __init__(self, url: StoreURL) -> None:
@@ -130,10 +130,6 @@ class LanceDBStore:
             page.texts.append(text)
             page.metadata.append(meta)
         return page
-
-    def iter_chunks(self, page_size: int = LANCE_PAGE) -> Iterator[StoreChunk]:
-        for page in self.iter_pages(page_size):
-            yield from page.rows()
 
     def _vector_name(self) -> str | None:
         import pyarrow as pa

@@ -39,7 +39,7 @@ from ragcov.files import loads_json
 from ragcov.redaction import SECRET_PARAM, redact_url
 from ragcov.stores.base import (
     PAGE_SIZE,
-    StoreChunk,
+    PagedRows,
     StorePage,
     VectorsUnavailable,
     index_settings,
@@ -106,7 +106,7 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-class PgVectorStore:
+class PgVectorStore(PagedRows):
     """Enumerates with a server-side cursor; searches with pgvector's own distance operator.
 
     A named cursor makes the server hand rows over a page at a time, so a table of
@@ -252,10 +252,6 @@ class PgVectorStore:
                     pages.close()  # the fetch in flight ends before the cursor closes
         except self.psycopg.Error as exc:
             raise self._error(exc) from None
-
-    def iter_chunks(self, page_size: int = PG_PAGE) -> Iterator[StoreChunk]:
-        for page in self.iter_pages(page_size):
-            yield from page.rows()
 
     def _page(self, rows: list[tuple[Any, ...]]) -> StorePage:
         """A page of ``(id, text, [metadata], extra...)`` rows as columns. A JSON object

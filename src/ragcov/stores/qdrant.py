@@ -14,7 +14,7 @@ from typing import Any
 from ragcov.fields import Ranked
 from ragcov.stores.base import (
     PAGE_SIZE,
-    StoreChunk,
+    PagedRows,
     StorePage,
     VectorsUnavailable,
     index_settings,
@@ -25,7 +25,7 @@ from ragcov.stores.payload import split_payload
 from ragcov.stores.urls import StoreURL, local_folder, private_copy, require_trust
 
 
-class QdrantStore:
+class QdrantStore(PagedRows):
     """Point ids are the chunk ids (a UUID or a number, as Qdrant requires)."""
 
     def __init__(self, url: StoreURL) -> None:
@@ -72,10 +72,6 @@ class QdrantStore:
             yield page
             if offset is None:
                 return
-
-    def iter_chunks(self, page_size: int = PAGE_SIZE) -> Iterator[StoreChunk]:
-        for page in self.iter_pages(page_size):
-            yield from page.rows()
 
     def stored_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
         keys = [int(i) if i.isdigit() else i for i in ids]
