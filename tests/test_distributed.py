@@ -404,3 +404,42 @@ def test_a_worker_lost_mid_run_changes_no_hit(city_corpus, tmp_path, monkeypatch
                      scheduler=address, progress=False)
     assert killed
     assert_same(local, lost)
+
+
+class _Cancelled:
+    """FAKE future: a batch the scheduler cancelled (its worker and data gone) or one that
+    raised; a real cluster cannot be made to lose the same batch four times on cue."""
+
+    def __init__(self, key: str, status: str = "cancelled", error: Exception | None = None):
+        self.key, self.status, self.error = key, status, error
+
+    def result(self):
+        from concurrent.futures import CancelledError
+
+        raise self.error or CancelledError(self.key)
+
+
+def test_a_lost_batch_goes_again_three_times_with_one_scatter_per_loss():
+    from dask.distributed import KilledWorker
+
+    from ragcov.distributed import LOST_BATCH_TRIES, _Resend
+
+    scatters: list[int] = []
+    resend = _Resend(lambda: scatters.append(1), "queries", "; nothing was recorded")
+    first = [resend.sent(_Cancelled(f"a{i}")) for i in range(3)]  # three batches, one copy
+    for i, fut in enumerate(first):
+        assert resend.result(i, fut) == (False, None)
+    assert len(scatters) == 1  # the copy they all read, scattered again once
+    for n in range(2, LOST_BATCH_TRIES + 1):  # batch 0 lost again, each time with the new copy
+        assert resend.result(0, resend.sent(_Cancelled(f"b{n}"))) == (False, None)
+    assert len(scatters) == LOST_BATCH_TRIES
+    with pytest.raises(RagcovError, match=f"^Dask: a batch of queries was lost "
+                       f"{LOST_BATCH_TRIES + 1} times with its workers; nothing was recorded$"):
+        resend.result(0, resend.sent(_Cancelled("last")))
+    # A batch's own errors are not losses: raised as they are, nothing scattered.
+    from concurrent.futures import CancelledError
+
+    for error in (CancelledError("its own"), KilledWorker("task", "tcp://w", 3), ValueError("x")):
+        with pytest.raises(type(error)):
+            resend.result(5, resend.sent(_Cancelled("own", status="error", error=error)))
+    assert len(scatters) == LOST_BATCH_TRIES and 5 not in resend.lost

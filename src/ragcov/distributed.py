@@ -481,30 +481,69 @@ def _record(data: CoverageData, corpus: Corpus, runs: Sequence[Run], empty: Run,
 LOST_BATCH_TRIES = 3
 
 
+class _Resend:
+    """What :func:`_completed` and :func:`in_order_again` share about a batch lost with its
+    workers: which failures are that, how often a batch may go again, and one scatter of
+    the data per loss, not one per batch that read the lost copy."""
+
+    def __init__(self, scatter_again: Callable[[], None], what: str, then: str) -> None:
+        self.scatter_again, self.what, self.then = scatter_again, what, then
+        self.copy = 0  # which scatter of the data the batches sent now read
+        self.read: dict[str, int] = {}  # a batch's future -> the copy it was sent with
+        self.lost: dict[int, int] = {}
+
+    def sent(self, fut: Any) -> Any:
+        self.read[fut.key] = self.copy
+        return fut
+
+    def result(self, i: int, fut: Any) -> tuple[bool, Any]:
+        """``(True, result)``, or ``(False, None)`` when batch ``i`` must go again.
+
+        Lost means cancelled by the scheduler (its worker, or the data scattered to it,
+        gone for good). A batch that raised, ``CancelledError`` included, fails as its own
+        error; a ``KilledWorker`` is Dask's word that the batch itself kills the workers
+        that run it (after Dask's own retries), and is not sent again.
+        """
+        from concurrent.futures import CancelledError
+
+        copy = self.read.pop(fut.key, None)
+        try:
+            return True, fut.result()
+        except CancelledError:
+            if fut.status != "cancelled":
+                raise
+        self.lost[i] = self.lost.get(i, 0) + 1
+        if self.lost[i] > LOST_BATCH_TRIES:
+            raise RagcovError(f"Dask: a batch of {self.what} was lost {self.lost[i]} times with "
+                              f"its workers{self.then}") from None
+        if copy == self.copy:  # the copy it read is gone: scatter it again, once
+            self.scatter_again()
+            self.copy += 1
+        return False, None
+
+
 def _completed(n: int, submit: Callable[[int], Any], scatter_again: Callable[[], None],
                what: str, then: str = "", ahead: int | None = None
                ) -> Iterator[tuple[int, Any]]:
     """``(i, result)`` for the batches ``0..n-1`` as they complete, ``submit(i)`` sending
     batch ``i`` (``ahead`` in flight at most; all at once without it).
 
-    A batch whose worker is lost with it (or with the data scattered to it) comes back
-    cancelled or as a ``KilledWorker``: it is sent again after ``scatter_again()``, at most
-    :data:`LOST_BATCH_TRIES` times, then one line says a batch of ``what`` was lost (and
-    ``then``). Any other error is the batch's own and propagates.
+    A batch lost with its worker (or with the data scattered to it) is sent again after
+    ``scatter_again()`` (:class:`_Resend`), :data:`LOST_BATCH_TRIES` times at most; then one
+    line says a batch of ``what`` was lost (and ``then``). Any other error is the batch's
+    own and propagates.
     """
-    from concurrent.futures import CancelledError
+    from dask.distributed import as_completed
 
-    from dask.distributed import KilledWorker, as_completed
-
+    resend = _Resend(scatter_again, what, then)
     pending = list(range(n))
     futures: dict[str, int] = {}
     live = as_completed()
-    lost: dict[int, int] = {}
 
     def send() -> None:
         if pending:
             i = pending.pop(0)
-            fut = submit(i)
+            fut = resend.sent(submit(i))
             futures[fut.key] = i
             live.add(fut)
 
@@ -512,14 +551,8 @@ def _completed(n: int, submit: Callable[[int], Any], scatter_again: Callable[[],
         send()
     for fut in live:
         i = futures.pop(fut.key)
-        try:
-            result = fut.result()
-        except (CancelledError, KilledWorker) as exc:
-            lost[i] = lost.get(i, 0) + 1
-            if lost[i] > LOST_BATCH_TRIES:
-                raise RagcovError(f"Dask: a batch of {what} was lost {LOST_BATCH_TRIES} times "
-                                  f"with its workers ({type(exc).__name__}){then}") from None
-            scatter_again()
+        done, result = resend.result(i, fut)
+        if not done:
             pending.insert(0, i)
             send()
             continue
@@ -530,29 +563,18 @@ def _completed(n: int, submit: Callable[[int], Any], scatter_again: Callable[[],
 def in_order_again(n: int, submit: Callable[[int], Any], scatter_again: Callable[[], None],
                    what: str, ahead: int) -> Iterator[Any]:
     """The results of ``submit(0..n-1)`` in order, at most ``ahead`` in flight beyond the one
-    given back (:func:`ragcov.traces.parallel.in_order`, with :func:`_completed`'s resend:
-    a batch lost with its workers goes again after ``scatter_again()``, three times at most).
+    given back (:func:`ragcov.traces.parallel.in_order`, with :func:`_completed`'s resend).
     """
-    from concurrent.futures import CancelledError
-
-    from dask.distributed import KilledWorker
-
-    futures = {i: submit(i) for i in range(min(ahead, n))}
-    lost: dict[int, int] = {}
+    resend = _Resend(scatter_again, what, "")
+    futures = {i: resend.sent(submit(i)) for i in range(min(ahead, n))}
     for i in range(n):
         if i + ahead < n:
-            futures[i + ahead] = submit(i + ahead)
+            futures[i + ahead] = resend.sent(submit(i + ahead))
         while True:
-            try:
-                result = futures.pop(i).result()
+            done, result = resend.result(i, futures.pop(i))
+            if done:
                 break
-            except (CancelledError, KilledWorker) as exc:
-                lost[i] = lost.get(i, 0) + 1
-                if lost[i] > LOST_BATCH_TRIES:
-                    raise RagcovError(f"Dask: a batch of {what} was lost {LOST_BATCH_TRIES} "
-                                      f"times with its workers ({type(exc).__name__})") from None
-                scatter_again()  # the others in flight that lost it go again in their turn
-                futures[i] = submit(i)
+            futures[i] = resend.sent(submit(i))  # the others that lost it go in their turn
         yield result
 
 
