@@ -34,7 +34,7 @@ def iter_json_values(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    value = _loads(line, path, lineno)
+                    value = loads_json(line, path, lineno)
                 except json.JSONDecodeError:
                     yield from _from_text(path, lineno)
                     return
@@ -64,7 +64,7 @@ def iter_json_lines(data: bytes, first: bool) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            value = _loads(line, "", lineno)
+            value = loads_json(line, "", lineno)
         except (UnicodeDecodeError, json.JSONDecodeError, InputFormatError) as exc:
             # A lone surrogate too: the whole file is read here, where it gets its line.
             raise NotLines(f"line {lineno} of the part") from exc
@@ -95,12 +95,3 @@ def _from_text(path: str | os.PathLike[str], first_line: int) -> Iterator[tuple[
         if escapes:
             _refuse_lone_surrogates(value, path, line)
         yield line, value
-
-
-def _loads(line: str | bytes, path: str | os.PathLike[str], lineno: int) -> Any:
-    """One line's value (:func:`ragcov.files.loads_json`): orjson first (fast), then the
-    standard library for what orjson refuses or reads another way (NaN, integers past 64
-    bits); its error when neither can. A lone surrogate escape, which only the standard
-    library reads, is refused with the line (no UTF-8 file or database takes it: it
-    failed at the data file's write, with a traceback and no line)."""
-    return loads_json(line, path, lineno)
