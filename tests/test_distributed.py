@@ -424,22 +424,39 @@ def test_a_lost_batch_goes_again_three_times_with_one_scatter_per_loss():
 
     from ragcov.distributed import LOST_BATCH_TRIES, _Resend
 
-    scatters: list[int] = []
-    resend = _Resend(lambda: scatters.append(1), "queries", "; nothing was recorded")
-    first = [resend.sent(_Cancelled(f"a{i}")) for i in range(3)]  # three batches, one copy
+    scatters: list[str] = []
+
+    def scatter() -> str:
+        scatters.append(f"copy{len(scatters) + 1}")
+        return scatters[-1]
+
+    sent: list[tuple[int, str]] = []  # each batch sent, with the data it was given
+    coming: list[_Cancelled] = []  # what the next batch sent comes back as
+
+    def submit(i: int, data: str) -> _Cancelled:
+        sent.append((i, data))
+        return coming.pop(0)
+
+    resend = _Resend(submit, scatter, "copy0", "queries", "; nothing was recorded")
+    coming += [_Cancelled(f"a{i}") for i in range(3)]
+    first = [resend.send(i) for i in range(3)]  # three batches, one copy
     for i, fut in enumerate(first):
         assert resend.result(i, fut) == (False, None)
-    assert len(scatters) == 1  # the copy they all read, scattered again once
+    assert scatters == ["copy1"]  # the copy they all read, scattered again once
     for n in range(2, LOST_BATCH_TRIES + 1):  # batch 0 lost again, each time with the new copy
-        assert resend.result(0, resend.sent(_Cancelled(f"b{n}"))) == (False, None)
+        coming.append(_Cancelled(f"b{n}"))
+        assert resend.result(0, resend.send(0)) == (False, None)
+        assert sent[-1] == (0, f"copy{n - 1}")
     assert len(scatters) == LOST_BATCH_TRIES
+    coming.append(_Cancelled("last"))
     with pytest.raises(RagcovError, match=f"^Dask: a batch of queries was lost "
                        f"{LOST_BATCH_TRIES + 1} times with its workers; nothing was recorded$"):
-        resend.result(0, resend.sent(_Cancelled("last")))
+        resend.result(0, resend.send(0))
     # A batch's own errors are not losses: raised as they are, nothing scattered.
     from concurrent.futures import CancelledError
 
     for error in (CancelledError("its own"), KilledWorker("task", "tcp://w", 3), ValueError("x")):
+        coming.append(_Cancelled("own", status="error", error=error))
         with pytest.raises(type(error)):
-            resend.result(5, resend.sent(_Cancelled("own", status="error", error=error)))
+            resend.result(5, resend.send(5))
     assert len(scatters) == LOST_BATCH_TRIES and 5 not in resend.lost

@@ -411,14 +411,14 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
             _warn_caught(caught, shown)
         if append:  # the same check as a local --append, before any query is retrieved
             todo = data.pending(todo, k, corpus.hash, fingerprint)
-        def scatter_again() -> tuple[Any, Any]:
+        def scatter() -> tuple[Any, Any]:
             return (client.scatter(corpus, broadcast=True, hash=False),
                     None if shared_f is None else client.scatter(shared, broadcast=True,
                                                                  hash=False))
 
         try:
-            runs = _retrieve(client, token, spec, corpus_f, shared_f, todo, k, parts, progress,
-                             shown, places, scatter_again)
+            runs = _retrieve(client, token, spec, (corpus_f, shared_f), scatter, todo, k, parts,
+                             progress, shown, places)
         finally:
             with contextlib.suppress(Exception):
                 client.run(_forget, token)
@@ -430,29 +430,25 @@ def measure_dask(corpus: Corpus, suite: Suite, retriever: str = "dense",
     return data.matrix()
 
 
-def _retrieve(client: Any, token: str, spec: dict[str, Any], corpus_f: Any, shared_f: Any,
-              todo: list[tuple[str, str]], k: int, parts: int, progress: bool,
-              shown: set[str], places: list[dict[str, Any]],
-              scatter_again: Callable[[], tuple[Any, Any]]) -> list[Run]:
-    """The queries retrieved in batches on the workers; a batch lost with its worker is
-    sent again with the corpus (and the dense index's data) scattered again."""
+def _retrieve(client: Any, token: str, spec: dict[str, Any], data: tuple[Any, Any],
+              scatter: Callable[[], tuple[Any, Any]], todo: list[tuple[str, str]], k: int,
+              parts: int, progress: bool, shown: set[str], places: list[dict[str, Any]]
+              ) -> list[Run]:
+    """The queries retrieved in batches on the workers, each reading ``data`` (the corpus
+    and the dense index's data, as ``scatter()`` put them on the cluster); a batch lost
+    with its worker is sent again with them scattered again."""
     # One task per retrieval batch (still aligned on batch boundaries, so the result
     # is unchanged) so the bar moves batch by batch, not shard by shard.
     unit = spec["batch_size"]
     slices = aligned_slices(len(todo), max(parts, math.ceil(len(todo) / unit)), unit)
-    held = [corpus_f, shared_f]
 
-    def send(i: int) -> Any:
+    def send(i: int, data: tuple[Any, Any]) -> Any:
         a, b = slices[i]
-        return client.submit(_retrieve_shard, token, spec, held[0], held[1], todo[a:b], k,
-                             pure=False)
-
-    def again() -> None:
-        held[:] = scatter_again()
+        return client.submit(_retrieve_shard, token, spec, *data, todo[a:b], k, pure=False)
 
     runs: list[Run | None] = [None] * len(slices)
     with progress_bar("Retrieving (dask)", total=len(todo), enabled=progress) as advance:
-        for i, (run, caught, place) in _completed(len(slices), send, again, "queries",
+        for i, (run, caught, place) in _completed(len(slices), send, scatter, data, "queries",
                                                   then="; nothing was recorded"):
             runs[i] = run
             _warn_caught(caught, shown)
@@ -483,16 +479,21 @@ LOST_BATCH_TRIES = 3
 
 class _Resend:
     """What :func:`_completed` and :func:`in_order_again` share about a batch lost with its
-    workers: which failures are that, how often a batch may go again, and one scatter of
-    the data per loss, not one per batch that read the lost copy."""
+    workers: which failures are that, how often a batch may go again, and the data the
+    batches read (``data``, as ``scatter()`` put it on the cluster), scattered again once
+    per loss, not once per batch that read the lost copy."""
 
-    def __init__(self, scatter_again: Callable[[], None], what: str, then: str) -> None:
-        self.scatter_again, self.what, self.then = scatter_again, what, then
+    def __init__(self, submit: Callable[[int, Any], Any], scatter: Callable[[], Any],
+                 data: Any, what: str, then: str) -> None:
+        self.submit, self.scatter, self.data = submit, scatter, data
+        self.what, self.then = what, then
         self.copy = 0  # which scatter of the data the batches sent now read
         self.read: dict[str, int] = {}  # a batch's future -> the copy it was sent with
         self.lost: dict[int, int] = {}
 
-    def sent(self, fut: Any) -> Any:
+    def send(self, i: int) -> Any:
+        """Batch ``i`` sent with the data as it is on the cluster now."""
+        fut = self.submit(i, self.data)
         self.read[fut.key] = self.copy
         return fut
 
@@ -517,25 +518,26 @@ class _Resend:
             raise RagcovError(f"Dask: a batch of {self.what} was lost {self.lost[i]} times with "
                               f"its workers{self.then}") from None
         if copy == self.copy:  # the copy it read is gone: scatter it again, once
-            self.scatter_again()
+            self.data = self.scatter()
             self.copy += 1
         return False, None
 
 
-def _completed(n: int, submit: Callable[[int], Any], scatter_again: Callable[[], None],
+def _completed(n: int, submit: Callable[[int, Any], Any], scatter: Callable[[], Any], data: Any,
                what: str, then: str = "", ahead: int | None = None
                ) -> Iterator[tuple[int, Any]]:
-    """``(i, result)`` for the batches ``0..n-1`` as they complete, ``submit(i)`` sending
-    batch ``i`` (``ahead`` in flight at most; all at once without it).
+    """``(i, result)`` for the batches ``0..n-1`` as they complete, ``submit(i, data)``
+    sending batch ``i`` to read ``data``, which ``scatter()`` put on the cluster (``ahead``
+    in flight at most; all at once without it).
 
-    A batch lost with its worker (or with the data scattered to it) is sent again after
-    ``scatter_again()`` (:class:`_Resend`), :data:`LOST_BATCH_TRIES` times at most; then one
-    line says a batch of ``what`` was lost (and ``then``). Any other error is the batch's
-    own and propagates.
+    A batch lost with its worker (or with the data scattered to it) is sent again with the
+    data scattered again (:class:`_Resend`), :data:`LOST_BATCH_TRIES` times at most; then
+    one line says a batch of ``what`` was lost (and ``then``). Any other error is the
+    batch's own and propagates.
     """
     from dask.distributed import as_completed
 
-    resend = _Resend(scatter_again, what, then)
+    resend = _Resend(submit, scatter, data, what, then)
     pending = list(range(n))
     futures: dict[str, int] = {}
     live = as_completed()
@@ -543,7 +545,7 @@ def _completed(n: int, submit: Callable[[int], Any], scatter_again: Callable[[],
     def send() -> None:
         if pending:
             i = pending.pop(0)
-            fut = resend.sent(submit(i))
+            fut = resend.send(i)
             futures[fut.key] = i
             live.add(fut)
 
@@ -560,21 +562,21 @@ def _completed(n: int, submit: Callable[[int], Any], scatter_again: Callable[[],
         send()
 
 
-def in_order_again(n: int, submit: Callable[[int], Any], scatter_again: Callable[[], None],
-                   what: str, ahead: int) -> Iterator[Any]:
-    """The results of ``submit(0..n-1)`` in order, at most ``ahead`` in flight beyond the one
-    given back (:func:`ragcov.traces.parallel.in_order`, with :func:`_completed`'s resend).
-    """
-    resend = _Resend(scatter_again, what, "")
-    futures = {i: resend.sent(submit(i)) for i in range(min(ahead, n))}
+def in_order_again(n: int, submit: Callable[[int, Any], Any], scatter: Callable[[], Any],
+                   data: Any, what: str, ahead: int) -> Iterator[Any]:
+    """The results of ``submit(0..n-1, data)`` in order, at most ``ahead`` in flight beyond
+    the one given back (:func:`ragcov.traces.parallel.in_order`, with :func:`_completed`'s
+    resend)."""
+    resend = _Resend(submit, scatter, data, what, "")
+    futures = {i: resend.send(i) for i in range(min(ahead, n))}
     for i in range(n):
         if i + ahead < n:
-            futures[i + ahead] = resend.sent(submit(i + ahead))
+            futures[i + ahead] = resend.send(i + ahead)
         while True:
             done, result = resend.result(i, futures.pop(i))
             if done:
                 break
-            futures[i] = resend.sent(submit(i))  # the others that lost it go in their turn
+            futures[i] = resend.send(i)  # the others that lost it go in their turn
         yield result
 
 
@@ -594,8 +596,10 @@ def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any]
     token = uuid.uuid4().hex
     shown: set[str] = set()
     with dask_client(scheduler, workers) as client:
-        corpus_f = client.scatter(corpus, broadcast=True, hash=False)
-        held = [corpus_f]  # scattered again if a lost worker took the batches' copy with it
+        def scatter() -> Any:  # again too, if a lost worker took the batches' copy with it
+            return client.scatter(corpus, broadcast=True, hash=False)
+
+        corpus_f = scatter()
         try:
             theirs, caught = client.submit(_worker_fingerprint, token, spec, corpus_f, None,
                                            pure=False).result()
@@ -608,17 +612,14 @@ def probe_dask(corpus: Corpus, spec: dict[str, Any], fingerprint: dict[str, Any]
                                   "here): give them the same packages, model and settings")
             total = sum(len(b) for b in batches)
 
-            def send(i: int) -> Any:
-                return client.submit(_retrieve_shard, token, spec, held[0], None, batches[i],
+            def send(i: int, corpus_f: Any) -> Any:
+                return client.submit(_retrieve_shard, token, spec, corpus_f, None, batches[i],
                                      k, pure=False)
-
-            def scatter_again() -> None:
-                held[0] = client.scatter(corpus, broadcast=True, hash=False)
 
             with progress_bar("Probing (dask)", total=total, enabled=progress) as advance:
                 # A few batches per worker in flight: memory stays bounded, every worker busy.
                 for i, (run, caught, _place) in _completed(
-                        len(batches), send, scatter_again, "probes",
+                        len(batches), send, scatter, corpus_f, "probes",
                         then="; the batches recorded are kept: run the probe again to resume",
                         ahead=2 * n_workers(client)):
                     _warn_caught(caught, shown)
@@ -649,16 +650,15 @@ def dask_mapper(scheduler: str | None = None, workers: int | None = None) -> Ite
                 return []
             if client is None:
                 client = stack.enter_context(dask_client(scheduler, workers))
-            held = client.scatter(list(items), hash=False)
 
-            def send(i: int) -> Any:
+            def scatter() -> list[Any]:  # again, all: a lost worker may have held any of them
+                return client.scatter(list(items), hash=False)
+
+            def send(i: int, held: list[Any]) -> Any:
                 return client.submit(fn, held[i], pure=False)
 
-            def scatter_again() -> None:  # a lost worker may have held any of them
-                held[:] = client.scatter(list(items), hash=False)
-
             out: list[Any] = [None] * len(items)
-            for i, result in _completed(len(items), send, scatter_again, "topic work"):
+            for i, result in _completed(len(items), send, scatter, scatter(), "topic work"):
                 out[i] = result
             return out
 
@@ -722,8 +722,11 @@ def drift_dask(job: dict[str, Any], fingerprint: dict[str, Any], scheduler: str 
         shown: set[str] = set()
         with dask_client(scheduler, workers) as client:
             whole = {**job, **context}
-            held = [client.scatter(whole, broadcast=True, hash=False)]
-            job_f = held[0]
+
+            def scatter() -> Any:  # again too, if a lost worker took the copies' job with it
+                return client.scatter(whole, broadcast=True, hash=False)
+
+            job_f = scatter()
             try:
                 theirs, caught = client.submit(_drift_fingerprint, token, job_f,
                                                pure=False).result()
@@ -736,14 +739,11 @@ def drift_dask(job: dict[str, Any], fingerprint: dict[str, Any], scheduler: str 
                                       f"{retriever_key(fingerprint)} here): give them the same "
                                       "packages, model and settings")
 
-                def send(i: int) -> Any:
-                    return client.submit(_drift_copy, token, held[0], names[i], pure=False)
-
-                def scatter_again() -> None:
-                    held[0] = client.scatter(whole, broadcast=True, hash=False)
+                def send(i: int, job_f: Any) -> Any:
+                    return client.submit(_drift_copy, token, job_f, names[i], pure=False)
 
                 for _i, (name, changed, added, rows, caught) in _completed(
-                        len(names), send, scatter_again, "drift copies",
+                        len(names), send, scatter, job_f, "drift copies",
                         then="; the copies recorded are kept: run drift again to resume"):
                     _warn_caught(caught, shown)
                     yield name, changed, added, rows

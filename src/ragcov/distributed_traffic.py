@@ -34,18 +34,15 @@ from ragcov.traces.parallel import Part, PartsReader, Sent, read_part
 def dask_parts(client: Any) -> PartsReader:
     """Parts read by ``client``'s workers, a few per worker in flight, results in order."""
     def read(fmt: str, parts: list[Part], known: frozenset[str] | None) -> Iterable[Sent]:
-        held: list[Any] = [None]
+        def scatter() -> Any:  # again too, the corpus ids lost with every worker that held them
+            return client.scatter(known, broadcast=True, hash=False) if known else None
 
-        def scatter_again() -> None:  # the corpus ids, lost with every worker that held them
-            held[0] = client.scatter(known, broadcast=True, hash=False) if known else None
-
-        def submit(i: int) -> Any:
+        def submit(i: int, known_f: Any) -> Any:
             path, lines = parts[i]  # workers may run elsewhere: the path as this machine sees it
-            return client.submit(read_part, fmt, (os.path.abspath(path), lines), held[0],
+            return client.submit(read_part, fmt, (os.path.abspath(path), lines), known_f,
                                  pure=False)
 
-        scatter_again()
-        return in_order_again(len(parts), submit, scatter_again, "trace parts",
+        return in_order_again(len(parts), submit, scatter, scatter(), "trace parts",
                               ahead=2 * n_workers(client))
 
     return read
