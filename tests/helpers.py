@@ -124,3 +124,18 @@ def kill_after_first_task(monkeypatch: pytest.MonkeyPatch, kill_now: Callable[[]
             kill_now()
 
     monkeypatch.setattr(distributed, "_warn_caught", counted)
+
+
+def kill_after_first_result(monkeypatch: pytest.MonkeyPatch, owner: object, name: str,
+                            kill_now: Callable[[], None]) -> None:
+    """Wrap ``owner.name``, a generator of the batches' results, to call ``kill_now`` once
+    the first result is back (topics' and import's loops on Dask)."""
+    real = getattr(owner, name)
+
+    def wrapped(*a, **kw):  # type: ignore[no-untyped-def]
+        for n, result in enumerate(real(*a, **kw)):
+            if n == 0:
+                kill_now()
+            yield result
+
+    monkeypatch.setattr(owner, name, wrapped)

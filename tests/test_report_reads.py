@@ -34,6 +34,15 @@ TEXTS = ["", "ok", "revenue grew 4%", "Revenue grew 4%", "the board met twice in
          "中文 段落"]
 
 
+def edit(path: Path, *statements: str) -> None:
+    """The file changed behind ragcov's back, as a user with sqlite3 would change it."""
+    con = sqlite3.connect(path)
+    with con:
+        for statement in statements:
+            con.execute(statement)
+    con.close()
+
+
 def write(path: Path, texts: list[str], docs: list[str], positions: list[int],
           hits: list[list[int]], k: int = 3) -> Corpus:
     corpus = Corpus([Chunk(id=f"c{j}", text=t, doc_id=d, position=p)
@@ -95,15 +104,9 @@ def test_a_shared_hash_is_not_a_shared_text(tmp_path: Path) -> None:
     and the two chunks are not called duplicates; a hash not written as hex still counts."""
     path = tmp_path / ".ragcov"
     write(path, ["alpha", "beta", "alpha"], ["a", "a", "a"], [0, 1, 2], [[0]])
-    con = sqlite3.connect(path)
-    with con:
-        con.execute("UPDATE chunks SET hash = (SELECT hash FROM chunks WHERE id = 'c0')")
-    con.close()
+    edit(path, "UPDATE chunks SET hash = (SELECT hash FROM chunks WHERE id = 'c0')")
     assert [g.tolist() for g in same_text_columns(path)] == [[0, 2]]
-    con = sqlite3.connect(path)
-    with con:
-        con.execute("UPDATE chunks SET hash = 'not hex at all'")
-    con.close()
+    edit(path, "UPDATE chunks SET hash = 'not hex at all'")
     assert [g.tolist() for g in same_text_columns(path)] == [[0, 2]]
 
 
@@ -149,21 +152,15 @@ def test_hashes_of_other_lengths_are_compared_as_strings(tmp_path: Path) -> None
     would split at the wrong places, so the hashes are compared whole."""
     path = tmp_path / ".ragcov"
     write(path, ["same text", "same text", "other", "third"], ["a"] * 4, [0, 1, 2, 3], [[0]])
-    con = sqlite3.connect(path)
-    with con:
-        con.execute("UPDATE chunks SET hash = substr(hash, 1, 15) WHERE idx = 2")
-        con.execute("UPDATE chunks SET hash = hash || '0' WHERE idx = 3")
-    con.close()
+    edit(path, "UPDATE chunks SET hash = substr(hash, 1, 15) WHERE idx = 2",
+         "UPDATE chunks SET hash = hash || '0' WHERE idx = 3")
     assert [g.tolist() for g in same_text_columns(path)] == [[0, 1]]
 
 
 def test_a_position_that_is_no_whole_number_is_read_as_stored(tmp_path: Path) -> None:
     path = tmp_path / ".ragcov"
     write(path, ["x", "y", "z"], ["a", "a", "b"], [0, 1, 0], [[0]])
-    con = sqlite3.connect(path)
-    with con:
-        con.execute("UPDATE chunks SET position = 1.5 WHERE idx = 1")
-    con.close()
+    edit(path, "UPDATE chunks SET position = 1.5 WHERE idx = 1")
     got = chunk_positions(path, ["c0", "c1", "c2"])
     assert not isinstance(got, ChunkPositions) and got["c1"] == 1.5
     assert load_scoped(path).summary().covered == 1  # the report is made, not a traceback

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import cli, cluster_losing_workers
+from helpers import cli, cluster_losing_workers, kill_after_first_result
 from ragcov import api
 from ragcov.data import CoverageData
 from ragcov.data.topics import read_topics
@@ -186,16 +186,8 @@ def test_every_worker_lost_mid_topics_changes_no_topic(capsys, tmp_path: Path, s
     monkeypatch.setattr(topic_terms, "SHARD", 100)
     code, _, err = cli(capsys, "topics", "--data-file", str(local), "-q")
     assert code == 0, err
-    real = distributed._completed
     with cluster_losing_workers("every worker") as (address, kill_now, killed):
-
-        def kill_after_a_shard(*a, **kw):
-            for n, done in enumerate(real(*a, **kw)):
-                if n == 0:
-                    kill_now()
-                yield done
-
-        monkeypatch.setattr(distributed, "_completed", kill_after_a_shard)
+        kill_after_first_result(monkeypatch, distributed, "_completed", kill_now)
         code, _, err = cli(capsys, "topics", "--data-file", str(remote), "-q",
                            "--engine", "dask", "--scheduler", address)
     assert killed and code == 0, err

@@ -186,21 +186,13 @@ def test_every_worker_lost_mid_import_changes_no_row(tmp_path, city_corpus, monk
     the single-process import's. (Here Dask itself recomputes the shards lost in flight,
     so this holds the outcome, not the resend of ``distributed.in_order_again``, which
     the run, probe, drift and topics tests drive through ``_completed``'s twin loop.)"""
-    from helpers import cluster_losing_workers
+    from helpers import cluster_losing_workers, kill_after_first_result
     from ragcov import distributed_traffic
 
     folder, whole = span_shards(tmp_path)
     record_traces(whole, "openinference", city_corpus, tmp_path / "one.ragcov", workers=1)
-    real = distributed_traffic.in_order_again
     with cluster_losing_workers("every worker") as (address, kill_now, killed):
-
-        def kill_after_a_shard(*a, **kw):
-            for n, sent in enumerate(real(*a, **kw)):
-                if n == 0:
-                    kill_now()
-                yield sent
-
-        monkeypatch.setattr(distributed_traffic, "in_order_again", kill_after_a_shard)
+        kill_after_first_result(monkeypatch, distributed_traffic, "in_order_again", kill_now)
         record_traces(folder, "auto", city_corpus, tmp_path / "lost.ragcov", engine="dask",
                       scheduler=address)
     assert killed
