@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragcov.data.checks import check_appendable, check_read, first_problem, refuse
-from ragcov.data.inserts import hit_rows, insert_rows
+from ragcov.data.inserts import hit_columns, insert_columns, insert_rows
 from ragcov.data.locking import open_for_reading, write_lock, writers_turn
 from ragcov.data.names import DEFAULT_DATA_FILE
 from ragcov.data.schema import (
@@ -338,14 +338,16 @@ class CoverageData:
         with (atomic_path(self.path, replace=replace) as tmp, sqlite_errors(tmp),
               new_file(tmp, meta) as con):
             _insert_chunks(con, corpus)
-            added = _insert_queries(con, corpus, run, {}, 0, context)
+            covered: set[int] = set()
+            added = _insert_queries(con, corpus, run, {}, 0, context, covered)
             _mark_generated(con, marks)
             # Topics describe the corpus, not the run: a new recording keeps the old one's
             # (stale, and said to be, when the corpus changed).
             from ragcov.data.topics import carry_topics
 
             carry_topics(self.path, con)
-            store_totals(con)  # what a gate reads, counted from the rows just written
+            # What a gate reads: the hits just written are every hit of the new file.
+            store_totals(con, covered=len(covered))
             return added
 
     def _append(self, corpus: Corpus, run: Run, context: dict[str, str],
@@ -462,12 +464,14 @@ def _check_recorded_hits(con: sqlite3.Connection, corpus: Corpus, run: Run,
 
 
 def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing: dict[str, str],
-                    start: int, context: dict[str, str]) -> int:
+                    start: int, context: dict[str, str], covered: set[int] | None = None) -> int:
     """Insert the run's queries not yet recorded; a recorded id must keep its text.
 
     The query rows and the hit rows go in hundreds to a statement
-    (:func:`~ragcov.data.inserts.insert_rows`): a million imported retrievals are a few
-    thousand statements, not six million.
+    (:mod:`ragcov.data.inserts`): a million imported retrievals are a few thousand
+    statements, not six million. The hits go as columns, a slice of queries at a time
+    (no tuple per hit, and no column of the whole run held at once); ``covered``, when
+    given, collects the chunk idx every written hit names.
     """
     _record_corpus_source(con, corpus)
     _record_query_source(con, run.source)
@@ -480,9 +484,19 @@ def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing:
         new.append((start + len(new), qid, text, context.get(qid)))
         existing[qid] = text
     insert_rows(con, "queries", 4, new)
-    insert_rows(con, "hits", 4, hit_rows(corpus, [q[0] for q in new],
-                                         [run.results.get(q[1], []) for q in new]))
+    for i in range(0, len(new), _QUERIES_AT_ONCE):
+        part = new[i:i + _QUERIES_AT_ONCE]
+        columns = hit_columns(corpus, [q[0] for q in part],
+                              [run.results.get(q[1], []) for q in part])
+        insert_columns(con, "hits", columns)
+        if covered is not None:
+            covered.update(columns[1])
     return len(new)
+
+
+# Queries whose hit columns are built and written together: 20,000 retrievals at k = 10
+# are 200,000 values a column, held once, never the run's.
+_QUERIES_AT_ONCE = 20_000
 
 
 

@@ -12,7 +12,7 @@ order and their values are the same either way; every large table a write fills
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from itertools import chain, islice, repeat
 from operator import itemgetter
@@ -81,13 +81,45 @@ def _rows_per_statement(con: sqlite3.Connection, width: int) -> int:
     return max(1, min(ROWS_PER_STATEMENT, by_params, by_length))
 
 
-def hit_rows(corpus: Corpus, rows: list[int], lists: list[Ranked]
-             ) -> Iterator[tuple[int, int, int, float | None]]:
-    """``(row, chunk idx, rank, score)`` for each hit of each row's ranked list, made by
-    itertools and the corpus's own id map: no Python line runs per hit."""
+def insert_columns(con: sqlite3.Connection, table: str, columns: Sequence[list[Any]]) -> None:
+    """``INSERT INTO table VALUES`` the i-th value of each column as row i, in order.
+
+    For rows that exist as columns (a run's hits): the flat values a statement binds are
+    laid out by one slice assignment per column, with no tuple per row on the way (at a
+    million retrievals, 5M hit tuples cost about as much Python as SQLite spends writing
+    them). Columns are lists: SQLite binds no numpy scalar. Columns of unequal length are
+    refused before anything is written.
+    """
+    width = len(columns)
+    n = len(columns[0]) if columns else 0
+    if any(len(col) != n for col in columns):
+        raise sqlite3.ProgrammingError(
+            f"columns of unequal length for {table}: {sorted({len(c) for c in columns})}")
+    per = _rows_per_statement(con, width)
+    many, single = _statements(table, width, per)
+    step = per * width
+    size = per * STATEMENTS_PER_SLICE
+    for start in range(0, n, size):
+        stop = min(n, start + size)
+        if stop - start < per:
+            con.executemany(single, zip(*(col[start:stop] for col in columns)))
+            return
+        flat: list[Any] = [None] * ((stop - start) * width)
+        for j, col in enumerate(columns):
+            flat[j::width] = col[start:stop]
+        full = len(flat) // step * step
+        con.executemany(many, (flat[i:i + step] for i in range(0, full, step)))
+        if full < len(flat):
+            con.executemany(single, (flat[i:i + width] for i in range(full, len(flat), width)))
+
+
+def hit_columns(corpus: Corpus, rows: list[int], lists: list[Ranked]
+                ) -> tuple[list[int], list[int], list[int], list[float | None]]:
+    """The hit rows' columns (row, chunk idx, rank, score) of each row's ranked list, made
+    by itertools and the corpus's own id map: no Python line runs per hit."""
     counts = list(map(len, lists))
-    return zip(chain.from_iterable(map(repeat, rows, counts)),
-               map(corpus.positions.__getitem__,
-                   map(itemgetter(0), chain.from_iterable(lists))),
-               chain.from_iterable(map(range, repeat(1), [n + 1 for n in counts])),
-               map(itemgetter(1), chain.from_iterable(lists)))
+    pairs = list(chain.from_iterable(lists))
+    return (list(chain.from_iterable(map(repeat, rows, counts))),
+            corpus.positions_of(map(itemgetter(0), pairs)),
+            list(chain.from_iterable(map(range, repeat(1), [n + 1 for n in counts]))),
+            list(map(itemgetter(1), pairs)))

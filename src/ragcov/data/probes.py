@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragcov.data.checks import check_probe_rows
-from ragcov.data.inserts import hit_rows, insert_rows
+from ragcov.data.inserts import hit_columns, insert_columns, insert_rows
 from ragcov.data.locking import write_lock
 from ragcov.data.schema import read_meta
 from ragcov.errors import RagcovError
@@ -158,8 +158,8 @@ def append_probes(data: CoverageData, corpus: Corpus, k: int, retriever: dict,
         new = [(row, ranked) for row, ranked in zip(rows, results) if row.id not in known]
         insert_rows(con, "probes", 5, ((start + i, row.id, row.chunk, row.kind, row.text)
                                        for i, (row, _) in enumerate(new)))
-        insert_rows(con, "probe_hits", 4, hit_rows(corpus, list(range(start, start + len(new))),
-                                                   [ranked for _, ranked in new]))
+        insert_columns(con, "probe_hits", hit_columns(corpus, list(range(start, start + len(new))),
+                                                      [ranked for _, ranked in new]))
         if after is not None:
             after(con, {row.id: start + i for i, (row, _) in enumerate(new)})
     return len(new)

@@ -75,11 +75,15 @@ def has_totals_table(con: sqlite3.Connection) -> bool:
                        "AND name = 'totals'").fetchone()[0] > 0
 
 
-def store_totals(con: sqlite3.Connection) -> None:
+def store_totals(con: sqlite3.Connection, covered: int | None = None) -> None:
     """Count the rows and keep the totals, inside the writer's transaction (its last step).
 
     The triggers are made here, after the rows went in: a new file's million chunk
-    rows are not each checked against an empty table.
+    rows are not each checked against an empty table. ``covered`` is the distinct
+    chunks the hits name, from a writer that wrote every hit of the file in this
+    transaction and kept the set it wrote (a new file: SQLite's ``COUNT(DISTINCT)`` over
+    5M hits takes longer than the numbers the writer already holds); any other writer
+    leaves it to SQL.
     """
     con.execute(TOTALS_SCHEMA)
     for stmt in _triggers():
@@ -87,7 +91,7 @@ def store_totals(con: sqlite3.Connection) -> None:
     con.execute("DELETE FROM totals")
     counts = row_counts(con)
     try:
-        counted = count_totals(con, counts)
+        counted = count_totals(con, counts, covered)
     except ValueError:
         return  # meta ragcov never writes (an old hand-edited file): readers count the rows
     key = rows_key(con, counts)
@@ -112,8 +116,10 @@ def _meta(con: sqlite3.Connection, key: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def count_totals(con: sqlite3.Connection, counts: list[int]) -> dict[str, Totals]:
-    """Both scopes' totals counted from the rows (SQL; no Python object per chunk).
+def count_totals(con: sqlite3.Connection, counts: list[int], covered: int | None = None
+                 ) -> dict[str, Totals]:
+    """Both scopes' totals counted from the rows (SQL; no Python object per chunk);
+    ``covered`` in place of the count of every hit's chunks, from :func:`store_totals`.
 
     Raises ValueError on a meta row ragcov never writes (a k that is no whole number,
     marks that are no JSON object): the caller reads the file the long way, which
@@ -127,7 +133,8 @@ def count_totals(con: sqlite3.Connection, counts: list[int]) -> dict[str, Totals
     if not isinstance(generated, dict):
         raise ValueError("the generated questions' marks are not an object")
     chunks, queries, _hits = counts
-    covered = con.execute("SELECT COUNT(DISTINCT chunk_idx) FROM hits").fetchone()[0]
+    if covered is None:
+        covered = con.execute("SELECT COUNT(DISTINCT chunk_idx) FROM hits").fetchone()[0]
     every = Totals(chunks, covered, queries, k)
     left_out = {idx for idx, qid in con.execute("SELECT idx, id FROM queries")
                 if qid in generated} if generated else set()
