@@ -1,6 +1,7 @@
 """Benchmark: the data file's hit tables as ``WITHOUT ROWID`` (format 3) against rowid tables
 (format 2), writing and reading the same run; and its rows written hundreds to a statement
-(``data.inserts.insert_rows``) against ``executemany`` of a one-row INSERT.
+(``data.inserts.insert_rows``) against ``executemany`` of a one-row INSERT; and its hits
+written as columns (``data.inserts.insert_columns``) against rows.
 
 A synthetic run (N queries x k = 5 skewed hits with scores, over N / 10 chunks) is
 written with ``CoverageData.write`` and read back with ``CoverageData.matrix()``
@@ -63,7 +64,7 @@ def main(mode: str = "full") -> list[dict]:
                 nnz[name] = int(m.hits.nnz)
                 path.unlink()
     assert len(set(nnz.values())) == 1 and nnz["format 2 (rowid)"] == n * K
-    rows_new, rows_old = _statements(corpus, run)
+    by_columns, by_rows, by_one_row = _statements(corpus, run)
     new, old = best["format 3 (WITHOUT ROWID)"], best["format 2 (rowid)"]
     mib = {name: size / 2**20 for name, size in sizes.items()}
     label = f"{n:,} queries x k={K}"
@@ -77,14 +78,21 @@ def main(mode: str = "full") -> list[dict]:
                  f"{mib['format 2 (rowid)']:,.1f} MiB "
                  f"({1 - sizes['format 3 (WITHOUT ROWID)'] / sizes['format 2 (rowid)']:.0%} "
                  "smaller)"),
-        row(f"datafile: write {label}, rows hundreds to a statement", rows_new, rows_old,
-            note="CoverageData.write; baseline: the same with executemany of a one-row INSERT "
-                 "for its chunks, queries and hits"),
+        row(f"datafile: write {label}, rows hundreds to a statement", by_rows, by_one_row,
+            note="CoverageData.write with its hits as rows; baseline: the same with executemany "
+                 "of a one-row INSERT for its chunks, queries and hits"),
+        row(f"datafile: write {label}, hits as columns", by_columns, by_rows,
+            note="CoverageData.write as ragcov writes (hits as columns, the covered count from "
+                 "the hits written); baseline: hits as rows hundreds to a statement, the covered "
+                 "count by SQL's COUNT(DISTINCT)"),
     ]
 
 
-def _statements(corpus, run) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    """Best of three writes each way, alternated; the two files' rows must be equal."""
+def _statements(corpus, run) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
+    """Best of three writes each way, alternated: as ragcov writes (hits as columns, the
+    covered count kept from them), with every table's rows hundreds to a statement and the
+    covered count by SQL (the round before), and with a one-row INSERT each. The three
+    files' rows must be equal."""
     import sqlite3
     import time
 
@@ -93,27 +101,35 @@ def _statements(corpus, run) -> tuple[float, float]:  # type: ignore[no-untyped-
     def one_row(con, table, width, rows):  # type: ignore[no-untyped-def]
         con.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * width)})", rows)
 
-    many = datafile.insert_rows
-    best = {"many": float("inf"), "one": float("inf")}
+    now = (datafile.insert_rows, datafile.insert_columns, datafile.store_totals)
+    ways = {
+        "columns": now,
+        "rows": (now[0], lambda con, table, cols: now[0](con, table, len(cols), zip(*cols)),
+                 lambda con, covered=None: now[2](con)),
+        "one": (one_row, lambda con, table, cols: one_row(con, table, len(cols), zip(*cols)),
+                lambda con, covered=None: now[2](con)),
+    }
+    best = dict.fromkeys(ways, float("inf"))
     dumps = {}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(3):
-            for name in best:
+            for name, (rows_way, columns_way, totals_way) in ways.items():
                 path = Path(tmp) / f"{repeat}-{name}.ragcov"
-                datafile.insert_rows = many if name == "many" else one_row
+                datafile.insert_rows, datafile.insert_columns, datafile.store_totals = \
+                    rows_way, columns_way, totals_way
                 try:
                     t = time.perf_counter()
                     CoverageData(path).write(corpus, run)
                     best[name] = min(best[name], time.perf_counter() - t)
                 finally:
-                    datafile.insert_rows = many
+                    datafile.insert_rows, datafile.insert_columns, datafile.store_totals = now
                 if repeat == 0:
                     con = sqlite3.connect(path)
                     dumps[name] = [con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
-                                   for t in ("chunks", "queries", "hits")]
+                                   for t in ("chunks", "queries", "hits", "totals")]
                     con.close()
-    assert dumps["many"] == dumps["one"]
-    return best["many"], best["one"]
+    assert dumps["columns"] == dumps["rows"] == dumps["one"]
+    return best["columns"], best["rows"], best["one"]
 
 
 if __name__ == "__main__":
