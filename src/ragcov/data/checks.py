@@ -57,8 +57,8 @@ def _first_bad_hit(con: sqlite3.Connection, table: str, owner: str, owners: str,
         "OR typeof(chunk_idx) != 'integer' OR typeof(rank) != 'integer' "
         "OR typeof(score) NOT IN ('real', 'integer', 'null') OR rank < 1 "
         f"{deepest}"
-        "OR NOT EXISTS (SELECT 1 FROM chunks c WHERE c.idx = h.chunk_idx) "
-        f"OR NOT EXISTS (SELECT 1 FROM {owners} o WHERE o.idx = h.{owner}) LIMIT 1").fetchone()
+        f"OR {_no_row_of(con, 'chunks', 'h.chunk_idx')} "
+        f"OR {_no_row_of(con, owners, f'h.{owner}')} LIMIT 1").fetchone()
     if row is None:
         return None
     o, c, r, to, tc, tr, ts = row
@@ -75,6 +75,26 @@ def _first_bad_hit(con: sqlite3.Connection, table: str, owner: str, owners: str,
     else:
         problem = f"belongs to no recorded {word}"
     return o, r, problem
+
+
+def _no_row_of(con: sqlite3.Connection, table: str, ref: str) -> str:
+    """SQL true where the integer ``ref`` names no row of ``table`` by its ``idx``.
+
+    Where ``idx`` is the table's one primary key (unique) and its values are the
+    integers 0..n-1, as ragcov numbers every row it writes, a range test: a look-up in
+    the table's index for each of five million hits was two thirds of the check (6.0 s
+    against 1.8 s at a million queries x k = 5). Anything else (a file numbered by
+    hand) is looked up row by row.
+    """
+    keys = [name for _cid, name, _kind, _nn, _dflt, pk
+            in con.execute(f"PRAGMA table_info({table})") if pk]
+    if keys == ["idx"]:  # n distinct values, every one an integer, from 0 to n - 1: all of them
+        n, low, high, other = con.execute(
+            f"SELECT COUNT(*), MIN(idx), MAX(idx), TOTAL(typeof(idx) != 'integer') "
+            f"FROM {table}").fetchone()
+        if n == 0 or (other == 0 and low == 0 and high == n - 1):
+            return f"{ref} NOT BETWEEN 0 AND {int(n) - 1}"
+    return f"NOT EXISTS (SELECT 1 FROM {table} t WHERE t.idx = {ref})"
 
 
 def check_probe_rows(con: sqlite3.Connection, path: Path) -> None:

@@ -6,12 +6,14 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
+from itertools import chain, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from ragcov.data.checks import check_rows, doc_id_change
 from ragcov.data.datafile import CoverageData
-from ragcov.data.inserts import insert_rows
+from ragcov.data.inserts import insert_columns, insert_rows
 from ragcov.data.locking import write_lock
 from ragcov.data.probes import copy_probes
 from ragcov.data.schema import (
@@ -130,12 +132,13 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
         probes_seen: set[str] = set()
         topics_copied = spans_copied = False
         next_idx = 0
+        covered: set[int] = set()  # the chunk idx of every hit the new file holds
         for n, d in enumerate(datas):
             with d.reading() as src:
                 check_rows(src, d.path)
                 if n == 0:
                     _copy_corpus(con, src)
-                next_idx = _copy_queries(con, src, d.path, seen, next_idx)
+                next_idx = _copy_queries(con, src, d.path, seen, next_idx, covered)
                 copy_probes(con, src, probes_seen, d.path)
                 topics_copied = topics_copied or copy_topics(con, src, d.path)
                 spans_copied = spans_copied or copy_spans(con, src, d.path)
@@ -143,7 +146,7 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
                     _add_counts(con, src)
         if shards:
             con.execute("INSERT INTO meta VALUES (?, ?)", (_MERGED_KEY, json.dumps(list(shards))))
-        store_totals(con)  # what a gate reads, counted from the combined rows
+        store_totals(con, covered=len(covered))  # what a gate reads, from the rows written
     return next_idx
 
 
@@ -185,8 +188,9 @@ def _json_dict(text: str) -> dict[str, Any]:
 
 
 def _copy_queries(con: sqlite3.Connection, src: sqlite3.Connection, path: Path, seen: _Seen,
-                  next_idx: int) -> int:
-    """Add the queries of ``src`` not seen yet from ``next_idx`` on; returns the next idx."""
+                  next_idx: int, covered: set[int]) -> int:
+    """Add the queries of ``src`` not seen yet from ``next_idx`` on; returns the next idx.
+    ``covered`` collects the chunk idx of every hit written."""
     hits: dict[int, list[tuple[int, int, float | None]]] = {}
     for q, c, r, s in src.execute(
             "SELECT query_idx, chunk_idx, rank, score FROM hits ORDER BY query_idx, rank"):
@@ -207,8 +211,8 @@ def _copy_queries(con: sqlite3.Connection, src: sqlite3.Connection, path: Path, 
         lists.append(qhits)
         next_idx += 1
         if len(queries) == _QUERIES_AT_ONCE:
-            _write_queries(con, queries, lists)
-    _write_queries(con, queries, lists)
+            _write_queries(con, queries, lists, covered)
+    _write_queries(con, queries, lists, covered)
     return next_idx
 
 
@@ -217,10 +221,15 @@ _QUERIES_AT_ONCE = 20_000
 
 
 def _write_queries(con: sqlite3.Connection, queries: list[tuple[int, str, str, str | None]],
-                   lists: list[list[tuple[int, int, float | None]]]) -> None:
-    """Write the queries gathered so far, each with its hits, then forget them."""
+                   lists: list[list[tuple[int, int, float | None]]], covered: set[int]) -> None:
+    """Write the queries gathered so far, each with its hits (as columns), then forget
+    them; ``covered`` collects the chunk idx the hits name."""
     insert_rows(con, "queries", 4, queries)
-    insert_rows(con, "hits", 4, ((q[0], c, r, s) for q, hits in zip(queries, lists)
-                                 for c, r, s in hits))
+    hits = list(chain.from_iterable(lists))
+    chunk = list(map(itemgetter(0), hits))
+    insert_columns(con, "hits", [
+        list(chain.from_iterable(map(repeat, map(itemgetter(0), queries), map(len, lists)))),
+        chunk, list(map(itemgetter(1), hits)), list(map(itemgetter(2), hits))])
+    covered.update(chunk)
     queries.clear()
     lists.clear()
