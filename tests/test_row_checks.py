@@ -56,3 +56,27 @@ def test_ragcov_s_own_numbering_is_a_range_test_and_a_gap_is_a_look_up() -> None
     assert _no_row_of(con, "t", "h.ref").startswith("NOT EXISTS")
     con.execute("DELETE FROM t")
     assert _no_row_of(con, "t", "h.ref") == "h.ref NOT BETWEEN 0 AND -1"  # no row: every hit
+
+
+def test_a_key_the_schema_claims_and_nothing_keeps_is_looked_up(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A schema edited to say ``idx`` is the key, over rows that repeat one (0, 1, 1, 3:
+    four rows from 0 to 3, and no row 2): counted, it looks like 0..n-1."""
+    path = tmp_path / "lying.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE t (idx INT, v TEXT)")
+    con.executemany("INSERT INTO t VALUES (?, 'v')", [(0,), (1,), (1,), (3,)])
+    con.execute("CREATE INDEX plain ON t (idx)")  # not unique: made the key's index below
+    con.commit()
+    con.execute("PRAGMA writable_schema = ON")
+    con.execute("UPDATE sqlite_master SET sql = 'CREATE TABLE t (idx INT PRIMARY KEY, v TEXT)' "
+                "WHERE name = 't'")
+    con.execute("UPDATE sqlite_master SET name = 'sqlite_autoindex_t_1', sql = NULL "
+                "WHERE name = 'plain'")
+    con.commit()
+    con.close()
+    con = sqlite3.connect(path)
+    assert [row[1] for row in con.execute("PRAGMA table_info(t)") if row[5]] == ["idx"]
+    con.execute("CREATE TABLE h (ref)")
+    con.executemany("INSERT INTO h VALUES (?)", [(r,) for r in REFS])
+    refused = [r for (r,) in con.execute(f"SELECT ref FROM h WHERE {_no_row_of(con, 't', 'h.ref')}")]
+    assert refused == [-1, 2, 4, 5, 6]
