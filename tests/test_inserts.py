@@ -25,17 +25,25 @@ def _table(rows, write) -> list[tuple]:  # type: ignore[no-untyped-def]
     return con.execute("SELECT a, b, c, typeof(b), typeof(c) FROM t ORDER BY a").fetchall()
 
 
-@settings(max_examples=60, deadline=None)
+def _as_rows(con, rows):  # type: ignore[no-untyped-def]
+    # A generator, as the writers pass them: taken a slice at a time, never listed whole.
+    insert_rows(con, "t", 3, (x for x in rows))
+
+
+def _as_columns(con, rows):  # type: ignore[no-untyped-def]
+    insert_columns(con, "t", [[row[j] for row in rows] for j in range(3)])
+
+
+@settings(max_examples=120, deadline=None)
 @given(values=st.lists(_values, max_size=1_300), per=st.sampled_from([1, 3, 500]),
-       slices=st.sampled_from([1, 2, 64]))
-def test_the_same_rows_as_executemany(values, per, slices) -> None:  # type: ignore[no-untyped-def]
+       slices=st.sampled_from([1, 2, 64]), write=st.sampled_from([_as_rows, _as_columns]))
+def test_the_same_rows_as_executemany(values, per, slices, write) -> None:  # type: ignore[no-untyped-def]
     rows = [(i, b, c) for i, (b, c) in enumerate(values)]
     expected = _table(rows, lambda con, r: con.executemany("INSERT INTO t VALUES (?, ?, ?)", r))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(inserts, "ROWS_PER_STATEMENT", per)
         mp.setattr(inserts, "STATEMENTS_PER_SLICE", slices)
-        # A generator, as the writers pass them: taken a slice at a time, never listed whole.
-        got = _table(rows, lambda con, r: insert_rows(con, "t", 3, (x for x in r)))
+        got = _table(rows, write)
     assert got == expected
 
 
@@ -86,20 +94,6 @@ def test_the_statement_keeps_within_the_connections_parameter_limit() -> None:
     insert_rows(con, "w", 70, (tuple(range(r, r + 70)) for r in range(1_000)))
     assert con.execute("SELECT COUNT(*), SUM(c69) FROM w").fetchone() == \
         (1_000, sum(range(69, 1_069)))
-
-
-@settings(max_examples=60, deadline=None)
-@given(values=st.lists(_values, max_size=1_300), per=st.sampled_from([1, 3, 500]),
-       slices=st.sampled_from([1, 2, 64]))
-def test_columns_are_the_same_rows_as_executemany(values, per, slices) -> None:  # type: ignore[no-untyped-def]
-    rows = [(i, b, c) for i, (b, c) in enumerate(values)]
-    expected = _table(rows, lambda con, r: con.executemany("INSERT INTO t VALUES (?, ?, ?)", r))
-    columns = [[row[j] for row in rows] for j in range(3)]
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(inserts, "ROWS_PER_STATEMENT", per)
-        mp.setattr(inserts, "STATEMENTS_PER_SLICE", slices)
-        got = _table(columns, lambda con, c: insert_columns(con, "t", c))
-    assert got == expected
 
 
 def test_columns_in_order_across_statements_slices_and_the_tail() -> None:
