@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from helpers import cli
 from ragcov.corpus import Chunk, Corpus
 from ragcov.data import CoverageData, combine
+from ragcov.data.totals import kept_covered
 from ragcov.retrieval import Run
 from ragcov.scope import ReportScope, load_scoped
 
@@ -62,6 +63,23 @@ def drop_totals(path: Path) -> None:
         for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
             con.execute(f"DROP TRIGGER {name}")
         con.execute("DROP TABLE totals")
+        con.execute("DROP TABLE IF EXISTS covered_chunks")
+
+
+def kept_bits(path: Path) -> bytes | None:
+    """The covered chunks' bitmap an append would take, as it reads it."""
+    with CoverageData(path).reading() as con:
+        return kept_covered(con)
+
+
+def bits_of_rows(path: Path) -> bytes:
+    """The bitmap of the chunk idx the hits name, counted the long way."""
+    with sqlite3.connect(path) as con:
+        n = con.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        flags = bytearray((n + 7) // 8)
+        for (c,) in con.execute("SELECT DISTINCT chunk_idx FROM hits"):
+            flags[c // 8] |= 1 << (c % 8)
+    return bytes(flags)
 
 
 runs = st.integers(min_value=1, max_value=12).flatmap(lambda n: st.tuples(
@@ -84,16 +102,23 @@ def test_kept_totals_are_the_rows_numbers_after_any_write(tmp_path_factory, case
     path = folder / ".ragcov"
     data = CoverageData(path)
     data.write(c, run_of(one, k))
-    assert kept(path) == (from_rows(path), True)
+    assert kept(path) == (from_rows(path), True) and kept_bits(path) == bits_of_rows(path)
     if two:
         data.write(c, run_of(two, k), append=True, generated=generated)
         for include in (False, True):
             assert kept(path, include) == (from_rows(path, include), True)
+        assert kept_bits(path) == bits_of_rows(path)
+        # A second append takes the first one's kept chunks, not a count of every hit.
+        data.write(c, run_of({f"s{i}": h for i, h in enumerate(two.values())}, k), append=True)
+        for include in (False, True):
+            assert kept(path, include) == (from_rows(path, include), True)
+        assert kept_bits(path) == bits_of_rows(path)
     # A combine of the file with a second one: counted from the combined rows.
     other = folder / "other"
     CoverageData(other).write(c, run_of({f"r{i}": h for i, h in enumerate(one.values())}, k))
     combine([path, other], folder / "combined")
     assert kept(folder / "combined") == (from_rows(folder / "combined"), True)
+    assert kept_bits(folder / "combined") == bits_of_rows(folder / "combined")
 
 
 def test_hand_worked_totals(tmp_path: Path) -> None:
@@ -145,6 +170,51 @@ def test_a_file_from_before_totals_is_counted_from_its_rows_and_kept_at_its_next
     assert kept(path) == ((6, 2, 2, 3), False)
     data.write(corpus(6), run_of({"q3": ["c5"]}, 3), append=True)
     assert kept(path) == ((6, 3, 3, 3), True) and from_rows(path) == (6, 3, 3, 3)
+
+
+def _tamper(path: Path, statement: str) -> None:
+    """Change the kept bitmap with its triggers dropped (they would empty it)."""
+    with sqlite3.connect(path) as con:
+        for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                                   "AND name LIKE 'covered_chunks_stale_%'").fetchall():
+            con.execute(f"DROP TRIGGER {name}")
+        con.execute(statement)
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE covered_chunks SET bits = X'01'",            # one chunk fewer than the totals say
+    "UPDATE covered_chunks SET bits = X'0500'",          # a byte too many
+    "UPDATE covered_chunks SET bits = X'41'",            # as many bits, one past the last chunk
+    "UPDATE covered_chunks SET bits = 'x'",              # no blob
+    "UPDATE covered_chunks SET rows_key = 'old'",        # kept for other rows
+    "INSERT INTO covered_chunks SELECT * FROM covered_chunks",  # two of them
+    "UPDATE totals SET covered = 1 WHERE scope = 'all'",  # the totals it must match
+])
+def test_a_kept_bitmap_that_does_not_match_is_not_taken(tmp_path: Path, statement: str) -> None:
+    path = tmp_path / ".ragcov"
+    data = CoverageData(path)
+    data.write(corpus(6), run_of({"q1": ["c2", "c0"], "q2": ["c0"]}, 3))
+    assert kept_bits(path) == bytes([0b101])
+    _tamper(path, statement)
+    assert kept_bits(path) is None
+    data.write(corpus(6), run_of({"q3": ["c5"]}, 3), append=True)  # counted from the rows
+    assert kept(path) == ((6, 3, 3, 3), True) == (from_rows(path), True)
+    assert kept_bits(path) == bits_of_rows(path) == bytes([0b100101])
+
+
+def test_rows_another_writer_adds_empty_the_kept_bitmap(tmp_path: Path) -> None:
+    """An older ragcov (or a sqlite3 shell) appending rows: the triggers empty the bitmap, and
+    the next append counts every hit again."""
+    path = tmp_path / ".ragcov"
+    data = CoverageData(path)
+    data.write(corpus(6), run_of({"q1": ["c2", "c0"]}, 3))
+    with sqlite3.connect(path) as con:
+        con.execute("INSERT INTO queries VALUES (1, 'q2', 'text of q2', NULL)")
+        con.execute("INSERT INTO hits VALUES (1, 4, 1, NULL)")
+    assert kept_bits(path) is None
+    data.write(corpus(6), run_of({"q3": ["c5"]}, 3), append=True)
+    assert kept(path) == ((6, 4, 3, 3), True) == (from_rows(path), True)
+    assert kept_bits(path) == bits_of_rows(path)
 
 
 def _gate(capsys, *args: str) -> tuple[int, str, str]:

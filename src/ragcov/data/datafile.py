@@ -20,7 +20,7 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +43,7 @@ from ragcov.data.schema import (
     sqlite_errors,
 )
 from ragcov.data.spans import add_spans, write_spans
-from ragcov.data.totals import Totals, read_totals, store_totals
+from ragcov.data.totals import Totals, kept_covered, read_totals, store_totals, with_chunks
 from ragcov.destinations import unwritable_reason, written_path
 from ragcov.errors import RagcovError
 from ragcov.files import TargetExists, atomic_path, check_destination
@@ -347,7 +347,7 @@ class CoverageData:
 
             carry_topics(self.path, con)
             # What a gate reads: the hits just written are every hit of the new file.
-            store_totals(con, covered=len(covered))
+            store_totals(con, covered=covered)
             return added
 
     def _append(self, corpus: Corpus, run: Run, context: dict[str, str],
@@ -369,13 +369,17 @@ class CoverageData:
                                  run.retriever, corpus)
                 # Spans this run knows (--documents) and the file was recorded without: kept.
                 add_spans(con, corpus)
-                existing = dict(con.execute("SELECT id, text FROM queries").fetchall())
+                start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
+                existing = _recorded_texts(con, run.queries, start)
                 if same_hits:
                     _check_recorded_hits(con, corpus, run, existing)
-                start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM queries").fetchone()[0]
-                added = _insert_queries(con, corpus, run, existing, start, context)
+                kept = kept_covered(con)  # read before any row is written (the rows' own key)
+                covered: set[int] = set()
+                added = _insert_queries(con, corpus, run, existing, start, context, covered)
                 _mark_generated(con, marks)
-                store_totals(con)  # in the append's transaction: never a total of other rows
+                # In the append's transaction: never a total of other rows. The kept chunks
+                # and this append's are every chunk the hits name; without them, SQL counts.
+                store_totals(con, None if kept is None else with_chunks(kept, covered, len(corpus)))
                 return added
 
 
@@ -445,6 +449,29 @@ def _check_run_against_corpus(run: Run, corpus: Corpus) -> None:
 
         raise RagcovError(f"{len(unknown)} retrieved chunk id(s) are not in the corpus: {shown}. "
                           f"{mismatch_hint(unknown, corpus)}")
+
+
+# Ids looked up in one statement, within SQLite's smallest limit on bound parameters.
+_IDS_AT_ONCE = 500
+
+
+def _recorded_texts(con: sqlite3.Connection, ids: Collection[str], start: int) -> dict[str, str]:
+    """The recorded text of each of ``ids`` the file holds (the ones an append must keep).
+
+    A small append to a large file looks its ids up in the id index: reading every
+    recorded query (a million ids and texts) cost more than the append itself. An append
+    of as many queries as a quarter of ``start`` (the file's next idx, about its queries)
+    or more reads them all, which is then the cheaper way.
+    """
+    if len(ids) * 4 >= start:
+        return dict(con.execute("SELECT id, text FROM queries").fetchall())
+    found: dict[str, str] = {}
+    wanted = list(ids)
+    for i in range(0, len(wanted), _IDS_AT_ONCE):
+        part = wanted[i:i + _IDS_AT_ONCE]
+        found.update(con.execute(
+            f"SELECT id, text FROM queries WHERE id IN ({','.join('?' * len(part))})", part))
+    return found
 
 
 def _check_recorded_hits(con: sqlite3.Connection, corpus: Corpus, run: Run,

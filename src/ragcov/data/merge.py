@@ -146,7 +146,7 @@ def _combine_into(datas: Sequence[CoverageData], out_path: Path, replace: bool,
                     _add_counts(con, src)
         if shards:
             con.execute("INSERT INTO meta VALUES (?, ?)", (_MERGED_KEY, json.dumps(list(shards))))
-        store_totals(con, covered=len(covered))  # what a gate reads, from the rows written
+        store_totals(con, covered=covered)  # what a gate reads, from the rows written
     return next_idx
 
 
