@@ -152,9 +152,13 @@ def kept_covered(con: sqlite3.Connection) -> bytes | None:
 
     Trusted only as the kept totals are, and only with them: its key is the rows' key
     now, the ``all`` totals carry the same key, and it holds exactly their covered count
-    in exactly the chunks' bits. Anything else (an older file, rows changed by another
-    writer, an edit with the triggers dropped, a damaged value) is None: the writer
-    counts the rows with SQL, as before.
+    in exactly the chunks' bits. Anything else is None, and the writer counts the rows
+    with SQL, as before: an older file, rows another writer changed (the triggers), an
+    edit made with the triggers dropped that changes a row count (the key), a damaged
+    value. What neither the triggers nor the key see (an edit with the triggers dropped
+    that keeps every count, such as moving a hit to another chunk) the kept totals
+    already report until the next count; an append then builds on it, where it used to
+    count every hit again.
     """
     names = {row[0] for row in con.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('totals', 'covered_chunks')")}
