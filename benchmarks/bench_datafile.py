@@ -1,7 +1,9 @@
 """Benchmark: the data file's hit tables as ``WITHOUT ROWID`` (format 3) against rowid tables
 (format 2), writing and reading the same run; and its rows written hundreds to a statement
 (``data.inserts.insert_rows``) against ``executemany`` of a one-row INSERT; and its hits
-written as columns (``data.inserts.insert_columns``) against rows.
+written as columns (``data.inserts.insert_columns``) against rows; an append of 1,000
+queries with the kept bitmap of covered chunks against a count of every hit; and the
+row checks as range tests against index look-ups.
 
 A synthetic run (N queries x k = 5 skewed hits with scores, over N / 10 chunks) is
 written with ``CoverageData.write`` and read back with ``CoverageData.matrix()``
@@ -65,6 +67,8 @@ def main(mode: str = "full") -> list[dict]:
                 path.unlink()
     assert len(set(nnz.values())) == 1 and nnz["format 2 (rowid)"] == n * K
     by_columns, by_rows, by_one_row = _statements(corpus, run)
+    appended, appended_before = _appends(corpus, run)
+    checked, checked_before = _row_checks(corpus, run)
     new, old = best["format 3 (WITHOUT ROWID)"], best["format 2 (rowid)"]
     mib = {name: size / 2**20 for name, size in sizes.items()}
     label = f"{n:,} queries x k={K}"
@@ -81,11 +85,85 @@ def main(mode: str = "full") -> list[dict]:
         row(f"datafile: write {label}, rows hundreds to a statement", by_rows, by_one_row,
             note="CoverageData.write with its hits as rows; baseline: the same with executemany "
                  "of a one-row INSERT for its chunks, queries and hits"),
+        row(f"datafile: append {APPENDED:,} queries to {label}", appended, appended_before,
+            note="CoverageData.write(append=True), the covered chunks added to the kept bitmap "
+                 "and only the append's ids looked up; baseline: no kept bitmap (every hit's "
+                 "chunk read back) and every recorded query read"),
+        row(f"datafile: row checks of {label}", checked, checked_before,
+            note="data.checks.check_rows (what combine runs on each input), a range test of "
+                 "each hit's chunk and query; baseline: an index look-up of each"),
         row(f"datafile: write {label}, hits as columns", by_columns, by_rows,
             note="CoverageData.write as ragcov writes (hits as columns, the covered count from "
                  "the hits written); baseline: hits as rows hundreds to a statement, the covered "
                  "count by SQL's COUNT(DISTINCT)"),
     ]
+
+
+APPENDED = 1_000
+
+
+def _appends(corpus, run) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """Best of three appends each way onto copies of one written file, alternated; the
+    kept totals after each must be the same."""
+    import shutil
+    import time
+
+    from ragcov.data import CoverageData, datafile
+    from ragcov.retrieval import Run
+
+    now = (datafile.kept_covered, datafile._recorded_texts)
+    before = (lambda con: None,
+              lambda con, ids, start: dict(con.execute("SELECT id, text FROM queries")))
+    best = {"now": float("inf"), "before": float("inf")}
+    totals = set()
+    with tempfile.TemporaryDirectory() as tmp:
+        written = Path(tmp) / "written.ragcov"
+        CoverageData(written).write(corpus, run)
+        for n_repeat in range(3):
+            extra = Run(k=run.k, retriever=run.retriever)
+            for qid, ranked in list(run.results.items())[:APPENDED]:
+                extra.add(f"more{n_repeat}-{qid}", run.queries[qid], ranked)
+            for name, way in (("now", now), ("before", before)):
+                path = Path(tmp) / f"{n_repeat}-{name}.ragcov"
+                shutil.copy(written, path)
+                datafile.kept_covered, datafile._recorded_texts = way
+                try:
+                    t = time.perf_counter()
+                    CoverageData(path).write(corpus, extra, append=True)
+                    best[name] = min(best[name], time.perf_counter() - t)
+                finally:
+                    datafile.kept_covered, datafile._recorded_texts = now
+                totals.add(CoverageData(path).totals())
+                path.unlink()
+    assert len(totals) == 1
+    return best["now"], best["before"]
+
+
+def _row_checks(corpus, run) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """Best of three checks of one file each way, alternated."""
+    import sqlite3
+    import time
+
+    from ragcov.data import CoverageData, checks
+
+    now = checks._no_row_of
+    best = {"now": float("inf"), "before": float("inf")}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "checked.ragcov"
+        CoverageData(path).write(corpus, run)
+        con = sqlite3.connect(path)
+        for _ in range(3):
+            for name in best:
+                checks._no_row_of = now if name == "now" else \
+                    (lambda con, table, ref: f"NOT EXISTS (SELECT 1 FROM {table} t WHERE t.idx = {ref})")
+                try:
+                    t = time.perf_counter()
+                    checks.check_rows(con, path)
+                    best[name] = min(best[name], time.perf_counter() - t)
+                finally:
+                    checks._no_row_of = now
+        con.close()
+    return best["now"], best["before"]
 
 
 def _statements(corpus, run) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
