@@ -21,14 +21,13 @@ import numpy as np
 
 from ragcov.data.checks import check_rows
 from ragcov.data.datafile import CoverageData
-from ragcov.data.schema import Meta, read_meta
+from ragcov.data.schema import Meta, read_meta, rows_in
 from ragcov.errors import RagcovError
 
 if TYPE_CHECKING:
     import sqlite3
 
 _EMPTY = np.zeros(0, dtype=np.int64)
-_BOUND = 500  # SQLite's limit on bound parameters, with room to spare
 
 
 @dataclass(frozen=True)
@@ -190,12 +189,8 @@ class ChunkTexts(Mapping[str, str]):
                                   "since its report was read; read the report again")
             if ids is None:
                 return dict(con.execute("SELECT id, coalesce(text, '') FROM chunks"))
-            found: dict[str, str] = {}
-            for i in range(0, len(ids), _BOUND):
-                part = list(ids[i:i + _BOUND])
-                found.update(con.execute("SELECT id, coalesce(text, '') FROM chunks WHERE id "
-                                         f"IN ({','.join('?' * len(part))})", part))
-            return found
+            return dict(rows_in(con, "SELECT id, coalesce(text, '') FROM chunks WHERE id IN ({marks})",
+                                ids))
 
     @property
     def _all(self) -> dict[str, str]:
@@ -252,11 +247,9 @@ def same_text_columns(path: str | os.PathLike[str]) -> list[np.ndarray]:
         if not candidates.size:
             return []
         stored = _stored_idx(con, "chunks")
-        texts: dict[int, str] = {}
-        for i in range(0, candidates.size, _BOUND):
-            part = [int(stored[j]) for j in candidates[i:i + _BOUND]]
-            texts.update(con.execute("SELECT idx, coalesce(text, '') FROM chunks WHERE idx IN "
-                                     f"({','.join('?' * len(part))})", part))
+        texts: dict[int, str] = dict(rows_in(
+            con, "SELECT idx, coalesce(text, '') FROM chunks WHERE idx IN ({marks})",
+            [int(stored[j]) for j in candidates]))
     by_text: dict[str, list[int]] = {}
     for j in candidates.tolist():
         text = texts[int(stored[j])]
@@ -276,14 +269,8 @@ def query_texts_in_order(path: str | os.PathLike[str]) -> list[str]:
 
 def query_texts_of(path: str | os.PathLike[str], ids: Sequence[str]) -> dict[str, str]:
     """The texts of just these query ids (a report shows a few, not all)."""
-    found: dict[str, str] = {}
     with CoverageData(path).reading() as con:
-        for i in range(0, len(ids), _BOUND):
-            part = list(ids[i:i + _BOUND])
-            found.update(con.execute(
-                f"SELECT id, text FROM queries WHERE id IN ({','.join('?' * len(part))})",
-                part).fetchall())
-    return found
+        return dict(rows_in(con, "SELECT id, text FROM queries WHERE id IN ({marks})", ids))
 
 
 def best_hits(path: str | os.PathLike[str], chunks: Sequence[int], per_chunk: int

@@ -40,6 +40,7 @@ from ragcov.data.schema import (
     new_file,
     new_meta,
     read_meta,
+    rows_in,
     sqlite_errors,
 )
 from ragcov.data.spans import add_spans, write_spans
@@ -451,10 +452,6 @@ def _check_run_against_corpus(run: Run, corpus: Corpus) -> None:
                           f"{mismatch_hint(unknown, corpus)}")
 
 
-# Ids looked up in one statement, within SQLite's smallest limit on bound parameters.
-_IDS_AT_ONCE = 500
-
-
 def _recorded_texts(con: sqlite3.Connection, ids: Collection[str], start: int) -> dict[str, str]:
     """The recorded text of each of ``ids`` the file holds (the ones an append must keep).
 
@@ -465,13 +462,7 @@ def _recorded_texts(con: sqlite3.Connection, ids: Collection[str], start: int) -
     """
     if len(ids) * 4 >= start:
         return dict(con.execute("SELECT id, text FROM queries").fetchall())
-    found: dict[str, str] = {}
-    wanted = list(ids)
-    for i in range(0, len(wanted), _IDS_AT_ONCE):
-        part = wanted[i:i + _IDS_AT_ONCE]
-        found.update(con.execute(
-            f"SELECT id, text FROM queries WHERE id IN ({','.join('?' * len(part))})", part))
-    return found
+    return dict(rows_in(con, "SELECT id, text FROM queries WHERE id IN ({marks})", list(ids)))
 
 
 def _check_recorded_hits(con: sqlite3.Connection, corpus: Corpus, run: Run,

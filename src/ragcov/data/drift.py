@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragcov.data.inserts import insert_rows
 from ragcov.data.locking import write_lock
-from ragcov.data.schema import check_compatible, read_meta
+from ragcov.data.schema import check_compatible, read_meta, rows_in
 from ragcov.errors import RagcovError
 
 if TYPE_CHECKING:
@@ -199,11 +199,8 @@ def read_drift(data: CoverageData) -> DriftRecord | None:
         chunk_rows = con.execute("SELECT id, doc_id, position FROM chunks ORDER BY idx").fetchall()
         named = sorted({int(c) for rs in rows.values() for r in rs
                         for c in r.detail.get("broke", [])})
-        texts: dict[int, str] = {}
-        for start in range(0, len(named), 500):
-            part = named[start:start + 500]
-            texts.update((int(i), t or "") for i, t in con.execute(
-                f"SELECT idx, text FROM chunks WHERE idx IN ({','.join('?' * len(part))})", part))
+        texts = {int(i): t or "" for i, t in rows_in(
+            con, "SELECT idx, text FROM chunks WHERE idx IN ({marks})", named)}
     missing = wanted - set(queries)
     if missing:
         raise RagcovError(f"{data.path}: damaged drift tables (a result of query idx "

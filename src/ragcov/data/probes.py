@@ -24,7 +24,7 @@ import numpy as np
 from ragcov.data.checks import check_probe_rows
 from ragcov.data.inserts import hit_columns, insert_columns, insert_rows
 from ragcov.data.locking import write_lock
-from ragcov.data.schema import read_meta
+from ragcov.data.schema import read_meta, rows_in
 from ragcov.errors import RagcovError
 from ragcov.matrix import csr_arrays
 
@@ -151,9 +151,8 @@ def append_probes(data: CoverageData, corpus: Corpus, k: int, retriever: dict,
         _ensure(con)
         # Only this batch's ids are looked up (the UNIQUE index): a million probes
         # recorded in batches never re-read what earlier batches wrote.
-        marks = ",".join("?" * len(rows))
-        known = {r[0] for r in con.execute(f"SELECT id FROM probes WHERE id IN ({marks})",
-                                           [row.id for row in rows])} if rows else set()
+        known = {r[0] for r in rows_in(con, "SELECT id FROM probes WHERE id IN ({marks})",
+                                       [row.id for row in rows])}
         start = con.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM probes").fetchone()[0]
         new = [(row, ranked) for row, ranked in zip(rows, results) if row.id not in known]
         insert_rows(con, "probes", 5, ((start + i, row.id, row.chunk, row.kind, row.text)
@@ -241,18 +240,6 @@ def probe_texts(data: CoverageData, ids: Sequence[str]) -> dict[str, str]:
         out.update((str(pid), str(text)) for pid, text in rows_in(
             con, "SELECT id, text FROM probes WHERE id IN ({marks})", ids))
     return out
-
-
-IN_BATCH = 500  # values bound in one IN (...): well under SQLite's limit on parameters
-
-
-def rows_in(con, sql: str, values: Sequence[Any], before: Sequence[Any] = ()  # type: ignore[no-untyped-def]
-            ) -> Iterator[tuple[Any, ...]]:
-    """The rows of ``sql`` (its ``{marks}`` the IN list, after the ``before`` parameters)
-    for ``values``, :data:`IN_BATCH` at a time."""
-    for start in range(0, len(values), IN_BATCH):
-        part = list(values[start:start + IN_BATCH])
-        yield from con.execute(sql.format(marks=",".join("?" * len(part))), [*before, *part])
 
 
 def copy_probes(con, src, seen: set[str], path: Path) -> None:  # type: ignore[no-untyped-def]

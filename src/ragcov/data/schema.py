@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -166,6 +166,20 @@ def _retriever_difference(a: dict[str, Any], b: dict[str, Any], where: str, othe
 
 
 # ---------------------------------------------------------------- connections
+IN_BATCH = 500  # values bound in one IN (...): well under SQLite's limit on parameters
+
+
+def rows_in(con: sqlite3.Connection, sql: str, values: Sequence[Any], before: Sequence[Any] = ()
+            ) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``sql`` (its ``{marks}`` the IN list, after the ``before`` parameters)
+    for ``values``, :data:`IN_BATCH` at a time: what a reader that wants a few rows of a
+    large file (a report's query texts, an append's recorded ids) reads through the
+    column's index instead of the whole table."""
+    for start in range(0, len(values), IN_BATCH):
+        part = list(values[start:start + IN_BATCH])
+        yield from con.execute(sql.format(marks=",".join("?" * len(part))), [*before, *part])
+
+
 def connect(path: Path, create: bool = True, readonly: bool = False) -> sqlite3.Connection:
     """A connection in autocommit mode; without ``create`` a missing file is an error.
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from ragcov.data.inserts import insert_rows
 from ragcov.data.locking import write_lock
-from ragcov.data.probes import rows_in
+from ragcov.data.schema import rows_in
 from ragcov.errors import RagcovError
 
 if TYPE_CHECKING:
