@@ -158,7 +158,7 @@ def test_combine_of_two_runs_equals_one_run_of_both(tmp_path: Path, left, right,
     CoverageData(folder / "b").write(c, run_of(results_b))
     CoverageData(folder / "both").write(c, run_of({**results_a, **results_b}))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(merge, "_QUERIES_AT_ONCE", at_once)
+        mp.setattr(merge, "QUERIES_AT_ONCE", at_once)
         combine([folder / "a", folder / "b"], folder / "combined")
     got = CoverageData(folder / "combined").matrix()
     want = CoverageData(folder / "both").matrix()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragcov.data.checks import check_appendable, check_read, first_problem, refuse
-from ragcov.data.inserts import hit_columns, insert_columns, insert_rows
+from ragcov.data.inserts import QUERIES_AT_ONCE, hit_columns, insert_columns, insert_rows
 from ragcov.data.locking import open_for_reading, write_lock, writers_turn
 from ragcov.data.names import DEFAULT_DATA_FILE
 from ragcov.data.schema import (
@@ -502,19 +502,14 @@ def _insert_queries(con: sqlite3.Connection, corpus: Corpus, run: Run, existing:
         new.append((start + len(new), qid, text, context.get(qid)))
         existing[qid] = text
     insert_rows(con, "queries", 4, new)
-    for i in range(0, len(new), _QUERIES_AT_ONCE):
-        part = new[i:i + _QUERIES_AT_ONCE]
+    for i in range(0, len(new), QUERIES_AT_ONCE):
+        part = new[i:i + QUERIES_AT_ONCE]
         columns = hit_columns(corpus, [q[0] for q in part],
                               [run.results.get(q[1], []) for q in part])
         insert_columns(con, "hits", columns)
         if covered is not None:
             covered.update(columns[1])
     return len(new)
-
-
-# Queries whose hit columns are built and written together: 20,000 retrievals at k = 10
-# are 200,000 values a column, held once, never the run's.
-_QUERIES_AT_ONCE = 20_000
 
 
 

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 # Rows a statement holds at most, and statements built from one slice of the rows.
 ROWS_PER_STATEMENT = 500
 STATEMENTS_PER_SLICE = 64
+# Queries whose hits a writer gathers and writes together (a run's, a combine's): 20,000
+# retrievals at k = 10 are 200,000 values a column, held once, never the whole file's.
+QUERIES_AT_ONCE = 20_000
 # SQLite's limit on a statement's parameters before 3.32 (and in builds that keep it),
 # taken where the connection cannot say its own (Python 3.10).
 OLD_VARIABLE_LIMIT = 999
@@ -42,7 +45,6 @@ def insert_rows(con: sqlite3.Connection, table: str, width: int,
     """
     per = _rows_per_statement(con, width)
     many, single = _statements(table, width, per)
-    step = per * width
     it = iter(rows)
     while True:
         part = list(islice(it, per * STATEMENTS_PER_SLICE))
@@ -56,11 +58,18 @@ def insert_rows(con: sqlite3.Connection, table: str, width: int,
             raise sqlite3.ProgrammingError(
                 f"Incorrect number of bindings supplied. The current statement uses {width}, "
                 f"and there are {len(bad)} supplied.")
-        flat = list(chain.from_iterable(part))
-        full = len(flat) // step * step
-        con.executemany(many, (flat[i:i + step] for i in range(0, full, step)))
-        if full < len(flat):
-            con.executemany(single, (flat[i:i + width] for i in range(full, len(flat), width)))
+        _write_flat(con, many, single, width, per, list(chain.from_iterable(part)))
+
+
+def _write_flat(con: sqlite3.Connection, many: str, single: str, width: int, per: int,
+                flat: list[Any]) -> None:
+    """Rows of ``width`` values laid end to end in ``flat`` (at least ``per`` of them):
+    ``per`` rows to a statement (``many``), the rows left over one at a time (``single``)."""
+    step = per * width
+    full = len(flat) // step * step
+    con.executemany(many, (flat[i:i + step] for i in range(0, full, step)))
+    if full < len(flat):
+        con.executemany(single, (flat[i:i + width] for i in range(full, len(flat), width)))
 
 
 @cache
@@ -97,7 +106,6 @@ def insert_columns(con: sqlite3.Connection, table: str, columns: Sequence[list[A
             f"columns of unequal length for {table}: {sorted({len(c) for c in columns})}")
     per = _rows_per_statement(con, width)
     many, single = _statements(table, width, per)
-    step = per * width
     size = per * STATEMENTS_PER_SLICE
     for start in range(0, n, size):
         stop = min(n, start + size)
@@ -107,10 +115,7 @@ def insert_columns(con: sqlite3.Connection, table: str, columns: Sequence[list[A
         flat: list[Any] = [None] * ((stop - start) * width)
         for j, col in enumerate(columns):
             flat[j::width] = col[start:stop]
-        full = len(flat) // step * step
-        con.executemany(many, (flat[i:i + step] for i in range(0, full, step)))
-        if full < len(flat):
-            con.executemany(single, (flat[i:i + width] for i in range(full, len(flat), width)))
+        _write_flat(con, many, single, width, per, flat)
 
 
 def hit_columns(corpus: Corpus, rows: list[int], lists: list[Ranked]

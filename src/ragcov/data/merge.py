@@ -13,7 +13,7 @@ from typing import Any
 
 from ragcov.data.checks import check_rows, doc_id_change
 from ragcov.data.datafile import CoverageData
-from ragcov.data.inserts import insert_columns, insert_rows
+from ragcov.data.inserts import QUERIES_AT_ONCE, insert_columns, insert_rows
 from ragcov.data.locking import write_lock
 from ragcov.data.probes import copy_probes
 from ragcov.data.schema import (
@@ -210,14 +210,10 @@ def _copy_queries(con: sqlite3.Connection, src: sqlite3.Connection, path: Path, 
         queries.append((next_idx, qid, text, ctx))
         lists.append(qhits)
         next_idx += 1
-        if len(queries) == _QUERIES_AT_ONCE:
+        if len(queries) == QUERIES_AT_ONCE:
             _write_queries(con, queries, lists, covered)
     _write_queries(con, queries, lists, covered)
     return next_idx
-
-
-# Queries (and their hits) written together: a slice's rows are held once, never the file's.
-_QUERIES_AT_ONCE = 20_000
 
 
 def _write_queries(con: sqlite3.Connection, queries: list[tuple[int, str, str, str | None]],
