@@ -52,13 +52,8 @@ def main(mode: str = "full") -> list[dict]:
         for repeat in range(3):
             for n_layout, (name, ddl) in enumerate(layouts.items()):
                 path = Path(tmp) / f"{repeat}-{n_layout}.ragcov"
-                schema.SCHEMA = ddl
-                try:
-                    t = time.perf_counter()
-                    CoverageData(path).write(corpus, run)
-                    best[name]["write"] = min(best[name]["write"], time.perf_counter() - t)
-                finally:
-                    schema.SCHEMA = layouts["format 3 (WITHOUT ROWID)"]
+                best[name]["write"] = min(best[name]["write"], _timed_with(
+                    schema, {"SCHEMA": ddl}, CoverageData(path).write, corpus, run))
                 t = time.perf_counter()
                 m = CoverageData(path).matrix()
                 best[name]["read"] = min(best[name]["read"], time.perf_counter() - t)
@@ -102,19 +97,36 @@ def main(mode: str = "full") -> list[dict]:
 APPENDED = 1_000
 
 
+def _timed_with(module, values, work, *args, **kwargs) -> float:  # type: ignore[no-untyped-def]
+    """Seconds ``work(*args, **kwargs)`` takes with ``module``'s names set to ``values``
+    (the way a baseline wrote or read), every name as it was again after."""
+    import time
+
+    kept = {name: getattr(module, name) for name in values}
+    for name, value in values.items():
+        setattr(module, name, value)
+    try:
+        t = time.perf_counter()
+        work(*args, **kwargs)
+        return time.perf_counter() - t
+    finally:
+        for name, value in kept.items():
+            setattr(module, name, value)
+
+
 def _appends(corpus, run) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     """Best of three appends each way onto copies of one written file, alternated; the
     kept totals after each must be the same."""
     import shutil
-    import time
 
     from ragcov.data import CoverageData, datafile
     from ragcov.retrieval import Run
 
-    now = (datafile.kept_covered, datafile._recorded_texts)
-    before = (lambda con: None,
-              lambda con, ids, start: dict(con.execute("SELECT id, text FROM queries")))
-    best = {"now": float("inf"), "before": float("inf")}
+    ways = {"now": {},
+            "before": {"kept_covered": lambda con: None,
+                       "_recorded_texts": lambda con, ids, start: dict(
+                           con.execute("SELECT id, text FROM queries"))}}
+    best = dict.fromkeys(ways, float("inf"))
     totals = set()
     with tempfile.TemporaryDirectory() as tmp:
         written = Path(tmp) / "written.ragcov"
@@ -123,16 +135,11 @@ def _appends(corpus, run) -> tuple[float, float]:  # type: ignore[no-untyped-def
             extra = Run(k=run.k, retriever=run.retriever)
             for qid, ranked in list(run.results.items())[:APPENDED]:
                 extra.add(f"more{n_repeat}-{qid}", run.queries[qid], ranked)
-            for name, way in (("now", now), ("before", before)):
+            for name, way in ways.items():
                 path = Path(tmp) / f"{n_repeat}-{name}.ragcov"
                 shutil.copy(written, path)
-                datafile.kept_covered, datafile._recorded_texts = way
-                try:
-                    t = time.perf_counter()
-                    CoverageData(path).write(corpus, extra, append=True)
-                    best[name] = min(best[name], time.perf_counter() - t)
-                finally:
-                    datafile.kept_covered, datafile._recorded_texts = now
+                best[name] = min(best[name], _timed_with(
+                    datafile, way, CoverageData(path).write, corpus, extra, append=True))
                 totals.add(CoverageData(path).totals())
                 path.unlink()
     assert len(totals) == 1
@@ -142,26 +149,21 @@ def _appends(corpus, run) -> tuple[float, float]:  # type: ignore[no-untyped-def
 def _row_checks(corpus, run) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     """Best of three checks of one file each way, alternated."""
     import sqlite3
-    import time
 
     from ragcov.data import CoverageData, checks
 
-    now = checks._no_row_of
-    best = {"now": float("inf"), "before": float("inf")}
+    ways = {"now": {},
+            "before": {"_no_row_of": lambda con, table, ref:
+                       f"NOT EXISTS (SELECT 1 FROM {table} t WHERE t.idx = {ref})"}}
+    best = dict.fromkeys(ways, float("inf"))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "checked.ragcov"
         CoverageData(path).write(corpus, run)
         con = sqlite3.connect(path)
         for _ in range(3):
-            for name in best:
-                checks._no_row_of = now if name == "now" else \
-                    (lambda con, table, ref: f"NOT EXISTS (SELECT 1 FROM {table} t WHERE t.idx = {ref})")
-                try:
-                    t = time.perf_counter()
-                    checks.check_rows(con, path)
-                    best[name] = min(best[name], time.perf_counter() - t)
-                finally:
-                    checks._no_row_of = now
+            for name, way in ways.items():
+                best[name] = min(best[name], _timed_with(
+                    checks, way, checks.check_rows, con, path))
         con.close()
     return best["now"], best["before"]
 
@@ -172,7 +174,6 @@ def _statements(corpus, run) -> tuple[float, float, float]:  # type: ignore[no-u
     covered count by SQL (the round before), and with a one-row INSERT each. The three
     files' rows must be equal."""
     import sqlite3
-    import time
     from itertools import chain, repeat
     from operator import itemgetter
 
@@ -191,17 +192,17 @@ def _statements(corpus, run) -> tuple[float, float, float]:  # type: ignore[no-u
                    chain.from_iterable(map(range, repeat(1), [n + 1 for n in counts])),
                    map(itemgetter(1), chain.from_iterable(lists))), []
 
-    def by_sql(con, covered=None):  # type: ignore[no-untyped-def]
-        now[3](con)  # the covered count by SQL's COUNT(DISTINCT), as before
+    rows_way, store = datafile.insert_rows, datafile.store_totals
 
-    now = (datafile.insert_rows, datafile.hit_columns, datafile.insert_columns,
-           datafile.store_totals)
+    def by_sql(con, covered=None):  # type: ignore[no-untyped-def]
+        store(con)  # the covered count by SQL's COUNT(DISTINCT), as before
+
     ways = {
-        "columns": now,
-        "rows": (now[0], hit_rows, lambda con, table, made: now[0](con, table, 4, made[0]),
-                 by_sql),
-        "one": (one_row, hit_rows, lambda con, table, made: one_row(con, table, 4, made[0]),
-                by_sql),
+        "columns": {},
+        "rows": {"hit_columns": hit_rows, "store_totals": by_sql,
+                 "insert_columns": lambda con, table, made: rows_way(con, table, 4, made[0])},
+        "one": {"insert_rows": one_row, "hit_columns": hit_rows, "store_totals": by_sql,
+                "insert_columns": lambda con, table, made: one_row(con, table, 4, made[0])},
     }
     best = dict.fromkeys(ways, float("inf"))
     dumps = {}
@@ -209,15 +210,8 @@ def _statements(corpus, run) -> tuple[float, float, float]:  # type: ignore[no-u
         for n_repeat in range(3):
             for name, way in ways.items():
                 path = Path(tmp) / f"{n_repeat}-{name}.ragcov"
-                (datafile.insert_rows, datafile.hit_columns, datafile.insert_columns,
-                 datafile.store_totals) = way
-                try:
-                    t = time.perf_counter()
-                    CoverageData(path).write(corpus, run)
-                    best[name] = min(best[name], time.perf_counter() - t)
-                finally:
-                    (datafile.insert_rows, datafile.hit_columns, datafile.insert_columns,
-                     datafile.store_totals) = now
+                best[name] = min(best[name], _timed_with(
+                    datafile, way, CoverageData(path).write, corpus, run))
                 if n_repeat == 0:
                     con = sqlite3.connect(path)
                     dumps[name] = [con.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
